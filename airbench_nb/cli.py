@@ -1,0 +1,197 @@
+"""The ``airbench-nb`` command: the same functions the notebooks call, from a shell."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from airbench_nb import __version__
+
+logger = logging.getLogger(__name__)
+
+app = typer.Typer(
+    name="airbench-nb",
+    help="Evaluate audio-language models the AIR-Bench way: build data, run models, judge, analyse.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+# Not a terminal (CI, a pipe): print wide tables rather than truncating task names to 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+@app.callback()
+def _main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress (INFO level).")] = False,
+) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+def _table(title: str, rows: list[dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    if not rows:
+        return table
+    for column in rows[0]:
+        table.add_column(column, justify="left" if column in ("task", "reason", "field") else "right")
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    return table
+
+
+@app.command()
+def version() -> None:
+    """Print the kit's version."""
+    console.print(__version__)
+
+
+@app.command("import-official")
+def import_official_cmd(
+    root: Annotated[Path, typer.Argument(help="Root of an AIR-Bench release (holding Foundation/ and/or Chat/).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for foundation.jsonl, chat.jsonl, ...")],
+    workers: Annotated[int, typer.Option(help="Threads used to check and hash audio.")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Import the official release into manifests; bad rows are rejected with reasons, never fatal.
+
+    Exits 0 when it imported what it could, 2 when ROOT holds no readable meta file.
+    """
+    from airbench_nb.official import OfficialImportError, import_official
+
+    try:
+        report = import_official(root, out, workers=workers)
+    except OfficialImportError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(report.counts(), indent=2))
+        return
+    for part in report.parts:
+        if not part.present:
+            console.print(f"{part.benchmark}: no {part.meta_file} (skipped)")
+            continue
+        if part.file_error:
+            console.print(f"[red]{part.benchmark}: {part.file_error}[/red]")
+            continue
+        rows = part.task_table()
+        total = {"task": "TOTAL", **{k: sum(r[k] for r in rows) for k in rows[0] if k != "task"}} if rows else {}
+        console.print(_table(f"{part.benchmark}: {part.rows} rows, {len(part.items)} imported, "
+                             f"{len(part.rejected)} rejected", [*rows, total] if rows else []))
+        if part.rejected:
+            console.print(_table(
+                f"{part.benchmark}: rejected rows",
+                [{"index": r.index, "uniq_id": r.uniq_id, "field": r.field, "reason": r.reason[:120]}
+                 for r in part.rejected],
+            ))
+    console.print(f"wrote {out}/ (foundation.jsonl, chat.jsonl, rejected.jsonl, dataset.json)")
+
+
+@app.command()
+def validate(
+    manifest: Annotated[Path, typer.Argument(help="A JSONL manifest.")],
+    check_audio: Annotated[bool, typer.Option("--audio/--no-audio", help="Also open and hash every audio file.")]
+    = True,
+) -> None:
+    """Check a manifest: every line valid, uids unique, audio present, decodable and unchanged.
+
+    Exits 1 when a line is invalid or an audio hash differs from the one recorded.
+    """
+    from collections import Counter
+
+    from airbench_nb.manifests import check_audio as probe_all
+    from airbench_nb.manifests import data_root, read_manifest
+
+    try:
+        items, errors = read_manifest(manifest, strict=False)
+    except FileNotFoundError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    for err in errors:
+        err_console.print(f"[red]{err}[/red]")
+    changed = 0
+    if check_audio and items:
+        checked = probe_all(items, data_root(manifest))
+        statuses = Counter(i.audio_status.value for i in checked if i.audio_status)
+        for before, after in zip(items, checked, strict=True):
+            if before.audio_sha256 and after.audio_sha256 and before.audio_sha256 != after.audio_sha256:
+                changed += 1
+                err_console.print(f"[red]{manifest}: item {before.uid!r}: audio {before.audio} changed "
+                                  f"(sha256 {before.audio_sha256[:12]}... recorded, {after.audio_sha256[:12]}... now)")
+        console.print("audio: " + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items())))
+    console.print(f"{manifest}: {len(items)} valid items, {len(errors)} invalid lines, {changed} changed audio files")
+    if errors or changed:
+        raise typer.Exit(1)
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise typer.BadParameter(f"expected NAME=VALUE, got {text!r}")
+    name, raw = text.split("=", 1)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return name.strip(), value
+
+
+@app.command()
+def run(
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p", help="NAME=VALUE passed to the notebooks that declare NAME (VALUE read as JSON if it can be).",
+    )] = None,
+    notebooks: Annotated[str | None, typer.Option(help="Comma-separated notebook stems (default: the pipeline).")]
+    = None,
+    run_id: Annotated[str | None, typer.Option(help="Run folder name (default: the UTC time).")] = None,
+    reports: Annotated[Path, typer.Option(help="Parent folder of run folders.")] = Path("reports"),
+    kernel: Annotated[str | None, typer.Option(help="Jupyter kernel name (default: the notebooks' own).")] = None,
+    html: Annotated[bool, typer.Option("--html/--no-html", help="Export executed notebooks to HTML.")] = True,
+) -> None:
+    """Execute the pipeline notebooks with papermill into REPORTS/RUN_ID/ and write run.json."""
+    from airbench_nb.pipeline import PipelineError, run_pipeline
+
+    parameters = dict(_parse_param(p) for p in param or [])
+    stems = [s.strip() for s in notebooks.split(",") if s.strip()] if notebooks else None
+    try:
+        info = run_pipeline(parameters, notebooks=stems, run_id=run_id, reports_dir=reports, kernel_name=kernel,
+                            html=html, progress=True)
+    except PipelineError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    rows = [{"notebook": n.name, "status": n.status, "seconds": n.duration_s, "error": (n.error or "")[:100]}
+            for n in info.notebooks]
+    console.print(_table(f"run {info.run_id}: {info.status}", rows))
+    console.print(f"report: {reports / info.run_id}/")
+    if info.status != "ok":
+        raise typer.Exit(1)
+
+
+@app.command()
+def params(
+    notebooks: Annotated[str | None, typer.Option(help="Comma-separated notebook stems (default: the pipeline).")]
+    = None,
+) -> None:
+    """List the parameters each pipeline notebook declares, with type, default and help."""
+    from airbench_nb.pipeline import PIPELINE, notebook_parameters, notebooks_dir
+
+    stems = [s.strip() for s in notebooks.split(",")] if notebooks else list(PIPELINE)
+    for stem in stems:
+        found = notebook_parameters(notebooks_dir() / f"{stem}.ipynb")
+        rows = [{"name": k, "type": v["type"], "default": v["default"], "help": v["help"]} for k, v in found.items()]
+        console.print(_table(stem, rows))
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,395 @@
+"""Import of the official AIR-Bench release into the kit's manifests.
+
+The release is laid out as::
+
+    ROOT/Foundation/Foundation_meta.json     list of {path, question, choice_a, choice_b, [choice_c], [choice_d],
+                                             answer_gt, task_name, dataset_name, uniq_id}
+    ROOT/Foundation/{task_name}_{dataset_name}/{path}
+    ROOT/Chat/Chat_meta.json                 list of {path, question, answer_gt, meta_info, task_name,
+                                             dataset_name, uniq_id}
+    ROOT/Chat/{task_name}_{dataset_name}/{path}
+
+``answer_gt`` of Foundation is the *text* of the correct choice; it becomes an index. For ``Audio_Grounding`` the
+file on disk ends in ``.flac`` whatever ``path`` says. Every row is handled on its own: a bad row is rejected with
+its reason (written to ``rejected.jsonl``) and the import goes on; bad audio is imported with its status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import ValidationError
+
+from airbench_nb.audio import AUDIO_EXTENSIONS
+from airbench_nb.manifests import DatasetCard, check_audio, write_dataset_card, write_manifest, write_records
+from airbench_nb.records import (
+    CHAT_TASKS,
+    FOUNDATION_TASKS,
+    AudioStatus,
+    ChatItem,
+    FoundationItem,
+    Record,
+    check_relative_audio_path,
+)
+
+logger = logging.getLogger(__name__)
+
+FOUNDATION_META = "Foundation/Foundation_meta.json"
+"""Location of the Foundation meta file inside the release root."""
+CHAT_META = "Chat/Chat_meta.json"
+"""Location of the Chat meta file inside the release root."""
+FOUNDATION_REQUIRED = ("path", "question", "choice_a", "choice_b", "answer_gt", "task_name", "dataset_name", "uniq_id")
+"""Fields every official Foundation row must have."""
+CHAT_REQUIRED = ("path", "question", "answer_gt", "meta_info", "task_name", "dataset_name", "uniq_id")
+"""Fields every official Chat row must have."""
+FLAC_TASKS = frozenset({"Audio_Grounding"})
+"""Tasks whose audio files end in ``.flac`` on disk whatever ``path`` says."""
+
+
+class Rejected(Record):
+    """An official row that could not become an item, with the reason."""
+
+    benchmark: str
+    """``Foundation`` or ``Chat``."""
+    file: str
+    """The meta file, relative to the release root."""
+    index: int
+    """0-based position of the row in the meta file's JSON list."""
+    uniq_id: str | None = None
+    """The row's ``uniq_id``, when it had one."""
+    task: str | None = None
+    """The row's ``task_name``, when it had a string one."""
+    field: str | None = None
+    """The official field at fault."""
+    reason: str
+    """What is wrong with the row."""
+    row: Any = None
+    """The row as found, for inspection."""
+
+
+class OfficialImportError(RuntimeError):
+    """The release root holds no readable meta file at all."""
+
+
+@dataclass
+class BenchmarkImport:
+    """What importing one meta file did."""
+
+    benchmark: str
+    """``Foundation`` or ``Chat``."""
+    meta_file: str
+    """Meta file path relative to the root."""
+    present: bool = False
+    """Whether the meta file exists."""
+    file_error: str | None = None
+    """Why the whole file could not be read (invalid JSON, not a list), else None."""
+    rows: int = 0
+    """Rows in the meta file."""
+    items: list[FoundationItem | ChatItem] = field(default_factory=list)
+    """Items imported."""
+    rejected: list[Rejected] = field(default_factory=list)
+    """Rows rejected, with reasons."""
+
+    def task_table(self) -> list[dict[str, Any]]:
+        """One row per task: rows, imported, rejected and imported items per audio status."""
+        tasks: dict[str, Counter[str]] = {}
+        for item in self.items:
+            counter = tasks.setdefault(item.task, Counter())
+            counter["rows"] += 1
+            counter["imported"] += 1
+            counter[item.audio_status.value if item.audio_status else "unchecked"] += 1
+            if len(getattr(item, "choices", ())) == 2:
+                counter["binary"] += 1
+        for rej in self.rejected:
+            counter = tasks.setdefault(rej.task or "(unknown)", Counter())
+            counter["rows"] += 1
+            counter["rejected"] += 1
+        columns = ["rows", "imported", "rejected", *[s.value for s in AudioStatus]]
+        if self.benchmark == "Foundation":
+            columns.append("binary")
+        return [{"task": task, **{c: tasks[task][c] for c in columns}} for task in sorted(tasks, key=str.lower)]
+
+
+@dataclass
+class ImportReport:
+    """The outcome of :func:`import_official`."""
+
+    root: Path
+    """The release root that was read."""
+    out: Path
+    """The folder the manifests were written to."""
+    foundation: BenchmarkImport
+    """Foundation part."""
+    chat: BenchmarkImport
+    """Chat part."""
+
+    @property
+    def parts(self) -> list[BenchmarkImport]:
+        """Both parts, Foundation first."""
+        return [self.foundation, self.chat]
+
+    def counts(self) -> dict[str, Any]:
+        """Summary counts, as written to ``dataset.json``."""
+        out: dict[str, Any] = {}
+        for part in self.parts:
+            statuses = Counter(i.audio_status.value for i in part.items if i.audio_status)
+            out[part.benchmark] = {
+                "present": part.present,
+                "file_error": part.file_error,
+                "rows": part.rows,
+                "imported": len(part.items),
+                "rejected": len(part.rejected),
+                "audio_status": {s.value: statuses.get(s.value, 0) for s in AudioStatus},
+                "reasons": dict(Counter(_reason_kind(r.reason) for r in part.rejected)),
+            }
+        return out
+
+
+def _reason_kind(reason: str) -> str:
+    return reason.split(":", 1)[0]
+
+
+class _RowError(Exception):
+    def __init__(self, field: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+
+def _text(row: dict[str, Any], name: str, notes: list[str], *, allow_empty: bool = False) -> str:
+    value = row.get(name)
+    if value is None:
+        raise _RowError(name, f"missing field: {name!r} is absent or null")
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _RowError(name, f"bad type: {name!r} should be a string, got {type(value).__name__}")
+    if not isinstance(value, str):
+        notes.append(f"{name} was a number ({value!r}) and was read as text")
+        value = str(value)
+    if not allow_empty and not value.strip():
+        raise _RowError(name, f"empty field: {name!r} is an empty string")
+    return value
+
+
+def _uniq_id(row: dict[str, Any]) -> str:
+    value = row.get("uniq_id")
+    if value is None:
+        raise _RowError("uniq_id", "missing field: 'uniq_id' is absent or null")
+    if isinstance(value, bool) or not isinstance(value, int | str) or (isinstance(value, str) and not value.strip()):
+        raise _RowError("uniq_id", f"bad type: 'uniq_id' should be an integer, got {value!r}")
+    return str(value).strip()
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().rstrip(".").casefold()
+
+
+def match_answer(answer_gt: str, choices: list[str]) -> tuple[int, str | None]:
+    """Find the index of the choice whose text is ``answer_gt``.
+
+    An exact match wins; otherwise a match after folding case, collapsing whitespace and dropping a final
+    period (with a note saying so).
+
+    Args:
+        answer_gt: The official answer text.
+        choices: The choices in order.
+
+    Returns:
+        ``(index, note)`` where ``note`` is None for an exact match.
+
+    Raises:
+        _RowError: When no choice, or more than one, matches.
+    """
+    exact = [i for i, c in enumerate(choices) if c == answer_gt]
+    if len(exact) == 1:
+        return exact[0], None
+    loose = [i for i, c in enumerate(choices) if _normalise(c) == _normalise(answer_gt)]
+    if len(loose) == 1:
+        return loose[0], f"answer_gt {answer_gt!r} matched choice {choices[loose[0]]!r} after normalising case/space"
+    if not loose:
+        raise _RowError("answer_gt", f"answer not among choices: {answer_gt!r} matches none of {choices!r}")
+    raise _RowError("answer_gt", f"ambiguous answer: {answer_gt!r} matches several of {choices!r}")
+
+
+def _audio_path(root: Path, benchmark: str, task: str, dataset: str, path: str, notes: list[str]) -> str:
+    try:
+        check_relative_audio_path(path)
+    except ValueError as exc:
+        raise _RowError("path", f"bad path: {exc}") from None
+    rel = PurePosixPath(benchmark, f"{task}_{dataset}", path)
+    if task in FLAC_TASKS and rel.suffix.lower() != ".flac":
+        rel = rel.with_suffix(".flac")
+        notes.append(f"{task}: audio read from {rel.name} (the release stores this task as flac)")
+    if not (root / rel).is_file():
+        for ext in AUDIO_EXTENSIONS:
+            alt = rel.with_suffix(ext)
+            if alt != rel and (root / alt).is_file():
+                notes.append(f"audio {rel.name} not found; using {alt.name} (same name, other extension)")
+                rel = alt
+                break
+    return check_relative_audio_path(str(rel))
+
+
+def _foundation_item(root: Path, row: dict[str, Any]) -> FoundationItem:
+    notes: list[str] = []
+    uniq = _uniq_id(row)
+    for name in FOUNDATION_REQUIRED:
+        if name not in row:
+            raise _RowError(name, f"missing field: {name!r} is absent")
+    task = _text(row, "task_name", notes)
+    if task not in FOUNDATION_TASKS:
+        valid = ", ".join(sorted(FOUNDATION_TASKS, key=str.lower))
+        raise _RowError("task_name", f"unknown task: {task!r} is not a Foundation task; valid task names are: {valid}")
+    dataset = _text(row, "dataset_name", notes)
+    choices = [_text(row, "choice_a", notes), _text(row, "choice_b", notes)]
+    present = {}
+    for name in ("choice_c", "choice_d"):
+        value = row.get(name)
+        present[name] = value is not None and not (isinstance(value, str) and not value.strip())
+    if present["choice_d"] and not present["choice_c"]:
+        raise _RowError("choice_c", "gap in choices: choice_d is given but choice_c is absent or empty")
+    for name in ("choice_c", "choice_d"):
+        if present[name]:
+            choices.append(_text(row, name, notes))
+    answer_gt = _text(row, "answer_gt", notes)
+    answer, note = match_answer(answer_gt, choices)
+    if note:
+        notes.append(note)
+    audio = _audio_path(root, "Foundation", task, dataset, _text(row, "path", notes), notes)
+    return FoundationItem(
+        uid=f"foundation-{uniq}",
+        source_id=uniq,
+        task=task,
+        dataset=dataset,
+        audio=audio,
+        question=_text(row, "question", notes),
+        choices=choices,
+        answer=answer,
+        meta={"answer_gt": answer_gt, "path": row["path"]},
+        notes=notes,
+    )
+
+
+def _chat_item(root: Path, row: dict[str, Any]) -> ChatItem:
+    notes: list[str] = []
+    uniq = _uniq_id(row)
+    for name in CHAT_REQUIRED:
+        if name not in row:
+            raise _RowError(name, f"missing field: {name!r} is absent")
+    task = _text(row, "task_name", notes)
+    if task not in CHAT_TASKS:
+        valid = ", ".join(sorted(CHAT_TASKS, key=str.lower))
+        raise _RowError("task_name", f"unknown task: {task!r} is not a Chat task; valid task names are: {valid}")
+    dataset = _text(row, "dataset_name", notes)
+    meta_info = row.get("meta_info")
+    if isinstance(meta_info, list | dict):
+        notes.append("meta_info was structured JSON and was serialised to text")
+        meta_info = json.dumps(meta_info, ensure_ascii=False)
+        row = {**row, "meta_info": meta_info}
+    audio = _audio_path(root, "Chat", task, dataset, _text(row, "path", notes), notes)
+    return ChatItem(
+        uid=f"chat-{uniq}",
+        source_id=uniq,
+        task=task,
+        dataset=dataset,
+        audio=audio,
+        question=_text(row, "question", notes),
+        reference=_text(row, "answer_gt", notes),
+        meta_info=_text(row, "meta_info", notes),
+        notes=notes,
+    )
+
+
+def _import_part(root: Path, benchmark: str, meta_file: str, make: Any) -> BenchmarkImport:
+    part = BenchmarkImport(benchmark=benchmark, meta_file=meta_file)
+    path = root / meta_file
+    if not path.is_file():
+        logger.info("%s: no %s", root, meta_file)
+        return part
+    part.present = True
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        part.file_error = f"{path}: not valid JSON ({exc})"
+        return part
+    if not isinstance(rows, list):
+        part.file_error = f"{path}: expected a JSON list of rows, got {type(rows).__name__}"
+        return part
+    part.rows = len(rows)
+    seen: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        task = row.get("task_name") if isinstance(row, dict) and isinstance(row.get("task_name"), str) else None
+        uniq = None
+        try:
+            if not isinstance(row, dict):
+                raise _RowError(None, f"bad row: expected a JSON object, got {type(row).__name__}")
+            uniq = _uniq_id(row)
+            if uniq in seen:
+                raise _RowError("uniq_id", f"duplicate uniq_id: {uniq} already used by row {seen[uniq]}")
+            item = make(root, row)
+        except _RowError as exc:
+            part.rejected.append(
+                Rejected(benchmark=benchmark, file=meta_file, index=index, uniq_id=uniq, task=task,
+                         field=exc.field, reason=exc.reason, row=row)
+            )
+            continue
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or None
+            part.rejected.append(
+                Rejected(benchmark=benchmark, file=meta_file, index=index, uniq_id=uniq, task=task,
+                         field=where, reason=f"invalid item: {err['msg']}", row=row)
+            )
+            continue
+        seen[uniq] = index
+        part.items.append(item)
+    return part
+
+
+def import_official(root: str | Path, out: str | Path, *, workers: int = 4) -> ImportReport:
+    """Import an official AIR-Bench release into ``out/foundation.jsonl`` and ``out/chat.jsonl``.
+
+    Also writes ``out/rejected.jsonl`` (one :class:`Rejected` per row that could not be imported) and
+    ``out/dataset.json`` (data root = ``root``, counts). Audio is checked and hashed; bad audio is kept with its
+    status (``missing``, ``empty``, ``corrupt``) so that runs can count it.
+
+    Args:
+        root: The release root (holding ``Foundation/`` and/or ``Chat/``).
+        out: Folder for the manifests.
+        workers: Threads for audio checking.
+
+    Returns:
+        The :class:`ImportReport`; rows = imported + rejected for each meta file that could be read.
+
+    Raises:
+        OfficialImportError: If ``root`` holds neither meta file, or neither could be read.
+    """
+    root = Path(root).resolve()
+    out = Path(out)
+    if not root.is_dir():
+        raise OfficialImportError(f"{root}: no such folder")
+    foundation = _import_part(root, "Foundation", FOUNDATION_META, _foundation_item)
+    chat = _import_part(root, "Chat", CHAT_META, _chat_item)
+    if not foundation.present and not chat.present:
+        raise OfficialImportError(
+            f"{root} holds neither {FOUNDATION_META} nor {CHAT_META}: is this the root of an AIR-Bench release?"
+        )
+    if all(p.file_error or not p.present for p in (foundation, chat)):
+        errors = "; ".join(p.file_error for p in (foundation, chat) if p.file_error)
+        raise OfficialImportError(f"no meta file under {root} could be read: {errors}")
+    for part in (foundation, chat):
+        part.items = check_audio(part.items, root, workers=workers)
+    report = ImportReport(root=root, out=out, foundation=foundation, chat=chat)
+    out.mkdir(parents=True, exist_ok=True)
+    if foundation.present and not foundation.file_error:
+        write_manifest(out / "foundation.jsonl", foundation.items)
+    if chat.present and not chat.file_error:
+        write_manifest(out / "chat.jsonl", chat.items)
+    write_records(out / "rejected.jsonl", [*foundation.rejected, *chat.rejected])
+    write_dataset_card(out, DatasetCard(data_root=str(root), source="official-import", counts=report.counts()))
+    return report

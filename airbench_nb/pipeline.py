@@ -1,0 +1,259 @@
+"""Headless runs: execute the pipeline's notebooks with papermill into ``reports/<run_id>/``.
+
+Each notebook gets the run's parameters that it declares in its ``parameters`` cell, plus ``run_dir`` (the
+absolute path of the run folder) when it declares one. The run folder receives the executed notebooks, their
+HTML exports and ``run.json`` (:class:`~airbench_nb.records.RunInfo`): parameters, package versions, git
+commit, start and end, and each notebook's status. ``run.json`` is rewritten after every notebook, so an
+interrupted run still says how far it got. Parameters that look like secrets are refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from airbench_nb.records import NotebookStatus, RunInfo
+
+logger = logging.getLogger(__name__)
+
+PIPELINE: tuple[str, ...] = ("00_tutorial",)
+"""Notebook stems executed by ``airbench-nb run``, in order. Later stages register themselves here."""
+
+REPORTS_DIR = Path("reports")
+"""Default parent folder of run folders."""
+
+TRACKED_PACKAGES = (
+    "airbench-nb", "papermill", "nbformat", "ipykernel", "numpy", "pandas", "pydantic", "soundfile", "librosa",
+    "pyloudnorm", "torch", "transformers", "openai", "scikit-learn", "scipy",
+)
+"""Distributions whose versions go into ``run.json`` (those installed)."""
+
+SECRET_NAME = re.compile(r"(api[_-]?key|secret|token|passw(or)?d|bearer|credential)", re.IGNORECASE)
+"""Parameter names that may hold a secret; such parameters are refused."""
+SECRET_VALUE = re.compile(r"(sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|Bearer\s+\S{12,})")
+"""Values that look like API keys or bearer tokens; such values are refused."""
+
+
+class PipelineError(RuntimeError):
+    """A run that cannot start: unknown notebook, unknown parameter, or a secret in the parameters."""
+
+
+def notebooks_dir() -> Path:
+    """Folder of the pipeline notebooks: ``$AIRBENCH_NOTEBOOKS`` or ``notebooks/`` beside the package."""
+    env = os.environ.get("AIRBENCH_NOTEBOOKS")
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def check_no_secrets(parameters: dict[str, Any]) -> None:
+    """Refuse parameters whose name or value looks like a secret.
+
+    Keys come from the environment (``OPENAI_API_KEY``, ...), never from parameters: a parameter lands in the
+    executed notebook and in ``run.json``.
+
+    Raises:
+        PipelineError: Naming the offending parameter (never echoing its value).
+    """
+    for name, value in parameters.items():
+        if SECRET_NAME.search(name):
+            raise PipelineError(
+                f"parameter {name!r} looks like a secret; pass keys through the environment, never as parameters"
+            )
+        if SECRET_VALUE.search(str(value)):
+            raise PipelineError(
+                f"the value of parameter {name!r} looks like an API key or token; pass keys through the environment"
+            )
+
+
+def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The parameters a notebook declares, with their type, default and help.
+
+    Args:
+        path: The notebook.
+
+    Returns:
+        ``{name: {"type": ..., "default": ..., "help": ...}}`` as papermill reads the ``parameters`` cell.
+    """
+    import papermill
+
+    found = papermill.inspect_notebook(str(path))
+    return {
+        name: {"type": p["inferred_type_name"], "default": p["default"], "help": p["help"]}
+        for name, p in found.items()
+    }
+
+
+def package_versions() -> dict[str, str]:
+    """Python's version and those of the tracked distributions that are installed."""
+    versions = {"python": platform.python_version()}
+    for dist in TRACKED_PACKAGES:
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def git_commit(repo: str | Path | None = None) -> str | None:
+    """The commit of ``repo`` (default: the kit's checkout), suffixed ``-dirty`` with uncommitted changes."""
+    repo = Path(repo) if repo else Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}-dirty" if dirty else head
+
+
+def new_run_id(reports_dir: Path) -> str:
+    """A fresh run folder name: the UTC time, with a counter if that folder exists."""
+    base = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run_id, n = base, 1
+    while (reports_dir / run_id).exists():
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _export_html(notebook: Path) -> Path:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(str(notebook), as_version=4))
+    html = notebook.with_suffix(".html")
+    html.write_text(body, encoding="utf-8")
+    return html
+
+
+def run_pipeline(
+    parameters: dict[str, Any] | None = None,
+    *,
+    notebooks: Sequence[str] | None = None,
+    run_id: str | None = None,
+    reports_dir: str | Path = REPORTS_DIR,
+    notebook_dir: str | Path | None = None,
+    kernel_name: str | None = None,
+    html: bool = True,
+    progress: bool = False,
+) -> RunInfo:
+    """Execute notebooks in order with papermill into ``reports_dir/run_id/``.
+
+    A notebook that fails is recorded as ``failed`` (its executed copy, up to the failing cell, is kept) and the
+    ones after it as ``skipped``: each stage reads what the previous one wrote.
+
+    Args:
+        parameters: Run parameters; each notebook receives those it declares (plus ``run_dir``).
+        notebooks: Notebook stems to run, in order (default: :data:`PIPELINE`).
+        run_id: Name of the run folder (default: a new timestamp).
+        reports_dir: Parent of run folders.
+        notebook_dir: Where the notebooks are (default: :func:`notebooks_dir`).
+        kernel_name: Jupyter kernel to use (default: the one each notebook names).
+        html: Also export each executed notebook to HTML.
+        progress: Show papermill's progress bar.
+
+    Returns:
+        The final :class:`RunInfo`, also written to ``run.json``.
+
+    Raises:
+        PipelineError: Before running anything, for an unknown notebook, a parameter that no notebook declares,
+            or a parameter that looks like a secret.
+    """
+    import papermill
+
+    parameters = dict(parameters or {})
+    check_no_secrets(parameters)
+    source = Path(notebook_dir) if notebook_dir else notebooks_dir()
+    stems = list(notebooks or PIPELINE)
+    declared: dict[str, dict[str, dict[str, Any]]] = {}
+    for stem in stems:
+        path = source / f"{stem}.ipynb"
+        if not path.is_file():
+            raise PipelineError(f"no notebook {stem!r} in {source} (pipeline notebooks: {', '.join(PIPELINE)})")
+        declared[stem] = notebook_parameters(path)
+    known = set().union(*(set(d) for d in declared.values())) - {"run_dir"}
+    unknown = sorted(set(parameters) - known)
+    if unknown:
+        raise PipelineError(
+            f"parameter(s) {', '.join(unknown)} are declared by none of {', '.join(stems)}; "
+            f"known parameters: {', '.join(sorted(known)) or '(none)'}"
+        )
+
+    reports = Path(reports_dir)
+    run_id = run_id or new_run_id(reports)
+    run_dir = (reports / run_id).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    info = RunInfo(
+        run_id=run_id,
+        started=_now(),
+        parameters=parameters,
+        versions=package_versions(),
+        git_commit=git_commit(),
+        platform=f"{platform.system()} {platform.release()} {platform.machine()}",
+        notebooks=[NotebookStatus(name=s, status="skipped", error="not reached") for s in stems],
+    )
+    run_json = run_dir / "run.json"
+
+    def save() -> None:
+        run_json.write_text(info.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+    save()
+    failed = False
+    for index, stem in enumerate(stems):
+        status = info.notebooks[index]
+        if failed:
+            status.error = "skipped: an earlier notebook failed"
+            continue
+        nb_params = {k: v for k, v in parameters.items() if k in declared[stem]}
+        if "run_dir" in declared[stem]:
+            nb_params["run_dir"] = str(run_dir)
+        output = run_dir / f"{stem}.ipynb"
+        status.parameters = nb_params
+        status.output = output.name
+        status.started = _now()
+        status.error = None
+        logger.info("running %s -> %s", stem, output)
+        t0 = time.perf_counter()
+        try:
+            papermill.execute_notebook(
+                str(source / f"{stem}.ipynb"),
+                str(output),
+                parameters=nb_params,
+                cwd=str(run_dir),
+                kernel_name=kernel_name,
+                progress_bar=progress,
+                log_output=False,
+            )
+            status.status = "ok"
+        except Exception as exc:  # noqa: BLE001 - recorded in run.json; later notebooks are skipped
+            failed = True
+            status.status = "failed"
+            status.error = f"{type(exc).__name__}: {exc}".strip()[:2000]
+            logger.error("%s failed: %s", stem, status.error)
+        status.ended = _now()
+        status.duration_s = round(time.perf_counter() - t0, 3)
+        if html and output.is_file():
+            try:
+                status.html = _export_html(output).name
+            except Exception as exc:  # noqa: BLE001 - HTML is a convenience; the notebook is the record
+                logger.warning("HTML export of %s failed: %s", output, exc)
+        save()
+    info.status = "failed" if failed else "ok"
+    info.ended = _now()
+    save()
+    logger.info("run %s %s: %s", run_id, info.status, run_dir)
+    return info
+

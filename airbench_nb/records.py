@@ -1,0 +1,417 @@
+"""Typed records of the kit: benchmark items, mix metadata, model responses, verdicts and runs.
+
+Every record is a pydantic v2 model with a docstring per field and a ``schema_version``. Records are
+written one per line to JSONL manifests (see :mod:`airbench_nb.manifests`).
+
+Task names and categories follow the official AIR-Bench release, misspellings included
+(``Speaker_Emotion_Recontion``, ``Music_Instruments_Classfication``, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+"""Version of the record shapes below. Bump it when a field changes meaning or type."""
+
+FOUNDATION_TASKS: dict[str, str] = {
+    # speech (9)
+    "Speech_Grounding": "speech",
+    "Spoken_Language_Identification": "speech",
+    "Speaker_Gender_Recognition": "speech",
+    "Speaker_Emotion_Recontion": "speech",
+    "Speaker_Age_Prediction": "speech",
+    "Speech_Entity_Reconition": "speech",
+    "Speaker_Intent_Classification": "speech",
+    "Speaker_Number_Verification": "speech",
+    "Synthesized_Voice_Detection": "speech",
+    # sound (4)
+    "Audio_Grounding": "sound",
+    "vocal_sound_classification": "sound",
+    "Acoustic_Scene_Classification": "sound",
+    "Sound_AQA": "sound",
+    # music (6)
+    "Music_Instruments_Classfication": "music",
+    "Music_Genre_Recognition": "music",
+    "Music_Midi_Pitch_Analysis": "music",
+    "Music_Midi_Velocity_Analysis": "music",
+    "Music_AQA": "music",
+    "Music_Mood_Recognition": "music",
+}
+"""The 19 Foundation task names of the official release, spelled as there, mapped to their category."""
+
+CHAT_TASKS: dict[str, str] = {
+    "speech_QA": "speech",
+    "speech_dialogue_QA": "speech",
+    "sound_QA": "sound",
+    "sound_generation_QA": "sound",
+    "music_QA": "music",
+    "music_generation_analysis_QA": "music",
+    "speech_and_sound_QA": "mixed",
+    "speech_and_music_QA": "mixed",
+}
+"""The 8 Chat task names of the official release mapped to their category."""
+
+FoundationCategory = Literal["speech", "sound", "music"]
+ChatCategory = Literal["speech", "sound", "music", "mixed"]
+
+
+class UnknownTaskError(ValueError):
+    """A task name that is not one of the official AIR-Bench task names."""
+
+
+def _unknown_task(task: str, valid: dict[str, str], benchmark: str) -> UnknownTaskError:
+    names = ", ".join(sorted(valid, key=str.lower))
+    return UnknownTaskError(f"unknown {benchmark} task {task!r}; valid task names are: {names}")
+
+
+def foundation_category(task: str) -> str:
+    """Return the category (speech, sound or music) of a Foundation task.
+
+    Args:
+        task: An official Foundation task name, e.g. ``"Speaker_Gender_Recognition"``.
+
+    Returns:
+        The category name.
+
+    Raises:
+        UnknownTaskError: If ``task`` is not an official Foundation task; the message lists the valid names.
+    """
+    try:
+        return FOUNDATION_TASKS[task]
+    except KeyError:
+        raise _unknown_task(task, FOUNDATION_TASKS, "Foundation") from None
+
+
+def chat_category(task: str) -> str:
+    """Return the category (speech, sound, music or mixed) of a Chat task.
+
+    Args:
+        task: An official Chat task name, e.g. ``"speech_and_music_QA"``.
+
+    Returns:
+        The category name.
+
+    Raises:
+        UnknownTaskError: If ``task`` is not an official Chat task; the message lists the valid names.
+    """
+    try:
+        return CHAT_TASKS[task]
+    except KeyError:
+        raise _unknown_task(task, CHAT_TASKS, "Chat") from None
+
+
+class AudioStatus(str, Enum):
+    """What the kit found when it checked an item's audio file."""
+
+    ok = "ok"
+    """Readable, with at least one sample."""
+    missing = "missing"
+    """No file at the item's path."""
+    empty = "empty"
+    """The file has zero bytes, or a valid header and zero samples."""
+    corrupt = "corrupt"
+    """The file exists but neither soundfile nor librosa can decode it."""
+
+
+def check_relative_audio_path(value: str) -> str:
+    """Validate an audio path stored in a record: relative, POSIX, inside the data root.
+
+    Args:
+        value: The path as written in the manifest.
+
+    Returns:
+        The path, normalised to forward slashes without ``./`` parts.
+
+    Raises:
+        ValueError: If the path is empty, absolute (POSIX or Windows style) or contains ``..``.
+    """
+    if not value or not value.strip():
+        raise ValueError("audio path is empty")
+    if "\\" in value:
+        raise ValueError(f"audio path {value!r} uses backslashes; write it with forward slashes")
+    if value.startswith("/") or PureWindowsPath(value).is_absolute() or PureWindowsPath(value).drive:
+        raise ValueError(f"audio path {value!r} is absolute; paths must be relative to the data root")
+    parts = PurePosixPath(value).parts
+    if ".." in parts:
+        raise ValueError(f"audio path {value!r} contains '..'; paths may not leave the data root")
+    return str(PurePosixPath(*[p for p in parts if p != "."]))
+
+
+class Record(BaseModel):
+    """Base of every record: strict about unknown fields, versioned."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+
+    schema_version: int = SCHEMA_VERSION
+    """Version of the record shape this line was written with (see ``SCHEMA_VERSION``)."""
+
+
+class MixMeta(Record):
+    """How a two-source mix was made, and what was measured on it.
+
+    Source A is usually speech, source B music or a sound. Offsets are relative to A's start.
+    """
+
+    source_a: str
+    """Path of source A (relative to the data root when the mix belongs to a manifest)."""
+    source_b: str
+    """Path of source B."""
+    sha256_a: str | None = None
+    """SHA-256 of source A's file, when it came from a file."""
+    sha256_b: str | None = None
+    """SHA-256 of source B's file, when it came from a file."""
+    sample_rate: int = 16000
+    """Sample rate of the mix in Hz."""
+    gain_a_db: float
+    """Gain applied to A in dB, relative to the common loudness reference."""
+    gain_b_db: float
+    """Gain applied to B in dB, relative to the common loudness reference."""
+    snr_db_requested: float | None = None
+    """SNR of A over B that was asked for (SSEU-Bench style), or None when gains were given directly."""
+    snr_db_measured: float | None = None
+    """SNR of A over B measured on the two scaled components over their overlap; None without overlap."""
+    loudness_a: float | None = None
+    """Loudness of scaled A in the mix (LUFS, or dBFS RMS for clips too short for gating; see ``loudness_unit``)."""
+    loudness_b: float | None = None
+    """Loudness of scaled B in the mix (same unit as ``loudness_a``)."""
+    loudness_unit: str = "LUFS"
+    """Unit of ``loudness_a``/``loudness_b``: ``LUFS`` (ITU-R BS.1770) or ``dBFS`` (RMS fallback)."""
+    offset_s: float = 0.0
+    """Start of B minus start of A in seconds (negative: B starts first)."""
+    duration_a_s: float
+    """Duration of A in seconds."""
+    duration_b_s: float
+    """Duration of B in seconds."""
+    duration_s: float
+    """Duration of the mix in seconds."""
+    louder: Literal["A", "B", "equal"]
+    """Which source is louder in the mix; ``equal`` within the mixer's tolerance."""
+    ahead: Literal["meanwhile", "before", "after"]
+    """When A starts relative to B: ``before`` (A first), ``after`` (B first) or ``meanwhile`` (within tolerance)."""
+    scale: float = 1.0
+    """Factor applied to the whole mix to avoid clipping (1.0 when none was needed)."""
+
+
+class _ItemBase(Record):
+    uid: str = Field(min_length=1)
+    """Identifier of the item, unique within its manifest."""
+    source_id: str | None = None
+    """Identifier in the source dataset (the official ``uniq_id`` for imported items)."""
+    dataset: str
+    """Source dataset name (the official ``dataset_name``; ``synthetic`` for built items)."""
+    audio: str
+    """Path of the audio file, relative to the manifest's data root, with forward slashes."""
+    question: str
+    """The question asked about the audio."""
+    audio_status: AudioStatus | None = None
+    """What the last audio check found; None when the audio has not been checked."""
+    audio_sha256: str | None = None
+    """SHA-256 of the audio file's bytes; None when missing or unchecked."""
+    notes: list[str] = Field(default_factory=list)
+    """Remarks made while importing or building the item (e.g. an extension rule applied)."""
+
+    @field_validator("audio")
+    @classmethod
+    def _audio_relative(cls, value: str) -> str:
+        return check_relative_audio_path(value)
+
+
+class FoundationItem(_ItemBase):
+    """A Foundation single-choice question about one audio clip."""
+
+    kind: Literal["foundation"] = "foundation"
+    """Record kind, so that a manifest line says what it holds."""
+    task: str
+    """Official Foundation task name (e.g. ``Speaker_Gender_Recognition``)."""
+    category: FoundationCategory | None = None
+    """speech, sound or music; derived from ``task`` when omitted and checked against it when given."""
+    choices: Annotated[list[str], Field(min_length=2, max_length=4)]
+    """The 2 to 4 answer options, in the order shown to the model (A, B, C, D)."""
+    answer: int
+    """Index into ``choices`` of the correct option (0 for A)."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Ground truth and provenance of the item (transcript, pitch, event times, ...)."""
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        foundation_category(value)
+        return value
+
+    @field_validator("choices")
+    @classmethod
+    def _choices_distinct(cls, value: list[str]) -> list[str]:
+        if any(not c.strip() for c in value):
+            raise ValueError("choices may not be empty strings")
+        if len({c.strip().casefold() for c in value}) != len(value):
+            raise ValueError(f"choices must be distinct, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FoundationItem:
+        expected = FOUNDATION_TASKS[self.task]
+        if self.category is None:
+            object.__setattr__(self, "category", expected)
+        elif self.category != expected:
+            raise ValueError(f"category {self.category!r} does not match task {self.task!r} (expected {expected!r})")
+        if not 0 <= self.answer < len(self.choices):
+            raise ValueError(f"answer {self.answer} is not an index into {len(self.choices)} choices")
+        return self
+
+    @property
+    def answer_letter(self) -> str:
+        """The letter (A-D) of the correct choice."""
+        return "ABCD"[self.answer]
+
+
+class ChatItem(_ItemBase):
+    """A Chat open question about one audio clip, with a reference answer and the audio's description."""
+
+    kind: Literal["chat"] = "chat"
+    """Record kind, so that a manifest line says what it holds."""
+    task: str
+    """Official Chat task name (e.g. ``speech_and_music_QA``)."""
+    category: ChatCategory | None = None
+    """speech, sound, music or mixed; derived from ``task`` when omitted and checked against it when given."""
+    reference: str
+    """Reference answer the judge compares with (GPT-4-written in the official release)."""
+    meta_info: str
+    """Textual description of the audio: all the judge knows about it."""
+    mix: MixMeta | None = None
+    """How the audio was mixed, for mixed items the kit built; None otherwise."""
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        chat_category(value)
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ChatItem:
+        expected = CHAT_TASKS[self.task]
+        if self.category is None:
+            object.__setattr__(self, "category", expected)
+        elif self.category != expected:
+            raise ValueError(f"category {self.category!r} does not match task {self.task!r} (expected {expected!r})")
+        return self
+
+
+Item = Annotated[FoundationItem | ChatItem, Field(discriminator="kind")]
+"""Either item kind; the ``kind`` field tells them apart."""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Response(Record):
+    """A model's answer to one item (or the error that prevented one)."""
+
+    uid: str
+    """Uid of the item answered."""
+    model: str
+    """Model spec that produced the answer (e.g. ``hf:Qwen/Qwen2-Audio-7B-Instruct``)."""
+    text: str | None = None
+    """The answer text; None when the item failed."""
+    error: str | None = None
+    """Why no answer was produced (bad audio, model error, ...); None on success."""
+    prompt_hash: str | None = None
+    """SHA-256 of the exact prompt sent, so that two runs can be compared item by item."""
+    latency_s: float | None = None
+    """Wall-clock seconds spent on this item (its share of the batch for batched backends)."""
+    input_tokens: int | None = None
+    """Prompt tokens, when the backend reports them."""
+    output_tokens: int | None = None
+    """Generated tokens, when the backend reports them."""
+    created: datetime = Field(default_factory=_now)
+    """When the response was recorded (UTC)."""
+
+
+class Verdict(Record):
+    """A judge's decision on one response."""
+
+    uid: str
+    """Uid of the item judged."""
+    model: str
+    """Model spec whose response was judged."""
+    judge: str
+    """Judge spec (``rule``, ``proxy``, ``openai:gpt-4o``, ...)."""
+    order: Literal["single", "reference_first", "hypothesis_first"] = "single"
+    """For Chat, which answer the judge saw first; ``single`` for Foundation."""
+    raw: str | None = None
+    """The judge's raw reply (or the rule's explanation)."""
+    choice: int | None = None
+    """Foundation: index of the option the response was read as; None when the judge abstained."""
+    correct: bool | None = None
+    """Foundation: whether the chosen option is the gold one; None when unparsed."""
+    score_reference: float | None = None
+    """Chat: score given to the reference answer (1-10); None when unparsed."""
+    score_hypothesis: float | None = None
+    """Chat: score given to the model's answer (1-10); None when unparsed."""
+    parse_error: str | None = None
+    """Why the reply could not be parsed; None when it was."""
+    prompt_hash: str | None = None
+    """SHA-256 of the judge prompt."""
+    input_tokens: int | None = None
+    """Judge prompt tokens, when reported."""
+    output_tokens: int | None = None
+    """Judge reply tokens, when reported."""
+    cached: bool = False
+    """True when the reply came from the judge cache rather than a new request."""
+    created: datetime = Field(default_factory=_now)
+    """When the verdict was recorded (UTC)."""
+
+
+class NotebookStatus(Record):
+    """What happened to one notebook of a pipeline run."""
+
+    name: str
+    """Notebook stem, e.g. ``00_tutorial``."""
+    status: Literal["ok", "failed", "skipped"]
+    """``ok`` when it executed to the end, ``failed`` when a cell raised, ``skipped`` when not run."""
+    output: str | None = None
+    """Path of the executed notebook, relative to the run folder."""
+    html: str | None = None
+    """Path of its HTML export, relative to the run folder."""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    """Parameters injected into this notebook."""
+    started: datetime | None = None
+    """Start time (UTC)."""
+    ended: datetime | None = None
+    """End time (UTC)."""
+    duration_s: float | None = None
+    """Execution time in seconds."""
+    error: str | None = None
+    """The exception that stopped the notebook, or why it was skipped."""
+
+
+class RunInfo(Record):
+    """The ``run.json`` of a pipeline run: what ran, with what, and how it ended."""
+
+    run_id: str
+    """Name of the run folder under ``reports/``."""
+    started: datetime
+    """Start of the run (UTC)."""
+    ended: datetime | None = None
+    """End of the run (UTC); None while running."""
+    status: Literal["running", "ok", "failed"] = "running"
+    """``ok`` when every notebook ran, ``failed`` when one failed."""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    """Parameters given to the run (never secrets)."""
+    versions: dict[str, str] = Field(default_factory=dict)
+    """Versions of Python, the kit and its main dependencies."""
+    git_commit: str | None = None
+    """Commit of the kit's repository, with ``-dirty`` when it had uncommitted changes; None outside git."""
+    platform: str | None = None
+    """Operating system and machine."""
+    notebooks: list[NotebookStatus] = Field(default_factory=list)
+    """One entry per notebook of the pipeline, in order."""

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Set airbench-nb up on a fresh machine. Called by the Makefile; safe to run again.
+#   scripts/setup.sh python   venv at $VENV, torch (CPU wheel) first, then the kit with its dev extra, kernel
+#   scripts/setup.sh system   espeak-ng and sox: installed with apt-get when missing and running as root
+set -euo pipefail
+PYTHON="${PYTHON:-python3}"
+VENV="${VENV:-.venv}"
+TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
+
+python_setup() {
+    if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+        echo "error: airbench-nb needs Python >= 3.11; '$PYTHON' is $("$PYTHON" --version 2>&1 || echo missing)." >&2
+        echo "       Run: make PYTHON=/path/to/python3.11 ..." >&2
+        exit 1
+    fi
+    if [ ! -x "$VENV/bin/python" ]; then
+        echo ">> creating virtual environment $VENV"
+        "$PYTHON" -m venv "$VENV"
+    fi
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    # torch first: once it is there, nothing else pulls a (multi-GB) CUDA build.
+    if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
+        echo ">> installing $TORCH_SPEC"
+        "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
+    fi
+    echo ">> installing airbench-nb (editable, with the dev extra)"
+    "$VENV/bin/python" -m pip install --quiet -e ".[dev]"
+    "$VENV/bin/python" -m ipykernel install --sys-prefix --name airbench-nb \
+        --display-name "Python (airbench-nb)" >/dev/null
+    echo ">> ready: $VENV ($("$VENV/bin/python" --version))"
+}
+
+system_setup() {
+    local missing=()
+    for tool in espeak-ng sox; do
+        command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo ">> installing ${missing[*]} with apt-get"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "warning: ${missing[*]} not found, and this is not a root Debian/Ubuntu shell that could install it." >&2
+        echo "         Install it yourself (e.g. 'sudo apt-get install -y espeak-ng sox', 'brew install espeak-ng sox'," >&2
+        echo "         or 'conda install -c conda-forge espeak-ng sox'). Speech synthesis needs espeak-ng." >&2
+    fi
+}
+
+case "${1:-all}" in
+    python) python_setup ;;
+    system) system_setup ;;
+    all) python_setup; system_setup ;;
+    *) echo "usage: $0 [python|system|all]" >&2; exit 2 ;;
+esac
