@@ -32,8 +32,9 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 def _main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress (INFO level).")] = False,
 ) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 def _table(title: str, rows: list[dict[str, Any]]) -> Table:
@@ -83,22 +84,31 @@ def import_official_cmd(
             continue
         rows = part.task_table()
         total = {"task": "TOTAL", **{k: sum(r[k] for r in rows) for k in rows[0] if k != "task"}} if rows else {}
-        console.print(_table(f"{part.benchmark}: {part.rows} rows, {len(part.items)} imported, "
-                             f"{len(part.rejected)} rejected", [*rows, total] if rows else []))
+        console.print(
+            _table(
+                f"{part.benchmark}: {part.rows} rows, {len(part.items)} imported, {len(part.rejected)} rejected",
+                [*rows, total] if rows else [],
+            )
+        )
         if part.rejected:
-            console.print(_table(
-                f"{part.benchmark}: rejected rows",
-                [{"index": r.index, "uniq_id": r.uniq_id, "field": r.field, "reason": r.reason[:120]}
-                 for r in part.rejected],
-            ))
+            console.print(
+                _table(
+                    f"{part.benchmark}: rejected rows",
+                    [
+                        {"index": r.index, "uniq_id": r.uniq_id, "field": r.field, "reason": r.reason[:120]}
+                        for r in part.rejected
+                    ],
+                )
+            )
     console.print(f"wrote {out}/ (foundation.jsonl, chat.jsonl, rejected.jsonl, dataset.json)")
 
 
 @app.command()
 def validate(
     manifest: Annotated[Path, typer.Argument(help="A JSONL manifest.")],
-    check_audio: Annotated[bool, typer.Option("--audio/--no-audio", help="Also open and hash every audio file.")]
-    = True,
+    check_audio: Annotated[
+        bool, typer.Option("--audio/--no-audio", help="Also open and hash every audio file.")
+    ] = True,
 ) -> None:
     """Check a manifest: every line valid, uids unique, audio present, decodable and unchanged.
 
@@ -123,8 +133,10 @@ def validate(
         for before, after in zip(items, checked, strict=True):
             if before.audio_sha256 and after.audio_sha256 and before.audio_sha256 != after.audio_sha256:
                 changed += 1
-                err_console.print(f"[red]{manifest}: item {before.uid!r}: audio {before.audio} changed "
-                                  f"(sha256 {before.audio_sha256[:12]}... recorded, {after.audio_sha256[:12]}... now)")
+                err_console.print(
+                    f"[red]{manifest}: item {before.uid!r}: audio {before.audio} changed "
+                    f"(sha256 {before.audio_sha256[:12]}... recorded, {after.audio_sha256[:12]}... now)"
+                )
         console.print("audio: " + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items())))
     console.print(f"{manifest}: {len(items)} valid items, {len(errors)} invalid lines, {changed} changed audio files")
     if errors or changed:
@@ -144,11 +156,17 @@ def _parse_param(text: str) -> tuple[str, Any]:
 
 @app.command()
 def run(
-    param: Annotated[list[str] | None, typer.Option(
-        "--param", "-p", help="NAME=VALUE passed to the notebooks that declare NAME (VALUE read as JSON if it can be).",
-    )] = None,
-    notebooks: Annotated[str | None, typer.Option(help="Comma-separated notebook stems (default: the pipeline).")]
-    = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            help="NAME=VALUE passed to the notebooks that declare NAME (VALUE read as JSON if it can be).",
+        ),
+    ] = None,
+    notebooks: Annotated[
+        str | None, typer.Option(help="Comma-separated notebook stems (default: the pipeline).")
+    ] = None,
     run_id: Annotated[str | None, typer.Option(help="Run folder name (default: the UTC time).")] = None,
     reports: Annotated[Path, typer.Option(help="Parent folder of run folders.")] = Path("reports"),
     kernel: Annotated[str | None, typer.Option(help="Jupyter kernel name (default: the notebooks' own).")] = None,
@@ -160,13 +178,22 @@ def run(
     parameters = dict(_parse_param(p) for p in param or [])
     stems = [s.strip() for s in notebooks.split(",") if s.strip()] if notebooks else None
     try:
-        info = run_pipeline(parameters, notebooks=stems, run_id=run_id, reports_dir=reports, kernel_name=kernel,
-                            html=html, progress=True)
+        info = run_pipeline(
+            parameters,
+            notebooks=stems,
+            run_id=run_id,
+            reports_dir=reports,
+            kernel_name=kernel,
+            html=html,
+            progress=True,
+        )
     except PipelineError as exc:
         err_console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
-    rows = [{"notebook": n.name, "status": n.status, "seconds": n.duration_s, "error": (n.error or "")[:100]}
-            for n in info.notebooks]
+    rows = [
+        {"notebook": n.name, "status": n.status, "seconds": n.duration_s, "error": (n.error or "")[:100]}
+        for n in info.notebooks
+    ]
     console.print(_table(f"run {info.run_id}: {info.status}", rows))
     console.print(f"report: {reports / info.run_id}/")
     if info.status != "ok":
@@ -175,8 +202,9 @@ def run(
 
 @app.command()
 def params(
-    notebooks: Annotated[str | None, typer.Option(help="Comma-separated notebook stems (default: the pipeline).")]
-    = None,
+    notebooks: Annotated[
+        str | None, typer.Option(help="Comma-separated notebook stems (default: the pipeline).")
+    ] = None,
 ) -> None:
     """List the parameters each pipeline notebook declares, with type, default and help."""
     from airbench_nb.pipeline import PIPELINE, notebook_parameters, notebooks_dir

@@ -74,8 +74,9 @@ def _write(root: Path, rel: str, samples: np.ndarray, fmt: str | None = None) ->
         sf.write(str(path), samples, SR, subtype="PCM_16")
 
 
-def _foundation(task: str, dataset: str, path: str, question: str, choices: list[str], answer: str,
-                uid: int, **extra: Any) -> dict[str, Any]:
+def _foundation(
+    task: str, dataset: str, path: str, question: str, choices: list[str], answer: str, uid: int, **extra: Any
+) -> dict[str, Any]:
     row: dict[str, Any] = {"path": path, "question": question}
     for letter, choice in zip("abcd", choices, strict=False):
         row[f"choice_{letter}"] = choice
@@ -101,78 +102,205 @@ def write_official_sample(root: str | Path, seed: int = 0) -> SampleExpectation:
 
     # 1. a good 4-choice wav: A4 = 440 Hz = MIDI 69
     _write(root, f"{F}/Music_Midi_Pitch_Analysis_nsynth/pitch_69.wav", _tone(440.0, 1.0, rng))
-    rows.append(_foundation("Music_Midi_Pitch_Analysis", "nsynth", "pitch_69.wav",
-                            "What is the MIDI pitch of the note?", ["67", "68", "69", "70"], "69", 101))
+    rows.append(
+        _foundation(
+            "Music_Midi_Pitch_Analysis",
+            "nsynth",
+            "pitch_69.wav",
+            "What is the MIDI pitch of the note?",
+            ["67", "68", "69", "70"],
+            "69",
+            101,
+        )
+    )
     # 2. a binary task without choice_c/choice_d: a low harmonic buzz
     _write(root, f"{F}/Speaker_Gender_Recognition_synthetic/low_voice.wav", _buzz(110.0, 1.5, rng))
-    rows.append(_foundation("Speaker_Gender_Recognition", "synthetic", "low_voice.wav",
-                            "Is the fundamental frequency of this voice typical of a male or a female speaker?",
-                            ["male", "female"], "male", 102))
+    rows.append(
+        _foundation(
+            "Speaker_Gender_Recognition",
+            "synthetic",
+            "low_voice.wav",
+            "Is the fundamental frequency of this voice typical of a male or a female speaker?",
+            ["male", "female"],
+            "male",
+            102,
+        )
+    )
     # 3. an mp3 file: three beeps
     _write(root, f"{F}/Sound_AQA_clotho/three_beeps.mp3", _events([0.2, 0.8, 1.4], 2.0, rng), fmt="MP3")
-    rows.append(_foundation("Sound_AQA", "clotho", "three_beeps.mp3", "How many beeps do you hear?",
-                            ["two", "three", "four", "five"], "three", 103))
+    rows.append(
+        _foundation(
+            "Sound_AQA",
+            "clotho",
+            "three_beeps.mp3",
+            "How many beeps do you hear?",
+            ["two", "three", "four", "five"],
+            "three",
+            103,
+        )
+    )
     # 4. Audio_Grounding: path says .wav, the file on disk is .flac
     _write(root, f"{F}/Audio_Grounding_AudioGrounding/beep_at_1s.flac", _events([1.0], 2.0, rng), fmt="FLAC")
-    rows.append(_foundation("Audio_Grounding", "AudioGrounding", "beep_at_1s.wav",
-                            "When does the beep sound?", ["[0.0, 0.5]", "[1.0, 1.15]", "[1.5, 2.0]", "[0.5, 1.0]"],
-                            "[1.0, 1.15]", 104))
+    rows.append(
+        _foundation(
+            "Audio_Grounding",
+            "AudioGrounding",
+            "beep_at_1s.wav",
+            "When does the beep sound?",
+            ["[0.0, 0.5]", "[1.0, 1.15]", "[1.5, 2.0]", "[0.5, 1.0]"],
+            "[1.0, 1.15]",
+            104,
+        )
+    )
     # 5. an empty (0-byte) file
     (root / f"{F}/Music_Genre_Recognition_GTZAN").mkdir(parents=True, exist_ok=True)
     (root / f"{F}/Music_Genre_Recognition_GTZAN/empty.wav").write_bytes(b"")
-    rows.append(_foundation("Music_Genre_Recognition", "GTZAN", "empty.wav", "What is the genre of this music?",
-                            ["jazz", "rock", "blues", "pop"], "jazz", 105))
+    rows.append(
+        _foundation(
+            "Music_Genre_Recognition",
+            "GTZAN",
+            "empty.wav",
+            "What is the genre of this music?",
+            ["jazz", "rock", "blues", "pop"],
+            "jazz",
+            105,
+        )
+    )
     # 6. a corrupt file: not audio at all
     (root / f"{F}/Acoustic_Scene_Classification_CochlScene").mkdir(parents=True, exist_ok=True)
     (root / f"{F}/Acoustic_Scene_Classification_CochlScene/corrupt.wav").write_bytes(
         b"RIFF\x24\x00\x00\x00WAVEjunk" + rng.integers(0, 256, 200, dtype=np.uint8).tobytes()
     )
-    rows.append(_foundation("Acoustic_Scene_Classification", "CochlScene", "corrupt.wav",
-                            "Where was this recorded?", ["street", "park", "kitchen", "bus"], "street", 106))
+    rows.append(
+        _foundation(
+            "Acoustic_Scene_Classification",
+            "CochlScene",
+            "corrupt.wav",
+            "Where was this recorded?",
+            ["street", "park", "kitchen", "bus"],
+            "street",
+            106,
+        )
+    )
     # 7. a missing file
-    rows.append(_foundation("vocal_sound_classification", "VocalSound", "missing.wav",
-                            "What vocal sound is this?", ["cough", "laugh", "sneeze", "sigh"], "cough", 107))
+    rows.append(
+        _foundation(
+            "vocal_sound_classification",
+            "VocalSound",
+            "missing.wav",
+            "What vocal sound is this?",
+            ["cough", "laugh", "sneeze", "sigh"],
+            "cough",
+            107,
+        )
+    )
     # 8. answer_gt that matches no choice (rejected)
     _write(root, f"{F}/Music_Mood_Recognition_MTJ/major.wav", _tone(261.63, 1.0, rng))
-    rows.append(_foundation("Music_Mood_Recognition", "MTJ", "major.wav", "What is the mood of this music?",
-                            ["happy", "sad", "angry", "calm"], "joyful", 108))
+    rows.append(
+        _foundation(
+            "Music_Mood_Recognition",
+            "MTJ",
+            "major.wav",
+            "What is the mood of this music?",
+            ["happy", "sad", "angry", "calm"],
+            "joyful",
+            108,
+        )
+    )
     # 9. a row missing `question` (rejected)
-    row = _foundation("Speaker_Number_Verification", "VoxCeleb1", "two_voices.wav", "",
-                      ["1", "2", "3", "4"], "2", 109)
+    row = _foundation("Speaker_Number_Verification", "VoxCeleb1", "two_voices.wav", "", ["1", "2", "3", "4"], "2", 109)
     del row["question"]
     rows.append(row)
     # 10. binary with choice_c "" and choice_d null: imported with two choices
     _write(root, f"{F}/Synthesized_Voice_Detection_FoR/buzz.wav", _buzz(180.0, 1.0, rng))
-    rows.append(_foundation("Synthesized_Voice_Detection", "FoR", "buzz.wav", "Is this voice synthesized?",
-                            ["yes", "no"], "yes", 110, choice_c="", choice_d=None))
+    rows.append(
+        _foundation(
+            "Synthesized_Voice_Detection",
+            "FoR",
+            "buzz.wav",
+            "Is this voice synthesized?",
+            ["yes", "no"],
+            "yes",
+            110,
+            choice_c="",
+            choice_d=None,
+        )
+    )
     # 11. a task name spelt correctly, which the official data does not do (rejected, with the valid names)
-    rows.append(_foundation("Speaker_Emotion_Recognition", "IEMOCAP", "emo.wav", "What emotion is expressed?",
-                            ["happy", "sad", "neutral", "angry"], "neutral", 111))
+    rows.append(
+        _foundation(
+            "Speaker_Emotion_Recognition",
+            "IEMOCAP",
+            "emo.wav",
+            "What emotion is expressed?",
+            ["happy", "sad", "neutral", "angry"],
+            "neutral",
+            111,
+        )
+    )
     # 12. answer_gt differing from its choice only by case and a final period: imported, with a note
     _write(root, f"{F}/Music_Instruments_Classfication_nsynth/organ.wav", _buzz(220.0, 1.0, rng))
-    rows.append(_foundation("Music_Instruments_Classfication", "nsynth", "organ.wav", "Which instrument plays?",
-                            ["organ", "guitar", "flute", "piano"], "Organ.", 112))
+    rows.append(
+        _foundation(
+            "Music_Instruments_Classfication",
+            "nsynth",
+            "organ.wav",
+            "Which instrument plays?",
+            ["organ", "guitar", "flute", "piano"],
+            "Organ.",
+            112,
+        )
+    )
     (root / F / "Foundation_meta.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
 
     C = "Chat"
     chat: list[dict[str, Any]] = []
     _write(root, f"{C}/speech_QA_synthetic/buzz_question.wav", _buzz(120.0, 2.0, rng))
-    chat.append({"path": "buzz_question.wav", "question": "What is the pitch of the voice like?",
-                 "answer_gt": "The voice is low-pitched, around 120 Hz, typical of an adult male.",
-                 "meta_info": "A low harmonic voice-like buzz at 120 Hz lasting two seconds.",
-                 "task_name": "speech_QA", "dataset_name": "synthetic", "uniq_id": 201})
+    chat.append(
+        {
+            "path": "buzz_question.wav",
+            "question": "What is the pitch of the voice like?",
+            "answer_gt": "The voice is low-pitched, around 120 Hz, typical of an adult male.",
+            "meta_info": "A low harmonic voice-like buzz at 120 Hz lasting two seconds.",
+            "task_name": "speech_QA",
+            "dataset_name": "synthetic",
+            "uniq_id": 201,
+        }
+    )
     _write(root, f"{C}/speech_and_music_QA_synthetic/mix.wav", _buzz(200.0, 2.0, rng) + _tone(440.0, 2.0, rng, 0.1))
-    chat.append({"path": "mix.wav", "question": "Which is louder, the voice or the music?",
-                 "answer_gt": "The voice is louder than the music.",
-                 "meta_info": [{"speaker": "voice", "text": "a 200 Hz buzz"}, {"music": "A4 sine, 10 dB lower"}],
-                 "task_name": "speech_and_music_QA", "dataset_name": "synthetic", "uniq_id": 202})
-    chat.append({"path": "song.wav", "question": "Describe the music.",
-                 "answer_gt": "A calm piano piece.", "task_name": "music_QA",
-                 "dataset_name": "MusicCaps", "uniq_id": 203})
+    chat.append(
+        {
+            "path": "mix.wav",
+            "question": "Which is louder, the voice or the music?",
+            "answer_gt": "The voice is louder than the music.",
+            "meta_info": [{"speaker": "voice", "text": "a 200 Hz buzz"}, {"music": "A4 sine, 10 dB lower"}],
+            "task_name": "speech_and_music_QA",
+            "dataset_name": "synthetic",
+            "uniq_id": 202,
+        }
+    )
+    chat.append(
+        {
+            "path": "song.wav",
+            "question": "Describe the music.",
+            "answer_gt": "A calm piano piece.",
+            "task_name": "music_QA",
+            "dataset_name": "MusicCaps",
+            "uniq_id": 203,
+        }
+    )
     _write(root, f"{C}/sound_QA_clotho/beeps.mp3", _events([0.3, 1.1], 2.0, rng), fmt="MP3")
-    chat.append({"path": "beeps.mp3", "question": "What do you hear?", "answer_gt": "Two short beeps over hiss.",
-                 "meta_info": "Two 1 kHz beeps at 0.3 s and 1.1 s over faint white noise.",
-                 "task_name": "sound_QA", "dataset_name": "clotho", "uniq_id": 204})
+    chat.append(
+        {
+            "path": "beeps.mp3",
+            "question": "What do you hear?",
+            "answer_gt": "Two short beeps over hiss.",
+            "meta_info": "Two 1 kHz beeps at 0.3 s and 1.1 s over faint white noise.",
+            "task_name": "sound_QA",
+            "dataset_name": "clotho",
+            "uniq_id": 204,
+        }
+    )
     (root / C / "Chat_meta.json").write_text(json.dumps(chat, indent=1), encoding="utf-8")
     return SampleExpectation(
         foundation_rows=12,

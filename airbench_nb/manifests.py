@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
@@ -66,7 +66,7 @@ class DatasetCard(Record):
     """Folder that audio paths are relative to: absolute, or relative to the card's folder."""
     source: str = "unknown"
     """How the manifests were made: ``official-import``, ``build:<preset>``, ..."""
-    created: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    created: datetime = Field(default_factory=lambda: datetime.now(UTC))
     """When the manifests were written (UTC)."""
     counts: dict[str, Any] = Field(default_factory=dict)
     """Summary counts written by the tool that made the manifests."""
@@ -92,9 +92,7 @@ def _iter_json_lines(path: Path) -> Iterable[tuple[int, Any, ManifestError | Non
                 yield lineno, None, ManifestError(str(path), lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
 
 
-def _parse_lines(
-    path: Path, parse: Any, key: str | None
-) -> tuple[list[Any], list[ManifestError]]:
+def _parse_lines(path: Path, parse: Any, key: str | None) -> tuple[list[Any], list[ManifestError]]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such manifest file")
     items: list[Any] = []
@@ -117,7 +115,9 @@ def _parse_lines(
             value = getattr(record, key)
             if value in seen:
                 errors.append(
-                    ManifestError(str(path), lineno, f"duplicate uid (first on line {seen[value]})", uid=value, field=key)
+                    ManifestError(
+                        str(path), lineno, f"duplicate uid (first on line {seen[value]})", uid=value, field=key
+                    )
                 )
                 continue
             seen[value] = lineno
@@ -331,8 +331,13 @@ def items_frame(items: Sequence[AnyItem]) -> Any:
 
     rows = []
     for item in items:
-        row: dict[str, Any] = {"uid": item.uid, "kind": item.kind, "task": item.task, "category": item.category,
-                               "question": item.question}
+        row: dict[str, Any] = {
+            "uid": item.uid,
+            "kind": item.kind,
+            "task": item.task,
+            "category": item.category,
+            "question": item.question,
+        }
         if isinstance(item, FoundationItem):
             row["choices"] = " | ".join(f"{'ABCD'[i]}. {c}" for i, c in enumerate(item.choices))
             row["answer"] = item.answer_letter

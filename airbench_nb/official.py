@@ -334,16 +334,32 @@ def _import_part(root: Path, benchmark: str, meta_file: str, make: Any) -> Bench
             item = make(root, row)
         except _RowError as exc:
             part.rejected.append(
-                Rejected(benchmark=benchmark, file=meta_file, index=index, uniq_id=uniq, task=task,
-                         field=exc.field, reason=exc.reason, row=row)
+                Rejected(
+                    benchmark=benchmark,
+                    file=meta_file,
+                    index=index,
+                    uniq_id=uniq,
+                    task=task,
+                    field=exc.field,
+                    reason=exc.reason,
+                    row=row,
+                )
             )
             continue
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or None
             part.rejected.append(
-                Rejected(benchmark=benchmark, file=meta_file, index=index, uniq_id=uniq, task=task,
-                         field=where, reason=f"invalid item: {err['msg']}", row=row)
+                Rejected(
+                    benchmark=benchmark,
+                    file=meta_file,
+                    index=index,
+                    uniq_id=uniq,
+                    task=task,
+                    field=where,
+                    reason=f"invalid item: {err['msg']}",
+                    row=row,
+                )
             )
             continue
         seen[uniq] = index

@@ -16,7 +16,7 @@ import re
 import subprocess
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,21 @@ REPORTS_DIR = Path("reports")
 """Default parent folder of run folders."""
 
 TRACKED_PACKAGES = (
-    "airbench-nb", "papermill", "nbformat", "ipykernel", "numpy", "pandas", "pydantic", "soundfile", "librosa",
-    "pyloudnorm", "torch", "transformers", "openai", "scikit-learn", "scipy",
+    "airbench-nb",
+    "papermill",
+    "nbformat",
+    "ipykernel",
+    "numpy",
+    "pandas",
+    "pydantic",
+    "soundfile",
+    "librosa",
+    "pyloudnorm",
+    "torch",
+    "transformers",
+    "openai",
+    "scikit-learn",
+    "scipy",
 )
 """Distributions whose versions go into ``run.json`` (those installed)."""
 
@@ -86,8 +99,7 @@ def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
 
     found = papermill.inspect_notebook(str(path))
     return {
-        name: {"type": p["inferred_type_name"], "default": p["default"], "help": p["help"]}
-        for name, p in found.items()
+        name: {"type": p["inferred_type_name"], "default": p["default"], "help": p["help"]} for name, p in found.items()
     }
 
 
@@ -106,10 +118,16 @@ def git_commit(repo: str | Path | None = None) -> str | None:
     """The commit of ``repo`` (default: the kit's checkout), suffixed ``-dirty`` with uncommitted changes."""
     repo = Path(repo) if repo else Path(__file__).resolve().parent.parent
     try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return f"{head}-dirty" if dirty else head
@@ -117,7 +135,7 @@ def git_commit(repo: str | Path | None = None) -> str | None:
 
 def new_run_id(reports_dir: Path) -> str:
     """A fresh run folder name: the UTC time, with a counter if that folder exists."""
-    base = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    base = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     run_id, n = base, 1
     while (reports_dir / run_id).exists():
         n += 1
@@ -126,7 +144,7 @@ def new_run_id(reports_dir: Path) -> str:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _export_html(notebook: Path) -> Path:
@@ -256,4 +274,3 @@ def run_pipeline(
     save()
     logger.info("run %s %s: %s", run_id, info.status, run_dir)
     return info
-

@@ -10,8 +10,8 @@ Task names and categories follow the official AIR-Bench release, misspellings in
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
-from enum import Enum
+from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Annotated, Any, Literal
 
@@ -109,7 +109,7 @@ def chat_category(task: str) -> str:
         raise _unknown_task(task, CHAT_TASKS, "Chat") from None
 
 
-class AudioStatus(str, Enum):
+class AudioStatus(StrEnum):
     """What the kit found when it checked an item's audio file."""
 
     ok = "ok"
@@ -310,7 +310,7 @@ Item = Annotated[FoundationItem | ChatItem, Field(discriminator="kind")]
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Response(Record):

@@ -1,0 +1,40 @@
+"""Shared fixtures: a seeded rng, and a release in the official AIR-Bench layout built by the tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(scope="session")
+def official_release(tmp_path_factory: pytest.TempPathFactory):
+    """A fresh sample release (official layout, with its defects) and the counts an import must give."""
+    from airbench_nb.examples import write_official_sample
+
+    root = tmp_path_factory.mktemp("release")
+    expected = write_official_sample(root)
+    return root, expected
+
+
+@pytest.fixture(scope="session")
+def imported(official_release, tmp_path_factory: pytest.TempPathFactory):
+    """The sample release imported once for the session: (root, out, report, expected)."""
+    from airbench_nb.official import import_official
+
+    root, expected = official_release
+    out = tmp_path_factory.mktemp("manifests")
+    report = import_official(root, out)
+    return root, out, report, expected

@@ -1,0 +1,140 @@
+import json
+
+import nbformat
+import pytest
+from typer.testing import CliRunner
+
+from airbench_nb.cli import app
+from airbench_nb.nbresults import read_results
+from airbench_nb.pipeline import PIPELINE, PipelineError, check_no_secrets, notebook_parameters, run_pipeline
+
+runner = CliRunner()
+FAKE_KEY = "sk-test-" + "abcdefghijklmnopqrstuvwx"
+
+
+def _notebook(path, params_src, body_src):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell(params_src)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# test"), params, nbformat.v4.new_code_cell(body_src)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(path))
+
+
+@pytest.fixture
+def toy_notebooks(tmp_path):
+    folder = tmp_path / "nbs"
+    folder.mkdir()
+    _notebook(
+        folder / "a.ipynb",
+        'n: int = 1  # a number\nrun_dir: str = ""  # run folder',
+        "from pathlib import Path\nPath(run_dir, 'a.txt').write_text(str(n * 2))",
+    )
+    _notebook(
+        folder / "b.ipynb",
+        "fail: bool = False  # raise on purpose",
+        "if fail:\n    raise RuntimeError('stage b broke')",
+    )
+    _notebook(folder / "c.ipynb", "m: int = 0  # unused", "print(m)")
+    return folder
+
+
+def test_pipeline_runs_tutorial_into_report_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    info = run_pipeline({"seed": 3}, notebooks=["00_tutorial"], run_id="demo", reports_dir=tmp_path)
+    run_dir = tmp_path / "demo"
+    assert info.status == "ok", info.notebooks[0].error
+    saved = json.loads((run_dir / "run.json").read_text())
+    assert saved["status"] == "ok" and saved["run_id"] == "demo" and saved["parameters"] == {"seed": 3}
+    nb = saved["notebooks"][0]
+    assert nb["status"] == "ok" and nb["parameters"] == {"seed": 3, "run_dir": str(run_dir.resolve())}
+    assert nb["duration_s"] > 0 and nb["started"] <= nb["ended"]
+    assert {"python", "airbench-nb", "papermill", "pydantic"} <= set(saved["versions"])
+    assert saved["started"] and saved["ended"] and "git_commit" in saved
+    assert (run_dir / "00_tutorial.ipynb").is_file() and (run_dir / "00_tutorial.html").is_file()
+    executed = nbformat.read(str(run_dir / "00_tutorial.ipynb"), as_version=4)
+    assert executed.metadata.papermill.parameters["seed"] == 3
+    results = read_results(run_dir / "00_tutorial.ipynb")
+    assert results["tutorial"]["foundation_items"] == 9
+    assert (run_dir / "tutorial" / "manifests" / "foundation.jsonl").is_file()
+    for path in run_dir.rglob("*"):
+        if path.is_file() and path.suffix in {".json", ".ipynb", ".html", ".jsonl"}:
+            assert FAKE_KEY not in path.read_text(errors="ignore"), path
+
+
+def test_failure_is_recorded_and_later_stages_skipped(tmp_path, toy_notebooks):
+    info = run_pipeline(
+        {"n": 21, "fail": True},
+        notebooks=["a", "b", "c"],
+        run_id="r",
+        reports_dir=tmp_path,
+        notebook_dir=toy_notebooks,
+        html=False,
+    )
+    assert info.status == "failed"
+    assert [n.status for n in info.notebooks] == ["ok", "failed", "skipped"]
+    assert "stage b broke" in info.notebooks[1].error
+    assert "earlier notebook failed" in info.notebooks[2].error
+    assert (tmp_path / "r/a.txt").read_text() == "42"
+    assert (tmp_path / "r/b.ipynb").is_file()  # the failed notebook is kept, up to the failing cell
+    saved = json.loads((tmp_path / "r/run.json").read_text())
+    assert saved["status"] == "failed" and saved["notebooks"][2]["status"] == "skipped"
+
+
+def test_unknown_parameter_refused_before_running(tmp_path, toy_notebooks):
+    with pytest.raises(PipelineError, match="nn are declared by none"):
+        run_pipeline({"nn": 1}, notebooks=["a"], reports_dir=tmp_path / "reports", notebook_dir=toy_notebooks)
+    with pytest.raises(PipelineError, match="no notebook 'zz'"):
+        run_pipeline({}, notebooks=["zz"], reports_dir=tmp_path / "reports", notebook_dir=toy_notebooks)
+    assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"openai_api_key": "x"}, {"judge_token": "abc"}, {"judge": FAKE_KEY}, {"hdr": "Bearer abcdefghijklmnop"}],
+)
+def test_secrets_refused(params):
+    with pytest.raises(PipelineError, match="environment") as err:
+        check_no_secrets(params)
+    assert FAKE_KEY not in str(err.value)
+
+
+def test_notebook_parameters_have_help():
+    from airbench_nb.pipeline import notebooks_dir
+
+    for stem in PIPELINE:
+        params = notebook_parameters(notebooks_dir() / f"{stem}.ipynb")
+        assert params, stem
+        for name, spec in params.items():
+            assert spec["help"], f"{stem}: parameter {name} has no help comment"
+
+
+def test_cli_run_and_params(tmp_path, toy_notebooks, monkeypatch):
+    monkeypatch.setenv("AIRBENCH_NOTEBOOKS", str(toy_notebooks))
+    ok = runner.invoke(
+        app,
+        [
+            "run",
+            "--notebooks",
+            "a,c",
+            "-p",
+            "n=5",
+            "-p",
+            "m=2",
+            "--reports",
+            str(tmp_path),
+            "--run-id",
+            "x",
+            "--no-html",
+        ],
+    )
+    assert ok.exit_code == 0, ok.output
+    assert (tmp_path / "x/a.txt").read_text() == "10"
+    bad = runner.invoke(
+        app, ["run", "--notebooks", "a,b", "-p", "fail=true", "--reports", str(tmp_path), "--run-id", "y", "--no-html"]
+    )
+    assert bad.exit_code == 1 and "failed" in bad.output
+    secret = runner.invoke(app, ["run", "--notebooks", "a", "-p", f"n={FAKE_KEY}", "--reports", str(tmp_path)])
+    assert secret.exit_code == 2 and FAKE_KEY not in secret.output
+    listed = runner.invoke(app, ["params", "--notebooks", "a"])
+    assert listed.exit_code == 0 and "a number" in listed.output

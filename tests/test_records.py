@@ -1,0 +1,108 @@
+import pytest
+from pydantic import ValidationError
+
+from airbench_nb.records import (
+    CHAT_TASKS,
+    FOUNDATION_TASKS,
+    SCHEMA_VERSION,
+    ChatItem,
+    FoundationItem,
+    MixMeta,
+    Response,
+    RunInfo,
+    UnknownTaskError,
+    Verdict,
+    chat_category,
+    foundation_category,
+)
+
+
+def _foundation(**kw):
+    base = dict(
+        uid="u1",
+        dataset="synthetic",
+        audio="a/b.wav",
+        question="Q?",
+        task="Speaker_Gender_Recognition",
+        choices=["male", "female"],
+        answer=1,
+    )
+    base.update(kw)
+    return FoundationItem(**base)
+
+
+def test_official_task_counts_and_categories():
+    assert len(FOUNDATION_TASKS) == 19
+    cats = [FOUNDATION_TASKS[t] for t in FOUNDATION_TASKS]
+    assert (cats.count("speech"), cats.count("sound"), cats.count("music")) == (9, 4, 6)
+    assert len(CHAT_TASKS) == 8
+    assert [t for t, c in CHAT_TASKS.items() if c == "mixed"] == ["speech_and_sound_QA", "speech_and_music_QA"]
+    # official misspellings are kept
+    assert foundation_category("Speaker_Emotion_Recontion") == "speech"
+    assert foundation_category("Music_Instruments_Classfication") == "music"
+    assert foundation_category("vocal_sound_classification") == "sound"
+    assert chat_category("music_generation_analysis_QA") == "music"
+
+
+def test_unknown_task_lists_valid_names():
+    with pytest.raises(UnknownTaskError) as err:
+        foundation_category("Speaker_Emotion_Recognition")
+    assert "Speaker_Emotion_Recontion" in str(err.value) and "Music_AQA" in str(err.value)
+    with pytest.raises(ValidationError, match="valid task names are"):
+        _foundation(task="Speaker_Emotion_Recognition")
+    with pytest.raises(ValidationError, match="speech_dialogue_QA"):
+        ChatItem(uid="c", dataset="d", audio="x.wav", question="q", task="chat_QA", reference="r", meta_info="m")
+
+
+def test_category_derived_and_checked():
+    item = _foundation()
+    assert item.category == "speech" and item.schema_version == SCHEMA_VERSION
+    assert item.answer_letter == "B"
+    with pytest.raises(ValidationError, match="does not match task"):
+        _foundation(category="music")
+    chat = ChatItem(
+        uid="c", dataset="d", audio="x.wav", question="q", task="speech_and_sound_QA", reference="r", meta_info="m"
+    )
+    assert chat.category == "mixed" and chat.mix is None
+
+
+@pytest.mark.parametrize(
+    ("choices", "answer", "message"),
+    [
+        (["only"], 0, "at least 2"),
+        (["a", "b", "c", "d", "e"], 0, "at most 4"),
+        (["a", "b"], 2, "not an index"),
+        (["a", "b"], -1, "not an index"),
+        (["a", "A"], 0, "distinct"),
+        (["a", " "], 0, "empty"),
+    ],
+)
+def test_choices_and_answer_validated(choices, answer, message):
+    with pytest.raises(ValidationError, match=message):
+        _foundation(choices=choices, answer=answer)
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../x.wav", "a/../../x.wav", "C:/x.wav", "a\\b.wav", "", "  "])
+def test_audio_path_must_stay_in_root(path):
+    with pytest.raises(ValidationError, match="audio"):
+        _foundation(audio=path)
+
+
+def test_audio_path_normalised():
+    assert _foundation(audio="./a/./b.wav").audio == "a/b.wav"
+
+
+def test_unknown_fields_rejected():
+    with pytest.raises(ValidationError, match="extra"):
+        _foundation(colour="red")
+
+
+def test_every_field_has_a_docstring():
+    for model in (FoundationItem, ChatItem, MixMeta, Response, Verdict, RunInfo):
+        for name, info in model.model_fields.items():
+            assert info.description, f"{model.__name__}.{name} has no docstring"
+
+
+def test_roundtrip_json():
+    item = _foundation(meta={"f0": 110.5})
+    assert FoundationItem.model_validate_json(item.model_dump_json()) == item
