@@ -25,7 +25,7 @@ from airbench_nb.records import NotebookStatus, RunInfo
 
 logger = logging.getLogger(__name__)
 
-PIPELINE: tuple[str, ...] = ("00_tutorial",)
+PIPELINE: tuple[str, ...] = ("00_tutorial", "02_mix_and_listen")
 """Notebook stems executed by ``airbench-nb run``, in order. Later stages register themselves here."""
 
 REPORTS_DIR = Path("reports")
@@ -151,6 +151,8 @@ def _export_html(notebook: Path) -> Path:
     import nbformat
     from nbconvert import HTMLExporter
 
+    # nbconvert warns about images without alt text (matplotlib figures) on every export: not actionable here.
+    logging.getLogger("traitlets").setLevel(logging.ERROR)
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(str(notebook), as_version=4))
     html = notebook.with_suffix(".html")
     html.write_text(body, encoding="utf-8")
