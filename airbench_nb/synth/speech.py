@@ -81,13 +81,15 @@ def speak(text: str, language: str = "en-us", variant: str = "m3", rate: int = 1
 
     Raises:
         SpeechSynthesisError: When espeak-ng is missing, rejects the voice, or produces no audio.
-        ValueError: For empty text or out-of-range rate/pitch.
+        ValueError: For empty text, an unknown variant, or out-of-range rate/pitch.
     """
     import librosa
     import soundfile as sf
 
     if not text.strip():
         raise ValueError("cannot synthesize empty text")
+    # espeak-ng silently falls back to its default voice for an unknown variant, which would mislabel gender.
+    voice_gender(variant)
     if not 80 <= rate <= 450:
         raise ValueError(f"rate must be 80-450 words per minute, got {rate}")
     if not 0 <= pitch <= 99:
