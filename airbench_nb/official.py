@@ -301,6 +301,7 @@ def _chat_item(root: Path, row: dict[str, Any]) -> ChatItem:
         question=_text(row, "question", notes),
         reference=_text(row, "answer_gt", notes),
         meta_info=_text(row, "meta_info", notes),
+        meta={"path": row["path"]},
         notes=notes,
     )
 
@@ -409,3 +410,48 @@ def import_official(root: str | Path, out: str | Path, *, workers: int = 4) -> I
     write_records(out / "rejected.jsonl", [*foundation.rejected, *chat.rejected])
     write_dataset_card(out, DatasetCard(data_root=str(root), source="official-import", counts=report.counts()))
     return report
+
+
+def official_result_row(item: FoundationItem | ChatItem, response_text: str | None) -> dict[str, Any]:
+    """One line of the official result format: the item's official meta fields plus ``response``.
+
+    Imported items get their original fields back (``path`` as in the meta file, ``uniq_id`` as an integer when it
+    was one); built items get the equivalent fields (``path`` relative to the data root). A failed response is
+    written as an empty string, which the official scripts count as unparseable.
+    """
+    path = item.meta.get("path", item.audio)
+    uniq: Any = item.source_id if item.source_id is not None else item.uid
+    if isinstance(uniq, str) and uniq.isdigit():
+        uniq = int(uniq)
+    row: dict[str, Any] = {"path": path, "question": item.question}
+    if isinstance(item, FoundationItem):
+        for letter, choice in zip("abcd", item.choices, strict=False):
+            row[f"choice_{letter}"] = choice
+        row["answer_gt"] = item.choices[item.answer]
+    else:
+        row["answer_gt"] = item.reference
+        row["meta_info"] = item.meta_info
+    row.update(task_name=item.task, dataset_name=item.dataset, uniq_id=uniq, response=response_text or "")
+    return row
+
+
+def write_official_results(
+    items: list[FoundationItem | ChatItem], responses: dict[str, str | None], path: str | Path
+) -> Path:
+    """Write the official result JSONL (meta fields + ``response``) for the items that have a response.
+
+    Args:
+        items: Items in manifest order.
+        responses: Response text by uid (None for a failed response).
+        path: Destination file.
+
+    Returns:
+        The path written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for item in items:
+            if item.uid in responses:
+                handle.write(json.dumps(official_result_row(item, responses[item.uid]), ensure_ascii=False) + "\n")
+    return path

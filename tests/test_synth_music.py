@@ -17,13 +17,9 @@ from airbench_nb.synth.music import (
     scale_midis,
     velocity_to_db,
 )
+from tests.measure import detected_onsets
 
 SR = 16000
-
-
-@pytest.fixture
-def rng() -> np.random.Generator:
-    return np.random.default_rng(1234)
 
 
 def pyin_midi(x: np.ndarray, expected_midi: int) -> float:
@@ -152,14 +148,6 @@ def test_chord_midis() -> None:
     assert music.chord_midis(57, "minor") == [57, 60, 64]
     with pytest.raises(ValueError, match="quality"):
         music.chord_midis(60, "diminished")
-
-
-def detected_onsets(x: np.ndarray) -> np.ndarray:
-    """Onsets (s) by spectral flux with 32 ms windows and 8 ms hops; 0.1 s of silence first so a note at 0 counts."""
-    pad = int(0.1 * SR)
-    y = np.concatenate([np.zeros(pad, dtype=np.float32), x])
-    env = librosa.onset.onset_strength(y=y, sr=SR, hop_length=128, n_fft=512)
-    return librosa.onset.onset_detect(onset_envelope=env, sr=SR, hop_length=128, units="time", wait=8) - pad / SR
 
 
 def per_note_midi(x: np.ndarray, onsets: list[float], midis: list[int]) -> list[float]:

@@ -1,0 +1,63 @@
+"""Model backends and the registry that builds them from spec strings.
+
+Specs: ``hf:<path or hub id>`` (transformers), ``openai:<model>[@<base_url>]`` (any OpenAI-compatible server:
+OpenAI audio models, vLLM, Ollama, llama.cpp) and ``baseline:random|first|dsp|oracle``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AudioLM", "Generation", "GenerationParams", "Prompt", "SpecError", "load_model", "parse_spec"]
+
+
+class SpecError(ValueError):
+    """A model spec string that names no known backend."""
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split ``kind:rest`` and check the kind.
+
+    Raises:
+        SpecError: For a spec without a known ``hf:``, ``openai:`` or ``baseline:`` prefix.
+    """
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in {"hf", "openai", "baseline"} or not rest:
+        raise SpecError(
+            f"model spec {spec!r} not understood; use hf:<path or hub id>, openai:<model>[@<base_url>] "
+            "or baseline:random|first|dsp|oracle"
+        )
+    return kind, rest
+
+
+def load_model(spec: str, **options: Any) -> AudioLM:
+    """Build the backend a spec names.
+
+    Args:
+        spec: ``hf:...``, ``openai:...`` or ``baseline:...``.
+        **options: Backend options (``batch_size``, ``concurrency``, ``device``, ``seed``, ...); options a
+            backend does not take are ignored with a debug message.
+
+    Returns:
+        An :class:`AudioLM`.
+    """
+    import inspect
+
+    kind, rest = parse_spec(spec)
+    if kind == "hf":
+        from airbench_nb.models.hf import HFAudioLM as factory
+    elif kind == "openai":
+        from airbench_nb.models.openai_api import OpenAIAudioLM as factory
+    else:
+        from airbench_nb.models.baselines import make_baseline as factory
+    accepted = inspect.signature(factory).parameters
+    kwargs = {k: v for k, v in options.items() if k in accepted and v is not None}
+    ignored = sorted(set(options) - set(kwargs))
+    if ignored:
+        logger.debug("%s: ignoring options %s", spec, ", ".join(ignored))
+    return factory(rest, **kwargs)

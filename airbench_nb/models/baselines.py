@@ -1,0 +1,214 @@
+"""Offline baselines: ``random`` (seeded), ``first``, ``oracle`` and ``dsp`` (signal processing where it can).
+
+They need no model and no network, and they calibrate a table: ``random`` is chance, ``first`` shows letter bias
+in scoring, ``oracle`` checks the pipeline end to end (it must score 100%), and ``dsp`` shows how far plain
+signal processing gets on the tasks whose answer is measurable (pitch, velocity, gender, number of voices, event
+count). Where a baseline cannot answer, it says so (``I cannot tell.``): it never guesses, so the judge abstains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from airbench_nb.models.base import Generation, GenerationParams, Prompt
+from airbench_nb.records import FoundationItem
+
+logger = logging.getLogger(__name__)
+
+CANNOT_TELL = "I cannot tell."
+"""What a baseline answers when it has no way to answer (Chat items, unsupported tasks)."""
+BASELINES = ("random", "first", "oracle", "dsp")
+"""Names accepted after ``baseline:``."""
+
+
+class Baseline:
+    """A baseline model; see the module docstring."""
+
+    def __init__(self, name: str, seed: int = 0, batch_size: int = 64) -> None:
+        """Create the baseline ``name`` (``random`` uses ``seed``)."""
+        if name not in BASELINES:
+            raise ValueError(f"unknown baseline {name!r}; choose one of {', '.join(BASELINES)}")
+        self.name = name
+        self.seed = seed
+        self.batch_size = batch_size
+        self.spec = f"baseline:{name}"
+
+    def _answer(self, prompt: Prompt) -> str:
+        item = prompt.item
+        if not isinstance(item, FoundationItem):
+            return item.reference if self.name == "oracle" else CANNOT_TELL
+        if self.name == "oracle":
+            return item.answer_letter
+        if self.name == "first":
+            return "A"
+        if self.name == "random":
+            digest = hashlib.sha256(f"{self.seed}:{item.uid}".encode()).digest()
+            return "ABCD"[int.from_bytes(digest[:4], "big") % len(item.choices)]
+        return dsp_answer(prompt)
+
+    def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
+        """Answer each prompt; a DSP failure on one item becomes that item's error."""
+        out = []
+        for prompt in prompts:
+            try:
+                text = self._answer(prompt)
+            except Exception as exc:  # noqa: BLE001 - one item's measurement failure is that item's error
+                out.append(Generation(error=f"{self.spec}: {type(exc).__name__}: {exc}"))
+                continue
+            out.append(Generation(text=text, input_tokens=0, output_tokens=0))
+        return out
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def make_baseline(rest: str, seed: int = 0, batch_size: int = 64) -> Baseline:
+    """Registry entry: ``baseline:<name>``."""
+    return Baseline(rest, seed=seed, batch_size=batch_size)
+
+
+# ------------------------------------------------------------------------------------------------ DSP
+
+
+def _median_f0(samples: np.ndarray, sr: int, fmin: float, fmax: float) -> float:
+    import librosa
+
+    f0, _, _ = librosa.pyin(samples, fmin=fmin, fmax=fmax, sr=sr, frame_length=2048)
+    voiced = f0[~np.isnan(f0)]
+    if voiced.size == 0:
+        raise ValueError("no voiced frames")
+    return float(np.median(voiced))
+
+
+def _numbers(choices: list[str]) -> list[float | None]:
+    values: list[float | None] = []
+    for choice in choices:
+        match = re.search(r"-?\d+(\.\d+)?", choice)
+        values.append(float(match.group()) if match else None)
+    return values
+
+
+def _closest(choices: list[str], value: float) -> str:
+    numbers = _numbers(choices)
+    if any(n is None for n in numbers):
+        return CANNOT_TELL
+    best = min(range(len(choices)), key=lambda i: abs(numbers[i] - value))  # type: ignore[operator]
+    return "ABCD"[best]
+
+
+def _pitch(prompt: Prompt) -> str:
+    import librosa
+
+    f0 = _median_f0(prompt.audio[: prompt.sample_rate], prompt.sample_rate, 60.0, 1400.0)
+    return _closest(prompt.item.choices, float(librosa.hz_to_midi(f0)))
+
+
+PEAK_AT_VELOCITY_127 = 0.8
+"""Peak level of a velocity-127 note in the kit's synthesizer; peak ∝ (velocity/127)² (40 log10 dB)."""
+
+
+def _velocity(prompt: Prompt) -> str:
+    peak = float(np.max(np.abs(prompt.audio)))
+    if peak <= 0:
+        raise ValueError("silent clip")
+    velocity = 127.0 * np.sqrt(peak / PEAK_AT_VELOCITY_127)
+    return _closest(prompt.item.choices, velocity)
+
+
+GENDER_F0_SPLIT_HZ = 150.0
+"""Median F0 below which a voice is called male."""
+
+
+def _gender(prompt: Prompt) -> str:
+    f0 = _median_f0(prompt.audio, prompt.sample_rate, 60.0, 400.0)
+    wanted = "male" if f0 < GENDER_F0_SPLIT_HZ else "female"
+    for i, choice in enumerate(prompt.item.choices):
+        if choice.strip().lower() in (wanted, "man" if wanted == "male" else "woman"):
+            return "ABCD"[i]
+    return CANNOT_TELL
+
+
+def _segments(samples: np.ndarray, sr: int, min_silence_s: float, threshold_db: float = -35.0) -> list[slice]:
+    hop = sr // 100
+    frames = samples[: samples.size // hop * hop].reshape(-1, hop)
+    db = 10 * np.log10(np.maximum(np.mean(frames.astype(np.float64) ** 2, axis=1), 1e-12))
+    active = db > db.max() + threshold_db
+    limit = int(min_silence_s * 100)
+    spans, start, quiet = [], None, 0
+    for i, on in enumerate(active):
+        if on:
+            start = i if start is None else start
+            quiet = 0
+        elif start is not None:
+            quiet += 1
+            if quiet >= limit:
+                spans.append(slice(start * hop, (i - quiet + 1) * hop))
+                start, quiet = None, 0
+    if start is not None:
+        spans.append(slice(start * hop, active.size * hop))
+    return spans
+
+
+def _speakers(prompt: Prompt) -> str:
+    f0s = []
+    for span in _segments(prompt.audio, prompt.sample_rate, 0.35):
+        try:
+            f0s.append(_median_f0(prompt.audio[span], prompt.sample_rate, 60.0, 450.0))
+        except ValueError:
+            continue
+    if not f0s:
+        raise ValueError("no voiced segment")
+    f0s.sort()
+    voices = 1 + sum(1 for a, b in zip(f0s, f0s[1:], strict=False) if b / a > 1.2)
+    return _closest(prompt.item.choices, voices)
+
+
+def _event_count(prompt: Prompt) -> str:
+    from scipy.signal import butter, sosfilt
+
+    sr = prompt.sample_rate
+    x = sosfilt(butter(2, 100.0, "highpass", fs=sr, output="sos"), prompt.audio.astype(np.float64))
+    hop, frame = sr // 400, sr // 100
+    n = 1 + (x.size - frame) // hop
+    idx = np.arange(frame)[None, :] + hop * np.arange(n)[:, None]
+    rms = np.sqrt(np.mean(x[idx] ** 2, axis=1))
+    floor = np.median(rms)
+    on, off = floor * 10 ** (7 / 20), floor * 10 ** (3 / 20)
+    count, active, quiet = 0, False, 0
+    for r in rms:
+        if not active and r > on:
+            count, active, quiet = count + 1, True, 0
+        elif active:
+            quiet = quiet + 1 if r < off else 0
+            if quiet * hop / sr >= 0.03:
+                active = False
+    words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+    numbers = [words.get(c.strip().lower(), None) for c in prompt.item.choices]
+    if all(v is not None for v in numbers):
+        return "ABCD"[min(range(len(numbers)), key=lambda i: abs(numbers[i] - count))]  # type: ignore[operator]
+    return _closest(prompt.item.choices, count)
+
+
+DSP_TASKS: dict[str, Callable[[Prompt], str]] = {
+    "Music_Midi_Pitch_Analysis": _pitch,
+    "Music_Midi_Velocity_Analysis": _velocity,
+    "Speaker_Gender_Recognition": _gender,
+    "Speaker_Number_Verification": _speakers,
+}
+"""Tasks the DSP baseline answers by measurement (Sound_AQA counting questions too)."""
+
+
+def dsp_answer(prompt: Prompt) -> str:
+    """Answer by signal processing when the task allows it, else :data:`CANNOT_TELL`."""
+    item = prompt.item
+    assert isinstance(item, FoundationItem)
+    if item.task in DSP_TASKS:
+        return DSP_TASKS[item.task](prompt)
+    if item.task == "Sound_AQA" and re.search(r"\b(how many|count|number of|how often)\b", item.question, re.I):
+        return _event_count(prompt)
+    return CANNOT_TELL
