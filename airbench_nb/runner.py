@@ -289,3 +289,71 @@ def run_model(
     summary.seconds = time.perf_counter() - t0
     logger.info("%s: %s", model.spec, summary.as_dict())
     return summary
+
+
+def model_slug(spec: str) -> str:
+    """A file-name-safe form of a model spec (``baseline:oracle`` -> ``baseline_oracle``)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")
+
+
+def infer(
+    spec: str,
+    manifest: str | Path,
+    out: str | Path,
+    *,
+    batch_size: int | None = None,
+    concurrency: int | None = None,
+    limit: int | None = None,
+    max_new_tokens: int = 256,
+    temperature: float = 0.0,
+    prompt_set: str = "airbench",
+    seed: int = 0,
+    official_out: str | Path | None = None,
+    progress: bool = True,
+) -> RunSummary:
+    """Load a model from its spec and answer a manifest into ``out`` (resumable); the CLI's ``infer``.
+
+    Args:
+        spec: Model spec (``hf:...``, ``openai:...``, ``baseline:...``).
+        manifest: A JSONL manifest; audio is read from its data root.
+        out: Responses JSONL.
+        batch_size: Prompts per backend call (backend default when None).
+        concurrency: Requests in flight for ``openai:`` models.
+        limit: Only the first ``limit`` items.
+        max_new_tokens: Generation length bound.
+        temperature: 0 for greedy decoding.
+        prompt_set: ``airbench``, ``cot`` or a template file.
+        seed: Seed of ``baseline:random`` and of sampling.
+        official_out: Also write the official result format (meta fields + ``response``) here.
+        progress: Show a progress bar.
+
+    Returns:
+        The run's :class:`RunSummary`.
+    """
+    from airbench_nb.manifests import data_root, read_manifest
+    from airbench_nb.models import load_model
+
+    items = read_manifest(manifest)
+    model = load_model(spec, batch_size=batch_size, concurrency=concurrency, seed=seed)
+    try:
+        summary = run_model(
+            model,
+            items,
+            data_root(manifest),
+            out,
+            limit=limit,
+            progress=progress,
+            params=GenerationParams(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed),
+            prompts=PromptSet.named(prompt_set),
+        )
+    finally:
+        model.close()
+    if official_out is not None:
+        from airbench_nb.manifests import read_records
+        from airbench_nb.official import write_official_results
+
+        texts = {r.uid: r.text for r in read_records(out, Response) if r.model == spec}
+        write_official_results(items, texts, official_out)
+    return summary
