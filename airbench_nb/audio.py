@@ -1,8 +1,15 @@
-"""Audio files: checking, hashing, loading to mono float32 at 16 kHz.
+"""Audio files and signals: checking, hashing, loading to mono float32 at 16 kHz, loudness, writing.
 
 The kit reads wav, flac and mp3 with soundfile (libsndfile) and falls back to librosa (audioread) for what
 soundfile cannot open. Nothing here crashes on a bad file when asked for a status: :func:`probe_audio`
 returns ``missing``, ``empty`` or ``corrupt`` with the reason.
+
+Loudness (:func:`loudness`) is the integrated loudness of ITU-R BS.1770-4 in LUFS, measured with pyloudnorm
+(K-weighting, 400 ms blocks with 75% overlap, absolute gate at -70 LUFS, relative gate at -10 LU). A clip
+shorter than one 400 ms gating block, or one whose every block falls under the absolute gate, has no
+BS.1770 loudness: it is measured as RMS level in dBFS instead (``20 log10(rms)``, full scale 1.0 = 0 dBFS), and
+the unit says so. The two scales are close for broadband sounds (a full-scale 1 kHz sine is -3.01 dBFS RMS and
+-3.01 LUFS) but not interchangeable: compare values only when their units agree.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -26,8 +34,19 @@ AUDIO_EXTENSIONS = (".wav", ".flac", ".mp3")
 """File extensions of the official release."""
 
 
+LUFS_BLOCK_S = 0.4
+"""Length of a BS.1770 gating block in seconds: shorter clips are measured in dBFS RMS."""
+
+LoudnessUnit = Literal["LUFS", "dBFS"]
+"""Unit of a loudness value: ``LUFS`` (ITU-R BS.1770 integrated loudness) or ``dBFS`` (RMS level)."""
+
+
 class AudioError(ValueError):
-    """An audio file that cannot be used, with the path and the reason in the message."""
+    """An audio file or signal that cannot be used, with the path (or name) and the reason in the message."""
+
+
+class SilentAudioError(AudioError):
+    """A clip whose samples are all zero: it has no level to measure or normalise."""
 
 
 def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
@@ -151,7 +170,7 @@ def load_audio(path: str | Path, sr: int = TARGET_SR) -> np.ndarray:
     if not np.all(np.isfinite(data)):
         raise AudioError(f"{path}: audio contains NaN or infinite samples")
     if file_sr != sr:
-        data = librosa.resample(data, orig_sr=file_sr, target_sr=sr)
+        data = librosa.resample(np.asarray(data, dtype=np.float32), orig_sr=int(file_sr), target_sr=sr)
     return np.ascontiguousarray(data, dtype=np.float32)
 
 
@@ -160,7 +179,7 @@ def write_wav(path: str | Path, samples: np.ndarray, sr: int = TARGET_SR) -> Pat
 
     Args:
         path: Destination file.
-        samples: 1-D float array in [-1, 1].
+        samples: 1-D float array in [-1, 1]; samples beyond full scale are clipped (with a warning).
         sr: Sample rate in Hz.
 
     Returns:
@@ -177,6 +196,162 @@ def write_wav(path: str | Path, samples: np.ndarray, sr: int = TARGET_SR) -> Pat
     if not np.all(np.isfinite(samples)):
         raise AudioError(f"{path}: refusing to write NaN or infinite samples")
     path = Path(path)
+    over = int(np.count_nonzero(np.abs(samples) > 1.0))
+    if over:
+        logger.warning("%s: %d samples beyond full scale were clipped to [-1, 1]", path, over)
     path.parent.mkdir(parents=True, exist_ok=True)
     sf.write(str(path), np.clip(samples, -1.0, 1.0), sr, subtype="PCM_16")
     return path
+
+
+def check_samples(samples: np.ndarray, name: str = "audio", *, allow_silent: bool = False) -> np.ndarray:
+    """Check that a signal is usable: mono (1-D), not empty, finite and (unless allowed) not all zero.
+
+    Args:
+        samples: The signal.
+        name: What to call it in error messages (a path, ``source A``, ...).
+        allow_silent: Accept an all-zero signal.
+
+    Returns:
+        The samples as a float array (float32 input stays float32; integers become float32).
+
+    Raises:
+        AudioError: For a 2-D (e.g. stereo) or empty signal, or NaN/inf samples.
+        SilentAudioError: For an all-zero signal, unless ``allow_silent``.
+    """
+    samples = np.asarray(samples)
+    if samples.ndim != 1:
+        hint = " (stereo? downmix it, e.g. with load_audio or samples.mean(axis=1))" if samples.ndim == 2 else ""
+        raise AudioError(f"{name}: expected mono 1-D samples, got an array of shape {samples.shape}{hint}")
+    if samples.size == 0:
+        raise AudioError(f"{name}: audio has zero samples")
+    if not np.issubdtype(samples.dtype, np.floating):
+        samples = samples.astype(np.float32)
+    bad = ~np.isfinite(samples)
+    if bad.any():
+        first = int(np.argmax(bad))
+        raise AudioError(f"{name}: {int(bad.sum())} NaN or infinite samples (first at index {first})")
+    if not allow_silent and not np.any(samples):
+        raise SilentAudioError(f"{name}: audio is all silent (every sample is zero)")
+    return samples
+
+
+def rms_dbfs(samples: np.ndarray) -> float:
+    """RMS level in dBFS: ``20 log10(sqrt(mean(x**2)))`` with full scale 1.0 = 0 dBFS.
+
+    Args:
+        samples: A mono signal.
+
+    Returns:
+        The level in dB (``-inf`` for an all-zero signal).
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    power = float(np.mean(np.square(x))) if x.size else 0.0
+    return 10.0 * np.log10(power) if power > 0 else float("-inf")
+
+
+@dataclass(frozen=True)
+class Loudness:
+    """A loudness value and its unit."""
+
+    value: float
+    """The loudness (LUFS or dBFS, see ``unit``)."""
+    unit: LoudnessUnit
+    """``LUFS`` (ITU-R BS.1770 integrated) or ``dBFS`` (RMS fallback)."""
+
+
+def lufs(samples: np.ndarray, sr: int = TARGET_SR) -> float:
+    """ITU-R BS.1770-4 integrated loudness in LUFS, measured with pyloudnorm.
+
+    Args:
+        samples: A mono signal at least :data:`LUFS_BLOCK_S` long.
+        sr: Its sample rate in Hz.
+
+    Returns:
+        The loudness in LUFS; ``-inf`` when every 400 ms block is under the -70 LUFS absolute gate.
+
+    Raises:
+        AudioError: If the clip is shorter than one gating block.
+    """
+    import pyloudnorm
+
+    x = np.asarray(samples, dtype=np.float64)
+    if x.size < int(np.ceil(LUFS_BLOCK_S * sr)):
+        raise AudioError(
+            f"clip of {x.size / sr:.3f} s is shorter than one {LUFS_BLOCK_S * 1000:.0f} ms BS.1770 gating block"
+        )
+    return float(pyloudnorm.Meter(sr, block_size=LUFS_BLOCK_S).integrated_loudness(x))
+
+
+def lufs_applicable(samples: np.ndarray, sr: int = TARGET_SR) -> bool:
+    """Whether a clip is long enough for BS.1770 gating (at least one 400 ms block)."""
+    return np.asarray(samples).shape[0] >= int(np.ceil(LUFS_BLOCK_S * sr))
+
+
+def loudness(
+    samples: np.ndarray,
+    sr: int = TARGET_SR,
+    unit: Literal["auto", "LUFS", "dBFS"] = "auto",
+    name: str = "audio",
+) -> Loudness:
+    """Loudness of a mono clip: LUFS (ITU-R BS.1770-4) when it can be gated, else RMS dBFS.
+
+    With ``unit="auto"``, a clip shorter than one 400 ms gating block, or whose blocks all fall under the
+    -70 LUFS absolute gate, is measured in dBFS RMS (see the module docstring); the result's ``unit`` says which.
+
+    Args:
+        samples: A mono signal.
+        sr: Its sample rate in Hz.
+        unit: ``auto``, or force ``LUFS`` or ``dBFS``.
+        name: What to call the clip in error messages.
+
+    Returns:
+        A :class:`Loudness`.
+
+    Raises:
+        AudioError: For a stereo, empty or non-finite clip, or ``unit="LUFS"`` on a clip that cannot be gated.
+        SilentAudioError: For an all-zero clip.
+    """
+    samples = check_samples(samples, name)
+    if unit == "dBFS":
+        return Loudness(rms_dbfs(samples), "dBFS")
+    if unit not in ("auto", "LUFS"):
+        raise ValueError(f"unit must be 'auto', 'LUFS' or 'dBFS', got {unit!r}")
+    if lufs_applicable(samples, sr):
+        value = lufs(samples, sr)
+        if np.isfinite(value):
+            return Loudness(value, "LUFS")
+        if unit == "LUFS":
+            raise AudioError(f"{name}: every 400 ms block is under the -70 LUFS absolute gate; no LUFS value")
+    elif unit == "LUFS":
+        raise AudioError(f"{name}: {samples.size / sr:.3f} s is too short for LUFS (needs {LUFS_BLOCK_S} s)")
+    logger.debug("%s: measured in dBFS RMS (too short or too quiet for BS.1770 gating)", name)
+    return Loudness(rms_dbfs(samples), "dBFS")
+
+
+def audible_onset(
+    samples: np.ndarray, sr: int = TARGET_SR, threshold_db: float = -35.0, frame_s: float = 0.01
+) -> float:
+    """Time of the first frame whose RMS is within ``threshold_db`` of the clip's loudest frame.
+
+    Args:
+        samples: A mono signal.
+        sr: Its sample rate in Hz.
+        threshold_db: Level relative to the loudest frame that counts as audible (negative dB).
+        frame_s: Frame length in seconds (non-overlapping frames).
+
+    Returns:
+        Onset in seconds from the start of ``samples`` (a multiple of the frame length).
+
+    Raises:
+        AudioError: For a stereo, empty or non-finite clip.
+        SilentAudioError: For an all-zero clip.
+    """
+    samples = check_samples(samples)
+    frame = max(1, int(round(frame_s * sr)))
+    n_frames = int(np.ceil(samples.size / frame))
+    padded = np.zeros(n_frames * frame, dtype=np.float64)
+    padded[: samples.size] = samples
+    power = np.mean(np.square(padded.reshape(n_frames, frame)), axis=1)
+    first = int(np.argmax(power >= power.max() * 10.0 ** (threshold_db / 10.0)))
+    return first * frame / sr

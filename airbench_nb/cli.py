@@ -216,6 +216,51 @@ def params(
         console.print(_table(stem, rows))
 
 
+@app.command("mix")
+def mix_cmd(
+    source_a: Annotated[Path, typer.Argument(help="Source A (e.g. speech): wav, flac or mp3.")],
+    source_b: Annotated[Path, typer.Argument(help="Source B (e.g. music or a sound): wav, flac or mp3.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the mix (16-bit wav, 16 kHz mono).")],
+    snr_db: Annotated[
+        float | None, typer.Option(help="SNR of A over B in dB over the overlap (SSEU-Bench style).")
+    ] = None,
+    gain_a_db: Annotated[float | None, typer.Option(help="Gain of A in dB relative to the loudness reference.")] = None,
+    gain_b_db: Annotated[float | None, typer.Option(help="Gain of B in dB relative to the loudness reference.")] = None,
+    offset_s: Annotated[float, typer.Option(help="Start of B minus start of A in seconds (negative: B first).")] = 0.0,
+    reference_lufs: Annotated[
+        float, typer.Option(help="Loudness both sources are normalised to before gains.")
+    ] = -23.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the mix metadata as JSON.")] = False,
+) -> None:
+    """Mix two clips with loudness control and an offset; write the mix and print its metadata.
+
+    Give either --snr-db, or both --gain-a-db and --gain-b-db. Files are downmixed to mono and resampled to
+    16 kHz. Exits 2 on bad input: an unreadable, silent or NaN clip, clips that do not overlap, or neither or
+    both level options.
+    """
+    from airbench_nb.mix import mix_files
+
+    try:
+        result = mix_files(
+            source_a,
+            source_b,
+            out=out,
+            snr_db=snr_db,
+            gain_a_db=gain_a_db,
+            gain_b_db=gain_b_db,
+            offset_s=offset_s,
+            reference_loudness=reference_lufs,
+        )
+    except ValueError as exc:  # AudioError and MixError: a clear message, no traceback
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(result.meta.model_dump_json(indent=2))
+        return
+    rows = [{"field": k, "value": v} for k, v in result.meta.model_dump(exclude={"schema_version"}).items()]
+    console.print(_table(f"wrote {out}", rows))
+
+
 def main() -> None:
     """Entry point of the console script."""
     app()
