@@ -261,6 +261,79 @@ def mix_cmd(
     console.print(_table(f"wrote {out}", rows))
 
 
+@app.command()
+def build(
+    preset: Annotated[
+        str, typer.Option(help="tiny (2 items per task, for tests) or mini (the demo's default).")
+    ] = "mini",
+    seed: Annotated[int, typer.Option(help="Build seed: the same seed gives byte-identical manifests.")] = 0,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for manifests and audio.")] = Path("data/mini"),
+    task: Annotated[list[str] | None, typer.Option(help="Build only this task (repeatable).")] = None,
+    recipes: Annotated[Path | None, typer.Option(help="Recipe folder (default: data_manifests/mini).")] = None,
+) -> None:
+    """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
+    from airbench_nb.build import RECIPE_DIR, RecipeError
+    from airbench_nb.build import build as run_build
+
+    try:
+        report = run_build(preset, seed=seed, out=out, tasks=task or None, recipe_dir=recipes or RECIPE_DIR)
+    except (RecipeError, ValueError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    counts = report.counts()
+    rows = [{"kind": "foundation", "task": t, "items": n} for t, n in counts["foundation"].items()]
+    rows += [{"kind": "chat", "task": t, "items": n} for t, n in counts["chat"].items()]
+    console.print(
+        _table(
+            f"built {len(report.foundation)} Foundation + {len(report.chat)} Chat items in "
+            f"{report.seconds} s ({len(report.failures)} failures)",
+            rows,
+        )
+    )
+    for failure in report.failures:
+        err_console.print(f"[red]failed:[/red] {failure['task']} #{failure['index']}: {failure['error']}")
+    console.print(f"gold-letter balance: {report.letter_balance()}")
+    console.print(f"wrote {out}/ (foundation.jsonl, chat.jsonl, dataset.json, audio/)")
+
+
+@app.command()
+def infer(
+    model: Annotated[str, typer.Option(help="Model spec: hf:<path>, openai:<model>[@<base_url>], baseline:<name>.")],
+    manifest: Annotated[Path, typer.Option(help="A JSONL manifest (foundation.jsonl or chat.jsonl).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Responses JSONL (resumed when it exists).")],
+    batch_size: Annotated[int | None, typer.Option(help="Prompts per backend call.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N items.")] = None,
+    max_new_tokens: Annotated[int, typer.Option(help="Generation length bound.")] = 256,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight (openai: models).")] = 8,
+    temperature: Annotated[float, typer.Option(help="0 for greedy decoding.")] = 0.0,
+    prompt_set: Annotated[str, typer.Option(help="airbench, cot, or a JSON template file.")] = "airbench",
+    seed: Annotated[int, typer.Option(help="Seed of baseline:random and of sampling.")] = 0,
+    official_out: Annotated[Path | None, typer.Option(help="Also write the official result format here.")] = None,
+) -> None:
+    """Answer a manifest with a model, appending one response per item (a rerun resumes)."""
+    from airbench_nb.models import SpecError
+    from airbench_nb.runner import infer as run_infer
+
+    try:
+        summary = run_infer(
+            model,
+            manifest,
+            out,
+            batch_size=batch_size,
+            concurrency=concurrency,
+            limit=limit,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            prompt_set=prompt_set,
+            seed=seed,
+            official_out=official_out,
+        )
+    except (SpecError, FileNotFoundError, ValueError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    console.print(_table(f"{model} on {manifest}", [{"field": k, "value": v} for k, v in summary.as_dict().items()]))
+
+
 def main() -> None:
     """Entry point of the console script."""
     app()

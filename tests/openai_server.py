@@ -1,0 +1,469 @@
+"""A small OpenAI-compatible server for tests and benchmarks, bound to 127.0.0.1 on an ephemeral port.
+
+It answers ``POST /v1/chat/completions`` deterministically (``<model> heard <seconds>s: <prompt text>``), checks
+each request (JSON, model, messages; an ``input_audio`` part must decode to a real wav with samples, else 400),
+records what it saw (attempts per prompt, audio durations, requests in flight, Authorization headers), and
+follows a fault plan: for requests whose prompt text contains a marker, the n-th attempt gets the n-th
+:class:`Fault` (429 with Retry-After, 5xx, a delay past the client timeout, a malformed body, a 400). It also
+serves the Batch API: ``POST /v1/files`` (multipart), ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and
+``GET /v1/batches/{id}`` (a batch completes after ``batch_polls_before_done`` retrievals).
+
+    with OpenAITestServer(latency_s=0.1) as server:
+        client = APIClient(base_url=server.base_url)
+
+Run as a program (``python -m tests.openai_server``) it serves in its own process, as the benchmark uses it.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from email.parser import BytesParser
+from email.policy import default as email_policy
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+import soundfile as sf
+
+FaultKind = Literal["429", "500", "503", "delay", "not_json", "no_choices", "empty", "400", "401"]
+
+
+@dataclass
+class Fault:
+    """What the server does to one attempt instead of answering it normally."""
+
+    kind: FaultKind
+    """``429``/``500``/``503``: that status; ``delay``: sleep ``delay_s`` then answer; ``not_json``: 200 with a
+    body that is not JSON; ``no_choices``: 200 with JSON lacking ``choices``; ``empty``: 200 with an empty body;
+    ``400``: a bad-request error (never worth retrying); ``401``: an auth error whose message quotes the
+    Authorization header (as some servers do: the client must keep the key out of its error strings)."""
+    retry_after: str | None = None
+    """Value of the ``Retry-After`` header (seconds) sent with a 429/503."""
+    retry_after_ms: str | None = None
+    """Value of the ``retry-after-ms`` header sent with a 429/503."""
+    delay_s: float = 0.0
+    """For ``delay``: how long to sleep before answering."""
+
+
+@dataclass
+class Seen:
+    """What the server recorded (read it under ``server.lock`` or after the client is done)."""
+
+    chat_requests: int = 0
+    """``POST /v1/chat/completions`` requests received (all attempts, faults included)."""
+    attempts: Counter[str] = field(default_factory=Counter)
+    """Attempts per prompt text (the text parts of the last user message, joined)."""
+    answered: Counter[str] = field(default_factory=Counter)
+    """Successful (200, well-formed) answers per prompt text."""
+    audio_seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    """Durations of the wav audio received per prompt text."""
+    in_flight: int = 0
+    """Chat requests being handled now."""
+    max_in_flight: int = 0
+    """Most chat requests handled at once."""
+    authorization: set[str] = field(default_factory=set)
+    """Authorization header values received."""
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    """Chat request bodies received, with any base64 audio replaced by its length."""
+    batch_retrievals: int = 0
+    """``GET /v1/batches/{id}`` requests received."""
+
+
+class BadRequest(Exception):
+    """A request the server rejects with 400."""
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """The text parts of the last user message, joined with spaces."""
+    users = [m for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    if not users:
+        return ""
+    content = users[-1].get("content")
+    if isinstance(content, str):
+        return content
+    return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+
+
+def _audio_seconds(body: dict[str, Any]) -> list[float]:
+    """Decode every ``input_audio`` part; raise :class:`BadRequest` unless each is a readable wav with samples."""
+    out = []
+    for message in body["messages"]:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "input_audio":
+                continue
+            audio = part.get("input_audio") or {}
+            if audio.get("format") != "wav":
+                raise BadRequest(f"input_audio format {audio.get('format')!r} is not wav")
+            try:
+                raw = base64.b64decode(audio.get("data", ""), validate=True)
+                samples, sr = sf.read(io.BytesIO(raw), dtype="float32")
+                if sf.info(io.BytesIO(raw)).format != "WAV":
+                    raise ValueError("not a wav container")
+            except Exception as exc:  # noqa: BLE001 - any decoding failure is the client's bad request
+                raise BadRequest(f"input_audio is not a readable wav: {type(exc).__name__}: {exc}") from exc
+            if samples.shape[0] == 0:
+                raise BadRequest("input_audio has no samples")
+            out.append(samples.shape[0] / sr)
+    return out
+
+
+def _redacted(body: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the body with base64 audio replaced by its length (for assertions on the rest)."""
+    copy = json.loads(json.dumps(body))
+    for message in copy.get("messages", []):
+        for part in message.get("content") if isinstance(message.get("content"), list) else []:
+            if isinstance(part, dict) and part.get("type") == "input_audio":
+                part["input_audio"]["data"] = f"<{len(part['input_audio'].get('data', ''))} base64 chars>"
+    return copy
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default backlog of 5 drops SYNs under a burst of connects: 1 s connect stalls
+
+
+class OpenAITestServer:
+    """The server; use it as a context manager (it starts a background thread and stops it on exit)."""
+
+    def __init__(self, latency_s: float = 0.0, batch_polls_before_done: int = 1) -> None:
+        """Set a fixed latency per chat answer, and how many batch retrievals report ``in_progress`` first."""
+        self.latency_s = latency_s
+        self.batch_polls_before_done = batch_polls_before_done
+        self.plan: dict[str, list[Fault | None]] = {}
+        self.lock = threading.Lock()
+        self.seen = Seen()
+        self.files: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self._ids = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> OpenAITestServer:
+        """Start serving."""
+        handler = type("Handler", (_Handler,), {"server_state": self})
+        self._httpd = _HTTPServer(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop serving."""
+        assert self._httpd is not None and self._thread is not None
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``."""
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def reset(self) -> None:
+        """Forget what was seen (the fault plan stays)."""
+        with self.lock:
+            self.seen = Seen()
+
+    def _next_id(self, prefix: str) -> str:
+        with self.lock:
+            self._ids += 1
+            return f"{prefix}-{self._ids}"
+
+    # ------------------------------------------------------------------------------------------- chat
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The completion for a valid request body (raises :class:`BadRequest` for an invalid one)."""
+        if not isinstance(body.get("model"), str) or not body["model"]:
+            raise BadRequest("model missing")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("messages missing")
+        for message in messages:
+            if not isinstance(message, dict) or message.get("role") not in {"system", "user", "assistant"}:
+                raise BadRequest(f"bad message {message!r:.80}")
+        seconds = _audio_seconds(body)
+        text = prompt_text(body)
+        if seconds:
+            with self.lock:
+                self.seen.audio_seconds[text].extend(seconds)
+        heard = f"{sum(seconds):.3f}s" if seconds else "no audio"
+        reply = f"{body['model']} heard {heard}: {text}"
+        prompt_tokens = sum(len(json.dumps(m.get("content", ""))) // 4 for m in messages)
+        return {
+            "id": self._next_id("chatcmpl"),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"},
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(reply.split()),
+                "total_tokens": prompt_tokens + len(reply.split()),
+            },
+        }
+
+    def fault_for(self, text: str, attempt: int) -> Fault | None:
+        """The fault planned for this attempt (0-based) of a prompt, if any."""
+        for marker, faults in self.plan.items():
+            if marker in text and attempt < len(faults):
+                return faults[attempt]
+        return None
+
+    # ------------------------------------------------------------------------------------------- batch
+
+    def run_batch(self, batch: dict[str, Any]) -> None:
+        """Answer every line of the batch's input file into output and error files."""
+        lines = self.files[batch["input_file_id"]]["content"].decode().splitlines()
+        out, err = [], []
+        for line in lines:
+            if not line.strip():
+                continue
+            request = json.loads(line)
+            rid = self._next_id("batch_req")
+            try:
+                if request.get("url") != "/v1/chat/completions" or request.get("method") != "POST":
+                    raise BadRequest(f"unsupported url {request.get('url')!r}")
+                fault = self.fault_for(prompt_text(request["body"]), 0)
+                if fault is not None and fault.kind == "400":
+                    raise BadRequest("fault plan: bad request")
+                completion = self.answer(request["body"])
+            except BadRequest as exc:
+                body = {"error": {"message": str(exc), "type": "invalid_request_error", "code": None}}
+                err.append(
+                    {
+                        "id": rid,
+                        "custom_id": request.get("custom_id"),
+                        "error": None,
+                        "response": {"status_code": 400, "request_id": rid, "body": body},
+                    }
+                )
+                continue
+            with self.lock:
+                self.seen.answered[prompt_text(request["body"])] += 1
+            out.append(
+                {
+                    "id": rid,
+                    "custom_id": request["custom_id"],
+                    "error": None,
+                    "response": {"status_code": 200, "request_id": rid, "body": completion},
+                }
+            )
+        now = int(time.time())
+        for name, rows in (("output_file_id", out), ("error_file_id", err)):
+            if rows:
+                fid = self._next_id("file")
+                data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                self.files[fid] = {
+                    "content": data,
+                    "filename": f"{batch['id']}_{name}.jsonl",
+                    "purpose": "batch_output",
+                }
+                batch[name] = fid
+        batch["request_counts"] = {"total": len(out) + len(err), "completed": len(out), "failed": len(err)}
+        batch.update(status="completed", completed_at=now, finalizing_at=now)
+
+    def file_object(self, fid: str) -> dict[str, Any]:
+        """The FileObject JSON of a stored file."""
+        f = self.files[fid]
+        return {
+            "id": fid,
+            "object": "file",
+            "bytes": len(f["content"]),
+            "created_at": int(time.time()),
+            "filename": f["filename"],
+            "purpose": f["purpose"],
+            "status": "processed",
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_state: OpenAITestServer
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stalls
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(
+        self, status: int, body: bytes, headers: dict[str, str] | None = None, ctype: str = "application/json"
+    ) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout): nothing to answer to
+
+    def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(obj).encode(), headers)
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        kind = {400: "invalid_request_error", 404: "not_found", 429: "rate_limit_exceeded"}.get(status, "server_error")
+        self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}}, headers)
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length", 0)))
+
+    def do_POST(self) -> None:
+        state = self.server_state
+        raw = self._body()
+        if self.path == "/v1/chat/completions":
+            self._chat(raw)
+        elif self.path == "/v1/files":
+            msg = BytesParser(policy=email_policy).parsebytes(
+                b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n" + raw
+            )
+            fields: dict[str, Any] = {}
+            filename = "upload"
+            for part in msg.iter_parts():
+                name = part.get_param("name", header="content-disposition")
+                if part.get_filename():
+                    filename = part.get_filename()
+                fields[name] = part.get_payload(decode=True)
+            if "file" not in fields or fields.get("purpose") != b"batch":
+                self._error(400, "multipart upload needs a file and purpose=batch")
+                return
+            fid = state._next_id("file")
+            state.files[fid] = {"content": fields["file"], "filename": filename, "purpose": "batch"}
+            self._json(200, state.file_object(fid))
+        elif self.path == "/v1/batches":
+            body = json.loads(raw)
+            if body.get("input_file_id") not in state.files or body.get("completion_window") != "24h":
+                self._error(400, "unknown input_file_id or completion_window")
+                return
+            bid = state._next_id("batch")
+            batch = {
+                "id": bid,
+                "object": "batch",
+                "endpoint": body.get("endpoint"),
+                "errors": None,
+                "input_file_id": body["input_file_id"],
+                "completion_window": "24h",
+                "status": "validating",
+                "created_at": int(time.time()),
+                "polls": 0,
+            }
+            state.batches[bid] = batch
+            self._json(200, {k: v for k, v in batch.items() if k != "polls"})
+        else:
+            self._error(404, f"no route {self.path}")
+
+    def do_GET(self) -> None:
+        state = self.server_state
+        parts = self.path.strip("/").split("/")
+        if parts == ["v1", "_stats"]:
+            with state.lock:
+                self._json(200, {"chat_requests": state.seen.chat_requests, "max_in_flight": state.seen.max_in_flight})
+        elif parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in state.batches:
+            batch = state.batches[parts[2]]
+            with state.lock:
+                state.seen.batch_retrievals += 1
+            batch["polls"] += 1
+            if batch["status"] != "completed":
+                if batch["polls"] > state.batch_polls_before_done:
+                    state.run_batch(batch)
+                else:
+                    batch["status"] = "in_progress"
+                    batch["in_progress_at"] = int(time.time())
+            self._json(200, {k: v for k, v in batch.items() if k != "polls"})
+        elif parts[:2] == ["v1", "files"] and len(parts) == 4 and parts[3] == "content" and parts[2] in state.files:
+            self._send(200, state.files[parts[2]]["content"], ctype="application/octet-stream")
+        else:
+            self._error(404, f"no route {self.path}")
+
+    def _chat(self, raw: bytes) -> None:
+        state = self.server_state
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._error(400, "body is not JSON")
+            return
+        if not isinstance(body, dict):
+            self._error(400, "body is not a JSON object")
+            return
+        text = prompt_text(body)
+        with state.lock:
+            seen = state.seen
+            seen.chat_requests += 1
+            attempt = seen.attempts[text]
+            seen.attempts[text] += 1
+            seen.in_flight += 1
+            seen.max_in_flight = max(seen.max_in_flight, seen.in_flight)
+            if self.headers.get("Authorization"):
+                seen.authorization.add(self.headers["Authorization"])
+            seen.bodies.append(_redacted(body))
+        try:
+            if state.latency_s:
+                time.sleep(state.latency_s)
+            fault = state.fault_for(text, attempt)
+            if fault is not None and fault.kind != "delay":
+                self._fault(fault)
+                return
+            if fault is not None:
+                time.sleep(fault.delay_s)
+            try:
+                completion = state.answer(body)
+            except BadRequest as exc:
+                self._error(400, str(exc))
+                return
+            with state.lock:
+                seen.answered[text] += 1
+            self._json(200, completion)
+        finally:
+            with state.lock:
+                seen.in_flight -= 1
+
+    def _fault(self, fault: Fault) -> None:
+        if fault.kind in {"429", "500", "503"}:
+            headers = {}
+            if fault.retry_after is not None:
+                headers["Retry-After"] = fault.retry_after
+            if fault.retry_after_ms is not None:
+                headers["retry-after-ms"] = fault.retry_after_ms
+            self._error(int(fault.kind), f"fault plan: {fault.kind}", headers)
+        elif fault.kind == "400":
+            self._error(400, "fault plan: bad request")
+        elif fault.kind == "401":
+            self._error(401, f"Incorrect API key provided: {self.headers.get('Authorization')}")
+        elif fault.kind == "not_json":
+            self._send(200, b"<html>upstream proxy error</html>{")
+        elif fault.kind == "no_choices":
+            self._json(200, {"id": "x", "object": "chat.completion", "model": "m"})
+        elif fault.kind == "empty":
+            self._send(200, b"")
+
+
+def main() -> None:
+    """Serve from the command line (``python -m tests.openai_server --latency-ms 100``) until stdin closes.
+
+    Prints the base URL as the first line of stdout. ``GET /v1/_stats`` returns the request counts.
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="fixed latency per chat answer")
+    args = parser.parse_args()
+    with OpenAITestServer(latency_s=args.latency_ms / 1000.0) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
