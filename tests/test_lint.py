@@ -43,3 +43,19 @@ def test_notebooks_follow_template():
             assert has_outputs, "the tutorial is committed with outputs (nbval checks them)"
         else:
             assert not has_outputs, f"{path.name} must be committed without outputs"
+
+
+def test_environment_yml_in_step_with_pyproject():
+    """Every dependency of pyproject.toml (and its dev extra) is in environment.yml with the same lower bound."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    env = (REPO / "environment.yml").read_text()
+    for requirement in wanted:
+        name, bound = re.match(r"([A-Za-z0-9_.\-]+)(.*)", requirement).groups()
+        if name == "torch":
+            assert re.search(r"- torch==\S+", env), "environment.yml pins torch"
+            continue
+        assert f"- {name}{bound}" in env, f"environment.yml lacks {requirement}"
