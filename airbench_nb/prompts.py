@@ -37,6 +37,12 @@ FOUNDATION_COT_INSTRUCTION = (
 )
 """Chain-of-thought variant of the Foundation instruction."""
 
+OFFICIAL_FOUNDATION_INSTRUCTION = (
+    "Choose the most suitable answer from options A, B, C, and D to respond the question in next line, "
+    "you may only choose A or B or C or D."
+)
+"""The official inference script's instruction, word for word: it names four options even for binary items."""
+
 CHAT_TEMPLATE = "{question}"
 """Chat prompt: the question alone, as AIR-Bench does."""
 
@@ -59,18 +65,25 @@ class PromptSet:
 
     @classmethod
     def named(cls, name: str) -> PromptSet:
-        """The built-in set ``airbench`` or ``cot``, or a JSON template file given by path.
+        """A built-in set (``airbench``, ``official``, ``cot``) or a JSON template file given by path.
+
+        ``airbench`` is AIR-Bench's prompt with only the options that exist; ``official`` reproduces the official
+        inference script exactly, including its ``C. None`` and ``D. None`` lines on binary items.
 
         Raises:
             ValueError: For an unknown name, or a file with unknown keys or invalid JSON.
         """
         if name == "airbench":
             return cls()
+        if name == "official":
+            return cls(name="official", foundation_instruction=OFFICIAL_FOUNDATION_INSTRUCTION)
         if name == "cot":
             return cls(name="cot", foundation_instruction=FOUNDATION_COT_INSTRUCTION, chat_template=CHAT_COT_TEMPLATE)
         path = Path(name)
         if not path.is_file():
-            raise ValueError(f"unknown prompt set {name!r}: use 'airbench', 'cot' or the path of a JSON template file")
+            raise ValueError(
+                f"unknown prompt set {name!r}: use 'airbench', 'official', 'cot' or the path of a JSON template file"
+            )
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
@@ -95,7 +108,10 @@ def foundation_prompt(item: FoundationItem, prompts: PromptSet | None = None) ->
     prompts = prompts or PromptSet()
     letters_and, letters_or = _letters(len(item.choices))
     instruction = prompts.foundation_instruction.format(letters_and=letters_and, letters_or=letters_or)
-    options = "\n".join(f"{letter}. {choice}" for letter, choice in zip("ABCD", item.choices, strict=False))
+    choices: list[str | None] = list(item.choices)
+    if prompts.name == "official":  # the official script always writes four lines, "None" for absent choices
+        choices += [None] * (4 - len(choices))
+    options = "\n".join(f"{letter}. {choice}" for letter, choice in zip("ABCD", choices, strict=False))
     return prompts.foundation_template.format(instruction=instruction, question=item.question, options=options)
 
 
@@ -113,3 +129,36 @@ def prompt_hash(text: str, audio_sha256: str | None = None, system: str | None =
     """SHA-256 of what a model is sent (system text, prompt text and the audio's hash)."""
     payload = json.dumps({"system": system, "text": text, "audio": audio_sha256}, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+JUDGE_PROMPTS_VERSION = "1"
+"""Version of the judge templates below; part of every judge request, hence of its cache key."""
+
+FOUNDATION_JUDGE_TEMPLATE = (
+    "You are checking which option of a multiple-choice question an answer chose. You do not hear the audio; "
+    "judge only what the answer says.\n\n"
+    "[Question]\n{question}\n\n[Options]\n{options}\n\n[Answer]\n{answer}\n\n"
+    "Reply with only the letter of the option the answer chose ({letters_or}). Reply 'none' if the answer chooses "
+    "no option, several options, or does not commit to one."
+)
+"""Prompt of the LLM Foundation judge: the hypothesis is mapped to an option letter, with 'none' allowed."""
+
+FOUNDATION_JUDGE_PATTERN = r"^\W*(?:option\s+)?\(?([A-Da-d]|none)\b"
+"""Reply pattern of the Foundation judge (a letter or 'none' at the start of the reply)."""
+
+CHAT_JUDGE_TEMPLATE = (
+    "You are a helpful and precise assistant for checking the quality of the answer.\n"
+    "[Detailed Audio Description]\n{meta_info}\n[Question]\n{question}\n"
+    "[The Start of Assistant 1s Answer]\n{answer_1}\n[The End of Assistant 1s Answer]\n"
+    "[The Start of Assistant 2s Answer]\n{answer_2}\n[The End of Assistant 2s Answer]\n[System]\n"
+    "We would like to request your feedback on the performance of two AI assistants in response to the user "
+    "question and audio description displayed above. AI assistants are provided with detailed audio descriptions "
+    "and questions.\nPlease rate the helpfulness, relevance, accuracy, and comprehensiveness of their responses. "
+    "Each assistant receives an overall score on a scale of 1 to 10, where a higher score indicates better overall "
+    "performance. Please output a single line containing only two values indicating the scores for Assistant 1 "
+    "and 2, respectively. The two scores are separated by a space."
+)
+"""AIR-Bench's Chat judge prompt, worded as the official ``score_chat.py`` sends it (one user message): the textual
+audio description, the question, two answers, one line of two 1-10 scores. The kit sends it twice, with the
+reference as Assistant 1 and then as Assistant 2, at temperature 0 (the official script sends it once, and a random
+half of its calls at temperature 2.0)."""

@@ -1,7 +1,8 @@
 """Choice extraction on a corpus of answers in the styles of the models of the AIR-Bench paper.
 
 Each case: the answer, its options, what the strict extractor must read (a letter, or None to abstain), and what
-the official AIR-Bench script reads (first character in A-D, else the second-to-last character, else failure).
+the official AIR-Bench script reads (after stripping and deleting newlines: first character in A-D, else the
+second-to-last character, else failure).
 """
 
 import pytest
@@ -93,6 +94,9 @@ CORPUS = [
     ("E", SOUNDS, None, None),
     ("C", GENDER, None, "C"),
     ("", SOUNDS, None, None),
+    ("None", SOUNDS, None, None),
+    ("  The answer is B.\n", SOUNDS, "B", "B"),
+    ("The answer is\nB.", SOUNDS, "B", "B"),
 ]
 
 
@@ -115,7 +119,8 @@ def test_official_extractor_reproduces_the_script(response, choices, _expected, 
 
 def test_official_script_rule_directly():
     """The rule itself, on the corpus: first char in A-D, else second-to-last char in A-D, else None."""
-    for response, _choices, _, official in CORPUS:
+    for raw, _choices, _, official in CORPUS:
+        response = raw.strip().replace("\n", "")
         if response and response[0] in "ABCD":
             rule = response[0]
         elif len(response) >= 2 and response[-2] in "ABCD":

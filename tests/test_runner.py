@@ -202,6 +202,11 @@ def test_prompts_follow_airbench_and_only_existing_options():
     four = item.model_copy(update={"choices": ["a", "b", "c", "d"]})
     assert "options A, B, C, and D" in foundation_prompt(four) and "D. d" in foundation_prompt(four)
     assert "Answer: X" in foundation_prompt(item, PromptSet.named("cot"))
+    official = foundation_prompt(item, PromptSet.named("official"))
+    assert official == (
+        "Choose the most suitable answer from options A, B, C, and D to respond the question in next "
+        "line, you may only choose A or B or C or D.\nIs it male?\nA. male\nB. female\nC. None\nD. None"
+    )
 
 
 def test_prompt_template_file(tmp_path):

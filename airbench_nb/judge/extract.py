@@ -7,8 +7,8 @@ Two extractors:
   of exactly one choice, and a letter followed by an explanation. It abstains (``choice=None`` with the reason)
   when the answer names several options, none, contradicts itself, or hedges ("A or B", "none of the above",
   "I cannot tell"). It never picks at random.
-- :func:`official_extract` reproduces the official AIR-Bench script: the first character if it is one of
-  A-D, else the second-to-last character if it is one of A-D, else a failure.
+- :func:`official_extract` reproduces the official AIR-Bench script: after stripping and deleting newlines,
+  the first character if it is one of A-D, else the second-to-last character if it is one of A-D, else a failure.
 """
 
 from __future__ import annotations
@@ -168,12 +168,13 @@ def _looks_like_article(text: str, letter: str) -> bool:
 
 
 def official_extract(response: str | None, choices: list[str]) -> Extraction:
-    """The official AIR-Bench Foundation extraction, reproduced exactly.
+    """The official AIR-Bench Foundation extraction (``score_foundation.py``), reproduced exactly.
 
-    The official script reads the first character of the response if it is one of ``A``-``D``, else the
-    second-to-last character if it is one of ``A``-``D``; anything else is a failure (which the official scoring
-    drops from the denominator). No stripping, no case folding. A letter beyond the item's options is kept: the
-    official script then compares it with the gold and counts it wrong.
+    The official script strips the response and deletes its newlines, treats ``None`` (the string) and an empty
+    answer as failures, then reads the first character if it is one of ``A``-``D``, else the second-to-last
+    character if it is one of ``A``-``D``; anything else is a failure (which the official scoring drops from the
+    denominator). No case folding. A letter beyond the item's options is kept: the official script then compares
+    it with the gold and counts it wrong.
 
     Args:
         response: The model's answer.
@@ -182,8 +183,10 @@ def official_extract(response: str | None, choices: list[str]) -> Extraction:
     Returns:
         The extraction; ``choice`` may index past ``choices`` for a letter the item does not have.
     """
-    text = response or ""
-    if text and text[0] in LETTERS:
+    text = (response or "").strip().replace("\n", "")
+    if not text or text == "None":
+        return Extraction(None, "official: empty or None response")
+    if text[0] in LETTERS:
         return Extraction(LETTERS.index(text[0]), "official: first character")
     if len(text) >= 2 and text[-2] in LETTERS:
         return Extraction(LETTERS.index(text[-2]), "official: second-to-last character")

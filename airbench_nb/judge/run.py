@@ -1,0 +1,385 @@
+"""Judging responses into verdicts: the judges and the resumable judge loop.
+
+Judge specs:
+
+- ``rule`` — Foundation only: :func:`~airbench_nb.judge.extract.extract_choice`; it abstains when unsure.
+- ``proxy`` — Chat only, offline: see :mod:`airbench_nb.judge.proxy` (labelled a proxy everywhere).
+- ``openai:<model>[@<base_url>]`` — an LLM judge through :class:`~airbench_nb.api_client.APIClient` (cached,
+  retried, concurrent, costed; Batch API on request). Foundation: the rule first, the LLM for the rule's
+  abstentions (``foundation_mode="abstentions"``, default) or for every item (``"all"``). Chat: AIR-Bench's
+  prompt in both orders (reference first, then hypothesis first), at temperature 0.
+- ``hf:<path>`` — a local transformers chat model with the same prompts (an open judge on a GPU).
+
+Verdicts are appended to a JSONL file and flushed per chunk; a rerun skips the (uid, model, order) already
+judged. A response that is an error gets a verdict with ``parse_error`` saying so, without a judge call.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from airbench_nb.judge.extract import extract_choice
+from airbench_nb.manifests import AnyItem
+from airbench_nb.prompts import (
+    CHAT_JUDGE_TEMPLATE,
+    FOUNDATION_JUDGE_PATTERN,
+    FOUNDATION_JUDGE_TEMPLATE,
+    prompt_hash,
+)
+from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.runner import JsonlAppender, finished_uids, repair_jsonl
+
+logger = logging.getLogger(__name__)
+
+Order = Literal["single", "reference_first", "hypothesis_first"]
+CHAT_ORDERS: tuple[Order, Order] = ("reference_first", "hypothesis_first")
+"""The two orders every Chat response is judged in."""
+JUDGE_MAX_TOKENS = 64
+"""Reply length bound of LLM judges (a letter, or two scores)."""
+
+
+class JudgeSpecError(ValueError):
+    """A judge spec that names no known judge."""
+
+
+@dataclass
+class Task:
+    """One judging job: an item, the response, the order (Chat), and the judge prompt when an LLM is asked."""
+
+    item: AnyItem
+    """The item."""
+    response: Response
+    """The response judged."""
+    order: Order = "single"
+    """Chat order."""
+    messages: list[dict[str, Any]] | None = None
+    """Judge messages (LLM judges)."""
+
+
+def _options(item: FoundationItem) -> str:
+    return "\n".join(f"{letter}. {choice}" for letter, choice in zip("ABCD", item.choices, strict=False))
+
+
+def foundation_judge_messages(item: FoundationItem, answer: str) -> list[dict[str, Any]]:
+    """Messages asking an LLM which option ``answer`` chose."""
+    letters_or = " or ".join("ABCD"[: len(item.choices)])
+    text = FOUNDATION_JUDGE_TEMPLATE.format(
+        question=item.question, options=_options(item), answer=answer, letters_or=letters_or
+    )
+    return [{"role": "user", "content": text}]
+
+
+def chat_judge_messages(item: ChatItem, answer: str, order: Order) -> list[dict[str, Any]]:
+    """Messages of AIR-Bench's Chat judge with the reference first or the hypothesis first."""
+    first, second = (item.reference, answer) if order == "reference_first" else (answer, item.reference)
+    text = CHAT_JUDGE_TEMPLATE.format(meta_info=item.meta_info, question=item.question, answer_1=first, answer_2=second)
+    return [{"role": "user", "content": text}]
+
+
+def parse_judge_letter(reply: str | None, n_choices: int) -> tuple[int | None, str | None]:
+    """Read a Foundation judge's reply: ``(choice, None)``, ``(None, None)`` for 'none', or ``(None, reason)``."""
+    match = re.match(FOUNDATION_JUDGE_PATTERN, (reply or "").strip(), re.IGNORECASE)
+    if not match:
+        return None, f"judge reply not understood: {(reply or '')[:80]!r}"
+    token = match.group(1).upper()
+    if token == "NONE":
+        return None, None
+    index = "ABCD".index(token)
+    if index >= n_choices:
+        return None, f"judge named option {token}, which the item does not have"
+    return index, None
+
+
+def _verdict(task: Task, judge: str, **fields: Any) -> Verdict:
+    return Verdict(uid=task.item.uid, model=task.response.model, judge=judge, order=task.order, **fields)
+
+
+def rule_verdict(item: FoundationItem, response: Response, judge: str = "rule") -> Verdict:
+    """The rule judge's verdict on one Foundation response."""
+    task = Task(item, response)
+    if response.error is not None or response.text is None:
+        return _verdict(task, judge, parse_error=f"no response: {response.error}")
+    extraction = extract_choice(response.text, item.choices)
+    return _verdict(
+        task,
+        judge,
+        raw=f"rule: {extraction.reason}",
+        choice=extraction.choice,
+        correct=None if extraction.choice is None else extraction.choice == item.answer,
+        parse_error=None if extraction.choice is not None else f"rule abstained: {extraction.reason}",
+        prompt_hash=prompt_hash(response.text or ""),
+    )
+
+
+def _llm_verdict(
+    task: Task, judge: str, text: str | None, error: str | None, tokens: tuple[Any, Any], cached: bool
+) -> Verdict:
+    common = {
+        "raw": text,
+        "prompt_hash": prompt_hash(repr(task.messages)),
+        "input_tokens": tokens[0],
+        "output_tokens": tokens[1],
+        "cached": cached,
+    }
+    if error is not None or text is None:
+        return _verdict(task, judge, parse_error=f"judge call failed: {error}", **common)
+    item = task.item
+    if isinstance(item, FoundationItem):
+        choice, reason = parse_judge_letter(text, len(item.choices))
+        if choice is None:
+            return _verdict(task, judge, choice=None, correct=None if reason else False, parse_error=reason, **common)
+        return _verdict(task, judge, choice=choice, correct=choice == item.answer, **common)
+    from airbench_nb.judge.chat_parse import parse_scores_strict
+
+    parsed = parse_scores_strict(text)
+    if isinstance(parsed, str):
+        return _verdict(task, judge, parse_error=parsed, **common)
+    first, second = parsed
+    reference, hypothesis = (first, second) if task.order == "reference_first" else (second, first)
+    return _verdict(task, judge, score_reference=reference, score_hypothesis=hypothesis, **common)
+
+
+@dataclass
+class JudgeSummary:
+    """What one judge run did."""
+
+    judge: str
+    """Judge spec."""
+    tasks: int = 0
+    """Verdicts needed (responses × orders) for the given items."""
+    skipped_existing: int = 0
+    """Verdicts already in the output (resumed)."""
+    written: int = 0
+    """Verdicts written in this run."""
+    parse_failures: int = 0
+    """Verdicts without a reading (abstentions, unparseable replies, failed calls, error responses)."""
+    failure_kinds: dict[str, int] = field(default_factory=dict)
+    """Parse failures by kind."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """API usage (requests sent, cache hits, retries, tokens, cost) for LLM judges."""
+    seconds: float = 0.0
+    """Wall-clock time."""
+    dry_run: str | None = None
+    """The estimate printed instead of judging, for dry runs."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dict for tables."""
+        return {
+            k: getattr(self, k)
+            for k in (
+                "judge",
+                "tasks",
+                "skipped_existing",
+                "written",
+                "parse_failures",
+                "failure_kinds",
+                "usage",
+                "seconds",
+                "dry_run",
+            )
+        }
+
+
+class _LLM:
+    """An LLM judge backend: the shared API client (``openai:``) or a local transformers model (``hf:``)."""
+
+    def __init__(
+        self, spec: str, *, concurrency: int, cache: str | Path | None, prices: Any, timeout_s: float, api_key_env: str
+    ) -> None:
+        self.spec = spec
+        kind, _, rest = spec.partition(":")
+        self.kind = kind
+        if kind == "openai":
+            from airbench_nb.api_client import APIClient
+
+            self.model, _, base_url = rest.partition("@")
+            self.client = APIClient(
+                base_url=base_url or None,
+                api_key_env=api_key_env,
+                concurrency=concurrency,
+                timeout_s=timeout_s,
+                cache_path=cache,
+                prices=prices,
+            )
+        else:
+            from airbench_nb.judge.hf_judge import HFChatJudge
+
+            self.model = rest
+            self.local = HFChatJudge(rest)
+
+    def requests(self, tasks: Sequence[Task]) -> list[Any]:
+        from airbench_nb.api_client import ChatRequest
+
+        return [
+            ChatRequest(self.model, t.messages or [], {"temperature": 0.0, "max_tokens": JUDGE_MAX_TOKENS})
+            for t in tasks
+        ]
+
+    def ask(self, tasks: Sequence[Task], batch_api: bool = False) -> list[tuple[str | None, str | None, tuple, bool]]:
+        if self.kind == "hf":
+            replies = self.local.generate([t.messages or [] for t in tasks], max_new_tokens=JUDGE_MAX_TOKENS)
+            return [(text, err, (None, None), False) for text, err in replies]
+        requests = self.requests(tasks)
+        if batch_api:
+            path = (
+                Path(self.client.cache.path).with_suffix(".batch.jsonl")
+                if self.client.cache
+                else Path("judge.batch.jsonl")
+            )
+            self.client.write_batch_file(requests, path)
+            batch_id = self.client.submit_batch(path)
+            self.client.poll_batch(batch_id)
+            results = self.client.collect_batch(batch_id, requests)
+        else:
+            results = self.client.run_sync(requests, progress=False)
+        return [(r.text, r.error, (r.input_tokens, r.output_tokens), r.cached) for r in results]
+
+    def usage(self) -> dict[str, Any]:
+        return self.client.usage.as_dict() if self.kind == "openai" else {}
+
+
+def parse_judge_spec(spec: str) -> str:
+    """Check a judge spec: ``rule``, ``proxy``, ``openai:<model>[@<url>]`` or ``hf:<path>``."""
+    if spec in ("rule", "proxy") or (spec.startswith(("openai:", "hf:")) and spec.split(":", 1)[1]):
+        return spec
+    raise JudgeSpecError(
+        f"judge spec {spec!r} not understood; use rule, proxy, openai:<model>[@<base_url>] or hf:<path>"
+    )
+
+
+def judge_responses(
+    judge: str,
+    items: Sequence[AnyItem],
+    responses: Sequence[Response],
+    out: str | Path,
+    *,
+    concurrency: int = 8,
+    cache: str | Path | None = None,
+    prices: Any = None,
+    dry_run: bool = False,
+    batch_api: bool = False,
+    foundation_mode: Literal["abstentions", "all"] = "abstentions",
+    chunk_size: int = 256,
+    timeout_s: float = 60.0,
+    api_key_env: str = "OPENAI_API_KEY",
+    progress: bool = True,
+) -> JudgeSummary:
+    """Judge responses into ``out`` (resumable): one verdict per Foundation response, two per Chat response.
+
+    Args:
+        judge: Judge spec.
+        items: The manifest's items (responses to other uids are ignored).
+        responses: Responses to judge (any number of models).
+        out: Verdicts JSONL.
+        concurrency: Requests in flight (LLM judges).
+        cache: SQLite cache of judge calls (LLM judges); a rerun with it makes no request.
+        prices: Price table for costs (see :class:`~airbench_nb.api_client.PriceTable`).
+        dry_run: Print and return the number of calls, estimated tokens and cost; judge nothing.
+        batch_api: Send the LLM calls through the OpenAI Batch API (half price, asynchronous).
+        foundation_mode: ``abstentions`` (the rule first, the LLM when it abstains) or ``all``.
+        chunk_size: Verdicts written per flush.
+        timeout_s: Per-request timeout.
+        api_key_env: Environment variable holding the judge's key.
+        progress: Show a progress bar.
+
+    Returns:
+        A :class:`JudgeSummary`.
+    """
+    from tqdm.auto import tqdm
+
+    judge = parse_judge_spec(judge)
+    t0 = time.perf_counter()
+    by_uid = {i.uid: i for i in items}
+    out = Path(out)
+    repair_jsonl(out)
+    done = finished_uids(out, Verdict, key=lambda v: f"{v.uid}\0{v.model}\0{v.order}")
+    summary = JudgeSummary(judge=judge)
+    tasks: list[Task] = []
+    for response in responses:
+        item = by_uid.get(response.uid)
+        if item is None:
+            continue
+        orders: tuple[Order, ...] = ("single",) if isinstance(item, FoundationItem) else CHAT_ORDERS
+        if judge == "rule" and isinstance(item, ChatItem):
+            continue
+        if judge == "proxy" and isinstance(item, FoundationItem):
+            continue
+        for order in orders:
+            summary.tasks += 1
+            if f"{item.uid}\0{response.model}\0{order}" in done:
+                summary.skipped_existing += 1
+                continue
+            tasks.append(Task(item, response, order))
+    llm = None
+    if judge.startswith(("openai:", "hf:")):
+        llm = _LLM(
+            judge, concurrency=concurrency, cache=cache, prices=prices, timeout_s=timeout_s, api_key_env=api_key_env
+        )
+    kinds: Counter[str] = Counter()
+
+    def decide_locally(task: Task) -> Verdict | None:
+        """A verdict without an LLM call, or None when the LLM must be asked (and its messages set)."""
+        item, response = task.item, task.response
+        if response.error is not None or response.text is None:
+            return _verdict(task, judge, parse_error=f"no response: {response.error}")
+        if isinstance(item, FoundationItem):
+            ruled = rule_verdict(item, response, judge=judge)
+            if llm is None or (foundation_mode == "abstentions" and ruled.choice is not None):
+                return ruled
+            task.messages = foundation_judge_messages(item, response.text)
+            return None
+        if judge == "proxy":
+            return None
+        task.messages = chat_judge_messages(item, response.text, task.order)
+        return None
+
+    if dry_run:
+        pending = [t for t in tasks if decide_locally(t) is None and t.messages is not None]
+        if llm is None or llm.kind != "openai":
+            summary.dry_run = f"{len(pending)} judge calls; {judge} runs locally, nothing to pay"
+        else:
+            summary.dry_run = str(llm.client.estimate(llm.requests(pending)))
+        summary.seconds = round(time.perf_counter() - t0, 3)
+        return summary
+
+    proxy = None
+    with JsonlAppender(out) as sink, tqdm(total=len(tasks), desc=f"judge {judge}", disable=not progress) as bar:
+        for start in range(0, len(tasks), chunk_size):
+            chunk = tasks[start : start + chunk_size]
+            verdicts: dict[int, Verdict] = {}
+            ask: list[int] = []
+            for index, task in enumerate(chunk):
+                local = decide_locally(task)
+                if local is not None:
+                    verdicts[index] = local
+                else:
+                    ask.append(index)
+            if ask and judge == "proxy":
+                from airbench_nb.judge.proxy import ProxyJudge
+
+                proxy = proxy or ProxyJudge()
+                for index, verdict in zip(ask, proxy.judge([chunk[i] for i in ask]), strict=True):
+                    verdicts[index] = verdict
+            elif ask and llm is not None:
+                replies = llm.ask([chunk[i] for i in ask], batch_api=batch_api)
+                for index, (text, error, tokens, cached) in zip(ask, replies, strict=True):
+                    verdicts[index] = _llm_verdict(chunk[index], judge, text, error, tokens, cached)
+            ordered = [verdicts[i] for i in range(len(chunk))]
+            sink.write(ordered)
+            for verdict in ordered:
+                summary.written += 1
+                if verdict.parse_error is not None:
+                    summary.parse_failures += 1
+                    kinds[verdict.parse_error.split(":", 1)[0]] += 1
+            bar.update(len(chunk))
+    summary.failure_kinds = dict(kinds)
+    summary.usage = llm.usage() if llm is not None else {}
+    summary.seconds = round(time.perf_counter() - t0, 3)
+    return summary

@@ -1,0 +1,599 @@
+"""The transformers backend: ``hf:<path or hub id>``.
+
+:class:`HFAudioLM` loads a processor and a model, and answers prompts in batches: the prompts of a call are sorted by
+audio length (longest first, so that an out-of-memory error shows at once and the batches pad little), cut into
+chunks of ``batch_size``, left-padded and decoded greedily by default. A CUDA out-of-memory error halves the chunk
+and retries, down to one item; an item that fails alone gets an error of its own and the others go on.
+
+What differs between model families (the model class, how the processor is loaded, how a prompt becomes the
+conversation the chat template renders, extra ``generate`` arguments) lives in a :class:`FamilyAdapter`, chosen from
+the checkpoint's ``config.model_type``. A new family is one adapter class passed to :func:`register_adapter`; the
+runner does not change. Families:
+
+- ``qwen2_audio`` (tested with a tiny random model): Qwen2-Audio through its chat template, audio part first.
+- ``qwen2_5_omni`` (tested with a tiny random model): the thinker of Qwen2.5-Omni, text answers only. Without
+  torchvision the full ``Qwen2_5OmniProcessor`` cannot be built; the adapter then composes the tokenizer and the
+  feature extractor itself, the same token expansion for audio-only prompts.
+- ``voxtral`` (needs ``mistral-common``), ``granite_speech`` (needs ``torchaudio``): own adapters, not exercised by
+  the test suite.
+- ``gemma3n``, ``phi4_multimodal`` and any other model type: the generic adapter, the processor's chat template with
+  an audio content part, loaded with ``AutoModelForMultimodalLM`` (Gemma 3n needs ``timm`` for its vision tower).
+
+Loading from a local folder reads nothing from the network (``HF_HUB_OFFLINE=1`` is honoured throughout).
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import io
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from airbench_nb.models.base import Generation, GenerationParams, Prompt
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_RATE = 16000
+"""Sample rate (Hz) the audio encoders of all supported families take; other rates are resampled."""
+
+DTYPES: dict[str, torch.dtype] = {
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+    "half": torch.float16,
+    "fp32": torch.float32,
+    "float32": torch.float32,
+    "float": torch.float32,
+}
+"""Names accepted for ``dtype``; None or ``auto`` means bfloat16 on CUDA and float32 on CPU."""
+
+ITEM_ERRORS: tuple[type[Exception], ...] = (RuntimeError, ValueError, TypeError, IndexError, KeyError)
+"""Errors that, raised while answering a chunk, are pinned on its items one by one instead of failing the call."""
+
+
+def _left_pad(processor: Any) -> None:
+    """Make the processor's tokenizer pad on the left (decoder-only generation needs it)."""
+    tokenizer = getattr(processor, "tokenizer", processor)
+    tokenizer.padding_side = "left"
+
+
+def _is_local(path: str) -> bool:
+    return Path(path).expanduser().is_dir()
+
+
+def _user_turn(prompt: Prompt, audio_part: dict[str, Any]) -> list[dict[str, Any]]:
+    """System turn (when the prompt has one) and a user turn whose content is the audio part, then the text."""
+    messages: list[dict[str, Any]] = []
+    if prompt.system:
+        messages.append({"role": "system", "content": prompt.system})
+    messages.append({"role": "user", "content": [audio_part, {"type": "text", "text": prompt.text}]})
+    return messages
+
+
+class FamilyAdapter:
+    """How one family of models is loaded, prompted and called.
+
+    The default implementation is the generic transformers path: ``AutoProcessor``, ``AutoModelForMultimodalLM``,
+    and the processor's chat template with an audio content part first. Subclasses override what their family does
+    differently and are made known with :func:`register_adapter`.
+    """
+
+    name: ClassVar[str] = "base"
+    """Family name (what ``family=`` takes); subclasses set their own."""
+    model_types: ClassVar[tuple[str, ...]] = ()
+    """``config.model_type`` values this adapter serves."""
+
+    def load_processor(self, path: str, *, trust_remote_code: bool = False) -> Any:
+        """Load the processor (tokenizer + audio feature extractor), padding on the left."""
+        from transformers import AutoProcessor
+
+        processor = AutoProcessor.from_pretrained(
+            path, trust_remote_code=trust_remote_code, local_files_only=_is_local(path)
+        )
+        _left_pad(processor)
+        return processor
+
+    def model_class(self, config: Any) -> Any:
+        """The transformers class to load the checkpoint with."""
+        from transformers import AutoModelForMultimodalLM
+
+        return AutoModelForMultimodalLM
+
+    def load_model(self, path: str, config: Any, *, dtype: torch.dtype, trust_remote_code: bool = False) -> Any:
+        """Load the model in ``dtype`` (on CPU; the caller moves it)."""
+        cls = self.model_class(config)
+        return cls.from_pretrained(
+            path, dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=_is_local(path)
+        )
+
+    def generator(self, model: Any) -> Any:
+        """The module whose ``generate`` answers (the model itself, or a text sub-model)."""
+        return model
+
+    def tokenizer(self, processor: Any) -> Any:
+        """The tokenizer that decodes answers."""
+        return getattr(processor, "tokenizer", processor)
+
+    def conversation(self, prompt: Prompt) -> list[dict[str, Any]]:
+        """The chat messages of one prompt: optional system turn, then the user turn with the audio part first."""
+        return _user_turn(prompt, {"type": "audio", "audio": prompt.audio})
+
+    def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
+        """Tensors for ``generate`` for a batch of prompts (left-padded), through the processor's chat template."""
+        return processor.apply_chat_template(
+            [self.conversation(p) for p in prompts],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            return_tensors="pt",
+            processor_kwargs={"padding": True, "sampling_rate": SAMPLE_RATE},
+        )
+
+    def generate_kwargs(self) -> dict[str, Any]:
+        """Extra keyword arguments for ``generate``."""
+        return {}
+
+
+ADAPTERS: dict[str, type[FamilyAdapter]] = {}
+"""Family name and every model type it serves, to its adapter class."""
+
+
+def register_adapter(cls: type[FamilyAdapter]) -> type[FamilyAdapter]:
+    """Make an adapter known under its family name and its model types (usable as a class decorator)."""
+    for key in (cls.name, *cls.model_types):
+        ADAPTERS[key] = cls
+    return cls
+
+
+def adapter_for(model_type: str | None, family: str | None = None) -> FamilyAdapter:
+    """The adapter for an explicit family name, else for a model type (the generic one when none is registered).
+
+    Raises:
+        ValueError: For a ``family`` that names no registered adapter.
+    """
+    if family is not None:
+        if family not in ADAPTERS:
+            raise ValueError(f"unknown model family {family!r}; known: {', '.join(sorted(ADAPTERS))}")
+        return ADAPTERS[family]()
+    if model_type in ADAPTERS:
+        return ADAPTERS[model_type]()
+    logger.info("no adapter for model type %r: using the generic chat-template adapter", model_type)
+    return GenericAdapter()
+
+
+@register_adapter
+class GenericAdapter(FamilyAdapter):
+    """The generic path, for families whose processor's chat template takes an audio content part."""
+
+    name = "generic"
+    model_types = ("gemma3n", "phi4_multimodal", "audioflamingo3")
+
+
+@register_adapter
+class Qwen2AudioAdapter(FamilyAdapter):
+    """Qwen2-Audio (7B and 7B-Instruct): chat template, ``Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>`` first."""
+
+    name = "qwen2_audio"
+    model_types = ("qwen2_audio",)
+
+    def model_class(self, config: Any) -> Any:
+        """``Qwen2AudioForConditionalGeneration``."""
+        from transformers import Qwen2AudioForConditionalGeneration
+
+        return Qwen2AudioForConditionalGeneration
+
+
+class AudioOnlyProcessor:
+    """Tokenizer + Whisper feature extractor doing what a Qwen-style processor does for audio-only prompts.
+
+    Each audio is padded to the extractor's window (30 s), and its placeholder token is repeated once per audio
+    frame the encoder outputs (the conv stack halves the mel frames, the pooling halves them again).
+    """
+
+    def __init__(self, tokenizer: Any, feature_extractor: Any, chat_template: str | None = None):
+        self.tokenizer = tokenizer
+        self.feature_extractor = feature_extractor
+        self.chat_template = chat_template or tokenizer.chat_template
+        self.audio_token: str = getattr(tokenizer, "audio_token", None) or "<|AUDIO|>"
+        if self.chat_template is None:
+            raise ValueError("the tokenizer has no chat template and no chat_template.json was found")
+
+    @classmethod
+    def from_pretrained(cls, path: str, *, trust_remote_code: bool = False) -> AudioOnlyProcessor:
+        """Load the tokenizer and feature extractor of a checkpoint (and ``chat_template.json`` when present)."""
+        import json
+
+        from transformers import AutoFeatureExtractor, AutoTokenizer
+        from transformers.utils import cached_file
+
+        local = _is_local(path)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code, local_files_only=local)
+        extractor = AutoFeatureExtractor.from_pretrained(
+            path, trust_remote_code=trust_remote_code, local_files_only=local
+        )
+        template = None
+        if tokenizer.chat_template is None:
+            found = cached_file(path, "chat_template.json", _raise_exceptions_for_missing_entries=False)
+            if found:
+                template = json.loads(Path(found).read_text(encoding="utf-8")).get("chat_template")
+        return cls(tokenizer, extractor, template)
+
+    @staticmethod
+    def audio_token_counts(frames: torch.Tensor) -> list[int]:
+        """Encoder output length for each number of mel frames (conv stride 2, then pooling by 2)."""
+        after_conv = (frames - 1) // 2 + 1
+        return ((after_conv - 2) // 2 + 1).tolist()
+
+    def __call__(self, conversations: Sequence[list[dict[str, Any]]], audios: Sequence[np.ndarray]) -> dict[str, Any]:
+        """Render, expand the audio placeholders, tokenize (left-padded) and extract features."""
+        texts = [
+            self.tokenizer.apply_chat_template(
+                c, chat_template=self.chat_template, add_generation_prompt=True, tokenize=False
+            )
+            for c in conversations
+        ]
+        features = self.feature_extractor(
+            list(audios),
+            sampling_rate=SAMPLE_RATE,
+            padding="max_length",
+            return_attention_mask=True,
+            return_tensors="pt",
+        )
+        feature_mask = features.pop("attention_mask")
+        counts = iter(self.audio_token_counts(feature_mask.sum(-1)))
+        expanded = []
+        for text in texts:
+            pieces = text.split(self.audio_token)
+            out = pieces[0]
+            for piece in pieces[1:]:
+                out += self.audio_token * next(counts) + piece
+            expanded.append(out)
+        encoded = self.tokenizer(expanded, padding=True, return_tensors="pt", add_special_tokens=False)
+        return {**encoded, "input_features": features["input_features"], "feature_attention_mask": feature_mask}
+
+
+@register_adapter
+class Qwen25OmniAdapter(FamilyAdapter):
+    """Qwen2.5-Omni (3B, 7B): the thinker answers in text; no talker, no speech output.
+
+    A full checkpoint (``qwen2_5_omni``) is loaded with audio output off and its thinker generates; a thinker-only
+    checkpoint (``qwen2_5_omni_thinker``) is loaded as such. The official processor is used when it loads; without
+    torchvision it cannot, and :class:`AudioOnlyProcessor` takes its place.
+    """
+
+    name = "qwen2_5_omni"
+    model_types = ("qwen2_5_omni", "qwen2_5_omni_thinker")
+
+    def load_processor(self, path: str, *, trust_remote_code: bool = False) -> Any:
+        """The official processor, or the audio-only one when that cannot be built here."""
+        try:
+            processor = super().load_processor(path, trust_remote_code=trust_remote_code)
+        except (ImportError, ValueError, OSError, AttributeError, TypeError) as exc:
+            reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            logger.info("%s: no full Qwen2.5-Omni processor (%s); using tokenizer + feature extractor", path, reason)
+            processor = AudioOnlyProcessor.from_pretrained(path, trust_remote_code=trust_remote_code)
+        _left_pad(processor)
+        return processor
+
+    def model_class(self, config: Any) -> Any:
+        """The full model, or the thinker alone for a thinker-only checkpoint."""
+        from transformers import Qwen2_5OmniForConditionalGeneration, Qwen2_5OmniThinkerForConditionalGeneration
+
+        if config.model_type == "qwen2_5_omni_thinker":
+            return Qwen2_5OmniThinkerForConditionalGeneration
+        return Qwen2_5OmniForConditionalGeneration
+
+    def load_model(self, path: str, config: Any, *, dtype: torch.dtype, trust_remote_code: bool = False) -> Any:
+        """Load with the talker and vocoder off (``enable_audio_output=False``) for a full checkpoint."""
+        cls = self.model_class(config)
+        extra = {} if config.model_type == "qwen2_5_omni_thinker" else {"enable_audio_output": False}
+        return cls.from_pretrained(
+            path, dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=_is_local(path), **extra
+        )
+
+    def generator(self, model: Any) -> Any:
+        """The thinker."""
+        return getattr(model, "thinker", model)
+
+    def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
+        """Through the official processor, or the audio-only one."""
+        if isinstance(processor, AudioOnlyProcessor):
+            return processor([self.conversation(p) for p in prompts], [p.audio for p in prompts])
+        return super().encode(processor, prompts)
+
+
+@register_adapter
+class GraniteSpeechAdapter(FamilyAdapter):
+    """Granite Speech: the ``<|audio|>`` placeholder leads the user text; the processor expands it.
+
+    Not exercised by the test suite: its feature extractor needs torchaudio.
+    """
+
+    name = "granite_speech"
+    model_types = ("granite_speech",)
+
+    def conversation(self, prompt: Prompt) -> list[dict[str, Any]]:
+        """String contents (Granite's template takes no content parts), audio placeholder first."""
+        messages: list[dict[str, Any]] = []
+        if prompt.system:
+            messages.append({"role": "system", "content": prompt.system})
+        messages.append({"role": "user", "content": f"<|audio|>{prompt.text}"})
+        return messages
+
+    def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
+        """Render with the tokenizer's template, then let the processor expand the placeholder."""
+        tokenizer = self.tokenizer(processor)
+        texts = [
+            tokenizer.apply_chat_template(self.conversation(p), add_generation_prompt=True, tokenize=False)
+            for p in prompts
+        ]
+        return processor(text=texts, audio=[p.audio for p in prompts], return_tensors="pt", padding=True)
+
+
+@register_adapter
+class VoxtralAdapter(FamilyAdapter):
+    """Voxtral: Mistral's tokenizer renders the conversation; audio goes in as base64 WAV (the array, not the file).
+
+    Not exercised by the test suite: its tokenizer needs ``mistral-common``.
+    """
+
+    name = "voxtral"
+    model_types = ("voxtral",)
+
+    def conversation(self, prompt: Prompt) -> list[dict[str, Any]]:
+        """Audio part (base64 WAV of ``prompt.audio``) first, then the text."""
+        import soundfile as sf
+
+        buffer = io.BytesIO()
+        sf.write(buffer, prompt.audio, SAMPLE_RATE, format="WAV", subtype="FLOAT")
+        return _user_turn(prompt, {"type": "audio", "base64": base64.b64encode(buffer.getvalue()).decode("ascii")})
+
+    def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
+        """Voxtral's processor tokenizes, pads and extracts features in ``apply_chat_template``."""
+        return processor.apply_chat_template([self.conversation(p) for p in prompts])
+
+
+def resolve_device(device: str | None) -> torch.device:
+    """The device to run on: as given, else CUDA when available, else CPU."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    """The weights' dtype: as given, else bfloat16 on CUDA (float16 where bf16 is unsupported) and float32 on CPU.
+
+    Raises:
+        ValueError: For an unknown dtype name.
+    """
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype in (None, "auto"):
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    try:
+        return DTYPES[dtype.lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)} or auto") from None
+
+
+def _audio_problem(prompt: Prompt) -> str | None:
+    """Why a prompt's audio cannot be sent, or None."""
+    audio = prompt.audio
+    if not isinstance(audio, np.ndarray):
+        return f"audio of {prompt.uid} is a {type(audio).__name__}, not a numpy array"
+    if audio.ndim != 1:
+        return f"audio of {prompt.uid} has shape {audio.shape}; mono (one dimension) expected"
+    if audio.size == 0:
+        return f"audio of {prompt.uid} is empty"
+    if not np.all(np.isfinite(audio)):
+        return f"audio of {prompt.uid} contains NaN or infinite samples"
+    return None
+
+
+def _prepared(prompt: Prompt) -> Prompt:
+    """The prompt with float32 audio at :data:`SAMPLE_RATE`."""
+    audio = prompt.audio.astype(np.float32, copy=False)
+    if prompt.sample_rate != SAMPLE_RATE:
+        import soxr  # what librosa.resample (and so airbench_nb.audio) uses, without librosa's slow import
+
+        audio = soxr.resample(audio, prompt.sample_rate, SAMPLE_RATE, quality="HQ").astype(np.float32, copy=False)
+    return replace(prompt, audio=audio, sample_rate=SAMPLE_RATE)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class HFAudioLM:
+    """A transformers audio-language model behind the :class:`~airbench_nb.models.base.AudioLM` protocol.
+
+    Args:
+        path: Local folder or hub id of the checkpoint (a hub id downloads unless ``HF_HUB_OFFLINE=1``).
+        batch_size: Prompts per ``generate`` call (lowered for the rest of the model's life after an out-of-memory
+            error).
+        device: ``cuda``, ``cuda:1``, ``cpu``...; None: CUDA when available, else CPU.
+        dtype: ``bf16``, ``fp16``, ``fp32`` (or torch names); None: bfloat16 on CUDA, float32 on CPU.
+        family: Adapter to use (``qwen2_audio``, ``qwen2_5_omni``, ...); None: chosen from ``config.model_type``.
+        trust_remote_code: Allow the checkpoint's own Python code (needed by some hub models).
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        batch_size: int = 8,
+        device: str | None = None,
+        dtype: str | None = None,
+        family: str | None = None,
+        trust_remote_code: bool = False,
+    ):
+        from transformers import AutoConfig
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.spec = f"hf:{path}"
+        self.path = str(Path(path).expanduser()) if _is_local(path) else path
+        path = self.path
+        self.batch_size = batch_size
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self._batch_cap: int | None = None
+        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, local_files_only=_is_local(path))
+        self.model_type: str = config.model_type
+        self.adapter = adapter_for(self.model_type, family)
+        self.family = self.adapter.name
+        self.processor = self.adapter.load_processor(path, trust_remote_code=trust_remote_code)
+        model = self.adapter.load_model(path, config, dtype=self.dtype, trust_remote_code=trust_remote_code)
+        self.model = model.to(self.device).eval()
+        self._generator = self.adapter.generator(self.model)
+        self._tokenizer = self.adapter.tokenizer(self.processor)
+        self._eos_ids = self._stop_ids()
+        logger.info(
+            "%s: %s (%s) on %s in %s, %.1fM parameters",
+            self.spec,
+            type(self.model).__name__,
+            self.family,
+            self.device,
+            str(self.dtype).removeprefix("torch."),
+            sum(p.numel() for p in self.model.parameters()) / 1e6,
+        )
+
+    @property
+    def effective_batch_size(self) -> int:
+        """The chunk size in use: ``batch_size``, or less after an out-of-memory error."""
+        return min(self.batch_size, self._batch_cap or self.batch_size)
+
+    def _stop_ids(self) -> set[int]:
+        ids: set[int] = set()
+        configured = getattr(self._generator.generation_config, "eos_token_id", None)
+        if isinstance(configured, int):
+            ids.add(configured)
+        elif configured:
+            ids.update(int(i) for i in configured)
+        if self._tokenizer.eos_token_id is not None:
+            ids.add(int(self._tokenizer.eos_token_id))
+        return ids
+
+    def _generation_kwargs(self, params: GenerationParams) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"max_new_tokens": params.max_new_tokens, "do_sample": not params.greedy}
+        if params.greedy:
+            # Sampling settings a checkpoint ships (temperature, top_p, top_k) do not apply to greedy decoding.
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        else:
+            kwargs.update(temperature=params.temperature, top_p=params.top_p)
+        if self._generator.generation_config.pad_token_id is None:
+            pad = self._tokenizer.pad_token_id
+            kwargs["pad_token_id"] = pad if pad is not None else min(self._eos_ids, default=0)
+        kwargs.update(self.adapter.generate_kwargs())
+        return kwargs
+
+    def _to_device(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        moved: dict[str, Any] = {}
+        for key, value in inputs.items():
+            if isinstance(value, torch.Tensor):
+                value = value.to(self.device, dtype=self.dtype if value.is_floating_point() else None)
+            moved[key] = value
+        return moved
+
+    def _generate_chunk(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Generation]:
+        """One ``generate`` call for prompts of similar length; raises on any failure."""
+        inputs = self._to_device(self.adapter.encode(self.processor, prompts))
+        input_ids = inputs["input_ids"]
+        mask = inputs.get("attention_mask")
+        input_tokens = mask.sum(dim=1).tolist() if mask is not None else [input_ids.shape[1]] * len(prompts)
+        if not params.greedy and params.seed is not None:
+            torch.manual_seed(params.seed)
+        with torch.inference_mode():
+            output = self._generator.generate(**inputs, **self._generation_kwargs(params))
+        sequences = output if isinstance(output, torch.Tensor) else output.sequences
+        new_tokens = sequences[:, input_ids.shape[1] :].tolist()
+        generations = []
+        for row, n_in in zip(new_tokens, input_tokens, strict=True):
+            stop = next((i for i, token in enumerate(row) if token in self._eos_ids), None)
+            kept = row if stop is None else row[: stop + 1]
+            text = self._tokenizer.decode(kept, skip_special_tokens=True).strip()
+            generations.append(Generation(text=text, input_tokens=int(n_in), output_tokens=len(kept)))
+        return generations
+
+    def _generate_one(self, prompt: Prompt, params: GenerationParams) -> Generation:
+        """One prompt alone; any failure becomes this item's error."""
+        try:
+            return self._generate_chunk([prompt], params)[0]
+        except torch.cuda.OutOfMemoryError as exc:
+            self._empty_cache()
+            return Generation(error=f"CUDA out of memory even for this item alone: {exc}")
+        except ITEM_ERRORS as exc:
+            logger.warning("%s: %s failed: %s", self.spec, prompt.uid, _describe(exc))
+            return Generation(error=_describe(exc))
+
+    def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
+        """Answer prompts in batches sorted by audio length; results come back in the order given.
+
+        Args:
+            prompts: The prompts (any number; they are chunked by ``batch_size``).
+            params: Decoding parameters: greedy when ``temperature`` is 0, else sampling with ``top_p``.
+
+        Returns:
+            One :class:`Generation` per prompt, in order; a prompt whose audio is unusable, or that fails even alone
+            (out of memory included), gets ``error`` set and the others are answered.
+        """
+        results: list[Generation | None] = [None] * len(prompts)
+        ready: dict[int, Prompt] = {}
+        for i, prompt in enumerate(prompts):
+            problem = _audio_problem(prompt)
+            if problem is None:
+                ready[i] = _prepared(prompt)
+            else:
+                results[i] = Generation(error=problem)
+        # Longest first: the largest batch meets the out-of-memory check at once, and similar lengths pad little.
+        order = sorted(ready, key=lambda i: ready[i].audio.size, reverse=True)
+        start = 0
+        while start < len(order):
+            chunk = order[start : start + self.effective_batch_size]
+            try:
+                generations = self._generate_chunk([ready[i] for i in chunk], params)
+            except torch.cuda.OutOfMemoryError as exc:
+                self._empty_cache()
+                if len(chunk) > 1:
+                    self._batch_cap = max(1, len(chunk) // 2)
+                    logger.warning(
+                        "%s: CUDA out of memory with %d prompts; retrying with %d",
+                        self.spec,
+                        len(chunk),
+                        self._batch_cap,
+                    )
+                    continue
+                generations = [Generation(error=f"CUDA out of memory even for this item alone: {exc}")]
+            except ITEM_ERRORS as exc:
+                if len(chunk) == 1:
+                    logger.warning("%s: %s failed: %s", self.spec, ready[chunk[0]].uid, _describe(exc))
+                    generations = [Generation(error=_describe(exc))]
+                else:
+                    logger.warning("%s: a batch of %d failed (%s); answering one by one", self.spec, len(chunk), exc)
+                    generations = [self._generate_one(ready[i], params) for i in chunk]
+            for i, generation in zip(chunk, generations, strict=True):
+                results[i] = generation
+            start += len(chunk)
+        return [r if r is not None else Generation(error="not answered") for r in results]
+
+    def _empty_cache(self) -> None:
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    def close(self) -> None:
+        """Free the model and processor (and the CUDA cache); the object cannot answer afterwards."""
+        for name in ("_generator", "model", "processor", "_tokenizer"):
+            if hasattr(self, name):
+                delattr(self, name)
+        self._empty_cache()
