@@ -201,10 +201,12 @@ def test_batch_api_judging(server, tmp_path):
         tmp_path / "v.jsonl",
         cache=tmp_path / "c.sqlite",
         batch_api=True,
+        batch_poll_s=0.05,
         progress=False,
     )
     verdicts = {(v.uid, v.order): v for v in read_records(tmp_path / "v.jsonl", Verdict)}
     assert verdicts[("c0", "hypothesis_first")].score_hypothesis == 4 and server.seen.chat_requests == 0
+    assert list(tmp_path.glob("v.batch-requests-*.jsonl"))  # the requests file sits next to the verdicts
 
 
 def test_chat_judge_prompt_orders():

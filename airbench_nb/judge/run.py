@@ -194,6 +194,7 @@ class _LLM:
         self, spec: str, *, concurrency: int, cache: str | Path | None, prices: Any, timeout_s: float, api_key_env: str
     ) -> None:
         self.spec = spec
+        self.batch_poll_s = 30.0
         kind, _, rest = spec.partition(":")
         self.kind = kind
         if kind == "openai":
@@ -222,20 +223,18 @@ class _LLM:
             for t in tasks
         ]
 
-    def ask(self, tasks: Sequence[Task], batch_api: bool = False) -> list[tuple[str | None, str | None, tuple, bool]]:
+    def ask(
+        self, tasks: Sequence[Task], batch_api: bool = False, batch_file: Path | None = None
+    ) -> list[tuple[str | None, str | None, tuple, bool]]:
         if self.kind == "hf":
             replies = self.local.generate([t.messages or [] for t in tasks], max_new_tokens=JUDGE_MAX_TOKENS)
             return [(text, err, (None, None), False) for text, err in replies]
         requests = self.requests(tasks)
         if batch_api:
-            path = (
-                Path(self.client.cache.path).with_suffix(".batch.jsonl")
-                if self.client.cache
-                else Path("judge.batch.jsonl")
-            )
+            path = batch_file or Path("judge.batch-requests.jsonl")
             self.client.write_batch_file(requests, path)
             batch_id = self.client.submit_batch(path)
-            self.client.poll_batch(batch_id)
+            self.client.poll_batch(batch_id, interval_s=self.batch_poll_s)
             results = self.client.collect_batch(batch_id, requests)
         else:
             results = self.client.run_sync(requests, progress=False)
@@ -269,6 +268,7 @@ def judge_responses(
     chunk_size: int = 256,
     timeout_s: float = 60.0,
     api_key_env: str = "OPENAI_API_KEY",
+    batch_poll_s: float = 30.0,
     progress: bool = True,
 ) -> JudgeSummary:
     """Judge responses into ``out`` (resumable): one verdict per Foundation response, two per Chat response.
@@ -287,6 +287,7 @@ def judge_responses(
         chunk_size: Verdicts written per flush.
         timeout_s: Per-request timeout.
         api_key_env: Environment variable holding the judge's key.
+        batch_poll_s: Seconds between Batch API status checks.
         progress: Show a progress bar.
 
     Returns:
@@ -322,6 +323,7 @@ def judge_responses(
         llm = _LLM(
             judge, concurrency=concurrency, cache=cache, prices=prices, timeout_s=timeout_s, api_key_env=api_key_env
         )
+        llm.batch_poll_s = batch_poll_s
     kinds: Counter[str] = Counter()
 
     def decide_locally(task: Task) -> Verdict | None:
@@ -368,7 +370,8 @@ def judge_responses(
                 for index, verdict in zip(ask, proxy.judge([chunk[i] for i in ask]), strict=True):
                     verdicts[index] = verdict
             elif ask and llm is not None:
-                replies = llm.ask([chunk[i] for i in ask], batch_api=batch_api)
+                batch_file = out.with_name(f"{out.stem}.batch-requests-{start // chunk_size:04d}.jsonl")
+                replies = llm.ask([chunk[i] for i in ask], batch_api=batch_api, batch_file=batch_file)
                 for index, (text, error, tokens, cached) in zip(ask, replies, strict=True):
                     verdicts[index] = _llm_verdict(chunk[index], judge, text, error, tokens, cached)
             ordered = [verdicts[i] for i in range(len(chunk))]
