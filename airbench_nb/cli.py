@@ -334,6 +334,135 @@ def infer(
     console.print(_table(f"{model} on {manifest}", [{"field": k, "value": v} for k, v in summary.as_dict().items()]))
 
 
+def _load_prices(path: Path | None) -> Any:
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise typer.BadParameter(f"{path}: cannot read the price table ({exc})") from None
+
+
+@app.command()
+def judge(
+    judge_spec: Annotated[str, typer.Option("--judge", help="rule, proxy, openai:<model>[@<base_url>] or hf:<path>.")],
+    manifest: Annotated[Path, typer.Option(help="The manifest the responses answer.")],
+    responses: Annotated[Path, typer.Option(help="Responses JSONL (from `airbench-nb infer`).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Verdicts JSONL (resumed when it exists).")],
+    concurrency: Annotated[int, typer.Option(help="Judge requests in flight.")] = 8,
+    cache: Annotated[Path | None, typer.Option(help="SQLite cache of judge calls (a rerun makes no request).")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print calls, estimated tokens and cost; judge nothing.")
+    ] = False,
+    batch_api: Annotated[bool, typer.Option("--batch-api", help="Use the OpenAI Batch API (half price).")] = False,
+    all_items: Annotated[
+        bool,
+        typer.Option("--all", help="Ask the LLM judge for every Foundation item, not only where the rule abstains."),
+    ] = False,
+    prices: Annotated[Path | None, typer.Option(help="JSON price table: {model: [USD per 1M in, per 1M out]}.")] = None,
+    api_key_env: Annotated[
+        str, typer.Option(help="Environment variable holding the judge's API key.")
+    ] = "OPENAI_API_KEY",
+) -> None:
+    """Judge responses into verdicts: Foundation choice extraction, Chat scores in both orders."""
+    from airbench_nb.judge.run import JudgeSpecError, judge_responses
+    from airbench_nb.manifests import read_manifest, read_records
+    from airbench_nb.records import Response
+
+    try:
+        summary = judge_responses(
+            judge_spec,
+            read_manifest(manifest),
+            read_records(responses, Response),
+            out,
+            concurrency=concurrency,
+            cache=cache,
+            dry_run=dry_run,
+            batch_api=batch_api,
+            foundation_mode="all" if all_items else "abstentions",
+            prices=_load_prices(prices),
+            api_key_env=api_key_env,
+        )
+    except (JudgeSpecError, FileNotFoundError, ValueError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if summary.dry_run is not None:
+        console.print(f"dry run: {summary.dry_run}")
+        return
+    console.print(
+        _table(
+            f"judge {judge_spec}", [{"field": k, "value": v} for k, v in summary.as_dict().items() if k != "dry_run"]
+        )
+    )
+
+
+def _print_scores(result: dict[str, Any], as_json: bool) -> None:
+    from airbench_nb.scoring import scores_frame
+
+    if as_json:
+        typer.echo(json.dumps(result, indent=2, default=str))
+        return
+    frame = scores_frame(result)
+    shown = frame[frame["level"].isin(["task", "category", "average"])]
+    rows = shown.round(4).fillna("").to_dict("records")
+    console.print(_table("scores (95% bootstrap CI; n = denominator; failures counted)", rows))
+
+
+@app.command()
+def score(
+    manifest: Annotated[Path, typer.Option(help="The manifest.")],
+    responses: Annotated[Path, typer.Option(help="Responses JSONL.")],
+    verdicts: Annotated[Path | None, typer.Option(help="Verdicts JSONL (strict protocol; Chat needs it).")] = None,
+    protocol: Annotated[str, typer.Option(help="official, strict or both.")] = "both",
+    model: Annotated[str | None, typer.Option(help="Model spec, when the files hold several models.")] = None,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Score a run with the official and/or strict protocol (each score with n, failures and a 95% CI)."""
+    from airbench_nb.manifests import read_manifest, read_records
+    from airbench_nb.records import Response, Verdict
+    from airbench_nb.scoring import score_run
+
+    if protocol not in ("official", "strict", "both"):
+        raise typer.BadParameter("protocol must be official, strict or both")
+    try:
+        result = score_run(
+            read_manifest(manifest),
+            read_records(responses, Response),
+            read_records(verdicts, Verdict) if verdicts else (),
+            protocol=protocol,  # type: ignore[arg-type]
+            model=model,
+            seed=seed,
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    _print_scores(result, as_json)
+
+
+@app.command("score-official")
+def score_official(
+    foundation: Annotated[
+        Path | None, typer.Option(help="Official Foundation results JSONL (with `response`).")
+    ] = None,
+    chat: Annotated[Path | None, typer.Option(help="Official Chat judge list, reference first (`gpt-score`).")] = None,
+    chat_swapped: Annotated[Path | None, typer.Option(help="The same with the answers swapped.")] = None,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Re-score result files in the official formats (made by any system) with both protocols."""
+    from airbench_nb.scoring import score_official_files
+
+    if foundation is None and chat is None and chat_swapped is None:
+        raise typer.BadParameter("give --foundation and/or --chat (and --chat-swapped)")
+    try:
+        result = score_official_files(foundation=foundation, chat=chat, chat_swapped=chat_swapped, seed=seed)
+    except (FileNotFoundError, ValueError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    _print_scores(result, as_json)
+
+
 def main() -> None:
     """Entry point of the console script."""
     app()

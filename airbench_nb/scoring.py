@@ -867,3 +867,74 @@ def scores_frame(result: dict[str, Any]) -> Any:
                     }
                 )
     return pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
+
+
+def score_run_folder(
+    manifests: dict[str, Path],
+    responses_dir: str | Path,
+    verdicts_dir: str | Path,
+    *,
+    protocol: Protocol = "both",
+    seed: int = 0,
+    reps: int = DEFAULT_REPS,
+) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """Score every model of a run folder (notebook 03/04 layout), once per Chat judge present.
+
+    Args:
+        manifests: ``{"foundation": path, "chat": path}`` (either may be absent).
+        responses_dir: ``<model>/<kind>.jsonl`` responses.
+        verdicts_dir: ``<model>/<kind>.<judge>.jsonl`` verdicts.
+        protocol: ``official``, ``strict`` or ``both``.
+        seed: Bootstrap seed.
+        reps: Bootstrap replicates.
+
+    Returns:
+        ``(summary, results)``: a DataFrame with one row per (model, Chat judge, protocol) and the averages and
+        category scores with their n, failures and CI; and the full :func:`score_run` results keyed by
+        ``"<model> | chat judge <judge>"``.
+    """
+    import pandas as pd
+
+    from airbench_nb.manifests import read_manifest, read_records
+
+    items = [i for path in manifests.values() for i in read_manifest(path)]
+    rows: list[dict[str, Any]] = []
+    results: dict[str, dict[str, Any]] = {}
+    for model_dir in sorted(p for p in Path(responses_dir).iterdir() if p.is_dir()):
+        responses = [r for kind in manifests for r in _records_if(model_dir / f"{kind}.jsonl", Response, read_records)]
+        if not responses:
+            continue
+        verdicts = [
+            v
+            for path in sorted((Path(verdicts_dir) / model_dir.name).glob("*.jsonl"))
+            for v in read_records(path, Verdict)
+        ]
+        chat_judges = sorted({v.judge for v in verdicts if v.order != "single"}) or [None]
+        for chat_judge in chat_judges:
+            judges = (
+                None
+                if chat_judge is None
+                else [chat_judge, RULE_JUDGE, *sorted({v.judge for v in verdicts} - {chat_judge, RULE_JUDGE})]
+            )
+            result = score_run(items, responses, verdicts, protocol=protocol, seed=seed, reps=reps, judges=judges)
+            key = f"{responses[0].model} | chat judge {chat_judge or '-'}"
+            results[key] = result
+            for name, table in result.items():
+                row: dict[str, Any] = {"model": responses[0].model, "chat_judge": chat_judge or "-", "protocol": name}
+                for bench in ("foundation", "chat"):
+                    section = table.get(bench)
+                    if not section:
+                        continue
+                    average = section.get("average") or {}
+                    row[f"{bench}_average"] = average.get("value")
+                    row[f"{bench}_ci"] = (average.get("ci_low"), average.get("ci_high"))
+                    row[f"{bench}_n"] = average.get("n")
+                    row[f"{bench}_failed"] = section.get("failed")
+                    for category, entry in (section.get("categories") or {}).items():
+                        row[f"{bench}_{category}"] = entry.get("value") if entry else None
+                rows.append(row)
+    return pd.DataFrame(rows), results
+
+
+def _records_if(path: Path, model: type, reader: Any) -> list[Any]:
+    return reader(path, model) if path.is_file() else []

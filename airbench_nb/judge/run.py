@@ -386,3 +386,50 @@ def judge_responses(
     summary.usage = llm.usage() if llm is not None else {}
     summary.seconds = round(time.perf_counter() - t0, 3)
     return summary
+
+
+def judge_slug(spec: str) -> str:
+    """A file-name-safe form of a judge spec (``openai:gpt-4o@http://...`` -> ``openai_gpt-4o_http_...``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")
+
+
+def judge_run_folder(
+    responses_dir: str | Path,
+    manifests: dict[str, Path],
+    judges: Sequence[str],
+    verdicts_dir: str | Path,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    """Judge every model's responses under ``responses_dir/<model>/<kind>.jsonl`` with each judge.
+
+    Verdicts go to ``verdicts_dir/<model>/<kind>.<judge>.jsonl`` (one file per judge, so judges never shadow each
+    other when resuming). Judges that do not apply to a kind (``rule`` on Chat, ``proxy`` on Foundation) are
+    skipped.
+
+    Args:
+        responses_dir: Folder of per-model response folders (notebook 03's output).
+        manifests: ``{"foundation": path, "chat": path}`` (either may be absent).
+        judges: Judge specs.
+        verdicts_dir: Output folder.
+        **options: Passed to :func:`judge_responses` (``concurrency``, ``cache``, ``dry_run``, ...).
+
+    Returns:
+        One summary dict per (model, kind, judge), with ``model_dir``, ``kind`` and ``verdicts`` (path) added.
+    """
+    from airbench_nb.manifests import read_manifest, read_records
+
+    rows = []
+    for model_dir in sorted(p for p in Path(responses_dir).iterdir() if p.is_dir()):
+        for kind, manifest in manifests.items():
+            responses_path = model_dir / f"{kind}.jsonl"
+            if not responses_path.is_file():
+                continue
+            items = read_manifest(manifest)
+            responses = read_records(responses_path, Response)
+            for spec in judges:
+                if (spec == "rule" and kind == "chat") or (spec == "proxy" and kind == "foundation"):
+                    continue
+                out = Path(verdicts_dir) / model_dir.name / f"{kind}.{judge_slug(spec)}.jsonl"
+                summary = judge_responses(spec, items, responses, out, progress=False, **options)
+                rows.append({"model_dir": model_dir.name, "kind": kind, **summary.as_dict(), "verdicts": str(out)})
+    return rows

@@ -1,0 +1,105 @@
+"""The command line, as a user types it: build, infer, judge, score, score-official, mix."""
+
+import json
+
+from typer.testing import CliRunner
+
+from airbench_nb.cli import app
+
+runner = CliRunner()
+
+
+def test_build_infer_judge_score(tmp_path):
+    data = tmp_path / "data"
+    built = runner.invoke(
+        app,
+        [
+            "build",
+            "--preset",
+            "tiny",
+            "--out",
+            str(data),
+            "--task",
+            "Music_Midi_Pitch_Analysis",
+            "--task",
+            "Speaker_Gender_Recognition",
+            "--task",
+            "sound_QA",
+        ],
+    )
+    assert built.exit_code == 0, built.output
+    assert "built 4 Foundation + 2 Chat items" in built.output
+    for kind in ("foundation", "chat"):
+        out = tmp_path / f"{kind}.responses.jsonl"
+        inferred = runner.invoke(
+            app,
+            [
+                "infer",
+                "--model",
+                "baseline:oracle",
+                "--manifest",
+                str(data / f"{kind}.jsonl"),
+                "--out",
+                str(out),
+                "--official-out",
+                str(tmp_path / f"{kind}.official.jsonl"),
+            ],
+        )
+        assert inferred.exit_code == 0, inferred.output
+    judged = runner.invoke(
+        app,
+        [
+            "judge",
+            "--judge",
+            "rule",
+            "--manifest",
+            str(data / "foundation.jsonl"),
+            "--responses",
+            str(tmp_path / "foundation.responses.jsonl"),
+            "--out",
+            str(tmp_path / "v.jsonl"),
+        ],
+    )
+    assert judged.exit_code == 0, judged.output
+    scored = runner.invoke(
+        app,
+        [
+            "score",
+            "--manifest",
+            str(data / "foundation.jsonl"),
+            "--responses",
+            str(tmp_path / "foundation.responses.jsonl"),
+            "--verdicts",
+            str(tmp_path / "v.jsonl"),
+            "--json",
+        ],
+    )
+    assert scored.exit_code == 0, scored.output
+    result = json.loads(scored.output)
+    assert result["strict"]["foundation"]["average"]["value"] == 1.0
+    assert result["official"]["foundation"]["average"]["value"] == 1.0
+    rescored = runner.invoke(
+        app, ["score-official", "--foundation", str(tmp_path / "foundation.official.jsonl"), "--json"]
+    )
+    assert rescored.exit_code == 0, rescored.output
+    official = json.loads(rescored.output)["official"]["foundation"]
+    assert official["subsets"]["Music_Midi_Pitch_Analysis_synthetic"] == {
+        **official["subsets"]["Music_Midi_Pitch_Analysis_synthetic"],
+        "n": 2,
+        "correct": 2,
+        "accuracy": 1.0,
+    }
+    assert official["failed"] == 0
+
+
+def test_user_errors_exit_2_with_a_message(tmp_path):
+    bad_model = runner.invoke(
+        app, ["infer", "--model", "gpt4", "--manifest", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "r.jsonl")]
+    )
+    assert bad_model.exit_code == 2
+    bad_preset = runner.invoke(app, ["build", "--preset", "huge", "--out", str(tmp_path / "d")])
+    assert bad_preset.exit_code == 2 and "unknown preset" in bad_preset.output
+    bad_judge = runner.invoke(app, ["judge", "--judge", "llm", "--manifest", "m", "--responses", "r", "--out", "v"])
+    assert bad_judge.exit_code == 2
+    nothing = runner.invoke(app, ["score-official"])
+    assert nothing.exit_code != 0

@@ -1,0 +1,53 @@
+"""The whole pipeline under papermill on the tiny preset: every notebook runs, in order, into one report folder."""
+
+import json
+
+import pandas as pd
+
+from airbench_nb.nbresults import read_results
+from airbench_nb.pipeline import PIPELINE, run_pipeline
+
+TINY = {
+    "preset": "tiny",
+    "n_pairs": 1,
+    "background_s": 2.0,
+    "snr_grid": [0],
+    "gain_pairs": [[3, -3]],
+    "offsets_s": [0.0],
+    "listen_count": 1,
+    "show_items": 1,
+}
+
+
+def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRBENCH_JUDGE", raising=False)
+    info = run_pipeline(TINY, run_id="tiny", reports_dir=tmp_path, html=False)
+    statuses = {n.name: (n.status, n.error) for n in info.notebooks}
+    assert [n.name for n in info.notebooks] == list(PIPELINE)
+    assert all(status == "ok" for status, _ in statuses.values()), statuses
+    run_dir = tmp_path / "tiny"
+    saved = json.loads((run_dir / "run.json").read_text())
+    assert saved["status"] == "ok" and saved["parameters"] == TINY
+
+    built = read_results(run_dir / "01_build_data.ipynb")["build_data"]
+    assert built["failures"] == 0 and built["foundation_tasks"] == 13 and built["chat_tasks"] == 8
+    mixed = read_results(run_dir / "02_mix_and_listen.ipynb")
+    assert mixed
+    runs = read_results(run_dir / "03_run_model.ipynb")["run_model"]["runs"]
+    assert {r["model"] for r in runs} == {"baseline:oracle", "baseline:random", "baseline:first", "baseline:dsp"}
+    assert all(r["errors"] == 0 for r in runs)
+
+    judged = read_results(run_dir / "04_judge.ipynb")["judge"]
+    assert judged["judges"] == ["rule", "proxy"]
+    scores = pd.DataFrame(judged["scores"]).set_index(["model", "protocol"])
+    # the oracle scores 100% under both protocols; the official protocol inflates the abstaining DSP baseline
+    assert scores.loc[("baseline:oracle", "official"), "foundation_average"] == 1.0
+    assert scores.loc[("baseline:oracle", "strict"), "foundation_average"] == 1.0
+    dsp_official = scores.loc[("baseline:dsp", "official"), "foundation_average"]
+    dsp_strict = scores.loc[("baseline:dsp", "strict"), "foundation_average"]
+    assert dsp_official > dsp_strict and scores.loc[("baseline:dsp", "strict"), "foundation_failed"] > 0
+    assert (
+        scores.loc[("baseline:oracle", "strict"), "chat_average"]
+        > scores.loc[("baseline:first", "strict"), "chat_average"]
+    )
+    assert (run_dir / "scores.csv").is_file()
