@@ -951,6 +951,79 @@ def _write_audio(out: Path, rel: str, samples: np.ndarray) -> str:
     return sha256_file(out / rel)
 
 
+def llm_references(
+    items: Sequence[ChatItem],
+    spec: str,
+    *,
+    cache: str | Path | None = None,
+    concurrency: int = 8,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_tokens: int = 200,
+) -> tuple[list[ChatItem], list[dict[str, Any]]]:
+    """Rewrite Chat reference answers with an LLM from each item's meta-information and question.
+
+    The template reference is kept in ``meta["template_reference"]``; an item whose call fails keeps its template
+    reference, with a note, and is counted.
+
+    Args:
+        items: Chat items (built or imported).
+        spec: ``openai:<model>[@<base_url>]`` (the shared API client: cached, retried, concurrent).
+        cache: SQLite cache of the calls (a rebuild with it makes no request and gives the same references).
+        concurrency: Requests in flight.
+        api_key_env: Environment variable holding the key.
+        max_tokens: Length bound of each answer.
+
+    Returns:
+        ``(items, failures)``: new items in order, and one ``{"uid", "error"}`` per failed call.
+
+    Raises:
+        ValueError: For a spec that is not ``openai:...``.
+    """
+    from airbench_nb.api_client import APIClient, ChatRequest
+    from airbench_nb.prompts import REFERENCE_TEMPLATE
+
+    kind, _, rest = spec.partition(":")
+    if kind != "openai" or not rest:
+        raise ValueError(f"reference model {spec!r}: use openai:<model>[@<base_url>]")
+    model, _, base_url = rest.partition("@")
+    client = APIClient(base_url=base_url or None, api_key_env=api_key_env, concurrency=concurrency, cache_path=cache)
+    requests = [
+        ChatRequest(
+            model,
+            [{"role": "user", "content": REFERENCE_TEMPLATE.format(meta_info=i.meta_info, question=i.question)}],
+            {"temperature": 0.0, "max_tokens": max_tokens},
+        )
+        for i in items
+    ]
+    try:
+        results = client.run_sync(requests)
+    finally:
+        client.close()
+    out, failures = [], []
+    for item, result in zip(items, results, strict=True):
+        if result.ok and result.text and result.text.strip():
+            meta = {**item.meta, "template_reference": item.reference}
+            out.append(
+                item.model_copy(
+                    update={
+                        "reference": result.text.strip(),
+                        "meta": meta,
+                        "notes": [*item.notes, f"reference written by {spec} from meta_info"],
+                    }
+                )
+            )
+        else:
+            failures.append({"uid": item.uid, "error": result.error or "empty answer"})
+            out.append(
+                item.model_copy(
+                    update={
+                        "notes": [*item.notes, f"reference by {spec} failed ({result.error}); template reference kept"],
+                    }
+                )
+            )
+    return out, failures
+
+
 def build(
     preset: str = "mini",
     seed: int = 0,
@@ -958,6 +1031,8 @@ def build(
     *,
     tasks: Sequence[str] | None = None,
     recipe_dir: str | Path = RECIPE_DIR,
+    reference_model: str | None = None,
+    reference_cache: str | Path | None = None,
     progress: bool = True,
 ) -> BuildReport:
     """Build the offline benchmark.
@@ -969,6 +1044,9 @@ def build(
         out: Output folder (manifests, ``dataset.json`` and ``audio/``).
         tasks: Task names to build (Foundation and/or Chat); default all.
         recipe_dir: Folder of the recipe files.
+        reference_model: ``openai:<model>[@<base_url>]`` to write Chat references from the meta-information with an
+            LLM instead of templates (see :func:`llm_references`); None keeps the offline templates.
+        reference_cache: SQLite cache for those calls.
         progress: Show a tqdm progress bar.
 
     Returns:
@@ -1054,6 +1132,9 @@ def build(
         except Exception as exc:  # noqa: BLE001 - one bad item never stops a build; counted in the report
             logger.error("could not build %s #%d: %s: %s", task, index, type(exc).__name__, exc)
             failures.append({"task": task, "index": index, "error": f"{type(exc).__name__}: {exc}"})
+    if reference_model and chat:
+        chat, reference_failures = llm_references(chat, reference_model, cache=reference_cache)
+        failures += [{"task": "reference", "index": -1, **f} for f in reference_failures]
     write_manifest(out / "foundation.jsonl", foundation)
     write_manifest(out / "chat.jsonl", chat)
     report = BuildReport(

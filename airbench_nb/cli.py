@@ -270,13 +270,26 @@ def build(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for manifests and audio.")] = Path("data/mini"),
     task: Annotated[list[str] | None, typer.Option(help="Build only this task (repeatable).")] = None,
     recipes: Annotated[Path | None, typer.Option(help="Recipe folder (default: data_manifests/mini).")] = None,
+    reference_model: Annotated[
+        str | None,
+        typer.Option(help="openai:<model>[@<base_url>]: write Chat references from the meta-information with an LLM."),
+    ] = None,
+    reference_cache: Annotated[Path | None, typer.Option(help="SQLite cache of those calls.")] = None,
 ) -> None:
     """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
     from airbench_nb.build import RECIPE_DIR, RecipeError
     from airbench_nb.build import build as run_build
 
     try:
-        report = run_build(preset, seed=seed, out=out, tasks=task or None, recipe_dir=recipes or RECIPE_DIR)
+        report = run_build(
+            preset,
+            seed=seed,
+            out=out,
+            tasks=task or None,
+            recipe_dir=recipes or RECIPE_DIR,
+            reference_model=reference_model,
+            reference_cache=reference_cache,
+        )
     except (RecipeError, ValueError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
@@ -291,7 +304,9 @@ def build(
         )
     )
     for failure in report.failures:
-        err_console.print(f"[red]failed:[/red] {failure['task']} #{failure['index']}: {failure['error']}")
+        err_console.print(
+            f"[red]failed:[/red] {failure['task']} {failure.get('uid', failure['index'])}: {failure['error']}"
+        )
     console.print(f"gold-letter balance: {report.letter_balance()}")
     console.print(f"wrote {out}/ (foundation.jsonl, chat.jsonl, dataset.json, audio/)")
 

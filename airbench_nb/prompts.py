@@ -162,3 +162,12 @@ CHAT_JUDGE_TEMPLATE = (
 audio description, the question, two answers, one line of two 1-10 scores. The kit sends it twice, with the
 reference as Assistant 1 and then as Assistant 2, at temperature 0 (the official script sends it once, and a random
 half of its calls at temperature 2.0)."""
+
+
+REFERENCE_TEMPLATE = (
+    "Here is a detailed description of an audio clip:\n{meta_info}\n\n"
+    "A listener who heard the clip asks: {question}\n\n"
+    "Write the answer an attentive listener would give, in one to three sentences, using only facts stated in the "
+    "description."
+)
+"""Prompt used to write Chat reference answers from the meta-information with an LLM (as AIR-Bench did with GPT-4)."""

@@ -333,3 +333,31 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     for letter in "ABCD":
         assert abs(four.count(letter) / len(four) - 0.25) <= 0.05, Counter(four)
     assert all(10 <= n <= 20 for n in Counter(i.task for i in read_manifest(tmp_path / "a/chat.jsonl")).values())
+
+
+def test_llm_references_from_meta_info(tmp_path):
+    """References written by an LLM through an openai: spec (a local server here), with failures counted."""
+    from tests.openai_server import Fault, OpenAITestServer
+
+    with OpenAITestServer() as server:
+        server.plan["grandmother"] = [Fault("400")]  # one item's call fails: it keeps its template reference
+        report = build(
+            "tiny",
+            out=tmp_path,
+            tasks=["speech_QA"],
+            progress=False,
+            reference_model=f"openai:writer@{server.base_url}",
+            reference_cache=tmp_path / "refs.sqlite",
+        )
+        sent = server.seen.chat_requests
+    items = read_manifest(tmp_path / "chat.jsonl")
+    assert len(items) == 2 and sent == 2
+    written = [i for i in items if any("reference written by openai:writer" in n for n in i.notes)]
+    kept = [i for i in items if i not in written]
+    for item in written:  # the fixture server echoes the prompt: the meta-information and the question were sent
+        assert item.reference.startswith("writer heard no audio:") and item.meta_info in item.reference
+        assert item.question in item.reference and item.meta["template_reference"]
+    assert len(written) + len(kept) == 2
+    assert len(report.failures) == len(kept)
+    for item in kept:
+        assert "grandmother" in item.meta_info and any("template reference kept" in n for n in item.notes)

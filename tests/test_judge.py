@@ -247,3 +247,20 @@ def test_proxy_prefers_the_right_answer(tmp_path):
     judge_responses("proxy", [item], responses, tmp_path / "v.jsonl", progress=False)
     scores = {v.model: v.score_hypothesis for v in read_records(tmp_path / "v.jsonl", Verdict)}
     assert scores["good"] > scores["bad"] and 1 <= scores["bad"] <= 10 and scores["good"] <= 10
+
+
+def test_local_transformers_judge(tmp_path):
+    """hf:<path> judges with a local chat model (a tiny random one here: its replies are noise, counted as such)."""
+    from airbench_nb.models.tiny import build_tiny_chat_lm
+
+    path = build_tiny_chat_lm(tmp_path / "judge-lm")
+    foundation, chat = _items()
+    responses = _responses(foundation, chat)
+    summary = judge_responses(f"hf:{path}", [*foundation, *chat], responses, tmp_path / "v.jsonl", progress=False)
+    verdicts = read_records(tmp_path / "v.jsonl", Verdict)
+    assert len(verdicts) == 6 + 2 * 4 and summary.written == 14
+    asked = [v for v in verdicts if v.raw is not None and not v.raw.startswith("rule:")]
+    assert len(asked) == 3 + 2 * 4  # the LLM saw the rule's abstentions and every Chat order
+    for v in asked:  # random weights: either a reading or an explicit parse error, never a silent guess
+        read = v.choice is not None or v.score_hypothesis is not None or v.correct is False
+        assert read != (v.parse_error is not None), v

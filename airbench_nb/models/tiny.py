@@ -344,9 +344,43 @@ def build_tiny_qwen2_5_omni(path: str | Path, seed: int = 0) -> Path:
     return out
 
 
+CHATML_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""ChatML template of the tiny text chat model (text-only content)."""
+
+
+def build_tiny_chat_lm(path: str | Path, seed: int = 0) -> Path:
+    """Build a random Qwen2 text chat model (a few thousand parameters) for offline tests of ``hf:`` judges.
+
+    Args:
+        path: Folder to write (created if needed).
+        seed: Seed of the random weights.
+
+    Returns:
+        The folder, loadable with ``AutoTokenizer``/``AutoModelForCausalLM`` (its replies are random text).
+    """
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tiny_qwen_tokenizer({}, CHATML_TEMPLATE)
+    config = Qwen2Config(vocab_size=len(tokenizer), tie_word_embeddings=True, **TINY_TEXT_CONFIG)
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = Qwen2ForCausalLM(config).eval()
+    _save_generation_config(model, tokenizer)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
 BUILDERS: dict[str, Callable[..., Path]] = {
     "qwen2_audio": build_tiny_qwen2_audio,
     "qwen2_5_omni": build_tiny_qwen2_5_omni,
+    "chat_lm": build_tiny_chat_lm,
 }
 """Family name to builder, for the command line."""
 
