@@ -325,6 +325,18 @@ def _command(ctx: Ctx) -> tuple[dict[str, Any], str, str, np.ndarray]:
     return command, gender, variant, _peak_normalise(_speak(command["text"], "en-us", variant))
 
 
+def _command_meta(command: dict[str, Any], variant: str, gender: str) -> dict[str, Any]:
+    return {
+        "transcript": command["text"],
+        "intent": command["intent"],
+        "entity_type": command["entity_type"],
+        "entity": command["entity"],
+        "voice": variant,
+        "gender": gender,
+        "language": "en-us",
+    }
+
+
 def make_intent(ctx: Ctx) -> FoundationDraft:
     """The intent of a spoken command; distractors are other intents of the recipe."""
     command, gender, variant, audio = _command(ctx)
@@ -335,15 +347,7 @@ def make_intent(ctx: Ctx) -> FoundationDraft:
         question=ctx.phrase("Speaker_Intent_Classification"),
         gold=command["intent"],
         distractors=distractors,
-        meta={
-            "transcript": command["text"],
-            "intent": command["intent"],
-            "entity_type": command["entity_type"],
-            "entity": command["entity"],
-            "voice": variant,
-            "gender": gender,
-            "language": "en-us",
-        },
+        meta=_command_meta(command, variant, gender),
     )
 
 
@@ -357,15 +361,7 @@ def make_entity(ctx: Ctx) -> FoundationDraft:
         question=ctx.phrase("Speech_Entity_Reconition", entity_type=command["entity_type"]),
         gold=command["entity"],
         distractors=distractors,
-        meta={
-            "transcript": command["text"],
-            "intent": command["intent"],
-            "entity_type": command["entity_type"],
-            "entity": command["entity"],
-            "voice": variant,
-            "gender": gender,
-            "language": "en-us",
-        },
+        meta=_command_meta(command, variant, gender),
     )
 
 

@@ -20,6 +20,7 @@ import json
 import logging
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -235,17 +236,24 @@ def _audio_path(root: Path, benchmark: str, task: str, dataset: str, path: str, 
     return check_relative_audio_path(str(rel))
 
 
-def _foundation_item(root: Path, row: dict[str, Any]) -> FoundationItem:
-    notes: list[str] = []
+def _common(
+    row: dict[str, Any], required: Sequence[str], tasks: dict[str, str], benchmark: str, notes: list[str]
+) -> tuple[str, str, str]:
+    """``(uniq_id, task, dataset)`` of a row whose required fields are present and whose task is official."""
     uniq = _uniq_id(row)
-    for name in FOUNDATION_REQUIRED:
+    for name in required:
         if name not in row:
             raise _RowError(name, f"missing field: {name!r} is absent")
     task = _text(row, "task_name", notes)
-    if task not in FOUNDATION_TASKS:
-        valid = ", ".join(sorted(FOUNDATION_TASKS, key=str.lower))
-        raise _RowError("task_name", f"unknown task: {task!r} is not a Foundation task; valid task names are: {valid}")
-    dataset = _text(row, "dataset_name", notes)
+    if task not in tasks:
+        valid = ", ".join(sorted(tasks, key=str.lower))
+        raise _RowError("task_name", f"unknown task: {task!r} is not a {benchmark} task; valid task names are: {valid}")
+    return uniq, task, _text(row, "dataset_name", notes)
+
+
+def _foundation_item(root: Path, row: dict[str, Any]) -> FoundationItem:
+    notes: list[str] = []
+    uniq, task, dataset = _common(row, FOUNDATION_REQUIRED, FOUNDATION_TASKS, "Foundation", notes)
     choices = [_text(row, "choice_a", notes), _text(row, "choice_b", notes)]
     present = {}
     for name in ("choice_c", "choice_d"):
@@ -277,15 +285,7 @@ def _foundation_item(root: Path, row: dict[str, Any]) -> FoundationItem:
 
 def _chat_item(root: Path, row: dict[str, Any]) -> ChatItem:
     notes: list[str] = []
-    uniq = _uniq_id(row)
-    for name in CHAT_REQUIRED:
-        if name not in row:
-            raise _RowError(name, f"missing field: {name!r} is absent")
-    task = _text(row, "task_name", notes)
-    if task not in CHAT_TASKS:
-        valid = ", ".join(sorted(CHAT_TASKS, key=str.lower))
-        raise _RowError("task_name", f"unknown task: {task!r} is not a Chat task; valid task names are: {valid}")
-    dataset = _text(row, "dataset_name", notes)
+    uniq, task, dataset = _common(row, CHAT_REQUIRED, CHAT_TASKS, "Chat", notes)
     meta_info = row.get("meta_info")
     if isinstance(meta_info, list | dict):
         notes.append("meta_info was structured JSON and was serialised to text")
