@@ -38,3 +38,19 @@ def imported(official_release, tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("manifests")
     report = import_official(root, out)
     return root, out, report, expected
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip `gpu` tests without CUDA and `api` tests unless a key is set and paid calls are asked for."""
+    api_ok = bool(os.environ.get("OPENAI_API_KEY")) and os.environ.get("AIRBENCH_RUN_API_TESTS") == "1"
+    try:
+        import torch
+
+        gpu_ok = torch.cuda.is_available()
+    except ImportError:
+        gpu_ok = False
+    for item in items:
+        if "api" in item.keywords and not api_ok:
+            item.add_marker(pytest.mark.skip(reason="paid API test: set OPENAI_API_KEY and AIRBENCH_RUN_API_TESTS=1"))
+        if "gpu" in item.keywords and not gpu_ok:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
