@@ -315,10 +315,13 @@ class ResponseCache:
 
     Args:
         path: The SQLite file (parent folders are created).
+        namespace: Mixed into every stored key (the client passes its endpoint URL), so that two servers that
+            serve different checkpoints under the same model name never share answers through one cache file.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, namespace: str = "") -> None:
         self.path = Path(path)
+        self.namespace = namespace
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30.0)
@@ -331,23 +334,29 @@ class ResponseCache:
             )
             self._db.commit()
 
+    def _stored(self, key: str) -> str:
+        if not self.namespace:
+            return key
+        return hashlib.sha256(f"{self.namespace}\0{key}".encode()).hexdigest()
+
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored response body for ``key``, or None."""
         with self._lock:
-            row = self._db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+            row = self._db.execute("SELECT response FROM responses WHERE key = ?", (self._stored(key),)).fetchone()
         return None if row is None else json.loads(row[0])
 
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The stored bodies of those ``keys`` that are cached."""
-        keys = list(dict.fromkeys(keys))
+        stored = {self._stored(k): k for k in dict.fromkeys(keys)}
+        wanted = list(stored)
         found: dict[str, dict[str, Any]] = {}
         with self._lock:
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 sql = f"SELECT key, response FROM responses WHERE key IN ({marks})"
                 for key, response in self._db.execute(sql, chunk):
-                    found[key] = json.loads(response)
+                    found[stored[key]] = json.loads(response)
         return found
 
     def put(self, key: str, model: str, response: Mapping[str, Any], redact: Sequence[str] = ()) -> None:
@@ -359,13 +368,14 @@ class ResponseCache:
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO responses (key, model, response, created) VALUES (?, ?, ?, ?)",
-                (key, model, text, datetime.now(UTC).isoformat()),
+                (self._stored(key), model, text, datetime.now(UTC).isoformat()),
             )
             self._db.commit()
 
     def __contains__(self, key: object) -> bool:
         with self._lock:
-            return self._db.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+            found = self._db.execute("SELECT 1 FROM responses WHERE key = ?", (self._stored(str(key)),)).fetchone()
+            return found is not None
 
     def __len__(self) -> int:
         with self._lock:
@@ -541,7 +551,9 @@ class APIClient:
         self.concurrency = int(concurrency)
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
-        self.cache = ResponseCache(cache_path) if cache_path is not None else None
+        # Keys are namespaced by endpoint: one model name served by two servers must not share cached answers.
+        namespace = self.base_url or "https://api.openai.com/v1"
+        self.cache = ResponseCache(cache_path, namespace=namespace) if cache_path is not None else None
         self.prices = prices if isinstance(prices, PriceTable) or prices is None else PriceTable(prices)
         self.backoff_initial_s = float(backoff_initial_s)
         self.backoff_max_s = float(backoff_max_s)

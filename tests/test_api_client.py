@@ -306,3 +306,15 @@ def test_retry_after_header_forms():
     assert 25 < _retry_after_s(exc(**{"retry-after": format_datetime(soon, usegmt=True)})) <= 30
     assert _retry_after_s(exc(**{"retry-after": "soon"})) is None
     assert _retry_after_s(ValueError("no response")) is None
+
+
+def test_one_cache_file_never_shares_answers_between_endpoints(server, tmp_path):
+    """Two servers serving the same model name (e.g. two vLLM checkpoints) get their own cache entries."""
+    cache = tmp_path / "shared.sqlite"
+    with OpenAITestServer() as other:
+        first = fast_client(server, cache_path=cache).run_sync([chat("same question")])
+        second = fast_client(other, cache_path=cache).run_sync([chat("same question")])
+        assert not first[0].cached and not second[0].cached
+        assert server.seen.chat_requests == 1 and other.seen.chat_requests == 1
+        again = fast_client(other, cache_path=cache).run_sync([chat("same question")])
+        assert again[0].cached and other.seen.chat_requests == 1
