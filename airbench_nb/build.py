@@ -830,11 +830,13 @@ def make_chat_mixed(ctx: Ctx, task: str) -> ChatDraft:
         name = str(_pick(ctx.rng, sorted(ctx.recipes.sounds["events"])))
         # The event itself starts source B (no noise bed before it), so that Ahead is about the sound one hears.
         length = EVENTS[name].render(rng=np.random.default_rng(0)).size / SR
-        second = round(length + 0.5, 3)
-        background, _ = scene([(name, 0.0), (name, second)], second + length + 0.05, ctx.rng, background="silence")
+        # Three repetitions at least 1 s apart: B lasts over 2 s, so every offset of the recipe keeps an overlap.
+        gap = round(max(length + 0.3, 1.0), 3)
+        onsets = [0.0, gap, 2 * gap]
+        background, _ = scene([(name, t) for t in onsets], 2 * gap + length + 0.05, ctx.rng, background="silence")
         other_word = "sound"
-        other_desc = f"{ctx.recipes.sounds['events'][name]['answer']} heard twice"
-        b_meta: dict[str, Any] = {"event": name, "event_onsets_s": [0.0, second]}
+        other_desc = f"{ctx.recipes.sounds['events'][name]['answer']} heard three times"
+        b_meta: dict[str, Any] = {"event": name, "event_onsets_s": onsets}
     else:
         from airbench_nb.synth.music import pitched_instruments
 

@@ -332,7 +332,9 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     four = [i.answer_letter for i in items if len(i.choices) == 4]
     for letter in "ABCD":
         assert abs(four.count(letter) / len(four) - 0.25) <= 0.05, Counter(four)
-    assert all(10 <= n <= 20 for n in Counter(i.task for i in read_manifest(tmp_path / "a/chat.jsonl")).values())
+    chat_counts = Counter(i.task for i in read_manifest(tmp_path / "a/chat.jsonl"))
+    assert len(chat_counts) == 8 and all(10 <= n <= 20 for n in chat_counts.values())
+    assert json.loads((tmp_path / "a/dataset.json").read_text())["counts"]["failures"] == 0
 
 
 def test_llm_references_from_meta_info(tmp_path):
