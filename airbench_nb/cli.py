@@ -421,6 +421,9 @@ def _print_scores(result: dict[str, Any], as_json: bool) -> None:
     shown = frame[frame["level"].isin(["task", "category", "average"])]
     rows = shown.round(4).fillna("").to_dict("records")
     console.print(_table("scores (95% bootstrap CI; n = denominator; failures counted)", rows))
+    labels = {table.get("judges", {}).get("chat_label") for table in result.values() if isinstance(table, dict)}
+    for label in sorted(filter(None, labels)):
+        console.print(f"Chat scores by: {label}")
 
 
 @app.command()

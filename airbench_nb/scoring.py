@@ -506,6 +506,12 @@ def _chat_verdicts(
     return {(v.uid, v.order): v for v in relevant if v.judge == judge}
 
 
+PROXY_SHORT = "proxy (embedding similarity, not an LLM)"
+"""Short form of :data:`PROXY_LABEL` for table columns."""
+PROXY_LABEL = "proxy (sentence-embedding similarity mapped to 1-10, not an LLM judgment)"
+"""How Chat scores from the ``proxy`` judge are labelled in every table."""
+
+
 def score_run(
     items: Sequence[FoundationItem | ChatItem],
     responses: Sequence[Response],
@@ -556,6 +562,12 @@ def score_run(
     result: dict[str, Any] = {}
     for name in wanted:
         table: dict[str, Any] = {"protocol": name, "model": model, "seed": seed, "reps": reps}
+        chat_judges = sorted({v.judge for v in c_verdicts.values()})
+        table["judges"] = {
+            "foundation": sorted({v.judge for v in f_verdicts.values()}),
+            "chat": chat_judges,
+            "chat_label": ", ".join(PROXY_LABEL if j in SCORES_ONLY_JUDGES else j for j in chat_judges) or None,
+        }
         table["foundation"] = None
         if answered_foundation:
             outcomes = []
@@ -920,7 +932,11 @@ def score_run_folder(
             key = f"{responses[0].model} | chat judge {chat_judge or '-'}"
             results[key] = result
             for name, table in result.items():
-                row: dict[str, Any] = {"model": responses[0].model, "chat_judge": chat_judge or "-", "protocol": name}
+                row: dict[str, Any] = {
+                    "model": responses[0].model,
+                    "chat_judge": (PROXY_SHORT if chat_judge in SCORES_ONLY_JUDGES else chat_judge or "-"),
+                    "protocol": name,
+                }
                 for bench in ("foundation", "chat"):
                     section = table.get(bench)
                     if not section:

@@ -78,6 +78,35 @@ def test_build_infer_judge_score(tmp_path):
     result = json.loads(scored.output)
     assert result["strict"]["foundation"]["average"]["value"] == 1.0
     assert result["official"]["foundation"]["average"]["value"] == 1.0
+    proxy = runner.invoke(
+        app,
+        [
+            "judge",
+            "--judge",
+            "proxy",
+            "--manifest",
+            str(data / "chat.jsonl"),
+            "--responses",
+            str(tmp_path / "chat.responses.jsonl"),
+            "--out",
+            str(tmp_path / "cv.jsonl"),
+        ],
+    )
+    assert proxy.exit_code == 0, proxy.output
+    chat_scores = runner.invoke(
+        app,
+        [
+            "score",
+            "--manifest",
+            str(data / "chat.jsonl"),
+            "--responses",
+            str(tmp_path / "chat.responses.jsonl"),
+            "--verdicts",
+            str(tmp_path / "cv.jsonl"),
+        ],
+    )
+    assert chat_scores.exit_code == 0, chat_scores.output
+    assert "Chat scores by: proxy (sentence-embedding similarity" in chat_scores.output
     rescored = runner.invoke(
         app, ["score-official", "--foundation", str(tmp_path / "foundation.official.jsonl"), "--json"]
     )
