@@ -61,7 +61,7 @@ import numpy as np
 from airbench_nb.judge.chat_parse import parse_scores_official, parse_scores_strict
 from airbench_nb.judge.extract import LETTERS, extract_choice, official_extract
 from airbench_nb.manifests import ManifestError
-from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -552,8 +552,13 @@ def score_run(
     model = _pick_model(responses, model)
     by_uid = {r.uid: r for r in responses if r.model == model}
     own = [v for v in verdicts if v.model == model]
-    foundation = [i for i in items if isinstance(i, FoundationItem)]
-    chat = [i for i in items if isinstance(i, ChatItem)]
+    # Items whose audio is missing, empty or corrupt cannot be answered by any model: they are a defect of the data,
+    # not a failure of the model. Both protocols leave them out (the official inference script skips them too) and
+    # every table reports how many there were.
+    usable = [i for i in items if i.audio_status in (None, AudioStatus.ok)]
+    unusable = Counter(i.kind for i in items if i.audio_status not in (None, AudioStatus.ok))
+    foundation = [i for i in usable if isinstance(i, FoundationItem)]
+    chat = [i for i in usable if isinstance(i, ChatItem)]
     answered_foundation = any(i.uid in by_uid for i in foundation)
     answered_chat = any(i.uid in by_uid for i in chat)
     f_verdicts = _foundation_verdicts(own, {i.uid for i in foundation}, judges)
@@ -562,6 +567,11 @@ def score_run(
     result: dict[str, Any] = {}
     for name in wanted:
         table: dict[str, Any] = {"protocol": name, "model": model, "seed": seed, "reps": reps}
+        table["unusable_items"] = {
+            "foundation": unusable.get("foundation", 0),
+            "chat": unusable.get("chat", 0),
+            "why": "audio missing, empty or corrupt: left out of both protocols and counted here",
+        }
         chat_judges = sorted({v.judge for v in c_verdicts.values()})
         table["judges"] = {
             "foundation": sorted({v.judge for v in f_verdicts.values()}),
@@ -936,6 +946,7 @@ def score_run_folder(
                     "model": responses[0].model,
                     "chat_judge": (PROXY_SHORT if chat_judge in SCORES_ONLY_JUDGES else chat_judge or "-"),
                     "protocol": name,
+                    "unusable_items": sum(v for k, v in table["unusable_items"].items() if k != "why"),
                 }
                 for bench in ("foundation", "chat"):
                     section = table.get(bench)

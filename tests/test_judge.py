@@ -235,6 +235,14 @@ def test_oracle_scores_full_marks_once_judged(imported, tmp_path):
     proxy = [v for v in verdicts if v.judge == "proxy"]
     assert len(proxy) == 2 * 3 and all(v.score_hypothesis == v.score_reference for v in proxy)
     assert all("proxy" in v.raw for v in proxy)
+    # the items with missing, empty or corrupt audio are data defects: left out of both protocols and counted
+    from airbench_nb.scoring import score_run
+
+    result = score_run(items, responses, verdicts, protocol="both", reps=0)
+    for protocol in ("official", "strict"):
+        assert result[protocol]["foundation"]["average"]["value"] == 1.0
+        assert result[protocol]["unusable_items"]["foundation"] == 3
+    assert result["strict"]["judges"]["chat_label"].startswith("proxy (sentence-embedding")
 
 
 def test_proxy_prefers_the_right_answer(tmp_path):
