@@ -1096,7 +1096,6 @@ def build(
                 foundation.append(
                     FoundationItem(
                         uid=uid,
-                        source_id=str(index),
                         task=task,
                         dataset=DATASET,
                         audio=rel,
@@ -1114,7 +1113,6 @@ def build(
                 chat.append(
                     ChatItem(
                         uid=uid,
-                        source_id=str(index),
                         task=task,
                         dataset=DATASET,
                         audio=rel,

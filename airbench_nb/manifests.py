@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -289,6 +290,9 @@ def resolve_audio(root: str | Path, relative: str) -> Path:
     return full
 
 
+_STATUS_NOTE = re.compile(r"audio (?:missing|empty|corrupt): ")
+
+
 def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) -> list[AnyItem]:
     """Probe every item's audio file and record its status and SHA-256. Never raises for a bad file.
 
@@ -302,13 +306,14 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
     """
 
     def one(item: AnyItem) -> AnyItem:
+        # Drop the status note of an earlier check (only that one: other notes may also mention audio).
+        notes = [n for n in item.notes if not _STATUS_NOTE.match(n)]
         try:
             path = resolve_audio(root, item.audio)
         except ValueError as exc:
-            update = {"audio_status": AudioStatus.missing, "audio_sha256": None, "notes": [*item.notes, str(exc)]}
-            return item.model_copy(update=update)
+            notes.append(f"audio missing: {exc}")
+            return item.model_copy(update={"audio_status": AudioStatus.missing, "audio_sha256": None, "notes": notes})
         probe = probe_audio(path)
-        notes = [n for n in item.notes if not n.startswith("audio ")]
         if probe.detail:
             # Name the file by its manifest path: absolute paths differ between machines.
             notes.append(f"audio {probe.status.value}: {probe.detail.replace(str(path), item.audio)}")

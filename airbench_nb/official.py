@@ -186,7 +186,8 @@ def _uniq_id(row: dict[str, Any]) -> str:
     return str(value).strip()
 
 
-def _normalise(text: str) -> str:
+def normalise_choice(text: str) -> str:
+    """A choice's text with whitespace collapsed, a final period dropped and case folded (for loose matching)."""
     return re.sub(r"\s+", " ", text).strip().rstrip(".").casefold()
 
 
@@ -209,7 +210,7 @@ def match_answer(answer_gt: str, choices: list[str]) -> tuple[int, str | None]:
     exact = [i for i, c in enumerate(choices) if c == answer_gt]
     if len(exact) == 1:
         return exact[0], None
-    loose = [i for i, c in enumerate(choices) if _normalise(c) == _normalise(answer_gt)]
+    loose = [i for i, c in enumerate(choices) if normalise_choice(c) == normalise_choice(answer_gt)]
     if len(loose) == 1:
         return loose[0], f"answer_gt {answer_gt!r} matched choice {choices[loose[0]]!r} after normalising case/space"
     if not loose:

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -61,6 +60,7 @@ import numpy as np
 from airbench_nb.judge.chat_parse import parse_scores_official, parse_scores_strict
 from airbench_nb.judge.extract import LETTERS, extract_choice, official_extract
 from airbench_nb.manifests import ManifestError
+from airbench_nb.official import normalise_choice
 from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
 
 logger = logging.getLogger(__name__)
@@ -660,10 +660,6 @@ def _as_text(value: Any) -> str | None:
     return str(value)
 
 
-def _normalised(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().rstrip(".").casefold()
-
-
 def _gold_index(answer: str, choices: list[str]) -> int | None:
     """Index of the choice equal to ``answer``, or None.
 
@@ -673,7 +669,7 @@ def _gold_index(answer: str, choices: list[str]) -> int | None:
     for index, choice in enumerate(choices):
         if choice == answer:
             return index
-    loose = [i for i, c in enumerate(choices) if _normalised(c) == _normalised(answer)]
+    loose = [i for i, c in enumerate(choices) if normalise_choice(c) == normalise_choice(answer)]
     return loose[0] if len(loose) == 1 else None
 
 
@@ -923,7 +919,8 @@ def score_run_folder(
     rows: list[dict[str, Any]] = []
     results: dict[str, dict[str, Any]] = {}
     for model_dir in sorted(p for p in Path(responses_dir).iterdir() if p.is_dir()):
-        responses = [r for kind in manifests for r in _records_if(model_dir / f"{kind}.jsonl", Response, read_records)]
+        paths = [model_dir / f"{kind}.jsonl" for kind in manifests]
+        responses = [r for path in paths if path.is_file() for r in read_records(path, Response)]
         if not responses:
             continue
         verdicts = [
@@ -961,7 +958,3 @@ def score_run_folder(
                         row[f"{bench}_{category}"] = entry.get("value") if entry else None
                 rows.append(row)
     return pd.DataFrame(rows), results
-
-
-def _records_if(path: Path, model: type, reader: Any) -> list[Any]:
-    return reader(path, model) if path.is_file() else []

@@ -12,17 +12,15 @@ that, less the client's and the server's overhead per request.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from airbench_nb.api_client import APIClient, ChatRequest
 
-REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test server lives in tests/
+from tests.openai_server import requests_seen, served_in_subprocess  # noqa: E402
 
 
 def _requests(n: int, tag: str) -> list[ChatRequest]:
@@ -37,11 +35,6 @@ def _requests(n: int, tag: str) -> list[ChatRequest]:
         )
         for i in range(n)
     ]
-
-
-def _sent(base_url: str) -> int:
-    with urllib.request.urlopen(f"{base_url}/_stats", timeout=10) as response:
-        return int(json.load(response)["chat_requests"])
 
 
 def _rate(base_url: str, concurrency: int, n: int, tag: str) -> float:
@@ -62,10 +55,7 @@ def main() -> None:
     parser.add_argument("--cached", type=int, default=1000, help="items in the cache timing")
     args = parser.parse_args()
 
-    command = [sys.executable, "-m", "tests.openai_server", "--latency-ms", str(args.latency_ms)]
-    server = subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        base_url = server.stdout.readline().strip()
+    with served_in_subprocess(args.latency_ms) as base_url:
         _rate(base_url, 4, 8, "warm-up")  # imports, first connections
         serial = _rate(base_url, 1, args.items, "c1")
         parallel = _rate(base_url, 16, 4 * args.items, "c16")
@@ -75,7 +65,7 @@ def main() -> None:
             fill = APIClient(base_url=base_url, concurrency=64, cache_path=cache)
             fill.run_sync(_requests(args.cached, "cached"))
             fill.close()
-            before = _sent(base_url)
+            before = requests_seen(base_url)
             client = APIClient(base_url=base_url, concurrency=16, cache_path=cache)
             best = float("inf")
             for _ in range(3):
@@ -83,12 +73,9 @@ def main() -> None:
                 t0 = time.perf_counter()
                 results = client.run_sync(fresh)
                 best = min(best, time.perf_counter() - t0)
-            sent = _sent(base_url) - before
+            sent = requests_seen(base_url) - before
             assert all(r.cached for r in results)
             client.close()
-    finally:
-        server.stdin.close()
-        server.wait(timeout=10)
 
     print(f"API client against 127.0.0.1 with {args.latency_ms:g} ms fixed latency (text chat requests)")
     print(f"{'what':<40}{'items/s':>10}")

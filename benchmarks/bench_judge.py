@@ -11,18 +11,16 @@ own process; its replies are not scores, so every verdict is a counted parse fai
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from airbench_nb.judge.run import judge_responses
 from airbench_nb.records import ChatItem, Response
 
-REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test server lives in tests/
+from tests.openai_server import requests_seen, served_in_subprocess  # noqa: E402
 
 
 def _data(n: int, tag: str) -> tuple[list[ChatItem], list[Response]]:
@@ -40,11 +38,6 @@ def _data(n: int, tag: str) -> tuple[list[ChatItem], list[Response]]:
     ]
     responses = [Response(uid=i.uid, model="bench-model", text=f"I hear a dog ({tag})") for i in items]
     return items, responses
-
-
-def _sent(base_url: str) -> int:
-    with urllib.request.urlopen(f"{base_url}/_stats", timeout=10) as response:
-        return int(json.load(response)["chat_requests"])
 
 
 def _rate(base_url: str, concurrency: int, n: int, tag: str, tmp: Path, cache: Path | None = None) -> float:
@@ -72,10 +65,7 @@ def main() -> None:
     parser.add_argument("--cached", type=int, default=1000, help="verdicts in the cache timing")
     args = parser.parse_args()
 
-    command = [sys.executable, "-m", "tests.openai_server", "--latency-ms", str(args.latency_ms)]
-    server = subprocess.Popen(command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        base_url = server.stdout.readline().strip()
+    with served_in_subprocess(args.latency_ms) as base_url:
         with tempfile.TemporaryDirectory() as folder:
             tmp = Path(folder)
             _rate(base_url, 4, 4, "warm-up", tmp)
@@ -84,14 +74,11 @@ def main() -> None:
             cache = tmp / "judge.sqlite"
             _rate(base_url, 64, args.cached // 2, "cached", tmp, cache)  # fill: 2 verdicts per Chat item
             (tmp / "cached.jsonl").unlink()
-            before = _sent(base_url)
+            before = requests_seen(base_url)
             t0 = time.perf_counter()
             _rate(base_url, 16, args.cached // 2, "cached", tmp, cache)
             cached_s = time.perf_counter() - t0
-            sent = _sent(base_url) - before
-    finally:
-        server.stdin.close()
-        server.wait(timeout=10)
+            sent = requests_seen(base_url) - before
     print(f"judge against 127.0.0.1 with {args.latency_ms:g} ms fixed latency (Chat verdicts, both orders)")
     print(f"{'what':40s} {'verdicts/s':>12s}")
     print(f"{'concurrency 1':40s} {serial:12.1f}")

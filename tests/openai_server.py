@@ -17,15 +17,21 @@ Run as a program (``python -m tests.openai_server``) it serves in its own proces
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import default as email_policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Literal
 
 import soundfile as sf
@@ -449,13 +455,33 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"")
 
 
+@contextlib.contextmanager
+def served_in_subprocess(latency_ms: float = 0.0) -> Iterator[str]:
+    """Run the server in its own process (its threads then do not share the caller's GIL); yields the base URL."""
+    repo = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "tests.openai_server", "--latency-ms", str(latency_ms)]
+    process = subprocess.Popen(command, cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        yield process.stdout.readline().strip()
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=10)
+
+
+def requests_seen(base_url: str) -> int:
+    """Chat requests a server started by :func:`served_in_subprocess` has received (``GET /v1/_stats``)."""
+    with urllib.request.urlopen(f"{base_url}/_stats", timeout=10) as response:
+        return int(json.load(response)["chat_requests"])
+
+
 def main() -> None:
     """Serve from the command line (``python -m tests.openai_server --latency-ms 100``) until stdin closes.
 
     Prints the base URL as the first line of stdout. ``GET /v1/_stats`` returns the request counts.
     """
     import argparse
-    import sys
 
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     parser.add_argument("--latency-ms", type=float, default=0.0, help="fixed latency per chat answer")

@@ -107,6 +107,9 @@ def test_build_infer_judge_score(tmp_path):
     )
     assert chat_scores.exit_code == 0, chat_scores.output
     assert "Chat scores by: proxy (sentence-embedding similarity" in chat_scores.output
+    official_rows = [json.loads(line) for line in (tmp_path / "foundation.official.jsonl").read_text().splitlines()]
+    uniq = [row["uniq_id"] for row in official_rows]
+    assert len(uniq) == len(set(uniq)) == 4  # built items have no source id: their uid is unique
     rescored = runner.invoke(
         app, ["score-official", "--foundation", str(tmp_path / "foundation.official.jsonl"), "--json"]
     )

@@ -198,3 +198,25 @@ def test_cli_validate(imported, tmp_path):
     bad = runner.invoke(app, ["validate", str(copy / "foundation.jsonl")])
     assert bad.exit_code == 1
     assert "changed" in bad.output and "foundation-101" in bad.output and "invalid JSON" in bad.output
+
+
+def test_other_extension_is_used_and_noted(tmp_path):
+    import numpy as np
+    import soundfile as sf
+
+    (tmp_path / "Foundation/Music_AQA_d").mkdir(parents=True)
+    sf.write(tmp_path / "Foundation/Music_AQA_d/a.flac", np.full(1600, 0.1), 16000)
+    row = {
+        "path": "a.wav",
+        "question": "q",
+        "choice_a": "x",
+        "choice_b": "y",
+        "answer_gt": "x",
+        "task_name": "Music_AQA",
+        "dataset_name": "d",
+        "uniq_id": 1,
+    }
+    _write_meta(tmp_path, [row])
+    item = import_official(tmp_path, tmp_path / "out").foundation.items[0]
+    assert item.audio.endswith("a.flac") and item.audio_status == AudioStatus.ok
+    assert any("a.wav not found; using a.flac" in n for n in item.notes)  # the status check keeps this note

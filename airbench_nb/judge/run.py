@@ -34,7 +34,7 @@ from airbench_nb.prompts import (
     prompt_hash,
 )
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
-from airbench_nb.runner import JsonlAppender, finished_uids, repair_jsonl
+from airbench_nb.runner import JsonlAppender, finished_uids, model_slug, repair_jsonl
 
 logger = logging.getLogger(__name__)
 
@@ -390,7 +390,7 @@ def judge_responses(
 
 def judge_slug(spec: str) -> str:
     """A file-name-safe form of a judge spec (``openai:gpt-4o@http://...`` -> ``openai_gpt-4o_http_...``)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")
+    return model_slug(spec)
 
 
 def judge_run_folder(
@@ -419,12 +419,12 @@ def judge_run_folder(
     from airbench_nb.manifests import read_manifest, read_records
 
     rows = []
+    items_by_kind = {kind: read_manifest(manifest) for kind, manifest in manifests.items()}
     for model_dir in sorted(p for p in Path(responses_dir).iterdir() if p.is_dir()):
-        for kind, manifest in manifests.items():
+        for kind, items in items_by_kind.items():
             responses_path = model_dir / f"{kind}.jsonl"
             if not responses_path.is_file():
                 continue
-            items = read_manifest(manifest)
             responses = read_records(responses_path, Response)
             for spec in judges:
                 if (spec == "rule" and kind == "chat") or (spec == "proxy" and kind == "foundation"):
