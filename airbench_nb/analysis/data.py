@@ -1,0 +1,311 @@
+"""A run folder as two tidy frames: one row per (model, Foundation item), one per (model, judge, Chat item, order).
+
+Every analysis reads these frames, so the protocol's rules live in one place:
+
+- ``strict``: the Foundation option a model chose is the one its deciding verdict read (judges in the scoring
+  priority: ``rule`` first, then the others; see :mod:`airbench_nb.scoring`); a missing or error response, a
+  missing verdict or an abstention is a *failure*: ``failed`` is True, ``chosen`` is missing and ``correct`` is
+  False (counted wrong, as strict scoring does). Chat scores are the verdict's parsed scores.
+- ``official``: the option is read by the official first/second-to-last character rule; a failure has ``correct``
+  missing (dropped, as the official script does) and a letter past the item's options is read (``chosen`` >=
+  ``n_choices``) and wrong. Chat scores come from the official parser of the judge's raw reply.
+
+Items whose audio is missing, empty or corrupt are left out (they are a data defect, as in scoring); responses
+are the latest per (model, uid); verdicts the latest per (model, judge, uid, order).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from airbench_nb.judge.extract import LETTERS, official_extract
+from airbench_nb.manifests import read_manifest, read_records
+from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
+
+logger = logging.getLogger(__name__)
+
+KINDS: tuple[str, ...] = ("foundation", "chat")
+"""Manifest kinds of a run folder's data directory (``<kind>.jsonl``)."""
+
+FOUNDATION_COLUMNS: tuple[str, ...] = (
+    "model",
+    "uid",
+    "task",
+    "dataset",
+    "category",
+    "n_choices",
+    "choices",
+    "gold",
+    "gold_letter",
+    "chosen",
+    "chosen_letter",
+    "chosen_text",
+    "correct",
+    "failed",
+    "reason",
+    "judge",
+    "response",
+    "words",
+    "snr_db",
+    "clean_uid",
+    "background",
+    "rotation_of",
+    "rotation",
+)
+"""Columns of :meth:`RunData.foundation_frame`."""
+
+CHAT_COLUMNS: tuple[str, ...] = (
+    "model",
+    "judge",
+    "uid",
+    "task",
+    "category",
+    "order",
+    "score_model",
+    "score_reference",
+    "failed",
+    "reason",
+    "response_words",
+    "reference_words",
+)
+"""Columns of :meth:`RunData.chat_frame`."""
+
+
+def word_count(text: str | None) -> int | None:
+    """Number of whitespace-separated words of ``text`` (None for no text)."""
+    return None if text is None else len(text.split())
+
+
+def _category(item: FoundationItem | ChatItem) -> str:
+    table = FOUNDATION_TASKS if isinstance(item, FoundationItem) else CHAT_TASKS
+    return table.get(item.task) or (str(item.category) if item.category else "other")
+
+
+def _float(value: Any) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return out
+
+
+@dataclass
+class RunData:
+    """The records of one run folder: items, the latest response per (model, uid), all verdicts."""
+
+    folder: Path
+    """The run folder (or the folder the records were read from)."""
+    items: dict[str, FoundationItem | ChatItem]
+    """Usable items by uid (audio ok or not checked)."""
+    responses: dict[str, dict[str, Response]] = field(default_factory=dict)
+    """``{model spec: {uid: latest response}}``."""
+    verdicts: dict[str, list[Verdict]] = field(default_factory=dict)
+    """``{model spec: verdicts of every judge, in file order}``."""
+    unusable: int = 0
+    """Items left out because their audio is missing, empty or corrupt."""
+
+    @property
+    def models(self) -> list[str]:
+        """Model specs that answered at least one item, sorted."""
+        return sorted(m for m, by_uid in self.responses.items() if by_uid)
+
+    def foundation_frame(self, protocol: str = "strict", judges: Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per (model, Foundation item) with the option chosen and whether it is right.
+
+        Args:
+            protocol: ``strict`` or ``official`` (see the module docstring).
+            judges: Judge specs in priority order for ``strict`` (default: ``rule`` first, then the others).
+
+        Returns:
+            A DataFrame with :data:`FOUNDATION_COLUMNS`. ``chosen``/``rotation`` are nullable ints, ``correct`` a
+            nullable boolean, ``snr_db`` NaN for items that are not SNR-graded.
+        """
+        from airbench_nb.scoring import (
+            _failure_text,
+            _foundation_verdicts,
+            _strict_foundation,
+            official_foundation_correct,
+        )
+
+        if protocol not in ("strict", "official"):
+            raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
+        items = [i for i in self.items.values() if isinstance(i, FoundationItem)]
+        uids = {i.uid for i in items}
+        rows: list[dict[str, Any]] = []
+        for model in self.models:
+            by_uid = self.responses[model]
+            if not any(u in by_uid for u in uids):
+                continue
+            chosen_verdicts = _foundation_verdicts(self.verdicts.get(model, []), uids, judges)
+            for item in items:
+                response = by_uid.get(item.uid)
+                text = None if response is None or response.error is not None else response.text
+                judge: str | None = None
+                chosen: int | None = None
+                if protocol == "strict":
+                    verdict = chosen_verdicts.get(item.uid)
+                    correct, reason = _strict_foundation(response, verdict)
+                    if correct is not None and verdict is not None:
+                        judge, chosen = verdict.judge, verdict.choice
+                else:
+                    failed_text = _failure_text(response)
+                    if failed_text is not None:
+                        correct, reason = None, failed_text
+                    else:
+                        correct, reason = official_foundation_correct(text, len(item.choices), item.answer)
+                        if correct is not None:
+                            predict = (text or "").strip().replace("\n", "")
+                            chosen = official_extract(predict, list(LETTERS[: len(item.choices)])).choice
+                            judge = "official"
+                failed = correct is None
+                meta = item.meta or {}
+                rows.append(
+                    {
+                        "model": model,
+                        "uid": item.uid,
+                        "task": item.task,
+                        "dataset": item.dataset,
+                        "category": _category(item),
+                        "n_choices": len(item.choices),
+                        "choices": tuple(item.choices),
+                        "gold": item.answer,
+                        "gold_letter": LETTERS[item.answer],
+                        "chosen": chosen,
+                        "chosen_letter": LETTERS[chosen] if chosen is not None and chosen < len(LETTERS) else None,
+                        "chosen_text": item.choices[chosen] if chosen is not None and chosen < len(item.choices) else None,
+                        "correct": (False if protocol == "strict" else None) if failed else bool(correct),
+                        "failed": failed,
+                        "reason": reason,
+                        "judge": judge,
+                        "response": text,
+                        "words": word_count(text),
+                        "snr_db": _float(meta.get("snr_db")),
+                        "clean_uid": meta.get("clean_uid"),
+                        "background": meta.get("background"),
+                        "rotation_of": meta.get("rotation_of"),
+                        "rotation": meta.get("rotation"),
+                    }
+                )
+        frame = pd.DataFrame(rows, columns=list(FOUNDATION_COLUMNS))
+        for column in ("chosen", "rotation", "words"):
+            frame[column] = frame[column].astype("Int64")
+        frame["correct"] = frame["correct"].astype("boolean")
+        frame["failed"] = frame["failed"].astype(bool)
+        frame["snr_db"] = frame["snr_db"].astype(float)
+        return frame
+
+    def chat_frame(self, protocol: str = "strict") -> pd.DataFrame:
+        """One row per (model, judge, Chat item, order) with the model's and the reference's scores.
+
+        Args:
+            protocol: ``strict`` (the verdict's parsed scores) or ``official`` (the official parser of the raw
+                reply; scores-only judges such as ``proxy`` keep their scores).
+
+        Returns:
+            A DataFrame with :data:`CHAT_COLUMNS`; ``score_*`` are NaN and ``failed`` True where no score was read.
+        """
+        from airbench_nb.scoring import CHAT_ORDERS, _official_chat, _strict_chat
+
+        if protocol not in ("strict", "official"):
+            raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
+        parse = _official_chat if protocol == "official" else _strict_chat
+        items = {u: i for u, i in self.items.items() if isinstance(i, ChatItem)}
+        rows: list[dict[str, Any]] = []
+        for model in self.models:
+            by_uid = self.responses[model]
+            latest: dict[tuple[str, str, str], Verdict] = {}
+            for verdict in self.verdicts.get(model, []):
+                if verdict.uid in items and verdict.order in CHAT_ORDERS:
+                    latest[(verdict.judge, verdict.uid, verdict.order)] = verdict
+            for judge in sorted({j for j, _, _ in latest}):
+                for uid, item in items.items():
+                    response = by_uid.get(uid)
+                    text = None if response is None or response.error is not None else response.text
+                    for order in CHAT_ORDERS:
+                        model_score, reference_score, reason = parse(response, latest.get((judge, uid, order)))
+                        failed = model_score is None or reference_score is None
+                        rows.append(
+                            {
+                                "model": model,
+                                "judge": judge,
+                                "uid": uid,
+                                "task": item.task,
+                                "category": _category(item),
+                                "order": order,
+                                "score_model": math.nan if failed else float(model_score),
+                                "score_reference": math.nan if failed else float(reference_score),
+                                "failed": failed,
+                                "reason": reason,
+                                "response_words": word_count(text),
+                                "reference_words": word_count(item.reference),
+                            }
+                        )
+        frame = pd.DataFrame(rows, columns=list(CHAT_COLUMNS))
+        for column in ("response_words", "reference_words"):
+            frame[column] = frame[column].astype("Int64")
+        frame["failed"] = frame["failed"].astype(bool)
+        return frame
+
+
+def load_run(
+    run_dir: str | Path,
+    *,
+    manifest_dir: str | Path | None = None,
+    responses_dir: str | Path | None = None,
+    verdicts_dir: str | Path | None = None,
+    models: Sequence[str] | None = None,
+) -> RunData:
+    """Read a run folder (notebook 03/04 layout) into a :class:`RunData`.
+
+    Args:
+        run_dir: The run folder.
+        manifest_dir: Folder of ``foundation.jsonl``/``chat.jsonl`` (default ``<run_dir>/data``).
+        responses_dir: ``<model>/<kind>.jsonl`` responses (default ``<run_dir>/responses``).
+        verdicts_dir: ``<model>/<kind>.<judge>.jsonl`` verdicts (default ``<run_dir>/verdicts``).
+        models: Model specs to keep (default all).
+
+    Returns:
+        The run's records.
+
+    Raises:
+        FileNotFoundError: When the manifest folder holds no manifest.
+        airbench_nb.manifests.ManifestError: On an invalid manifest or record line (file, line and field named).
+    """
+    run_dir = Path(run_dir)
+    data_dir = Path(manifest_dir) if manifest_dir else run_dir / "data"
+    manifests = [data_dir / f"{kind}.jsonl" for kind in KINDS if (data_dir / f"{kind}.jsonl").is_file()]
+    if not manifests:
+        raise FileNotFoundError(f"{data_dir}: no foundation.jsonl or chat.jsonl")
+    items: dict[str, FoundationItem | ChatItem] = {}
+    unusable = 0
+    for path in manifests:
+        for item in read_manifest(path):
+            if item.audio_status in (None, AudioStatus.ok):
+                items[item.uid] = item
+            else:
+                unusable += 1
+    answers = Path(responses_dir) if responses_dir else run_dir / "responses"
+    judged = Path(verdicts_dir) if verdicts_dir else run_dir / "verdicts"
+    responses: dict[str, dict[str, Response]] = {}
+    verdicts: dict[str, list[Verdict]] = {}
+    model_dirs = sorted(p for p in answers.iterdir() if p.is_dir()) if answers.is_dir() else []
+    for model_dir in model_dirs:
+        for kind in KINDS:
+            path = model_dir / f"{kind}.jsonl"
+            if path.is_file():
+                for response in read_records(path, Response):
+                    if models is None or response.model in models:
+                        responses.setdefault(response.model, {})[response.uid] = response
+        for path in sorted((judged / model_dir.name).glob("*.jsonl")):
+            for verdict in read_records(path, Verdict):
+                if models is None or verdict.model in models:
+                    verdicts.setdefault(verdict.model, []).append(verdict)
+    logger.info("run %s: %d items, %d models", run_dir, len(items), len(responses))
+    return RunData(folder=run_dir, items=items, responses=responses, verdicts=verdicts, unusable=unusable)
