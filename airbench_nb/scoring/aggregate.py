@@ -1,0 +1,259 @@
+"""Bootstrap and aggregation: subsets, tasks, categories and the Average, each with n, failures and a CI."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS
+from airbench_nb.scoring.outcomes import CHAT_ORDERS, PROTOCOLS, ChatOutcome, FoundationOutcome
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_REPS = 1000
+"""Bootstrap replicates per confidence interval."""
+
+CONFIDENCE = 0.95
+"""Coverage of the percentile bootstrap intervals."""
+
+FOUNDATION_CATEGORIES: tuple[str, ...] = ("speech", "sound", "music")
+"""Foundation categories, in report order."""
+
+CHAT_CATEGORIES: tuple[str, ...] = ("speech", "sound", "music", "mixed")
+"""Chat categories, in report order."""
+
+MIXED_TASKS: tuple[str, ...] = ("speech_and_sound_QA", "speech_and_music_QA")
+"""Chat tasks whose task means are averaged (unweighted) into the Mixed category."""
+
+
+@dataclass(frozen=True)
+class Score:
+    """One score with its sample size, failures and bootstrap confidence interval."""
+
+    value: float | None
+    """The score (accuracy in 0-1 for Foundation, mean 1-10 score for Chat); None when nothing was scored."""
+    n: int
+    """Units the value is computed over: items (Foundation) or (item, order) pairs (Chat)."""
+    failures: int
+    """Units that failed (no answer, no letter, unparsed verdict, ...): dropped from ``n`` in the official
+    protocol and in strict Chat, counted wrong inside ``n`` in strict Foundation."""
+    ci_low: float | None = None
+    """Lower end of the 95% percentile bootstrap interval; None without replicates."""
+    ci_high: float | None = None
+    """Upper end of the 95% percentile bootstrap interval; None without replicates."""
+    correct: int | None = None
+    """Foundation: number of correct answers; None for Chat."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The score as a JSON-serialisable dict (``correct`` only when set)."""
+        out = asdict(self)
+        if out["correct"] is None:
+            del out["correct"]
+        return out
+
+
+def _resampled(values: np.ndarray, reps: int, seed: int, key: str) -> np.ndarray:
+    """Column sums of ``values`` (units x k): row 0 over all units, rows 1.. over bootstrap resamples."""
+    n, k = values.shape
+    out = np.zeros((reps + 1, k))
+    out[0] = values.sum(axis=0)
+    if reps and n:
+        rng = np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
+        idx = rng.integers(0, n, size=(reps, n))
+        for j in range(k):
+            out[1:, j] = values[:, j][idx].sum(axis=1)
+    return out
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    out = np.full(num.shape, np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def _nanmean(arrays: Sequence[np.ndarray], size: int) -> np.ndarray:
+    """Element-wise mean of the arrays, ignoring NaN; NaN where every array is NaN (or there are none)."""
+    if not arrays:
+        return np.full(size, np.nan)
+    stack = np.vstack(arrays)
+    ok = ~np.isnan(stack)
+    total = np.where(ok, stack, 0.0).sum(axis=0)
+    return _ratio(total, ok.sum(axis=0).astype(float))
+
+
+def _score(values: np.ndarray, n: int, failures: int, correct: int | None = None) -> Score:
+    point = values[0]
+    replicates = values[1:][~np.isnan(values[1:])]
+    low = high = None
+    if replicates.size:
+        tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
+        low, high = (float(x) for x in np.percentile(replicates, [tail, 100.0 - tail]))
+    value = None if np.isnan(point) else float(point)
+    return Score(value=value, n=int(n), failures=int(failures), ci_low=low, ci_high=high, correct=correct)
+
+
+def _task_order(task: str, table: dict[str, str]) -> tuple[int, str]:
+    names = list(table)
+    return (names.index(task), task) if task in table else (len(names), task)
+
+
+def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, reps: int, seed: int) -> dict[str, Any]:
+    """Aggregate Foundation outcomes of one protocol into subsets, tasks, categories and the Average."""
+    size = reps + 1
+    by_subset: dict[str, list[FoundationOutcome]] = defaultdict(list)
+    for outcome in outcomes:
+        by_subset[outcome.subset].append(outcome)
+    order = sorted(by_subset, key=lambda s: (*_task_order(by_subset[s][0].task, FOUNDATION_TASKS), s))
+
+    sums: dict[str, np.ndarray] = {}
+    stats: dict[str, tuple[int, int, int]] = {}  # n, failures, correct
+    subsets: dict[str, Any] = {}
+    for subset in order:
+        group = by_subset[subset]
+        right = np.array([1.0 if o.correct else 0.0 for o in group])
+        if protocol == "official":
+            counted = np.array([0.0 if o.correct is None else 1.0 for o in group])
+        else:
+            counted = np.ones(len(group))
+        sums[subset] = _resampled(np.column_stack([right, counted]), reps, seed, f"foundation/{subset}")
+        failures = sum(o.correct is None for o in group)
+        stats[subset] = (int(counted.sum()), failures, int(right.sum()))
+        subsets[subset] = _accuracy(_score(_ratio(sums[subset][:, 0], sums[subset][:, 1]), *stats[subset]))
+
+    task_of = {s: by_subset[s][0].task for s in order}
+    tasks_order = list(dict.fromkeys(task_of[s] for s in order))
+    task_values: dict[str, np.ndarray] = {}
+    task_stats: dict[str, tuple[int, int, int]] = {}
+    tasks: dict[str, Any] = {}
+    for task in tasks_order:
+        members = [s for s in order if task_of[s] == task]
+        total = sum(sums[s] for s in members)
+        task_values[task] = _ratio(total[:, 0], total[:, 1])
+        task_stats[task] = _sum_stats(stats[s] for s in members)
+        tasks[task] = _accuracy(_score(task_values[task], *task_stats[task]))
+
+    categories: dict[str, Any] = {}
+    category_values: list[np.ndarray] = []
+    for category in FOUNDATION_CATEGORIES:
+        members = [t for t in tasks_order if FOUNDATION_TASKS.get(t) == category]
+        if not members:
+            continue
+        values = _nanmean([task_values[t] for t in members], size)
+        category_values.append(values)
+        categories[category] = _accuracy(_score(values, *_sum_stats(task_stats[t] for t in members)))
+    known = [t for t in tasks_order if t in FOUNDATION_TASKS]
+    average = _accuracy(_score(_nanmean(category_values, size), *_sum_stats(task_stats[t] for t in known)))
+    failures = sum(stats[s][1] for s in order)
+    section: dict[str, Any] = {
+        "subsets": subsets,
+        "tasks": tasks,
+        "categories": categories,
+        "average": average,
+        "items": len(outcomes),
+        "failed": failures,
+        "failure_reasons": dict(Counter(o.reason for o in outcomes if o.correct is None).most_common()),
+    }
+    uncategorised = [t for t in tasks_order if t not in FOUNDATION_TASKS]
+    if uncategorised:
+        logger.warning("Foundation tasks outside the official list, left out of categories: %s", uncategorised)
+        section["uncategorised_tasks"] = uncategorised
+    return section
+
+
+def _sum_stats(stats: Iterable[tuple[int, int, int]]) -> tuple[int, int, int]:
+    """Element-wise sum of ``(n, failures, correct)`` triples."""
+    n = failures = correct = 0
+    for a, b, c in stats:
+        n, failures, correct = n + a, failures + b, correct + c
+    return n, failures, correct
+
+
+def _accuracy(score: Score) -> dict[str, Any]:
+    """A Foundation score as a dict, with ``accuracy`` (the official script's name) beside ``value``."""
+    out = score.as_dict()
+    out["accuracy"] = score.value
+    return out
+
+
+def _chat_entry(model: np.ndarray, reference: np.ndarray, n: int, failures: int) -> dict[str, Any]:
+    out = _score(model, n, failures).as_dict()
+    out["reference"] = _score(reference, n, failures).as_dict()
+    out["relative"] = _score(_ratio(model, reference), n, failures).as_dict()
+    return out
+
+
+def _chat_section(outcomes: Sequence[ChatOutcome], reps: int, seed: int) -> dict[str, Any]:
+    """Aggregate Chat outcomes of one protocol into tasks, categories and the Average."""
+    size = reps + 1
+    by_task: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
+    for outcome in outcomes:
+        units = by_task[outcome.task]
+        row = units.setdefault(outcome.unit, np.zeros(4))  # model sum, reference sum, scored, failed
+        if outcome.model is None or outcome.reference is None:
+            row[3] += 1
+        else:
+            row += (outcome.model, outcome.reference, 1.0, 0.0)
+    order = sorted(by_task, key=lambda t: _task_order(t, CHAT_TASKS))
+
+    sums: dict[str, np.ndarray] = {}
+    tasks: dict[str, Any] = {}
+    for task in order:
+        values = np.vstack(list(by_task[task].values()))
+        sums[task] = _resampled(values, reps, seed, f"chat/{task}")
+        total = sums[task][0]
+        tasks[task] = _chat_entry(
+            _ratio(sums[task][:, 0], sums[task][:, 2]), _ratio(sums[task][:, 1], sums[task][:, 2]), total[2], total[3]
+        )
+
+    categories: dict[str, Any] = {}
+    model_values: list[np.ndarray] = []
+    reference_values: list[np.ndarray] = []
+    for category in CHAT_CATEGORIES:
+        members = [t for t in order if CHAT_TASKS.get(t) == category]
+        if not members:
+            continue
+        if category == "mixed":
+            model = _nanmean([_ratio(sums[t][:, 0], sums[t][:, 2]) for t in members], size)
+            reference = _nanmean([_ratio(sums[t][:, 1], sums[t][:, 2]) for t in members], size)
+        else:
+            pooled = sum(sums[t] for t in members)
+            model, reference = _ratio(pooled[:, 0], pooled[:, 2]), _ratio(pooled[:, 1], pooled[:, 2])
+        model_values.append(model)
+        reference_values.append(reference)
+        n = sum(sums[t][0, 2] for t in members)
+        categories[category] = _chat_entry(model, reference, n, sum(sums[t][0, 3] for t in members))
+    n_all = sum(sums[t][0, 2] for t in order)
+    failed = int(sum(sums[t][0, 3] for t in order))
+    average = _chat_entry(_nanmean(model_values, size), _nanmean(reference_values, size), n_all, failed)
+    return {
+        "tasks": tasks,
+        "categories": categories,
+        "average": average,
+        "items": sum(len(by_task[t]) for t in order),
+        "orders": sorted({o.order for o in outcomes}, key=CHAT_ORDERS.index),
+        "failed": failed,
+        "failure_reasons": dict(Counter(o.reason for o in outcomes if o.model is None).most_common()),
+    }
+
+
+def _protocols(protocol: str) -> tuple[str, ...]:
+    if protocol == "both":
+        return PROTOCOLS
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}: use 'official', 'strict' or 'both'")
+    return (protocol,)
+
+
+def _log_summary(name: str, table: dict[str, Any]) -> None:
+    for kind in ("foundation", "chat"):
+        section = table.get(kind)
+        if section:
+            logger.info(
+                "%s %s: average %s, %d failed", name, kind, section["average"]["value"], section.get("failed", 0)
+            )

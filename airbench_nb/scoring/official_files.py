@@ -1,0 +1,229 @@
+"""Scoring result files in the official AIR-Bench formats (Foundation results JSONL, Chat judge lists)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from airbench_nb.judge.chat_parse import parse_scores_official, parse_scores_strict
+from airbench_nb.judge.extract import extract_choice
+from airbench_nb.manifests import ManifestError
+from airbench_nb.official import normalise_choice
+from airbench_nb.records import CHAT_TASKS
+from airbench_nb.scoring.aggregate import DEFAULT_REPS, _chat_section, _foundation_section, _log_summary
+from airbench_nb.scoring.outcomes import PROTOCOLS, ChatOutcome, FoundationOutcome, official_foundation_correct
+
+logger = logging.getLogger(__name__)
+
+FOUNDATION_FILE_FIELDS: tuple[str, ...] = ("task_name", "dataset_name", "choice_a", "choice_b", "answer_gt")
+"""Fields an official Foundation result line needs to be placed and scored (``response`` is checked apart)."""
+
+CHAT_SCORE_FIELD = "gpt-score"
+"""Field of an official Chat judge list that holds the judge's raw reply."""
+
+
+def _read_entries(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line or entry number, object, error)`` for a JSONL file or a JSON list (entries numbered from 1)."""
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(str(path), exc.lineno, f"invalid JSON list: {exc.msg} (column {exc.colno})") from None
+        for index, obj in enumerate(data, start=1):
+            yield index, obj, None
+        return
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line), None
+        except json.JSONDecodeError as exc:
+            yield lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+
+
+class _Problems:
+    """Invalid lines of the official files: counted and described, or raised at once."""
+
+    def __init__(self, raise_on_error: bool) -> None:
+        self.raise_on_error = raise_on_error
+        self.errors: list[ManifestError] = []
+
+    def add(self, path: Path, line: int, message: str, field: str | None = None) -> None:
+        error = ManifestError(str(path), line, message, field=field)
+        if self.raise_on_error:
+            raise error
+        logger.warning("skipping invalid line: %s", error)
+        self.errors.append(error)
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    return str(value)
+
+
+def _gold_index(answer: str, choices: list[str]) -> int | None:
+    """Index of the choice equal to ``answer``, or None.
+
+    The official rule first (the first exact match, a to d), else a unique match after folding case and
+    whitespace and dropping a final period.
+    """
+    for index, choice in enumerate(choices):
+        if choice == answer:
+            return index
+    loose = [i for i, c in enumerate(choices) if normalise_choice(c) == normalise_choice(answer)]
+    return loose[0] if len(loose) == 1 else None
+
+
+def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[FoundationOutcome]]:
+    outcomes: dict[str, list[FoundationOutcome]] = {"official": [], "strict": []}
+    for line, row, error in _read_entries(path):
+        if error is not None:
+            problems.add(path, line, error)
+            continue
+        if not isinstance(row, dict):
+            problems.add(path, line, f"expected a JSON object, got {type(row).__name__}")
+            continue
+        missing = [f for f in FOUNDATION_FILE_FIELDS if _as_text(row.get(f)) is None]
+        if missing:
+            problems.add(path, line, f"missing or not text: {', '.join(missing)}", field=missing[0])
+            continue
+        task, dataset = str(row["task_name"]), str(row["dataset_name"])
+        choices = [str(row["choice_a"]), str(row["choice_b"])]
+        extra = [_as_text(row.get("choice_c")), _as_text(row.get("choice_d"))]
+        if extra[0] is None and extra[1] is not None:
+            problems.add(path, line, "choice_d is given without choice_c", field="choice_c")
+            continue
+        choices.extend(c for c in extra if c is not None)
+        gold = _gold_index(str(row["answer_gt"]), choices)
+        if gold is None:
+            problems.add(path, line, f"answer_gt {row['answer_gt']!r} matches none of {choices!r}", field="answer_gt")
+            continue
+        response = row.get("response")
+        if not isinstance(response, str):
+            why = "no 'response' field" if "response" not in row else f"response is {type(response).__name__}"
+            outcomes["official"].append(FoundationOutcome(task, dataset, None, why))
+            outcomes["strict"].append(FoundationOutcome(task, dataset, None, why))
+            continue
+        correct, reason = official_foundation_correct(response, len(choices), gold)
+        outcomes["official"].append(FoundationOutcome(task, dataset, correct, reason))
+        extraction = extract_choice(response, choices)
+        strict = None if extraction.choice is None else extraction.choice == gold
+        outcomes["strict"].append(FoundationOutcome(task, dataset, strict, extraction.reason))
+    return outcomes
+
+
+def _chat_file(path: Path, order: str, problems: _Problems) -> dict[str, list[ChatOutcome]]:
+    """Outcomes of one Chat judge list; ``order`` says whether score 1 is the reference or the model."""
+    outcomes: dict[str, list[ChatOutcome]] = {"official": [], "strict": []}
+    for line, row, error in _read_entries(path):
+        if error is not None:
+            problems.add(path, line, error)
+            continue
+        if not isinstance(row, dict):
+            problems.add(path, line, f"expected a JSON object, got {type(row).__name__}")
+            continue
+        task = row.get("task_name")
+        if task not in CHAT_TASKS:
+            message = "missing 'task_name'" if task is None else f"unknown Chat task {task!r}"
+            problems.add(path, line, message, field="task_name")
+            continue
+        uniq = _as_text(row.get("uniq_id"))
+        unit = f"{task}/{row.get('dataset_name')}/{uniq}" if uniq is not None else f"{path}:{line}"
+        reply = row.get(CHAT_SCORE_FIELD)
+        if not isinstance(reply, str):
+            why = f"no {CHAT_SCORE_FIELD!r} field" if CHAT_SCORE_FIELD not in row else "judge reply is not text"
+            for name in PROTOCOLS:
+                outcomes[name].append(ChatOutcome(task, unit, order, None, None, why))
+            continue
+        official = parse_scores_official(reply)
+        if official is None:
+            reason = "official: reply is not two integers separated by one space"
+            outcomes["official"].append(ChatOutcome(task, unit, order, None, None, reason))
+        else:
+            outcomes["official"].append(ChatOutcome(task, unit, order, *_by_order(official, order), "official parser"))
+        strict = parse_scores_strict(reply)
+        if isinstance(strict, str):
+            outcomes["strict"].append(ChatOutcome(task, unit, order, None, None, strict))
+        else:
+            outcomes["strict"].append(ChatOutcome(task, unit, order, *_by_order(strict, order), "strict parser"))
+    return outcomes
+
+
+def _by_order(scores: tuple[float, float], order: str) -> tuple[float, float]:
+    """``(model, reference)`` from ``(score 1, score 2)``."""
+    first, second = float(scores[0]), float(scores[1])
+    return (first, second) if order == "hypothesis_first" else (second, first)
+
+
+def score_official_files(
+    foundation: str | Path | None = None,
+    chat: str | Path | None = None,
+    chat_swapped: str | Path | None = None,
+    seed: int = 0,
+    *,
+    reps: int = DEFAULT_REPS,
+    raise_on_error: bool = False,
+) -> dict[str, Any]:
+    """Re-score result files in the official AIR-Bench formats with both protocols.
+
+    Args:
+        foundation: Foundation results JSONL: the official meta fields (``choice_a``.. ``choice_d``, ``answer_gt``
+            as the text of the right choice, ``task_name``, ``dataset_name``, ...) plus ``response``.
+        chat: Chat judge list (JSON list or JSONL) with ``task_name`` and ``gpt-score``, the reference shown
+            first: score 1 is the reference's, score 2 the model's.
+        chat_swapped: The same with the order swapped: score 1 is the model's.
+        seed: Seed of the bootstrap.
+        reps: Bootstrap replicates.
+        raise_on_error: Raise the first invalid line instead of counting it.
+
+    Returns:
+        ``{"official": table, "strict": table}``; each table has ``foundation`` (``subsets``, ``tasks``,
+        ``categories``, ``average``, ``failed``, ``invalid``, ``errors``) and ``chat`` (``tasks``, ``categories``,
+        ``average``, ``failed``, ``invalid``, ``errors``), a section being None when its files were not given.
+        The official protocol uses :func:`official_extract` and :func:`parse_scores_official`, the strict one
+        :func:`extract_choice` and :func:`parse_scores_strict`.
+
+    Raises:
+        FileNotFoundError: If a named file does not exist.
+        ManifestError: On a Chat file that starts as a JSON list but is not valid JSON, or on any invalid line
+            with ``raise_on_error``.
+    """
+    if foundation is None and chat is None and chat_swapped is None:
+        raise ValueError("nothing to score: give a Foundation results file and/or Chat judge files")
+    for given in (foundation, chat, chat_swapped):
+        if given is not None and not Path(given).is_file():
+            raise FileNotFoundError(f"{given}: no such file")
+    result: dict[str, Any] = {name: {"protocol": name, "seed": seed, "reps": reps} for name in PROTOCOLS}
+
+    f_problems = _Problems(raise_on_error)
+    f_outcomes = _foundation_file(Path(foundation), f_problems) if foundation is not None else None
+    c_problems = _Problems(raise_on_error)
+    c_outcomes: dict[str, list[ChatOutcome]] = {name: [] for name in PROTOCOLS}
+    for path, order in ((chat, "reference_first"), (chat_swapped, "hypothesis_first")):
+        if path is not None:
+            for name, outcomes in _chat_file(Path(path), order, c_problems).items():
+                c_outcomes[name].extend(outcomes)
+    if (chat is None) != (chat_swapped is None):
+        logger.warning("only one Chat order given: the Chat scores cover that order alone")
+
+    for name in PROTOCOLS:
+        table = result[name]
+        table["foundation"] = None
+        if f_outcomes is not None:
+            section = _foundation_section(f_outcomes[name], name, reps, seed)
+            section.update(invalid=len(f_problems.errors), errors=[str(e) for e in f_problems.errors])
+            section["source"] = str(foundation)
+            table["foundation"] = section
+        table["chat"] = None
+        if chat is not None or chat_swapped is not None:
+            section = _chat_section(c_outcomes[name], reps, seed)
+            section.update(invalid=len(c_problems.errors), errors=[str(e) for e in c_problems.errors])
+            section["source"] = [str(p) for p in (chat, chat_swapped) if p is not None]
+            table["chat"] = section
+        _log_summary(name, table)
+    return result

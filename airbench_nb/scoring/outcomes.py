@@ -1,0 +1,150 @@
+"""Per-item outcomes: how one Foundation item or one Chat (item, order) came out under each protocol."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+from airbench_nb.judge.chat_parse import parse_scores_official
+from airbench_nb.judge.extract import LETTERS, official_extract
+from airbench_nb.records import Response, Verdict
+
+logger = logging.getLogger(__name__)
+
+PROTOCOLS: tuple[str, ...] = ("official", "strict")
+"""The two scoring protocols, in the order they are reported."""
+
+DEFAULT_PROTOCOL = "strict"
+"""Protocol used when none is named."""
+
+RULE_JUDGE = "rule"
+"""Spec of the rule-based Foundation judge, tried first by default."""
+
+CHAT_ORDERS: tuple[str, ...] = ("reference_first", "hypothesis_first")
+"""The two orders a Chat judge sees the answers in."""
+
+SCORES_ONLY_JUDGES: tuple[str, ...] = ("proxy",)
+"""Judge specs (or ``spec:`` prefixes) whose ``raw`` explains the scores instead of being a judge reply."""
+
+Protocol = Literal["official", "strict", "both"]
+
+
+@dataclass(frozen=True)
+class FoundationOutcome:
+    """How one Foundation item came out under one protocol."""
+
+    task: str
+    """Task name."""
+    dataset: str
+    """Dataset name."""
+    correct: bool | None
+    """True/False when the answer was read; None for a failure."""
+    reason: str
+    """How the answer was read, or why it failed."""
+
+    @property
+    def subset(self) -> str:
+        """The official subset name ``f"{task}_{dataset}"``."""
+        return f"{self.task}_{self.dataset}"
+
+
+@dataclass(frozen=True)
+class ChatOutcome:
+    """How one Chat item came out in one order under one protocol."""
+
+    task: str
+    """Task name."""
+    unit: str
+    """Item key: the two orders of one item share it (they are resampled together)."""
+    order: str
+    """``reference_first`` or ``hypothesis_first``."""
+    model: float | None
+    """The model's score; None for a failure."""
+    reference: float | None
+    """The reference answer's score; None for a failure."""
+    reason: str
+    """Where the scores came from, or why there are none."""
+
+
+def _failure_text(response: Response | None) -> str | None:
+    if response is None:
+        return "no response"
+    if response.error is not None:
+        return f"response error: {response.error}"
+    if response.text is None:
+        return "response has no text"
+    return None
+
+
+def official_foundation_correct(text: str | None, n_choices: int, answer: int) -> tuple[bool | None, str]:
+    """Score one Foundation answer the way the official ``score_foundation.py`` does.
+
+    The response is stripped and its newlines deleted; ``"None"`` and the empty string are failures; then the
+    first character, else the second-to-last, must be a letter A-D (:func:`official_extract`). A letter past the
+    item's options is read and counts wrong.
+
+    Args:
+        text: The response text (None for no response).
+        n_choices: Number of options of the item.
+        answer: Index of the correct option.
+
+    Returns:
+        ``(correct, reason)``; ``correct`` is None for a failure, which the official protocol drops.
+    """
+    if text is None:
+        return None, "official: no response"
+    predict = text.strip().replace("\n", "")
+    if not predict or predict == "None":
+        return None, "official: empty response"
+    extraction = official_extract(predict, list(LETTERS[:n_choices]))
+    if extraction.choice is None:
+        return None, extraction.reason
+    reason = extraction.reason
+    if extraction.choice >= n_choices:
+        reason += f" (letter {LETTERS[extraction.choice]} is not an option: wrong)"
+    return extraction.choice == answer, reason
+
+
+def _strict_foundation(response: Response | None, verdict: Verdict | None) -> tuple[bool | None, str]:
+    failed = _failure_text(response)
+    if failed is not None:
+        return None, failed
+    if verdict is None:
+        return None, "no verdict"
+    if verdict.correct is None:
+        why = verdict.parse_error or verdict.raw or "no reason given"
+        return None, f"judge {verdict.judge} abstained: {why}"
+    return bool(verdict.correct), f"judge {verdict.judge}"
+
+
+def _official_chat(response: Response | None, verdict: Verdict | None) -> tuple[float | None, float | None, str]:
+    failed = _failure_text(response)
+    if failed is not None:
+        return None, None, failed
+    if verdict is None:
+        return None, None, "no verdict"
+    scores_only = any(verdict.judge == j or verdict.judge.startswith(f"{j}:") for j in SCORES_ONLY_JUDGES)
+    if verdict.raw is None or scores_only:
+        # No judge reply to parse (an offline proxy): the official parser has nothing to misread.
+        if verdict.score_hypothesis is None or verdict.score_reference is None:
+            return None, None, f"judge {verdict.judge}: {verdict.parse_error or 'no scores'}"
+        return verdict.score_hypothesis, verdict.score_reference, f"judge {verdict.judge}: scores as given"
+    parsed = parse_scores_official(verdict.raw)
+    if parsed is None:
+        return None, None, "official: reply is not two integers separated by one space"
+    first, second = float(parsed[0]), float(parsed[1])
+    if verdict.order == "hypothesis_first":
+        return first, second, "official parser"
+    return second, first, "official parser"
+
+
+def _strict_chat(response: Response | None, verdict: Verdict | None) -> tuple[float | None, float | None, str]:
+    failed = _failure_text(response)
+    if failed is not None:
+        return None, None, failed
+    if verdict is None:
+        return None, None, "no verdict"
+    if verdict.score_hypothesis is None or verdict.score_reference is None:
+        return None, None, f"judge {verdict.judge}: {verdict.parse_error or 'unscored'}"
+    return verdict.score_hypothesis, verdict.score_reference, f"judge {verdict.judge}"

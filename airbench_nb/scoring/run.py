@@ -1,0 +1,179 @@
+"""Scoring a kit run: items, responses and verdicts under the official and/or strict protocol."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from airbench_nb.records import AudioStatus, ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.scoring.aggregate import DEFAULT_REPS, _chat_section, _foundation_section, _log_summary, _protocols
+from airbench_nb.scoring.outcomes import (
+    CHAT_ORDERS,
+    DEFAULT_PROTOCOL,
+    RULE_JUDGE,
+    SCORES_ONLY_JUDGES,
+    ChatOutcome,
+    FoundationOutcome,
+    Protocol,
+    _failure_text,
+    _official_chat,
+    _strict_chat,
+    _strict_foundation,
+    official_foundation_correct,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _pick_model(responses: Sequence[Response], model: str | None) -> str | None:
+    if model is not None:
+        return model
+    models = sorted({r.model for r in responses})
+    if len(models) > 1:
+        raise ValueError(f"responses of several models ({', '.join(models)}): pass model= to choose one")
+    return models[0] if models else None
+
+
+def _foundation_verdicts(
+    verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
+) -> dict[str, Verdict]:
+    latest: dict[str, dict[str, Verdict]] = defaultdict(dict)
+    for verdict in verdicts:
+        if verdict.uid in uids:
+            latest[verdict.uid][verdict.judge] = verdict  # the last verdict of a judge wins
+    present = sorted({j for by_judge in latest.values() for j in by_judge})
+    if judges is None:
+        priority = [RULE_JUDGE, *[j for j in present if j != RULE_JUDGE]]
+    else:
+        priority = list(judges)
+    chosen: dict[str, Verdict] = {}
+    for uid, by_judge in latest.items():
+        candidates = [by_judge[j] for j in priority if j in by_judge]
+        decided = [v for v in candidates if v.correct is not None]
+        if decided:
+            chosen[uid] = decided[0]
+        elif candidates:
+            chosen[uid] = candidates[0]
+    return chosen
+
+
+def _chat_verdicts(
+    verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
+) -> dict[tuple[str, str], Verdict]:
+    relevant = [v for v in verdicts if v.uid in uids and v.order in CHAT_ORDERS]
+    present = sorted({v.judge for v in relevant})
+    if not present:
+        return {}
+    if judges is None:
+        if len(present) > 1:
+            raise ValueError(f"Chat verdicts of several judges ({', '.join(present)}): pass judges= to choose one")
+        judge = present[0]
+    else:
+        usable = [j for j in judges if j in present]
+        if not usable:
+            logger.warning("no Chat verdicts by %s (present: %s)", list(judges), present)
+            return {}
+        judge = usable[0]
+    return {(v.uid, v.order): v for v in relevant if v.judge == judge}
+
+
+PROXY_SHORT = "proxy (embedding similarity, not an LLM)"
+"""Short form of :data:`PROXY_LABEL` for table columns."""
+PROXY_LABEL = "proxy (sentence-embedding similarity mapped to 1-10, not an LLM judgment)"
+"""How Chat scores from the ``proxy`` judge are labelled in every table."""
+
+
+def score_run(
+    items: Sequence[FoundationItem | ChatItem],
+    responses: Sequence[Response],
+    verdicts: Sequence[Verdict] = (),
+    protocol: Protocol = DEFAULT_PROTOCOL,
+    model: str | None = None,
+    seed: int = 0,
+    reps: int = DEFAULT_REPS,
+    judges: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Score one model's run under the official and/or strict protocol.
+
+    Args:
+        items: The benchmark items (Foundation and/or Chat); uids must be unique.
+        responses: Model responses; the last response per uid wins (a resumed run may append a retry).
+        verdicts: Judge verdicts (Foundation: ``single``; Chat: both orders).
+        protocol: ``official``, ``strict`` or ``both``.
+        model: Model spec to score; None when the responses come from a single model.
+        seed: Seed of the bootstrap.
+        reps: Bootstrap replicates (0: no confidence intervals).
+        judges: Judge specs in priority order (see the module docstring); None for the default.
+
+    Returns:
+        ``{protocol: {"protocol", "model", "seed", "reps", "foundation", "chat"}}`` for each protocol asked for;
+        a section is None when the model answered no item of that kind. JSON-serialisable.
+
+    Raises:
+        ValueError: On an unknown protocol, duplicate item uids, or several models or Chat judges to choose from.
+    """
+    wanted = _protocols(protocol)
+    if reps < 0:
+        raise ValueError(f"reps must be >= 0, got {reps}")
+    seen: set[str] = set()
+    for item in items:
+        if item.uid in seen:
+            raise ValueError(f"duplicate item uid {item.uid!r}")
+        seen.add(item.uid)
+    model = _pick_model(responses, model)
+    by_uid = {r.uid: r for r in responses if r.model == model}
+    own = [v for v in verdicts if v.model == model]
+    # Items whose audio is missing, empty or corrupt cannot be answered by any model: they are a defect of the data,
+    # not a failure of the model. Both protocols leave them out (the official inference script skips them too) and
+    # every table reports how many there were.
+    usable = [i for i in items if i.audio_status in (None, AudioStatus.ok)]
+    unusable = Counter(i.kind for i in items if i.audio_status not in (None, AudioStatus.ok))
+    foundation = [i for i in usable if isinstance(i, FoundationItem)]
+    chat = [i for i in usable if isinstance(i, ChatItem)]
+    answered_foundation = any(i.uid in by_uid for i in foundation)
+    answered_chat = any(i.uid in by_uid for i in chat)
+    f_verdicts = _foundation_verdicts(own, {i.uid for i in foundation}, judges)
+    c_verdicts = _chat_verdicts(own, {i.uid for i in chat}, judges) if answered_chat else {}
+
+    result: dict[str, Any] = {}
+    for name in wanted:
+        table: dict[str, Any] = {"protocol": name, "model": model, "seed": seed, "reps": reps}
+        table["unusable_items"] = {
+            "foundation": unusable.get("foundation", 0),
+            "chat": unusable.get("chat", 0),
+            "why": "audio missing, empty or corrupt: left out of both protocols and counted here",
+        }
+        chat_judges = sorted({v.judge for v in c_verdicts.values()})
+        table["judges"] = {
+            "foundation": sorted({v.judge for v in f_verdicts.values()}),
+            "chat": chat_judges,
+            "chat_label": ", ".join(PROXY_LABEL if j in SCORES_ONLY_JUDGES else j for j in chat_judges) or None,
+        }
+        table["foundation"] = None
+        if answered_foundation:
+            outcomes = []
+            for item in foundation:
+                response = by_uid.get(item.uid)
+                failed = _failure_text(response)
+                if name == "strict":
+                    correct, reason = _strict_foundation(response, f_verdicts.get(item.uid))
+                elif failed is not None or response is None:
+                    correct, reason = None, failed or "no response"
+                else:
+                    correct, reason = official_foundation_correct(response.text, len(item.choices), item.answer)
+                outcomes.append(FoundationOutcome(item.task, item.dataset, correct, reason))
+            table["foundation"] = _foundation_section(outcomes, name, reps, seed)
+        table["chat"] = None
+        if answered_chat:
+            chat_outcomes = []
+            parse = _official_chat if name == "official" else _strict_chat
+            for item in chat:
+                for order in CHAT_ORDERS:
+                    m, r, reason = parse(by_uid.get(item.uid), c_verdicts.get((item.uid, order)))
+                    chat_outcomes.append(ChatOutcome(item.task, item.uid, order, m, r, reason))
+            table["chat"] = _chat_section(chat_outcomes, reps, seed)
+        result[name] = table
+        _log_summary(name, table)
+    return result
