@@ -1,0 +1,98 @@
+"""The offline benchmark builder: Foundation and Chat items from synthesized audio with known ground truth.
+
+Modules: :mod:`~airbench_nb.build.core` (recipes, seeding, choice order, drafts), one module of task makers per
+category (:mod:`~airbench_nb.build.speech`, :mod:`~airbench_nb.build.sounds`, :mod:`~airbench_nb.build.music`,
+:mod:`~airbench_nb.build.chat`), :mod:`~airbench_nb.build.builder` (:func:`build`, the task registries and the
+report). The names below are the package's public interface.
+"""
+
+from airbench_nb.build.builder import (
+    CHAT_MAKERS,
+    FOUNDATION_MAKERS,
+    NOT_BUILT,
+    BuildReport,
+    build,
+    llm_references,
+)
+from airbench_nb.build.chat import (
+    make_chat_dialogue,
+    make_chat_mixed,
+    make_chat_music,
+    make_chat_sound,
+    make_chat_speech,
+)
+from airbench_nb.build.core import (
+    DATASET,
+    LEAD_S,
+    RECIPE_DIR,
+    RECIPE_FILES,
+    SR,
+    TURN_GAP_S,
+    WORD_GAP_S,
+    ChatDraft,
+    Ctx,
+    FoundationDraft,
+    RecipeError,
+    Recipes,
+    arrange,
+    cycle_value,
+    gold_position,
+    item_rng,
+    load_recipes,
+)
+from airbench_nb.build.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
+from airbench_nb.build.sounds import make_audio_grounding, make_sound_aqa
+from airbench_nb.build.speech import (
+    NUMBER_WORDS,
+    make_entity,
+    make_gender,
+    make_intent,
+    make_language_id,
+    make_speaker_number,
+    make_speech_grounding,
+)
+
+__all__ = [
+    "CHAT_MAKERS",
+    "DATASET",
+    "FOUNDATION_MAKERS",
+    "LEAD_S",
+    "NOT_BUILT",
+    "NUMBER_WORDS",
+    "RECIPE_DIR",
+    "RECIPE_FILES",
+    "SR",
+    "TURN_GAP_S",
+    "WORD_GAP_S",
+    "BuildReport",
+    "ChatDraft",
+    "Ctx",
+    "FoundationDraft",
+    "RecipeError",
+    "Recipes",
+    "arrange",
+    "build",
+    "cycle_value",
+    "gold_position",
+    "item_rng",
+    "llm_references",
+    "load_recipes",
+    "make_audio_grounding",
+    "make_chat_dialogue",
+    "make_chat_mixed",
+    "make_chat_music",
+    "make_chat_sound",
+    "make_chat_speech",
+    "make_entity",
+    "make_gender",
+    "make_instrument",
+    "make_intent",
+    "make_language_id",
+    "make_mood",
+    "make_music_aqa",
+    "make_pitch",
+    "make_speaker_number",
+    "make_speech_grounding",
+    "make_sound_aqa",
+    "make_velocity",
+]

@@ -1,0 +1,350 @@
+"""Build an offline benchmark in AIR-Bench's shape from synthesized audio with known ground truth.
+
+``build(preset, seed, out)`` writes ``out/foundation.jsonl``, ``out/chat.jsonl``, ``out/dataset.json`` and the audio
+under ``out/audio/``. What varies (texts, voices, pools, phrasings, sizes) is read from recipe files under
+``data_manifests/mini/``; seeding and choice order are described in :mod:`airbench_nb.build.core`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from airbench_nb.audio import sha256_file, write_wav
+from airbench_nb.build.chat import (
+    make_chat_dialogue,
+    make_chat_mixed,
+    make_chat_music,
+    make_chat_sound,
+    make_chat_speech,
+)
+from airbench_nb.build.core import (
+    DATASET,
+    RECIPE_DIR,
+    SR,
+    ChatDraft,
+    Ctx,
+    FoundationDraft,
+    RecipeError,
+    arrange,
+    gold_position,
+    item_rng,
+    load_recipes,
+)
+from airbench_nb.build.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
+from airbench_nb.build.sounds import make_audio_grounding, make_sound_aqa
+from airbench_nb.build.speech import (
+    make_entity,
+    make_gender,
+    make_intent,
+    make_language_id,
+    make_speaker_number,
+    make_speech_grounding,
+)
+from airbench_nb.manifests import DatasetCard, write_dataset_card, write_manifest
+from airbench_nb.records import AudioStatus, ChatItem, FoundationItem
+
+logger = logging.getLogger(__name__)
+
+FOUNDATION_MAKERS: dict[str, Callable[[Ctx], FoundationDraft]] = {
+    "Speech_Grounding": make_speech_grounding,
+    "Spoken_Language_Identification": make_language_id,
+    "Speaker_Gender_Recognition": make_gender,
+    "Speaker_Intent_Classification": make_intent,
+    "Speech_Entity_Reconition": make_entity,
+    "Speaker_Number_Verification": make_speaker_number,
+    "Audio_Grounding": make_audio_grounding,
+    "Sound_AQA": make_sound_aqa,
+    "Music_Instruments_Classfication": make_instrument,
+    "Music_Midi_Pitch_Analysis": make_pitch,
+    "Music_Midi_Velocity_Analysis": make_velocity,
+    "Music_AQA": make_music_aqa,
+    "Music_Mood_Recognition": make_mood,
+}
+"""Foundation tasks the builder makes, by official name."""
+
+NOT_BUILT: dict[str, str] = {
+    "Speaker_Emotion_Recontion": "espeak-ng has no emotional prosody: labels would not be audible",
+    "Speaker_Age_Prediction": "espeak-ng voices have no age; pitch alone would be a caricature of age",
+    "Synthesized_Voice_Detection": "every offline voice is synthetic: there is no real speech to contrast",
+    "vocal_sound_classification": "laughs, coughs and sneezes cannot be synthesized convincingly offline",
+    "Acoustic_Scene_Classification": "real acoustic scenes need recordings; noise colours are not scenes",
+    "Music_Genre_Recognition": "genres need real recordings; synthetic notes carry no genre",
+}
+"""Foundation tasks left out of the offline build, with the reason (import the official release for them)."""
+
+
+CHAT_MAKERS: dict[str, Callable[[Ctx], ChatDraft]] = {
+    "speech_QA": make_chat_speech,
+    "speech_dialogue_QA": make_chat_dialogue,
+    "sound_QA": lambda ctx: make_chat_sound(ctx, "sound_QA"),
+    "sound_generation_QA": lambda ctx: make_chat_sound(ctx, "sound_generation_QA"),
+    "music_QA": lambda ctx: make_chat_music(ctx, "music_QA"),
+    "music_generation_analysis_QA": lambda ctx: make_chat_music(ctx, "music_generation_analysis_QA"),
+    "speech_and_sound_QA": lambda ctx: make_chat_mixed(ctx, "speech_and_sound_QA"),
+    "speech_and_music_QA": lambda ctx: make_chat_mixed(ctx, "speech_and_music_QA"),
+}
+"""Chat tasks the builder makes (all eight official ones)."""
+
+
+@dataclass
+class BuildReport:
+    """What :func:`build` wrote."""
+
+    out: Path
+    """Output folder."""
+    preset: str
+    """Preset name."""
+    seed: int
+    """Seed."""
+    foundation: list[FoundationItem]
+    """Foundation items written."""
+    chat: list[ChatItem]
+    """Chat items written."""
+    failures: list[dict[str, Any]]
+    """Items that could not be made: task, index and error (counted, never fatal)."""
+    seconds: float
+    """Wall-clock build time."""
+
+    def counts(self) -> dict[str, Any]:
+        """Counts per task and category, and failures."""
+        return {
+            "foundation": dict(Counter(i.task for i in self.foundation)),
+            "chat": dict(Counter(i.task for i in self.chat)),
+            "foundation_categories": dict(Counter(i.category for i in self.foundation)),
+            "chat_categories": dict(Counter(i.category for i in self.chat)),
+            "failures": len(self.failures),
+        }
+
+    def letter_balance(self) -> dict[str, dict[str, float]]:
+        """Share of each gold letter per number of choices (e.g. ``{"4": {"A": 0.25, ...}}``)."""
+        out: dict[str, dict[str, float]] = {}
+        for k in (2, 3, 4):
+            letters = [i.answer_letter for i in self.foundation if len(i.choices) == k]
+            if letters:
+                out[str(k)] = {letter: round(letters.count(letter) / len(letters), 4) for letter in "ABCD"[:k]}
+        return out
+
+
+def _write_audio(out: Path, rel: str, samples: np.ndarray) -> str:
+    samples = np.asarray(samples, dtype=np.float32)
+    peak = float(np.max(np.abs(samples))) if samples.size else 0.0
+    if peak > 1.0:
+        samples = samples / peak
+    write_wav(out / rel, samples, SR)
+    return sha256_file(out / rel)
+
+
+def llm_references(
+    items: Sequence[ChatItem],
+    spec: str,
+    *,
+    cache: str | Path | None = None,
+    concurrency: int = 8,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_tokens: int = 200,
+) -> tuple[list[ChatItem], list[dict[str, Any]]]:
+    """Rewrite Chat reference answers with an LLM from each item's meta-information and question.
+
+    The template reference is kept in ``meta["template_reference"]``; an item whose call fails keeps its template
+    reference, with a note, and is counted.
+
+    Args:
+        items: Chat items (built or imported).
+        spec: ``openai:<model>[@<base_url>]`` (the shared API client: cached, retried, concurrent).
+        cache: SQLite cache of the calls (a rebuild with it makes no request and gives the same references).
+        concurrency: Requests in flight.
+        api_key_env: Environment variable holding the key.
+        max_tokens: Length bound of each answer.
+
+    Returns:
+        ``(items, failures)``: new items in order, and one ``{"uid", "error"}`` per failed call.
+
+    Raises:
+        ValueError: For a spec that is not ``openai:...``.
+    """
+    from airbench_nb.api_client import APIClient, ChatRequest
+    from airbench_nb.prompts import REFERENCE_TEMPLATE
+
+    kind, _, rest = spec.partition(":")
+    if kind != "openai" or not rest:
+        raise ValueError(f"reference model {spec!r}: use openai:<model>[@<base_url>]")
+    model, _, base_url = rest.partition("@")
+    client = APIClient(base_url=base_url or None, api_key_env=api_key_env, concurrency=concurrency, cache_path=cache)
+    requests = [
+        ChatRequest(
+            model,
+            [{"role": "user", "content": REFERENCE_TEMPLATE.format(meta_info=i.meta_info, question=i.question)}],
+            {"temperature": 0.0, "max_tokens": max_tokens},
+        )
+        for i in items
+    ]
+    try:
+        results = client.run_sync(requests)
+    finally:
+        client.close()
+    out, failures = [], []
+    for item, result in zip(items, results, strict=True):
+        if result.ok and result.text and result.text.strip():
+            meta = {**item.meta, "template_reference": item.reference}
+            out.append(
+                item.model_copy(
+                    update={
+                        "reference": result.text.strip(),
+                        "meta": meta,
+                        "notes": [*item.notes, f"reference written by {spec} from meta_info"],
+                    }
+                )
+            )
+        else:
+            failures.append({"uid": item.uid, "error": result.error or "empty answer"})
+            out.append(
+                item.model_copy(
+                    update={
+                        "notes": [*item.notes, f"reference by {spec} failed ({result.error}); template reference kept"],
+                    }
+                )
+            )
+    return out, failures
+
+
+def build(
+    preset: str = "mini",
+    seed: int = 0,
+    out: str | Path = "data/mini",
+    *,
+    tasks: Sequence[str] | None = None,
+    recipe_dir: str | Path = RECIPE_DIR,
+    reference_model: str | None = None,
+    reference_cache: str | Path | None = None,
+    progress: bool = True,
+) -> BuildReport:
+    """Build the offline benchmark.
+
+    Args:
+        preset: ``tiny`` (2 items per task, for tests) or ``mini`` (20 per Foundation task, 12 per Chat task), or
+            any preset of ``presets.json``.
+        seed: Build seed; the same seed gives byte-identical manifests.
+        out: Output folder (manifests, ``dataset.json`` and ``audio/``).
+        tasks: Task names to build (Foundation and/or Chat); default all.
+        recipe_dir: Folder of the recipe files.
+        reference_model: ``openai:<model>[@<base_url>]`` to write Chat references from the meta-information with an
+            LLM instead of templates (see :func:`llm_references`); None keeps the offline templates.
+        reference_cache: SQLite cache for those calls.
+        progress: Show a tqdm progress bar.
+
+    Returns:
+        A :class:`BuildReport`. An item that fails to build is counted in ``failures`` and skipped.
+
+    Raises:
+        RecipeError: For a bad recipe folder or unknown preset.
+        ValueError: For an unknown task name in ``tasks``.
+    """
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    recipes = load_recipes(recipe_dir)
+    if preset not in recipes.presets or preset.startswith("_"):
+        valid = ", ".join(k for k in recipes.presets if not k.startswith("_"))
+        raise RecipeError(f"unknown preset {preset!r}; presets in {recipes.folder / 'presets.json'}: {valid}")
+    sizes = recipes.presets[preset]
+    wanted = set(tasks) if tasks else set(FOUNDATION_MAKERS) | set(CHAT_MAKERS)
+    unknown = wanted - set(FOUNDATION_MAKERS) - set(CHAT_MAKERS)
+    if unknown:
+        raise ValueError(
+            f"cannot build task(s) {', '.join(sorted(unknown))}; buildable: "
+            f"{', '.join([*FOUNDATION_MAKERS, *CHAT_MAKERS])}"
+        )
+    out = Path(out)
+    jobs = [("foundation", t, i) for t in FOUNDATION_MAKERS if t in wanted for i in range(sizes["foundation_per_task"])]
+    jobs += [("chat", t, i) for t in CHAT_MAKERS if t in wanted for i in range(sizes["chat_per_task"])]
+    foundation: list[FoundationItem] = []
+    chat: list[ChatItem] = []
+    failures: list[dict[str, Any]] = []
+    for kind, task, index in tqdm(jobs, desc=f"build {preset}", disable=not progress):
+        uid = f"{task}-{index:03d}"
+        rel = f"audio/{kind}/{task}/{uid}.wav"
+        ctx = Ctx(
+            recipes=recipes,
+            seed=seed,
+            task=task,
+            index=index,
+            rng=item_rng(seed, task, index),
+            out=out,
+            stem=rel.removesuffix(".wav"),
+        )
+        try:
+            if kind == "foundation":
+                draft = FOUNDATION_MAKERS[task](ctx)
+                position = gold_position(len(draft.distractors) + 1, seed, task, index)
+                choices, answer = arrange(draft.gold, draft.distractors, position, ctx.rng)
+                digest = _write_audio(out, rel, draft.audio)
+                foundation.append(
+                    FoundationItem(
+                        uid=uid,
+                        task=task,
+                        dataset=DATASET,
+                        audio=rel,
+                        question=draft.question,
+                        choices=choices,
+                        answer=answer,
+                        meta=draft.meta,
+                        audio_status=AudioStatus.ok,
+                        audio_sha256=digest,
+                    )
+                )
+            else:
+                chat_draft = CHAT_MAKERS[task](ctx)
+                digest = _write_audio(out, rel, chat_draft.audio)
+                chat.append(
+                    ChatItem(
+                        uid=uid,
+                        task=task,
+                        dataset=DATASET,
+                        audio=rel,
+                        question=chat_draft.question,
+                        reference=chat_draft.reference,
+                        meta_info=chat_draft.meta_info,
+                        mix=chat_draft.mix,
+                        meta=chat_draft.meta,
+                        audio_status=AudioStatus.ok,
+                        audio_sha256=digest,
+                    )
+                )
+        except Exception as exc:  # noqa: BLE001 - one bad item never stops a build; counted in the report
+            logger.error("could not build %s #%d: %s: %s", task, index, type(exc).__name__, exc)
+            failures.append({"task": task, "index": index, "error": f"{type(exc).__name__}: {exc}"})
+    if reference_model and chat:
+        chat, reference_failures = llm_references(chat, reference_model, cache=reference_cache)
+        failures += [{"task": "reference", "index": -1, **f} for f in reference_failures]
+    write_manifest(out / "foundation.jsonl", foundation)
+    write_manifest(out / "chat.jsonl", chat)
+    report = BuildReport(
+        out=out,
+        preset=preset,
+        seed=seed,
+        foundation=foundation,
+        chat=chat,
+        failures=failures,
+        seconds=round(time.perf_counter() - t0, 2),
+    )
+    card = DatasetCard(
+        data_root=".",
+        source=f"build:{preset}",
+        counts={
+            **report.counts(),
+            "seed": seed,
+            "recipes_sha256": recipes.sha256,
+            "failures_detail": failures,
+            "not_built": NOT_BUILT,
+        },
+    )
+    write_dataset_card(out, card)
+    return report
