@@ -50,7 +50,9 @@ def parse_scores_official(reply: str | None) -> tuple[int, int] | None:
     r"""Parse a judge reply exactly as the official AIR-Bench script does.
 
     The script strips the reply, replaces ``"\n"`` with ``""``, splits on a single space and needs exactly two
-    parts that ``int()`` accepts. It aborts the whole run on a score above 10; here such a reply is a failure.
+    parts that ``int()`` accepts. A score above 10 is a failure too: the script's ``exit(1)`` for it sits inside
+    a bare ``try``/``except:``, which catches the ``SystemExit``, so the reply is counted in ``fail_num`` and
+    skipped and the run goes on. Scores below 1 (``"0 5"``, ``"-1 5"``) are accepted, as the script does.
 
     Args:
         reply: The judge's raw reply (None counts as a failure).
