@@ -1002,7 +1002,7 @@ class APIClient:
                 if not file_id:
                     continue
                 content = self._sync_call(f"download {file_id}", lambda fid=file_id: client.files.content(fid).text)
-                for number, text in enumerate(content.splitlines(), 1):
+                for number, text in enumerate(content.split("\n"), 1):  # not splitlines(): U+2028 may sit in a row
                     if not text.strip():
                         continue
                     try:

@@ -191,7 +191,7 @@ def test_cli_validate(imported, tmp_path):
     ok = runner.invoke(app, ["validate", str(copy / "foundation.jsonl")])
     assert ok.exit_code == 0, ok.output
     assert "9 valid items, 0 invalid lines, 0 changed" in ok.output and "corrupt=1" in ok.output
-    lines = (copy / "foundation.jsonl").read_text().splitlines()
+    lines = (copy / "foundation.jsonl").read_text(encoding="utf-8").rstrip("\n").split("\n")  # JSON Lines: "\n" only
     first = json.loads(lines[0])
     first["audio_sha256"] = "0" * 64
     (copy / "foundation.jsonl").write_text("\n".join([json.dumps(first), *lines[1:], "{oops"]) + "\n")
