@@ -432,3 +432,219 @@ def test_score_official_files_can_raise_on_the_first_bad_line(official_files):
         score_official_files()
     with pytest.raises(FileNotFoundError):
         score_official_files(foundation.with_name("missing.jsonl"))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# official Chat: per order, then the mean of the two orders
+
+
+def _chat_verdicts(replies):
+    """Items, responses and verdicts from ``{uid: (task, {order: raw reply or None for no verdict})}``."""
+    items, responses, verdicts = [], [], []
+    for uid, (task, by_order) in replies.items():
+        items.append(
+            ChatItem(uid=uid, task=task, dataset="d", audio=f"{uid}.wav", question="?", reference="r", meta_info="m")
+        )
+        responses.append(Response(uid=uid, model=MODEL, text="an answer"))
+        for order, raw in by_order.items():
+            parsed = parse_scores_strict(raw)
+            first, second = parsed if isinstance(parsed, tuple) else (None, None)
+            model, reference = (second, first) if order == "reference_first" else (first, second)
+            verdicts.append(
+                Verdict(
+                    uid=uid,
+                    model=MODEL,
+                    judge="openai:judge",
+                    order=order,
+                    raw=raw,
+                    score_hypothesis=model,
+                    score_reference=reference,
+                    parse_error=None if model is not None else parsed,
+                )
+            )
+    return items, responses, verdicts
+
+
+def test_official_chat_averages_the_two_orders_strict_pools_them():
+    # speech_QA, model's scores. reference_first (model = score 2): 8, 6, 4 -> mean 6 (3 parsed).
+    # hypothesis_first (model = score 1): 2, then "8\n7" fails the official parser (strict reads 8), then no
+    # verdict -> official mean 2 (1 parsed).
+    replies = {
+        "q1": ("speech_QA", {"reference_first": "9 8", "hypothesis_first": "2 9"}),
+        "q2": ("speech_QA", {"reference_first": "9 6", "hypothesis_first": "8\n7"}),
+        "q3": ("speech_QA", {"reference_first": "9 4"}),
+    }
+    items, responses, verdicts = _chat_verdicts(replies)
+    result = score_run(items, responses, verdicts, protocol="both", reps=0)
+    official, strict = result["official"]["chat"], result["strict"]["chat"]
+    for level in (official["tasks"]["speech_QA"], official["categories"]["speech"]):
+        assert level["value"] == pytest.approx((6 + 2) / 2)  # (mean over order 1 + mean over order 2) / 2 = 4
+        assert level["value"] != pytest.approx((8 + 6 + 4 + 2) / 4)  # not the pooled mean, 5
+        assert level["reference"]["value"] == pytest.approx((9 + 9) / 2)
+        assert level["relative"]["value"] == pytest.approx(4 / 9)
+        assert (level["n"], level["failures"]) == (4, 2)  # (item, order) units
+        assert level["orders_scored"] == ["reference_first", "hypothesis_first"]
+    # strict pools the five scored units of both orders: 8, 6, 4, 2, 8
+    assert strict["categories"]["speech"]["value"] == pytest.approx((8 + 6 + 4 + 2 + 8) / 5)
+    assert (strict["categories"]["speech"]["n"], strict["categories"]["speech"]["failures"]) == (5, 1)
+    assert official["average"]["value"] == pytest.approx(4.0)
+    assert official["single_order"] is False and official["orders_scored"] == ["reference_first", "hypothesis_first"]
+
+
+def test_official_chat_category_pools_its_tasks_within_an_order():
+    # The official script sums a category's rows of both tasks in one file: per order, speech pools speech_QA and
+    # speech_dialogue_QA. reference_first: 8, 6 (speech_QA), 2 (dialogue) -> 16/3; hypothesis_first: 5 (dialogue).
+    replies = {
+        "q1": ("speech_QA", {"reference_first": "9 8"}),
+        "q2": ("speech_QA", {"reference_first": "9 6"}),
+        "d1": ("speech_dialogue_QA", {"reference_first": "9 2", "hypothesis_first": "5 9"}),
+    }
+    items, responses, verdicts = _chat_verdicts(replies)
+    official = score_run(items, responses, verdicts, protocol="official", reps=0)["official"]["chat"]
+    assert official["categories"]["speech"]["value"] == pytest.approx((16 / 3 + 5) / 2)
+    assert official["tasks"]["speech_QA"]["value"] == pytest.approx(7.0)  # one order only
+    assert official["tasks"]["speech_QA"]["orders_scored"] == ["reference_first"]
+    assert official["tasks"]["speech_dialogue_QA"]["value"] == pytest.approx((2 + 5) / 2)
+
+
+def test_official_chat_one_order_alone_is_flagged():
+    replies = {
+        "q1": ("speech_QA", {"reference_first": "9 8"}),
+        "q2": ("speech_QA", {"reference_first": "9 6"}),
+    }
+    items, responses, verdicts = _chat_verdicts(replies)
+    official = score_run(items, responses, verdicts, protocol="official", reps=0)["official"]["chat"]
+    assert official["categories"]["speech"]["value"] == pytest.approx(7.0)
+    assert official["single_order"] is True and official["orders_scored"] == ["reference_first"]
+    assert official["categories"]["speech"]["failures"] == 2  # the two missing hypothesis_first verdicts
+
+
+def test_official_chat_interval_resamples_the_per_order_aggregate():
+    items, responses, verdicts = _chat_verdicts(
+        {
+            f"q{k}": ("speech_QA", {"reference_first": f"9 {1 + k % 9}", "hypothesis_first": f"{1 + k % 3} 9"})
+            for k in range(30)
+        }
+    )
+    drop = {(f"q{k}", "hypothesis_first") for k in range(0, 30, 2)}  # order 2 keeps 15 of 30 replies
+    verdicts = [v for v in verdicts if (v.uid, v.order) not in drop]
+    result = score_run(items, responses, verdicts, protocol="both", reps=400, seed=1)
+    official, strict = result["official"]["chat"]["average"], result["strict"]["chat"]["average"]
+    model_1 = sum(1 + k % 9 for k in range(30)) / 30
+    model_2 = sum(1 + k % 3 for k in range(1, 30, 2)) / 15
+    assert official["value"] == pytest.approx((model_1 + model_2) / 2)
+    assert strict["value"] == pytest.approx((model_1 * 30 + model_2 * 15) / 45)
+    assert official["ci_low"] < official["value"] < official["ci_high"]
+    # the intervals are centred on their own aggregate, not on the other protocol's
+    assert abs((official["ci_low"] + official["ci_high"]) / 2 - official["value"]) < 0.5
+    assert official["ci_high"] != strict["ci_high"]
+
+
+def test_score_official_files_chat_orders_with_different_parsed_counts(tmp_path):
+    ref_first = [
+        {"task_name": "sound_QA", "uniq_id": 1, "gpt-score": "9 8"},
+        {"task_name": "sound_QA", "uniq_id": 2, "gpt-score": "9 6"},
+        {"task_name": "sound_QA", "uniq_id": 3, "gpt-score": "9 4"},
+    ]
+    swapped = [
+        {"task_name": "sound_QA", "uniq_id": 1, "gpt-score": "2 9"},
+        {"task_name": "sound_QA", "uniq_id": 2, "gpt-score": "11 9"},  # above 10: a failure, the run goes on
+        {"task_name": "sound_QA", "uniq_id": 3, "gpt-score": "8  9"},  # two spaces: a failure
+    ]
+    chat, chat_swapped = tmp_path / "chat_score.json", tmp_path / "chat_score_cir.json"
+    chat.write_text(json.dumps(ref_first), encoding="utf-8")
+    chat_swapped.write_text(json.dumps(swapped), encoding="utf-8")
+    result = score_official_files(chat=chat, chat_swapped=chat_swapped, reps=0)
+    official = result["official"]["chat"]
+    assert official["categories"]["sound"]["value"] == pytest.approx((6 + 2) / 2)
+    assert official["categories"]["sound"]["n"] == 4 and official["failed"] == 2
+    assert result["strict"]["chat"]["categories"]["sound"]["value"] == pytest.approx((8 + 6 + 4 + 2 + 8) / 5)
+    only_one = score_official_files(chat=chat, reps=0)["official"]["chat"]
+    assert only_one["single_order"] is True and only_one["categories"]["sound"]["value"] == pytest.approx(6.0)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# partial averages
+
+
+def test_partial_averages_say_which_categories_they_cover():
+    items, responses, verdicts = foundation_run()  # speech, sound and music tasks
+    c_items, c_responses, c_verdicts = chat_run()  # all four Chat categories
+    full = score_run([*items, *c_items], [*responses, *c_responses], [*verdicts, *c_verdicts], reps=0)["strict"]
+    assert full["foundation"]["average"]["partial"] is False
+    assert full["foundation"]["average"]["categories_present"] == ["speech", "sound", "music"]
+    assert full["chat"]["average"]["partial"] is False
+    assert full["chat"]["average"]["categories_present"] == ["speech", "sound", "music", "mixed"]
+
+    no_music = [i for i in [*items, *c_items] if i.category not in ("music", "mixed")]
+    part = score_run(no_music, [*responses, *c_responses], [*verdicts, *c_verdicts], reps=0)["strict"]
+    assert part["foundation"]["average"]["partial"] is True
+    assert part["foundation"]["average"]["categories_present"] == ["speech", "sound"]
+    assert part["foundation"]["average"]["value"] == pytest.approx(((0.75 + 0.4) / 2 + 0.5) / 2)
+    assert part["chat"]["average"]["partial"] is True
+    assert part["chat"]["average"]["categories_present"] == ["speech", "sound"]
+
+
+def test_a_category_without_a_value_makes_the_average_partial():
+    # sound's only item fails the official parser in both orders: the category has n = 0 and no value
+    items, responses, verdicts = _chat_verdicts(
+        {
+            "q1": ("speech_QA", {"reference_first": "9 8", "hypothesis_first": "8 9"}),
+            "a1": ("sound_QA", {"reference_first": "9\n8", "hypothesis_first": "7.5 9"}),
+        }
+    )
+    official = score_run(items, responses, verdicts, protocol="official", reps=0)["official"]["chat"]
+    assert official["categories"]["sound"]["value"] is None
+    assert official["average"]["categories_present"] == ["speech"] and official["average"]["partial"] is True
+    assert official["average"]["value"] == pytest.approx(8.0)
+
+
+def test_run_folder_summary_marks_partial_averages(tmp_path):
+    from airbench_nb.manifests import write_manifest, write_records
+    from airbench_nb.scoring import score_run_folder
+
+    items, responses, verdicts = foundation_run()
+    speech_only = [i for i in items if i.category == "speech"]
+    write_manifest(tmp_path / "foundation.jsonl", speech_only)
+    write_records(tmp_path / "responses" / "m" / "foundation.jsonl", responses)
+    write_records(tmp_path / "verdicts" / "m" / "foundation.rule.jsonl", verdicts)
+    summary, _ = score_run_folder(
+        {"foundation": tmp_path / "foundation.jsonl"}, tmp_path / "responses", tmp_path / "verdicts", reps=0
+    )
+    assert list(summary["protocol"]) == ["official", "strict"]
+    assert summary["foundation_partial"].tolist() == [True, True]
+    assert "chat_partial" not in summary.columns  # no Chat section at all
+
+    write_manifest(tmp_path / "foundation.jsonl", items)
+    summary, _ = score_run_folder(
+        {"foundation": tmp_path / "foundation.jsonl"}, tmp_path / "responses", tmp_path / "verdicts", reps=0
+    )
+    assert summary["foundation_partial"].tolist() == [False, False]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# noise-graded copies
+
+
+def test_noise_graded_copies_stay_out_of_the_tables():
+    items, responses, verdicts = foundation_run()
+    g1 = next(i for i in items if i.uid == "g1")
+    graded = [
+        g1.model_copy(update={"uid": f"g1-snr{snr}", "meta": {"clean_uid": "g1", "snr_db": snr}}) for snr in (-5, 0)
+    ]
+    rotated = g1.model_copy(update={"uid": "g1-rot1", "meta": {"rotation_of": "g1"}})
+    wrong = [Response(uid=i.uid, model=MODEL, text="B") for i in graded]  # g1's answer is A: both wrong
+    right = Response(uid="g1-rot1", model=MODEL, text="A")
+    extra_verdicts = [_rule_verdict(i, r) for i, r in zip([*graded, rotated], [*wrong, right], strict=True)]
+    result = score_run(
+        [*items, *graded, rotated], [*responses, *wrong, right], [*verdicts, *extra_verdicts], protocol="both", reps=0
+    )
+    for name in ("official", "strict"):
+        table = result[name]
+        assert table["graded_items"]["foundation"] == 2 and table["graded_items"]["chat"] == 0
+        assert "clean_uid" in table["graded_items"]["why"]
+        # the rotated copy is scored (d1 has g1, g2 and g1-rot1, all right); the graded ones are not
+        subset = table["foundation"]["subsets"]["Speaker_Gender_Recognition_d1"]
+        assert (subset["n"], subset["correct"]) == (3, 3)
+        assert table["foundation"]["tasks"]["Speaker_Gender_Recognition"]["value"] == pytest.approx(4 / 5)
+        assert table["foundation"]["items"] == len(items) + 1

@@ -1,4 +1,4 @@
-"""Scoring: the ``official`` and ``strict`` protocols side by side, each score with n, failures and a 95% CI.
+r"""Scoring: the ``official`` and ``strict`` protocols side by side, each score with n, failures and a 95% CI.
 
 Two protocols read the same run:
 
@@ -15,13 +15,34 @@ Two protocols read the same run:
   *wrong*. Chat: the verdict's parsed scores; an unscored (item, order) cannot be guessed, so it is left out of
   the mean but counted in ``failures`` and reported.
 
-Aggregation is the same in both protocols (the official one). Foundation: accuracy per subset
+Foundation aggregation is the same in both protocols (the official one): accuracy per subset
 ``f"{task}_{dataset}"`` and per task (the task's items pooled over its datasets); a category is the unweighted
-mean of its tasks; the Average is the mean of the category means present. Chat: the model's score is its
-``score_hypothesis``; a category (speech, sound, music) is the mean over its items and both orders; Mixed is the
-mean of the task means of ``speech_and_sound_QA`` and ``speech_and_music_QA``; the Average is the mean of the
-four categories present. The reference's mean score and the relative score (model / reference) come with every
-Chat score.
+mean of its tasks; the Average is the mean of the category means present.
+
+Chat aggregation: the model's score is its ``score_hypothesis``. In ``official`` it is what running the official
+``cal_score.py`` on each order's judge file apart, then averaging the two results, gives: per order, a task or a
+category (speech, sound, music) is the mean of the model's scores over the order's parsed replies of that task or
+category (the category's tasks pooled, as the script does); the value is the mean of the two orders' means. When
+one order has no parsed reply in a group, that order's mean does not exist (the script would divide by zero) and
+the other order's mean is the value; every Chat entry lists the orders it rests on in ``orders_scored``, and a
+section whose replies come from one order alone (one judge file given, or a judge run in one order) says
+``single_order: true``. In ``strict`` a task or category is the mean over its scored (item, order) units, both
+orders pooled: every judged unit weighs the same, so a reply lost in one order does not give the other order's
+replies in that group more weight. The two rules agree whenever both orders have the same number of scored units
+in a group, and differ when they do not (the official value then weighs each unit of the order with fewer parsed
+replies more). In both protocols Mixed is the mean of the task values of ``speech_and_sound_QA`` and
+``speech_and_music_QA``, and the Average the mean of the four category values present. The reference's mean score
+and the relative score (model / reference, of the values above) come with every Chat score. The official script
+itself prints the five per-file means only; Mixed, the Average and the mean over orders are the paper's.
+
+An Average over fewer categories than the benchmark has (three for Foundation, four for Chat; a category without
+a value does not count) is *partial*: the ``average`` entry of every section carries ``partial`` and
+``categories_present``, and :func:`score_run_folder` a ``foundation_partial`` / ``chat_partial`` column.
+
+Items left out of the tables in both protocols, and counted in every table: items whose audio is missing, empty
+or corrupt (``unusable_items``: a data defect, not a model failure) and noise-graded copies of clean items, whose
+``meta`` holds ``clean_uid`` (``graded_items``: they are analysed as SNR curves). Circular-evaluation copies
+(``meta.rotation_of``) are scored like any item.
 
 Every :class:`Score` carries ``n`` (the number of units its value is computed over: items for Foundation,
 (item, order) pairs for Chat), ``failures`` (units that failed: dropped from ``n`` in ``official`` and in strict
@@ -41,7 +62,9 @@ Official-format files (:func:`score_official_files`): one bad line never stops t
 placed in a task (invalid JSON, not an object, missing ``task_name`` or ``dataset_name``, Foundation choices or
 ``answer_gt`` missing or not matching) is *invalid*: it is counted in ``invalid`` and described in ``errors``
 (file, line, field). A placeable line whose ``response`` or ``gpt-score`` is missing or not a string is a failure
-of that item in both protocols. Pass ``raise_on_error=True`` to raise the first problem instead.
+of that item in both protocols. Pass ``raise_on_error=True`` to raise the first problem instead. JSON Lines are
+split on ``"\n"`` only, as the official scripts read them: a raw U+2028, U+2029 or U+0085 inside a row (which
+``json.dumps(ensure_ascii=False)`` writes unescaped) is part of the row, not a line break.
 """
 
 from __future__ import annotations
@@ -68,9 +91,21 @@ from airbench_nb.scoring.outcomes import (
     _official_chat,
     _strict_chat,
     _strict_foundation,
+    failure_text,
+    official_chat,
     official_foundation_correct,
+    strict_chat,
+    strict_foundation,
 )
-from airbench_nb.scoring.run import PROXY_LABEL, PROXY_SHORT, _foundation_verdicts, score_run
+from airbench_nb.scoring.run import (
+    GRADED_KEY,
+    GRADED_WHY,
+    PROXY_LABEL,
+    PROXY_SHORT,
+    _foundation_verdicts,
+    foundation_verdicts,
+    score_run,
+)
 from airbench_nb.scoring.tables import FRAME_COLUMNS, score_run_folder, scores_frame
 
 __all__ = [
@@ -83,6 +118,8 @@ __all__ = [
     "FOUNDATION_CATEGORIES",
     "FOUNDATION_FILE_FIELDS",
     "FRAME_COLUMNS",
+    "GRADED_KEY",
+    "GRADED_WHY",
     "MIXED_TASKS",
     "PROTOCOLS",
     "PROXY_LABEL",
@@ -98,7 +135,12 @@ __all__ = [
     "_official_chat",
     "_strict_chat",
     "_strict_foundation",
+    "failure_text",
+    "foundation_verdicts",
+    "official_chat",
     "official_foundation_correct",
+    "strict_chat",
+    "strict_foundation",
     "score_official_files",
     "score_run",
     "score_run_folder",

@@ -149,6 +149,7 @@ def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, re
         categories[category] = _accuracy(_score(values, *_sum_stats(task_stats[t] for t in members)))
     known = [t for t in tasks_order if t in FOUNDATION_TASKS]
     average = _accuracy(_score(_nanmean(category_values, size), *_sum_stats(task_stats[t] for t in known)))
+    _with_partial(average, categories, FOUNDATION_CATEGORIES)
     failures = sum(stats[s][1] for s in order)
     section: dict[str, Any] = {
         "subsets": subsets,
@@ -181,35 +182,96 @@ def _accuracy(score: Score) -> dict[str, Any]:
     return out
 
 
-def _chat_entry(model: np.ndarray, reference: np.ndarray, n: int, failures: int) -> dict[str, Any]:
+def _chat_entry(
+    model: np.ndarray, reference: np.ndarray, n: int, failures: int, orders: Sequence[str]
+) -> dict[str, Any]:
     out = _score(model, n, failures).as_dict()
     out["reference"] = _score(reference, n, failures).as_dict()
     out["relative"] = _score(_ratio(model, reference), n, failures).as_dict()
+    out["orders_scored"] = list(orders)
     return out
 
 
-def _chat_section(outcomes: Sequence[ChatOutcome], reps: int, seed: int) -> dict[str, Any]:
-    """Aggregate Chat outcomes of one protocol into tasks, categories and the Average."""
+def _with_partial(average: dict[str, Any], categories: dict[str, Any], expected: Sequence[str]) -> dict[str, Any]:
+    """Mark an Average taken over fewer categories than ``expected`` (those without a value do not count)."""
+    present = [c for c in expected if c in categories and categories[c]["value"] is not None]
+    average["partial"] = len(present) < len(expected)
+    average["categories_present"] = present
+    return average
+
+
+_CHAT_COLUMNS = 3 * len(CHAT_ORDERS) + 1
+"""Columns of a Chat unit row: (model sum, reference sum, scored) for each order, then failed units."""
+
+
+class _ChatSums:
+    """Per-order sums of a group of Chat tasks over the point estimate (row 0) and the bootstrap replicates."""
+
+    def __init__(self, sums: np.ndarray) -> None:
+        self.sums = sums
+
+    def _columns(self, offset: int) -> list[np.ndarray]:
+        return [self.sums[:, 3 * k + offset] for k in range(len(CHAT_ORDERS))]
+
+    def per_order(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Model and reference means of each order (NaN where an order scored nothing)."""
+        scored = self._columns(2)
+        model = [_ratio(m, s) for m, s in zip(self._columns(0), scored, strict=True)]
+        reference = [_ratio(r, s) for r, s in zip(self._columns(1), scored, strict=True)]
+        return model, reference
+
+    def values(self, protocol: str) -> tuple[np.ndarray, np.ndarray]:
+        """Model and reference means: per order then averaged (official), or pooled over both orders (strict)."""
+        size = self.sums.shape[0]
+        if protocol == "official":
+            model, reference = self.per_order()
+            return _nanmean(model, size), _nanmean(reference, size)
+        scored = sum(self._columns(2))
+        return _ratio(sum(self._columns(0)), scored), _ratio(sum(self._columns(1)), scored)
+
+    @property
+    def n(self) -> int:
+        """Scored (item, order) units in the point estimate."""
+        return int(sum(c[0] for c in self._columns(2)))
+
+    @property
+    def failures(self) -> int:
+        """Failed (item, order) units in the point estimate."""
+        return int(self.sums[0, -1])
+
+    @property
+    def orders(self) -> list[str]:
+        """Orders with at least one scored unit in the point estimate."""
+        return [o for o, c in zip(CHAT_ORDERS, self._columns(2), strict=True) if c[0] > 0]
+
+
+def _chat_section(outcomes: Sequence[ChatOutcome], protocol: str, reps: int, seed: int) -> dict[str, Any]:
+    """Aggregate Chat outcomes of one protocol into tasks, categories and the Average.
+
+    ``official``: every task group (a task, a category) is the mean of its per-order means, as if the official
+    script ran on each order's judge file apart and the two results were averaged. ``strict``: the mean over
+    the group's scored (item, order) units of both orders pooled. Mixed is the mean of its task values and the
+    Average the mean of the category values, in both protocols.
+    """
     size = reps + 1
     by_task: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
     for outcome in outcomes:
         units = by_task[outcome.task]
-        row = units.setdefault(outcome.unit, np.zeros(4))  # model sum, reference sum, scored, failed
+        row = units.setdefault(outcome.unit, np.zeros(_CHAT_COLUMNS))
         if outcome.model is None or outcome.reference is None:
-            row[3] += 1
+            row[-1] += 1
         else:
-            row += (outcome.model, outcome.reference, 1.0, 0.0)
+            k = 3 * CHAT_ORDERS.index(outcome.order)
+            row[k : k + 3] += (outcome.model, outcome.reference, 1.0)
     order = sorted(by_task, key=lambda t: _task_order(t, CHAT_TASKS))
 
-    sums: dict[str, np.ndarray] = {}
+    sums: dict[str, _ChatSums] = {}
+    task_values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     tasks: dict[str, Any] = {}
     for task in order:
-        values = np.vstack(list(by_task[task].values()))
-        sums[task] = _resampled(values, reps, seed, f"chat/{task}")
-        total = sums[task][0]
-        tasks[task] = _chat_entry(
-            _ratio(sums[task][:, 0], sums[task][:, 2]), _ratio(sums[task][:, 1], sums[task][:, 2]), total[2], total[3]
-        )
+        sums[task] = _ChatSums(_resampled(np.vstack(list(by_task[task].values())), reps, seed, f"chat/{task}"))
+        task_values[task] = sums[task].values(protocol)
+        tasks[task] = _chat_entry(*task_values[task], sums[task].n, sums[task].failures, sums[task].orders)
 
     categories: dict[str, Any] = {}
     model_values: list[np.ndarray] = []
@@ -218,26 +280,32 @@ def _chat_section(outcomes: Sequence[ChatOutcome], reps: int, seed: int) -> dict
         members = [t for t in order if CHAT_TASKS.get(t) == category]
         if not members:
             continue
+        pooled = _ChatSums(sum(sums[t].sums for t in members))
         if category == "mixed":
-            model = _nanmean([_ratio(sums[t][:, 0], sums[t][:, 2]) for t in members], size)
-            reference = _nanmean([_ratio(sums[t][:, 1], sums[t][:, 2]) for t in members], size)
+            model = _nanmean([task_values[t][0] for t in members], size)
+            reference = _nanmean([task_values[t][1] for t in members], size)
         else:
-            pooled = sum(sums[t] for t in members)
-            model, reference = _ratio(pooled[:, 0], pooled[:, 2]), _ratio(pooled[:, 1], pooled[:, 2])
+            model, reference = pooled.values(protocol)
         model_values.append(model)
         reference_values.append(reference)
-        n = sum(sums[t][0, 2] for t in members)
-        categories[category] = _chat_entry(model, reference, n, sum(sums[t][0, 3] for t in members))
-    n_all = sum(sums[t][0, 2] for t in order)
-    failed = int(sum(sums[t][0, 3] for t in order))
-    average = _chat_entry(_nanmean(model_values, size), _nanmean(reference_values, size), n_all, failed)
+        categories[category] = _chat_entry(model, reference, pooled.n, pooled.failures, pooled.orders)
+    everything = _ChatSums(sum((sums[t].sums for t in order), np.zeros((size, _CHAT_COLUMNS))))
+    average = _chat_entry(
+        _nanmean(model_values, size),
+        _nanmean(reference_values, size),
+        everything.n,
+        everything.failures,
+        everything.orders,
+    )
     return {
         "tasks": tasks,
         "categories": categories,
-        "average": average,
+        "average": _with_partial(average, categories, CHAT_CATEGORIES),
         "items": sum(len(by_task[t]) for t in order),
         "orders": sorted({o.order for o in outcomes}, key=CHAT_ORDERS.index),
-        "failed": failed,
+        "orders_scored": everything.orders,
+        "single_order": len(everything.orders) == 1,
+        "failed": everything.failures,
         "failure_reasons": dict(Counter(o.reason for o in outcomes if o.model is None).most_common()),
     }
 

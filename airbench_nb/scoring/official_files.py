@@ -26,7 +26,12 @@ CHAT_SCORE_FIELD = "gpt-score"
 
 
 def _read_entries(path: Path) -> Iterator[tuple[int, Any, str | None]]:
-    """``(line or entry number, object, error)`` for a JSONL file or a JSON list (entries numbered from 1)."""
+    r"""``(line or entry number, object, error)`` for a JSONL file or a JSON list (entries numbered from 1).
+
+    JSON Lines are split on ``"\n"`` only, as the official scripts read them (iterating the file). A row may
+    hold a raw U+2028, U+2029 or U+0085 (``json.dumps(ensure_ascii=False)`` leaves them unescaped), which
+    :meth:`str.splitlines` would take for line breaks, cutting one row into two invalid ones.
+    """
     text = path.read_text(encoding="utf-8")
     if text.lstrip().startswith("["):
         try:
@@ -36,7 +41,7 @@ def _read_entries(path: Path) -> Iterator[tuple[int, Any, str | None]]:
         for index, obj in enumerate(data, start=1):
             yield index, obj, None
         return
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -221,7 +226,7 @@ def score_official_files(
             table["foundation"] = section
         table["chat"] = None
         if chat is not None or chat_swapped is not None:
-            section = _chat_section(c_outcomes[name], reps, seed)
+            section = _chat_section(c_outcomes[name], name, reps, seed)
             section.update(invalid=len(c_problems.errors), errors=[str(e) for e in c_problems.errors])
             section["source"] = [str(p) for p in (chat, chat_swapped) if p is not None]
             table["chat"] = section

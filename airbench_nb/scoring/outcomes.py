@@ -67,7 +67,15 @@ class ChatOutcome:
     """Where the scores came from, or why there are none."""
 
 
-def _failure_text(response: Response | None) -> str | None:
+def failure_text(response: Response | None) -> str | None:
+    """Why a response cannot be scored at all (missing, an error, no text), or None when it has text.
+
+    Args:
+        response: The model's response to one item (None when there is none).
+
+    Returns:
+        The failure reason, or None.
+    """
     if response is None:
         return "no response"
     if response.error is not None:
@@ -106,8 +114,18 @@ def official_foundation_correct(text: str | None, n_choices: int, answer: int) -
     return extraction.choice == answer, reason
 
 
-def _strict_foundation(response: Response | None, verdict: Verdict | None) -> tuple[bool | None, str]:
-    failed = _failure_text(response)
+def strict_foundation(response: Response | None, verdict: Verdict | None) -> tuple[bool | None, str]:
+    """Score one Foundation item under the strict protocol: its deciding verdict's ``correct``.
+
+    Args:
+        response: The model's response (None when there is none).
+        verdict: The deciding verdict (see :func:`~airbench_nb.scoring.run.foundation_verdicts`), or None.
+
+    Returns:
+        ``(correct, reason)``; ``correct`` is None for a failure (no usable response, no verdict, an abstention),
+        which strict scoring counts wrong.
+    """
+    failed = failure_text(response)
     if failed is not None:
         return None, failed
     if verdict is None:
@@ -118,8 +136,20 @@ def _strict_foundation(response: Response | None, verdict: Verdict | None) -> tu
     return bool(verdict.correct), f"judge {verdict.judge}"
 
 
-def _official_chat(response: Response | None, verdict: Verdict | None) -> tuple[float | None, float | None, str]:
-    failed = _failure_text(response)
+def official_chat(response: Response | None, verdict: Verdict | None) -> tuple[float | None, float | None, str]:
+    """Read one Chat (item, order) verdict the way the official ``cal_score.py`` does.
+
+    The judge's raw reply goes through :func:`parse_scores_official`; a scores-only judge
+    (:data:`SCORES_ONLY_JUDGES`) or a verdict without a raw reply keeps its scores as given.
+
+    Args:
+        response: The model's response (None when there is none).
+        verdict: The judge's verdict for this order, or None.
+
+    Returns:
+        ``(model score, reference score, reason)``; both scores None for a failure, which is dropped.
+    """
+    failed = failure_text(response)
     if failed is not None:
         return None, None, failed
     if verdict is None:
@@ -139,8 +169,18 @@ def _official_chat(response: Response | None, verdict: Verdict | None) -> tuple[
     return second, first, "official parser"
 
 
-def _strict_chat(response: Response | None, verdict: Verdict | None) -> tuple[float | None, float | None, str]:
-    failed = _failure_text(response)
+def strict_chat(response: Response | None, verdict: Verdict | None) -> tuple[float | None, float | None, str]:
+    """Read one Chat (item, order) verdict under the strict protocol: the verdict's parsed scores.
+
+    Args:
+        response: The model's response (None when there is none).
+        verdict: The judge's verdict for this order, or None.
+
+    Returns:
+        ``(model score, reference score, reason)``; both scores None for a failure, which is left out of the mean
+        and counted.
+    """
+    failed = failure_text(response)
     if failed is not None:
         return None, None, failed
     if verdict is None:
@@ -148,3 +188,10 @@ def _strict_chat(response: Response | None, verdict: Verdict | None) -> tuple[fl
     if verdict.score_hypothesis is None or verdict.score_reference is None:
         return None, None, f"judge {verdict.judge}: {verdict.parse_error or 'unscored'}"
     return verdict.score_hypothesis, verdict.score_reference, f"judge {verdict.judge}"
+
+
+# The underscored names predate the public ones; modules such as airbench_nb.analysis.data import them.
+_failure_text = failure_text
+_strict_foundation = strict_foundation
+_official_chat = official_chat
+_strict_chat = strict_chat

@@ -17,14 +17,20 @@ from airbench_nb.scoring.outcomes import (
     ChatOutcome,
     FoundationOutcome,
     Protocol,
-    _failure_text,
-    _official_chat,
-    _strict_chat,
-    _strict_foundation,
+    failure_text,
+    official_chat,
     official_foundation_correct,
+    strict_chat,
+    strict_foundation,
 )
 
 logger = logging.getLogger(__name__)
+
+GRADED_KEY = "clean_uid"
+"""Item ``meta`` key that marks a noise-graded copy of a clean item (with ``snr_db``): left out of the tables."""
+
+GRADED_WHY = "noise-graded copies (meta.clean_uid): analysed as SNR curves, not scored here"
+"""Why graded items are missing from the score tables (``graded_items["why"]`` of every table)."""
 
 
 def _pick_model(responses: Sequence[Response], model: str | None) -> str | None:
@@ -36,9 +42,23 @@ def _pick_model(responses: Sequence[Response], model: str | None) -> str | None:
     return models[0] if models else None
 
 
-def _foundation_verdicts(
+def foundation_verdicts(
     verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
 ) -> dict[str, Verdict]:
+    """The deciding Foundation verdict of each item, as the strict protocol picks it.
+
+    For each item the judges are tried in priority order and the first verdict that decided (``correct`` not
+    None) wins; when every judge abstained, the first judge's verdict (an abstention). Several verdicts of one
+    judge for one item: the last one.
+
+    Args:
+        verdicts: Verdicts of one model (any kind; only those of ``uids`` are read).
+        uids: The Foundation items to pick verdicts for.
+        judges: Judge specs in priority order; None: ``rule`` first, then the other judges present, sorted.
+
+    Returns:
+        ``{uid: verdict}`` for the items that have at least one verdict.
+    """
     latest: dict[str, dict[str, Verdict]] = defaultdict(dict)
     for verdict in verdicts:
         if verdict.uid in uids:
@@ -57,6 +77,9 @@ def _foundation_verdicts(
         elif candidates:
             chosen[uid] = candidates[0]
     return chosen
+
+
+_foundation_verdicts = foundation_verdicts  # the older, underscored name (airbench_nb.analysis.data imports it)
 
 
 def _chat_verdicts(
@@ -108,8 +131,10 @@ def score_run(
         judges: Judge specs in priority order (see the module docstring); None for the default.
 
     Returns:
-        ``{protocol: {"protocol", "model", "seed", "reps", "foundation", "chat"}}`` for each protocol asked for;
-        a section is None when the model answered no item of that kind. JSON-serialisable.
+        ``{protocol: {"protocol", "model", "seed", "reps", "unusable_items", "graded_items", "judges",
+        "foundation", "chat"}}`` for each protocol asked for; a section is None when the model answered no item of
+        that kind. ``graded_items`` counts the noise-graded copies (``meta["clean_uid"]``) left out of the tables.
+        JSON-serialisable.
 
     Raises:
         ValueError: On an unknown protocol, duplicate item uids, or several models or Chat judges to choose from.
@@ -128,13 +153,17 @@ def score_run(
     # Items whose audio is missing, empty or corrupt cannot be answered by any model: they are a defect of the data,
     # not a failure of the model. Both protocols leave them out (the official inference script skips them too) and
     # every table reports how many there were.
-    usable = [i for i in items if i.audio_status in (None, AudioStatus.ok)]
-    unusable = Counter(i.kind for i in items if i.audio_status not in (None, AudioStatus.ok))
+    # Noise-graded copies of clean items (meta.clean_uid, meta.snr_db) are analysed as SNR curves; in the tables
+    # they would count one clean question several times. Circular-evaluation copies (meta.rotation_of) stay.
+    graded = Counter(i.kind for i in items if GRADED_KEY in i.meta)
+    ungraded = [i for i in items if GRADED_KEY not in i.meta]
+    usable = [i for i in ungraded if i.audio_status in (None, AudioStatus.ok)]
+    unusable = Counter(i.kind for i in ungraded if i.audio_status not in (None, AudioStatus.ok))
     foundation = [i for i in usable if isinstance(i, FoundationItem)]
     chat = [i for i in usable if isinstance(i, ChatItem)]
     answered_foundation = any(i.uid in by_uid for i in foundation)
     answered_chat = any(i.uid in by_uid for i in chat)
-    f_verdicts = _foundation_verdicts(own, {i.uid for i in foundation}, judges)
+    f_verdicts = foundation_verdicts(own, {i.uid for i in foundation}, judges)
     c_verdicts = _chat_verdicts(own, {i.uid for i in chat}, judges) if answered_chat else {}
 
     result: dict[str, Any] = {}
@@ -144,6 +173,11 @@ def score_run(
             "foundation": unusable.get("foundation", 0),
             "chat": unusable.get("chat", 0),
             "why": "audio missing, empty or corrupt: left out of both protocols and counted here",
+        }
+        table["graded_items"] = {
+            "foundation": graded.get("foundation", 0),
+            "chat": graded.get("chat", 0),
+            "why": GRADED_WHY,
         }
         chat_judges = sorted({v.judge for v in c_verdicts.values()})
         table["judges"] = {
@@ -156,9 +190,9 @@ def score_run(
             outcomes = []
             for item in foundation:
                 response = by_uid.get(item.uid)
-                failed = _failure_text(response)
+                failed = failure_text(response)
                 if name == "strict":
-                    correct, reason = _strict_foundation(response, f_verdicts.get(item.uid))
+                    correct, reason = strict_foundation(response, f_verdicts.get(item.uid))
                 elif failed is not None or response is None:
                     correct, reason = None, failed or "no response"
                 else:
@@ -168,12 +202,12 @@ def score_run(
         table["chat"] = None
         if answered_chat:
             chat_outcomes = []
-            parse = _official_chat if name == "official" else _strict_chat
+            parse = official_chat if name == "official" else strict_chat
             for item in chat:
                 for order in CHAT_ORDERS:
                     m, r, reason = parse(by_uid.get(item.uid), c_verdicts.get((item.uid, order)))
                     chat_outcomes.append(ChatOutcome(item.task, item.uid, order, m, r, reason))
-            table["chat"] = _chat_section(chat_outcomes, reps, seed)
+            table["chat"] = _chat_section(chat_outcomes, name, reps, seed)
         result[name] = table
         _log_summary(name, table)
     return result

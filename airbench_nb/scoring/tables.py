@@ -95,7 +95,8 @@ def score_run_folder(
 
     Returns:
         ``(summary, results)``: a DataFrame with one row per (model, Chat judge, protocol) and the averages and
-        category scores with their n, failures and CI; and the full :func:`score_run` results keyed by
+        category scores with their n, failures and CI (``foundation_partial`` / ``chat_partial`` say whether an
+        Average covers fewer categories than the benchmark has); and the full :func:`score_run` results keyed by
         ``"<model> | chat judge <judge>"``.
     """
     import pandas as pd
@@ -140,6 +141,7 @@ def score_run_folder(
                     row[f"{bench}_average"] = average.get("value")
                     row[f"{bench}_ci"] = (average.get("ci_low"), average.get("ci_high"))
                     row[f"{bench}_n"] = average.get("n")
+                    row[f"{bench}_partial"] = average.get("partial")
                     row[f"{bench}_failed"] = section.get("failed")
                     for category, entry in (section.get("categories") or {}).items():
                         row[f"{bench}_{category}"] = entry.get("value") if entry else None
