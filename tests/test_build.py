@@ -101,12 +101,17 @@ def test_every_task_built_and_valid(tiny):
     assert set(FOUNDATION_MAKERS) | set(NOT_BUILT) == set(FOUNDATION_TASKS)
     foundation = read_manifest(out / "foundation.jsonl")
     chat = read_manifest(out / "chat.jsonl")
-    assert foundation == report.foundation and chat == report.chat
+    # the manifest holds the clean items, then their SNR-graded copies (the tiny preset grades one item per task)
+    assert foundation == report.foundation_written == [*report.foundation, *report.graded]
+    assert chat == report.chat
+    assert report.graded and all("clean_uid" in i.meta for i in report.graded)
+    assert not any("clean_uid" in i.meta for i in report.foundation)
     for item in [*foundation, *chat]:
         assert item.dataset == "synthetic" and item.audio_status == AudioStatus.ok
         assert (out / item.audio).is_file()
     card = json.loads((out / "dataset.json").read_text())
     assert card["source"] == "build:tiny" and card["counts"]["failures"] == 0 and card["data_root"] == "."
+    assert card["counts"]["graded_items"] == len(report.graded) and card["counts"]["snr_grid"] == [-5.0, 5.0]
 
 
 def test_pitch_labels_match_pyin(tiny):
@@ -326,9 +331,12 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
         assert result.returncode == 0, result.stderr
     for name in ("foundation.jsonl", "chat.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    items = read_manifest(tmp_path / "a/foundation.jsonl")
+    written = read_manifest(tmp_path / "a/foundation.jsonl")
+    items = [i for i in written if "clean_uid" not in i.meta]
     counts = Counter(i.task for i in items)
     assert all(n == 20 for n in counts.values()) and len(counts) == len(FOUNDATION_MAKERS)
+    graded = Counter((i.task, i.meta["snr_db"]) for i in written if "clean_uid" in i.meta)
+    assert len(graded) == 6 * 5 and set(graded.values()) == {8}  # mini: 8 items of 6 speech tasks at 5 SNRs
     four = [i.answer_letter for i in items if len(i.choices) == 4]
     for letter in "ABCD":
         assert abs(four.count(letter) / len(four) - 0.25) <= 0.05, Counter(four)

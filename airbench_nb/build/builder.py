@@ -2,7 +2,9 @@
 
 ``build(preset, seed, out)`` writes ``out/foundation.jsonl``, ``out/chat.jsonl``, ``out/dataset.json`` and the audio
 under ``out/audio/``. What varies (texts, voices, pools, phrasings, sizes) is read from recipe files under
-``data_manifests/mini/``; seeding and choice order are described in :mod:`airbench_nb.build.core`.
+``data_manifests/mini/``; seeding and choice order are described in :mod:`airbench_nb.build.core`. With an SNR
+grid (the preset's ``snr_grid``, or the ``snr_grid`` argument), speech items are also built again mixed over noise
+or music at each SNR (:mod:`airbench_nb.build.snr`); they follow the clean items in ``foundation.jsonl``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,7 @@ from airbench_nb.build.core import (
     load_recipes,
 )
 from airbench_nb.build.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
+from airbench_nb.build.snr import build_graded, parse_snr_grid
 from airbench_nb.build.sounds import make_audio_grounding, make_sound_aqa
 from airbench_nb.build.speech import (
     make_entity,
@@ -105,21 +108,41 @@ class BuildReport:
     seed: int
     """Seed."""
     foundation: list[FoundationItem]
-    """Foundation items written."""
+    """Clean Foundation items written (the SNR-graded copies are in ``graded``)."""
     chat: list[ChatItem]
     """Chat items written."""
     failures: list[dict[str, Any]]
-    """Items that could not be made: task, index and error (counted, never fatal)."""
+    """Items that could not be made: task, index and error, plus uid and snr_db for graded items (counted, never
+    fatal)."""
     seconds: float
     """Wall-clock build time."""
+    graded: list[FoundationItem] = field(default_factory=list)
+    """SNR-graded copies of clean items (``meta.clean_uid`` set), written after them in ``foundation.jsonl``."""
+    snr_grid: list[float] = field(default_factory=list)
+    """SNRs in dB the graded items were asked for (empty: none)."""
+
+    @property
+    def foundation_written(self) -> list[FoundationItem]:
+        """Every Foundation item of ``foundation.jsonl``, in its order: the clean ones, then the graded ones."""
+        return [*self.foundation, *self.graded]
 
     def counts(self) -> dict[str, Any]:
-        """Counts per task and category, and failures."""
+        """Counts per task and category (clean Foundation items), SNR-graded items per task and SNR, and failures.
+
+        Keys: ``foundation``, ``chat``, ``foundation_categories``, ``chat_categories`` (``{name: n}``),
+        ``graded`` (``{task: n}``), ``graded_by_snr`` (``{"-5": n, ...}``), ``graded_items``, ``graded_failures``
+        and ``failures`` (all failures, graded ones included).
+        """
+        graded_failures = sum(1 for f in self.failures if "snr_db" in f)
         return {
             "foundation": dict(Counter(i.task for i in self.foundation)),
             "chat": dict(Counter(i.task for i in self.chat)),
             "foundation_categories": dict(Counter(i.category for i in self.foundation)),
             "chat_categories": dict(Counter(i.category for i in self.chat)),
+            "graded": dict(Counter(i.task for i in self.graded)),
+            "graded_by_snr": {f"{k:g}": n for k, n in Counter(i.meta["snr_db"] for i in self.graded).items()},
+            "graded_items": len(self.graded),
+            "graded_failures": graded_failures,
             "failures": len(self.failures),
         }
 
@@ -225,6 +248,8 @@ def build(
     reference_model: str | None = None,
     reference_cache: str | Path | None = None,
     progress: bool = True,
+    snr_grid: Sequence[float] | None = None,
+    snr_items_per_task: int | None = None,
 ) -> BuildReport:
     """Build the offline benchmark.
 
@@ -239,13 +264,19 @@ def build(
             LLM instead of templates (see :func:`llm_references`); None keeps the offline templates.
         reference_cache: SQLite cache for those calls.
         progress: Show a tqdm progress bar.
+        snr_grid: SNRs in dB at which speech items of ``snr.json``'s tasks are built again, mixed over noise or
+            music (:mod:`airbench_nb.build.snr`); None: the preset's ``snr_grid`` (none when it has none); empty:
+            no graded items.
+        snr_items_per_task: Grade the first N built items of each such task; None: the preset's
+            ``snr_items_per_task`` (all items when it has none).
 
     Returns:
-        A :class:`BuildReport`. An item that fails to build is counted in ``failures`` and skipped.
+        A :class:`BuildReport`. An item (clean or graded) that fails to build is counted in ``failures`` and
+        skipped.
 
     Raises:
         RecipeError: For a bad recipe folder or unknown preset.
-        ValueError: For an unknown task name in ``tasks``.
+        ValueError: For an unknown task name in ``tasks``, or a bad SNR grid or ``snr_items_per_task``.
     """
     from tqdm.auto import tqdm
 
@@ -255,6 +286,12 @@ def build(
         valid = ", ".join(k for k in recipes.presets if not k.startswith("_"))
         raise RecipeError(f"unknown preset {preset!r}; presets in {recipes.folder / 'presets.json'}: {valid}")
     sizes = recipes.presets[preset]
+    grid = parse_snr_grid(snr_grid if snr_grid is not None else sizes.get("snr_grid"))
+    graded_per_task = snr_items_per_task if snr_items_per_task is not None else sizes.get("snr_items_per_task")
+    if graded_per_task is not None and (isinstance(graded_per_task, bool) or not isinstance(graded_per_task, int)):
+        raise ValueError(f"snr_items_per_task must be a whole number or None, got {graded_per_task!r}")
+    if graded_per_task is not None and graded_per_task < 0:
+        raise ValueError(f"snr_items_per_task must be >= 0 or None (all items), got {graded_per_task}")
     wanted = set(tasks) if tasks else set(FOUNDATION_MAKERS) | set(CHAT_MAKERS)
     unknown = wanted - set(FOUNDATION_MAKERS) - set(CHAT_MAKERS)
     if unknown:
@@ -321,10 +358,20 @@ def build(
         except Exception as exc:  # noqa: BLE001 - one bad item never stops a build; counted in the report
             logger.error("could not build %s #%d: %s: %s", task, index, type(exc).__name__, exc)
             failures.append({"task": task, "index": index, "error": f"{type(exc).__name__}: {exc}"})
+    graded, graded_failures = build_graded(
+        foundation,
+        out,
+        seed=seed,
+        recipes=recipes,
+        snr_grid=grid,
+        items_per_task=graded_per_task,
+        progress=progress,
+    )
+    failures += graded_failures
     if reference_model and chat:
         chat, reference_failures = llm_references(chat, reference_model, cache=reference_cache)
         failures += [{"task": "reference", "index": -1, **f} for f in reference_failures]
-    write_manifest(out / "foundation.jsonl", foundation)
+    write_manifest(out / "foundation.jsonl", [*foundation, *graded])
     write_manifest(out / "chat.jsonl", chat)
     report = BuildReport(
         out=out,
@@ -334,6 +381,8 @@ def build(
         chat=chat,
         failures=failures,
         seconds=round(time.perf_counter() - t0, 2),
+        graded=graded,
+        snr_grid=grid,
     )
     card = DatasetCard(
         data_root=".",
@@ -342,6 +391,8 @@ def build(
             **report.counts(),
             "seed": seed,
             "recipes_sha256": recipes.sha256,
+            "snr_grid": grid,
+            "snr_items_per_task": graded_per_task,
             "failures_detail": failures,
             "not_built": NOT_BUILT,
         },

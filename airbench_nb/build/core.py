@@ -28,7 +28,15 @@ SR = TARGET_SR
 """Sample rate of every built clip."""
 RECIPE_DIR = Path(__file__).resolve().parents[2] / "data_manifests" / "mini"
 """Default folder of the recipe files."""
-RECIPE_FILES = ("presets.json", "phrasings.json", "speech.json", "sounds.json", "music.json", "chat.json")
+RECIPE_FILES = (
+    "presets.json",
+    "phrasings.json",
+    "speech.json",
+    "sounds.json",
+    "music.json",
+    "chat.json",
+    "snr.json",
+)
 """Recipe files read by the builder."""
 DATASET = "synthetic"
 """``dataset`` of every built item."""
@@ -62,6 +70,8 @@ class Recipes:
     """Instruments, ranges."""
     chat: dict[str, Any]
     """Chat questions, reference templates and the mixing grid."""
+    snr: dict[str, Any]
+    """SNR-graded items: tasks to grade, background noise colours and music settings."""
     sha256: str
     """Hash of the recipe files' bytes, recorded in ``dataset.json``."""
 
