@@ -179,7 +179,9 @@ class RunData:
                         "gold_letter": LETTERS[item.answer],
                         "chosen": chosen,
                         "chosen_letter": LETTERS[chosen] if chosen is not None and chosen < len(LETTERS) else None,
-                        "chosen_text": item.choices[chosen] if chosen is not None and chosen < len(item.choices) else None,
+                        "chosen_text": item.choices[chosen]
+                        if chosen is not None and chosen < len(item.choices)
+                        else None,
                         "correct": (False if protocol == "strict" else None) if failed else bool(correct),
                         "failed": failed,
                         "reason": reason,

@@ -1,0 +1,394 @@
+"""Figures of the analysis notebook (seaborn on matplotlib): one idea per figure, titled, axes labelled with units.
+
+Every function takes a tidy frame from :mod:`airbench_nb.analysis`, returns a ``matplotlib.figure.Figure`` (or None
+when there is nothing to draw) and never shows it; :func:`save` writes it as a PNG under a caption-ready name.
+``n`` (the number of units a figure is drawn from) goes into every title.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+FIGURE_NAMES: dict[str, str] = {
+    "categories": "category-scores-by-model-and-protocol",
+    "letters": "chosen-vs-gold-letter-per-model",
+    "circular": "circular-vs-plain-accuracy",
+    "order_bias": "judge-order-bias-shown-first-vs-second",
+    "confusion": "confusion-matrices-per-task",
+    "snr": "accuracy-vs-snr",
+    "ranking": "capability-ranking",
+    "length": "accuracy-vs-answer-length",
+}
+"""Caption-ready file stems of the analysis figures (``figures/<stem>.png``)."""
+
+DPI = 110
+"""Resolution of saved figures."""
+
+
+def _sns() -> Any:
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+        logger.debug("matplotlib backend %s", matplotlib.get_backend())
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook", font_scale=0.9)
+    return sns
+
+
+def _short(model: str, width: int = 28) -> str:
+    """A model spec shortened for a legend or tick label."""
+    return model if len(model) <= width else model[: width - 1] + "…"
+
+
+def save(fig: Any, folder: str | Path, key: str) -> Path:
+    """Write ``fig`` as ``folder/<FIGURE_NAMES[key]>.png`` and close it.
+
+    Args:
+        fig: A matplotlib figure.
+        folder: Output folder (created).
+        key: A key of :data:`FIGURE_NAMES` (or a file stem of your own).
+
+    Returns:
+        The PNG's path.
+    """
+    import matplotlib.pyplot as plt
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{FIGURE_NAMES.get(key, key)}.png"
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def category_bars(scores: pd.DataFrame) -> Any:
+    """Category scores per model with 95% CI whiskers, Foundation and Chat, each protocol in its own column.
+
+    Args:
+        scores: Long frame with columns ``model, protocol, benchmark (foundation|chat), name (category or
+            "average"), value, ci_low, ci_high, n``; Foundation values are accuracies in 0-1.
+
+    Returns:
+        The figure, or None when ``scores`` is empty.
+    """
+    if scores.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    benchmarks = [b for b in ("foundation", "chat") if (scores["benchmark"] == b).any()]
+    protocols = [p for p in ("official", "strict") if (scores["protocol"] == p).any()]
+    models = list(dict.fromkeys(scores["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
+    fig, axes = plt.subplots(
+        len(benchmarks), len(protocols), figsize=(5.2 * len(protocols), 3.4 * len(benchmarks)), squeeze=False
+    )
+    for row, benchmark in enumerate(benchmarks):
+        part = scores[scores["benchmark"] == benchmark]
+        names = list(dict.fromkeys(part["name"]))
+        scale = 100.0 if benchmark == "foundation" else 1.0
+        for col, protocol in enumerate(protocols):
+            ax = axes[row][col]
+            sub = part[part["protocol"] == protocol]
+            width = 0.8 / max(len(models), 1)
+            for k, model in enumerate(models):
+                rows = sub[sub["model"] == model].set_index("name").reindex(names)
+                x = np.arange(len(names)) + (k - (len(models) - 1) / 2) * width
+                value = rows["value"].astype(float).to_numpy() * scale
+                low = (rows["value"] - rows["ci_low"]).astype(float).to_numpy() * scale
+                high = (rows["ci_high"] - rows["value"]).astype(float).to_numpy() * scale
+                yerr = np.vstack([np.nan_to_num(low), np.nan_to_num(high)])
+                ax.bar(x, value, width=width, color=palette[model], label=_short(model))
+                ax.errorbar(x, value, yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+            ax.set_xticks(np.arange(len(names)), names)
+            ax.set_ylabel("accuracy (%)" if benchmark == "foundation" else "judge score (1-10)")
+            ax.set_ylim(0, 100 if benchmark == "foundation" else 10)
+            n_items = int(sub.loc[sub["name"] == "average", "n"].max()) if (sub["name"] == "average").any() else 0
+            ax.set_title(f"{benchmark.capitalize()} · {protocol} (n ≤ {n_items} per model)")
+            ax.set_xlabel("category")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(
+        handles, labels, loc="lower center", ncol=min(len(models), 4), bbox_to_anchor=(0.5, -0.06), frameon=False
+    )
+    fig.suptitle("Scores by category with 95% bootstrap CIs", y=1.01)
+    fig.tight_layout()
+    return fig
+
+
+def letter_heatmaps(confusion: pd.DataFrame) -> Any:
+    """Chosen vs gold option letter, one heatmap per model (counts; a model without bias is diagonal-heavy).
+
+    Args:
+        confusion: Frame with columns ``model, gold_letter, chosen_letter, count``.
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if confusion.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(confusion["model"]))
+    cols = min(len(models), 4)
+    rows = math.ceil(len(models) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 3.1 * rows), squeeze=False)
+    letters = sorted(set(confusion["gold_letter"]) | set(confusion["chosen_letter"]))
+    for ax, model in zip(axes.flat, models, strict=False):
+        sub = confusion[confusion["model"] == model]
+        grid = sub.pivot_table(index="gold_letter", columns="chosen_letter", values="count", aggfunc="sum")
+        grid = grid.reindex(index=letters, columns=letters).fillna(0).astype(int)
+        sns.heatmap(grid, annot=True, fmt="d", cmap="Blues", cbar=False, ax=ax, square=True)
+        ax.set_title(f"{_short(model, 24)} (n = {int(grid.to_numpy().sum())})", fontsize=9)
+        ax.set_xlabel("chosen letter")
+        ax.set_ylabel("gold letter")
+    for ax in list(axes.flat)[len(models) :]:
+        ax.set_visible(False)
+    fig.suptitle("Position bias: option letter chosen vs gold letter (items)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def circular_bars(frame: pd.DataFrame) -> Any:
+    """Plain accuracy over all rotations vs circular accuracy (right in every rotation), per model.
+
+    Args:
+        frame: Columns ``model, items, accuracy, consistent_rate, circular_accuracy``.
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    measures = {
+        "accuracy": "plain (all rotations)",
+        "consistent_rate": "consistent answer",
+        "circular_accuracy": "circular (right in every rotation)",
+    }
+    long = frame.melt(id_vars=["model", "items"], value_vars=list(measures), var_name="measure", value_name="share")
+    long["measure"] = long["measure"].map(measures)
+    long["share"] = long["share"].astype(float) * 100
+    long["model"] = long["model"].map(_short)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(frame) + 2), 3.6))
+    sns.barplot(data=long, x="model", y="share", hue="measure", ax=ax, palette="colorblind")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("share of items (%)")
+    ax.set_xlabel("model")
+    ax.legend(title=None, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(f"Circular evaluation (n = {int(frame['items'].max())} items per model, every rotation answered)")
+    fig.tight_layout()
+    return fig
+
+
+def order_scatter(pairs: pd.DataFrame) -> Any:
+    """The model's Chat score when its answer is shown first vs shown second, per judge.
+
+    Points on the diagonal are order-independent; points above it favour the first-shown answer.
+
+    Args:
+        pairs: Columns ``judge, model, uid, shown_first, shown_second``.
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if pairs.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    judges = list(dict.fromkeys(pairs["judge"]))
+    fig, axes = plt.subplots(1, len(judges), figsize=(4.4 * len(judges) + 1.5, 4.2), squeeze=False)
+    rng = np.random.default_rng(0)
+    for ax, judge in zip(axes[0], judges, strict=False):
+        sub = pairs[pairs["judge"] == judge].copy()
+        jitter = 0.12
+        sub["shown_second_j"] = sub["shown_second"] + rng.uniform(-jitter, jitter, len(sub))
+        sub["shown_first_j"] = sub["shown_first"] + rng.uniform(-jitter, jitter, len(sub))
+        sub["model"] = sub["model"].map(_short)
+        sns.scatterplot(data=sub, x="shown_second_j", y="shown_first_j", hue="model", ax=ax, s=22, alpha=0.7)
+        ax.plot([1, 10], [1, 10], color="grey", linestyle="--", linewidth=1, label="no order effect")
+        ax.set_xlim(0.5, 10.5)
+        ax.set_ylim(0.5, 10.5)
+        ax.set_aspect("equal")
+        ax.set_xlabel("score when shown second (1-10)")
+        ax.set_ylabel("score when shown first (1-10)")
+        ax.set_title(f"judge {_short(judge, 30)} (n = {len(sub)} items)", fontsize=10)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle("Judge order bias: the same answer shown first vs second (jittered ±0.12)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def confusion_grid(confusions: Sequence[tuple[str, list[str], list[list[int]]]], model: str) -> Any:
+    """Confusion matrices of one model, one panel per task (rows gold label, columns predicted label).
+
+    Args:
+        confusions: ``(task, labels, matrix)`` per task; matrix rows are gold labels in ``labels`` order, columns
+            the same labels plus a last "(no answer)" column when the matrix is one wider.
+        model: The model (for the title).
+
+    Returns:
+        The figure, or None when there is no task.
+    """
+    if not confusions:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    cols = min(len(confusions), 3)
+    rows = math.ceil(len(confusions) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.0 * cols, 4.6 * rows), squeeze=False)
+    for ax, (task, labels, matrix) in zip(axes.flat, confusions, strict=False):
+        grid = np.asarray(matrix, dtype=int)
+        columns = list(labels) + (["(no answer)"] if grid.shape[1] == len(labels) + 1 else [])
+        shown = pd.DataFrame(grid, index=[_short(x, 16) for x in labels], columns=[_short(x, 16) for x in columns])
+        sns.heatmap(shown, annot=grid.size <= 64, fmt="d", cmap="Blues", cbar=False, ax=ax)
+        ax.set_title(f"{task} (n = {int(grid.sum())})", fontsize=9)
+        ax.set_xlabel("predicted label")
+        ax.set_ylabel("gold label")
+        ax.tick_params(axis="x", labelrotation=45, labelsize=7)
+        ax.tick_params(axis="y", labelrotation=0, labelsize=7)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+    for ax in list(axes.flat)[len(confusions) :]:
+        ax.set_visible(False)
+    fig.suptitle(f"Confusion matrices of {_short(model, 40)} (items)", y=1.01)
+    fig.tight_layout()
+    return fig
+
+
+def snr_curves(frame: pd.DataFrame) -> Any:
+    """Accuracy against SNR with 95% Wilson bands per model; the clean items as a separate point at the right.
+
+    Args:
+        frame: Columns ``model, snr_db, accuracy, ci_low, ci_high, n, clean`` (one row per model and SNR; the
+            clean point has ``clean`` True).
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    graded = frame[~frame["clean"].astype(bool)]
+    snrs = sorted(graded["snr_db"].dropna().unique())
+    if not snrs:
+        return None
+    clean_x = snrs[-1] + max(5.0, (snrs[-1] - snrs[0]) / 4 if len(snrs) > 1 else 5.0)
+    models = list(dict.fromkeys(frame["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
+    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+    for model in models:
+        sub = graded[graded["model"] == model].sort_values("snr_db")
+        color = palette[model]
+        ax.plot(sub["snr_db"], sub["accuracy"] * 100, marker="o", color=color, label=_short(model))
+        ax.fill_between(sub["snr_db"], sub["ci_low"] * 100, sub["ci_high"] * 100, color=color, alpha=0.15)
+        clean = frame[(frame["model"] == model) & frame["clean"].astype(bool)]
+        if not clean.empty:
+            row = clean.iloc[0]
+            ax.errorbar(
+                [clean_x],
+                [row["accuracy"] * 100],
+                yerr=[[(row["accuracy"] - row["ci_low"]) * 100], [(row["ci_high"] - row["accuracy"]) * 100]],
+                fmt="s",
+                color=color,
+                capsize=3,
+            )
+    ax.set_xticks([*snrs, clean_x], [f"{s:g}" for s in snrs] + ["clean"])
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("SNR of speech over background (dB)")
+    ax.set_ylabel("accuracy (%)")
+    n = int(graded.groupby("model")["n"].sum().max())
+    ax.set_title(f"Accuracy vs SNR with 95% Wilson bands (n = {n} graded items per model)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def ranking_chart(frame: pd.DataFrame) -> Any:
+    """Weighted total (0-100) per model with its rank in each capability written beside the bar.
+
+    Args:
+        frame: Columns ``model, score`` and ``rank_<capability>`` per capability.
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    frame = frame.sort_values("score", ascending=False)
+    rank_cols = [c for c in frame.columns if c.startswith("rank_")]
+    fig, ax = plt.subplots(figsize=(8.0, 0.55 * len(frame) + 1.6))
+    labels = frame["model"].map(_short)
+    sns.barplot(x=frame["score"].astype(float), y=labels, ax=ax, color=sns.color_palette("colorblind")[0])
+    for y, (_, row) in enumerate(frame.iterrows()):
+        ranks = ", ".join(
+            f"{c.removeprefix('rank_')} {row[c]:g}" for c in rank_cols if row[c] is not None and not pd.isna(row[c])
+        )
+        ax.text(float(row["score"]) + 1, y, f"{row['score']:.1f}  (ranks: {ranks})", va="center", fontsize=8)
+    ax.set_xlim(0, 140)
+    ax.set_xticks(range(0, 101, 20))
+    ax.set_xlabel("weighted total (0-100)")
+    ax.set_ylabel("model")
+    ax.set_title(f"Ranking by capability (UG-Bench style, n = {len(frame)} models)")
+    fig.tight_layout()
+    return fig
+
+
+def length_accuracy(frame: pd.DataFrame) -> Any:
+    """Accuracy by answer length (words), per model, with 95% Wilson intervals.
+
+    Args:
+        frame: Columns ``model, bin, n, accuracy, ci_low, ci_high`` (bins in display order).
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    bins = list(dict.fromkeys(frame["bin"]))
+    models = list(dict.fromkeys(frame["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
+    fig, ax = plt.subplots(figsize=(7.2, 3.8))
+    width = 0.8 / max(len(models), 1)
+    for k, model in enumerate(models):
+        sub = frame[frame["model"] == model].set_index("bin").reindex(bins)
+        x = np.arange(len(bins)) + (k - (len(models) - 1) / 2) * width
+        acc = sub["accuracy"].astype(float).to_numpy() * 100
+        yerr = np.vstack(
+            [
+                np.nan_to_num(acc - sub["ci_low"].astype(float).to_numpy() * 100),
+                np.nan_to_num(sub["ci_high"].astype(float).to_numpy() * 100 - acc),
+            ]
+        )
+        ax.bar(x, acc, width=width, color=palette[model], label=_short(model))
+        ax.errorbar(x, acc, yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    ax.set_xticks(np.arange(len(bins)), bins)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("answer length (words)")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(f"Accuracy by answer length (n = {int(frame.groupby('model')['n'].sum().max())} answers per model)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
