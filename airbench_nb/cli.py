@@ -275,10 +275,21 @@ def build(
         typer.Option(help="openai:<model>[@<base_url>]: write Chat references from the meta-information with an LLM."),
     ] = None,
     reference_cache: Annotated[Path | None, typer.Option(help="SQLite cache of those calls.")] = None,
+    snr_grid: Annotated[
+        str | None,
+        typer.Option(
+            help="SNRs in dB, comma-separated (e.g. --snr-grid=-10,-5,0,5,10): speech items are built again mixed "
+            "over noise or music at each (uid <uid>@snr-05). Default: the preset's; '' or none: no graded items."
+        ),
+    ] = None,
+    snr_items_per_task: Annotated[
+        int | None, typer.Option(help="Grade the first N built items of each speech task (default: the preset's).")
+    ] = None,
 ) -> None:
     """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
     from airbench_nb.build import RECIPE_DIR, RecipeError
     from airbench_nb.build import build as run_build
+    from airbench_nb.build.snr import parse_snr_grid
 
     try:
         report = run_build(
@@ -289,12 +300,15 @@ def build(
             recipe_dir=recipes or RECIPE_DIR,
             reference_model=reference_model,
             reference_cache=reference_cache,
+            snr_grid=parse_snr_grid(snr_grid) if snr_grid is not None else None,
+            snr_items_per_task=snr_items_per_task,
         )
     except (RecipeError, ValueError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     counts = report.counts()
     rows = [{"kind": "foundation", "task": t, "items": n} for t, n in counts["foundation"].items()]
+    rows += [{"kind": "foundation, SNR-graded", "task": t, "items": n} for t, n in counts["graded"].items()]
     rows += [{"kind": "chat", "task": t, "items": n} for t, n in counts["chat"].items()]
     console.print(
         _table(
@@ -303,6 +317,11 @@ def build(
             rows,
         )
     )
+    if report.snr_grid:
+        console.print(
+            f"and {len(report.graded)} SNR-graded Foundation items at {', '.join(f'{s:+g}' for s in report.snr_grid)} "
+            f"dB ({counts['graded_failures']} failures), after the clean ones in foundation.jsonl"
+        )
     for failure in report.failures:
         err_console.print(
             f"[red]failed:[/red] {failure['task']} {failure.get('uid', failure['index'])}: {failure['error']}"

@@ -29,6 +29,7 @@ def test_build_infer_judge_score(tmp_path):
     )
     assert built.exit_code == 0, built.output
     assert "built 4 Foundation + 2 Chat items" in built.output
+    assert "and 2 SNR-graded Foundation items at -5, +5 dB" in built.output  # the tiny preset grades one gender item
     for kind in ("foundation", "chat"):
         out = tmp_path / f"{kind}.responses.jsonl"
         inferred = runner.invoke(
@@ -109,7 +110,7 @@ def test_build_infer_judge_score(tmp_path):
     assert "Chat scores by: proxy (sentence-embedding similarity" in chat_scores.output
     official_rows = [json.loads(line) for line in (tmp_path / "foundation.official.jsonl").read_text().splitlines()]
     uniq = [row["uniq_id"] for row in official_rows]
-    assert len(uniq) == len(set(uniq)) == 4  # built items have no source id: their uid is unique
+    assert len(uniq) == len(set(uniq)) == 6  # built items (4, and 2 SNR-graded) have no source id: uids are unique
     rescored = runner.invoke(
         app, ["score-official", "--foundation", str(tmp_path / "foundation.official.jsonl"), "--json"]
     )
