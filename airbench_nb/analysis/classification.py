@@ -16,7 +16,8 @@ letter past the item's options). Metrics come from scikit-learn:
 Which tasks (:func:`task_label_sets`): a task is analysed when it has at least two distinct gold labels, at most
 :data:`MAX_LABELS` of them, and every gold label is the gold of at least :data:`MIN_SUPPORT` items. Open-ended
 options (Speech_Grounding's time intervals, counts or descriptions of AQA items) fail the last rule, since nearly
-every gold text is unique. Skipped tasks are listed with the reason. Circular-evaluation copies count once: only
+every gold text is unique. Skipped tasks are listed with the reason, which tells options that never recur across
+items (an open label set) from a closed set with too few items. Circular-evaluation copies count once: only
 rotation 0 (or unrotated rows) is used.
 """
 
@@ -124,9 +125,14 @@ def task_label_sets(
             out[str(task)] = f"{len(support)} distinct gold labels (more than {max_labels}): not a closed label set"
         elif support.min() < min_support:
             rare = int((support < min_support).sum())
+            texts = pd.Series([t for choices in group["choices"] for t in set(choices)]).value_counts()
+            why = (
+                "option texts never recur across items: not a closed label set"
+                if len(group) > 1 and texts.max() < 2
+                else f"too few items ({len(group)})"
+            )
             out[str(task)] = (
-                f"{rare} of {len(support)} gold labels are the gold of fewer than {min_support} items: "
-                "options are not a closed label set (or too few items)"
+                f"{rare} of {len(support)} gold labels are the gold of fewer than {min_support} items: {why}"
             )
         else:
             out[str(task)] = None
