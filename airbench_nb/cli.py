@@ -500,6 +500,76 @@ def score_official(
     _print_scores(result, as_json)
 
 
+@app.command()
+def rotate(
+    manifest: Annotated[Path, typer.Argument(help="A manifest with Foundation items.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="The rotated manifest to write (e.g. DIR/foundation.jsonl).")
+    ],
+    rotations: Annotated[
+        int | None, typer.Option(help="Rotations per item (default: one per option, 4 for 4 choices).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Write every Foundation item once per rotation of its choices (MMBench CircularEval): uid <uid>@r<k>."""
+    from airbench_nb.analysis.circular import rotate_manifest
+    from airbench_nb.manifests import ManifestError
+
+    try:
+        counts = rotate_manifest(manifest, out, rotations=rotations)
+    except (FileNotFoundError, ValueError, ManifestError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(counts, indent=2, default=str))
+        return
+    console.print(
+        f"wrote {counts['written']} rotated copies of {counts['foundation']} Foundation items to {counts['out']} "
+        f"({counts['skipped_chat']} Chat items not rotated); audio resolves from {counts['data_root']}"
+    )
+
+
+@app.command()
+def analyze(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (reports/<run_id>) with data/, responses/, verdicts/.")],
+    protocol: Annotated[str, typer.Option(help="strict or official: how answers are read.")] = "strict",
+    weights: Annotated[
+        str, typer.Option(help="Ranking weights per capability.")
+    ] = "speech=0.4,sound=0.3,music=0.2,chat=0.1",
+    model: Annotated[list[str] | None, typer.Option(help="Analyse only this model spec (repeatable).")] = None,
+    judge: Annotated[list[str] | None, typer.Option(help="Analyse only this Chat judge (repeatable).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Output folder (default RUN_DIR/analysis).")] = None,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print analysis.json.")] = False,
+) -> None:
+    """Analyse a run: main table, position bias, circular, order bias, per-class metrics, SNR curves, rankings."""
+    from airbench_nb.analysis.report import analyze_run
+    from airbench_nb.manifests import ManifestError
+
+    if protocol not in ("strict", "official"):
+        err_console.print(f"[red]error:[/red] protocol must be strict or official, got {protocol!r}")
+        raise typer.Exit(2)
+    if not run_dir.is_dir():
+        err_console.print(f"[red]error:[/red] {run_dir}: no such run folder")
+        raise typer.Exit(2)
+    try:
+        result = analyze_run(
+            run_dir, protocol=protocol, weights=weights, out=out, models=model, judges=judge, seed=seed
+        )
+    except (FileNotFoundError, ValueError, ManifestError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(result, indent=1, default=str))
+        return
+    folder = out or run_dir / "analysis"
+    console.print(f"analysed {len(result['models'])} model(s) under the {protocol} protocol into {folder}/")
+    for name in result["files"]["figures"]:
+        console.print(f"  {name}")
+    for section, why in result["reasons"].items():
+        console.print(f"[yellow]{section}:[/yellow] {why}")
+
+
 def main() -> None:
     """Entry point of the console script."""
     app()

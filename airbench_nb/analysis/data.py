@@ -188,7 +188,8 @@ class RunData:
                         "judge": judge,
                         "response": text,
                         "words": word_count(text),
-                        "snr_db": _float(meta.get("snr_db")),
+                        # only graded copies carry an SNR here: built scenes record their own event SNR in meta
+                        "snr_db": _float(meta.get("snr_db")) if meta.get("clean_uid") else math.nan,
                         "clean_uid": meta.get("clean_uid"),
                         "background": meta.get("background"),
                         "rotation_of": meta.get("rotation_of"),
