@@ -14,9 +14,9 @@ from airbench_nb.analysis.tables import (
     PARTIAL_MARK,
     format_cell,
     format_following,
-    long_scores,
     main_table,
     markdown_table,
+    tables_long,
     task_table,
     write_tables,
 )
@@ -130,7 +130,7 @@ def test_summary_orders_and_filters_rows(results):
 
 
 def test_long_frame_has_raw_numbers(results):
-    long = long_scores(results)
+    long = tables_long(results)
     assert tuple(long.columns) == LONG_COLUMNS
     row = long[
         (long.table == "main")
@@ -241,7 +241,7 @@ def test_write_tables_markdown_and_csv_round_trip(results, tmp_path):
     assert PARTIAL_MARK in markdown and "8 (1 failed)" in markdown
 
     back = pd.read_csv(paths["csv"])
-    expected = long_scores(results, format_following(frame))
+    expected = tables_long(results, format_following(frame))
     assert list(back.columns) == list(LONG_COLUMNS) and len(back) == len(expected)
     for column in ("table", "model", "chat_judge", "protocol", "benchmark", "level", "name"):
         assert list(back[column]) == list(expected[column])

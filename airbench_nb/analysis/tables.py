@@ -11,7 +11,7 @@ Foundation frame of :mod:`airbench_nb.analysis.data`.
 - :func:`task_table`: per-task accuracy / score per model for one protocol.
 - :func:`format_following`: how Foundation answers were read (the paper's format-following table): by the rule,
   by an LLM judge, by nobody although there was a response, or there was no response (or an error).
-- :func:`long_scores`: every number behind those tables (value, CI, n, failures), one row each.
+- :func:`tables_long`: every number behind those tables (value, CI, n, failures), one row each.
 - :func:`write_tables`: ``leaderboard.md`` and ``tables.csv``.
 """
 
@@ -69,7 +69,7 @@ LONG_COLUMNS: tuple[str, ...] = (
     "failures",
     "partial",
 )
-"""Columns of :func:`long_scores` and ``tables.csv``."""
+"""Columns of :func:`tables_long` and ``tables.csv``."""
 
 FORMAT_CLASSES: tuple[str, ...] = ("rule", "llm_judge", "unresolved", "no_response")
 """Format-following classes: read by the rule, read by an LLM judge, read by nobody, no response or an error."""
@@ -239,7 +239,7 @@ def _entry_row(
     }
 
 
-def long_scores(
+def tables_long(
     results: Mapping[str, Mapping[str, Any]],
     formats: pd.DataFrame | None = None,
     summary: pd.DataFrame | None = None,
@@ -527,6 +527,10 @@ def write_tables(
     markdown = out / "leaderboard.md"
     markdown.write_text("\n".join(parts), encoding="utf-8")
     csv = out / "tables.csv"
-    long_scores(results, formats, summary).to_csv(csv, index=False)
+    tables_long(results, formats, summary).to_csv(csv, index=False)
     logger.info("wrote %s and %s", markdown, csv)
     return {"markdown": markdown, "csv": csv}
+
+
+long_scores = tables_long
+"""Another name of :func:`tables_long` (an earlier name of it)."""
