@@ -63,8 +63,8 @@ def test_length_accuracy_counts_and_wilson_intervals() -> None:
     )
     table = length_accuracy(make_frame(rows))
     assert table.attrs["ci"].startswith("Wilson")
-    assert list(table["length"]) == ["1", "2-3", "4-10", "11-30", ">30", NO_TEXT]
-    by = table.set_index("length")
+    assert list(table["bin"]) == ["1", "2-3", "4-10", "11-30", ">30", NO_TEXT]
+    by = table.set_index("bin")
     assert list(by["n"]) == [8, 3, 0, 4, 2, 2]
     assert list(by["correct"]) == [6, 3, 0, 0, 1, 0]
     assert by.loc["1", "accuracy"] == pytest.approx(0.75)
@@ -73,10 +73,15 @@ def test_length_accuracy_counts_and_wilson_intervals() -> None:
     assert (by.loc["1", "ci_low"], by.loc["1", "ci_high"]) == pytest.approx((low, high))
     # Wilson for 0 of 4 starts at 0 and is not degenerate
     assert by.loc["11-30", "ci_low"] == pytest.approx(0.0, abs=1e-12) and by.loc["11-30", "ci_high"] > 0.4
-    assert table["length"].cat.ordered
+    assert table["bin"].cat.ordered
+    # the interval holds the estimate even where statsmodels' float noise would not (9 of 9: upper 0.999...)
+    nine = length_accuracy(make_frame([("m", "B", True, False)] * 9)).set_index("bin").loc["1"]
+    assert nine["ci_high"] == 1.0 and nine["ci_low"] == pytest.approx(proportion_confint(9, 9, method="wilson")[0])
+    filled = table.dropna(subset=["accuracy"])
+    assert ((filled["ci_low"] <= filled["accuracy"]) & (filled["accuracy"] <= filled["ci_high"])).all()
 
     custom = length_accuracy(make_frame(rows), bins=(0, 2, 10))
-    assert list(custom["length"]) == ["1-2", "3-10", NO_TEXT, "outside bins"]
+    assert list(custom["bin"]) == ["1-2", "3-10", NO_TEXT, "outside bins"]
     assert list(custom["n"]) == [8, 3, 2, 6]
     with pytest.raises(ValueError, match="increasing"):
         length_accuracy(make_frame(rows), bins=(3, 1))

@@ -86,7 +86,7 @@ def test_macro_scores_match_hand_counts_and_sklearn() -> None:
     )
     assert result.n == 10 and result.unanswered == 1
     # Hindi is an option but never gold nor chosen: not a label
-    assert result.labels == ["English", "French", "German"]
+    assert result.labels == result.gold_labels == ["English", "French", "German"]
     assert result.columns == ["English", "French", "German", NO_ANSWER]
     assert result.confusion == [[3, 1, 0, 0], [0, 2, 1, 0], [1, 0, 1, 1]]
     assert result.top_confusions == [
@@ -107,9 +107,12 @@ def test_never_gold_prediction_gets_its_own_column_and_counts_against_recall() -
     rows = language_rows()
     rows[0] = ("m", "lang-0", "Spoken_Language_Identification", LANGUAGES, "English", "Hindi")
     result = classification(make_frame(rows))["m"]["Spoken_Language_Identification"]
-    assert result.labels == ["English", "French", "German"]
+    assert result.gold_labels == ["English", "French", "German"]
+    assert result.labels == ["English", "French", "German", "Hindi"]
     assert result.columns == ["English", "French", "German", "Hindi", NO_ANSWER]
     assert result.confusion[0] == [2, 1, 0, 1, 0]
+    assert result.confusion[3] == [0, 0, 0, 0, 0]  # Hindi is never gold: a row of zeros keeps the matrix square
+    assert set(result.per_class) == {"English", "French", "German"}
     assert result.per_class["English"]["recall"] == pytest.approx(2 / 4)
     assert result.per_class["English"]["precision"] == pytest.approx(2 / 3)  # Hindi is no false positive of a label
     assert {"gold": "English", "predicted": "Hindi", "count": 1, "share": 0.25} in result.top_confusions

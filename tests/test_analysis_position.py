@@ -179,3 +179,8 @@ def test_frames_for_plots() -> None:
     with_none = letter_confusion(frame, include_unanswered=True)
     assert with_none.loc[("m", "D"), NO_LETTER] == 1
     assert int(with_none.to_numpy().sum()) == 6
+    tidy = letter_confusion(frame, long=True)
+    assert list(tidy.columns) == ["model", "gold_letter", "chosen_letter", "count"]
+    assert len(tidy) == 2 * 4 * 4 and int(tidy["count"].sum()) == 5
+    assert tidy.set_index(["model", "gold_letter", "chosen_letter"]).loc[("n", "A", "D"), "count"] == 1
+    assert letter_confusion(make_frame([]), long=True).empty

@@ -47,7 +47,7 @@ CI_METHOD = "Wilson 95% interval (statsmodels proportion_confint)"
 FISHER_TEST = "Fisher's exact test (two-sided): hedged share of wrong vs right answers"
 """Name of the test in :attr:`Confidence.test`."""
 
-LENGTH_COLUMNS: tuple[str, ...] = ("model", "length", "n", "correct", "accuracy", "ci_low", "ci_high")
+LENGTH_COLUMNS: tuple[str, ...] = ("model", "bin", "n", "correct", "accuracy", "ci_low", "ci_high")
 """Columns of :func:`length_accuracy`."""
 
 
@@ -73,10 +73,16 @@ def bin_labels(bins: Sequence[float]) -> list[str]:
 
 
 def _wilson(correct: int, n: int) -> tuple[float, float]:
+    """Wilson 95% interval of ``correct / n``, clamped around the estimate.
+
+    statsmodels returns 9 of 9 as ``(0.70, 0.9999999999999999)``: floating-point noise that would leave the
+    estimate outside its own interval (and break error bars).
+    """
     if n == 0:
         return math.nan, math.nan
     low, high = proportion_confint(correct, n, alpha=0.05, method="wilson")
-    return float(low), float(high)
+    share = correct / n
+    return max(0.0, min(float(low), share)), min(1.0, max(float(high), share))
 
 
 def length_accuracy(frame: pd.DataFrame, bins: Sequence[float] = DEFAULT_BINS) -> pd.DataFrame:
@@ -88,8 +94,8 @@ def length_accuracy(frame: pd.DataFrame, bins: Sequence[float] = DEFAULT_BINS) -
 
     Returns:
         A long frame with :data:`LENGTH_COLUMNS`: every bin for every model (``n`` 0 and NaN accuracy for an empty
-        bin), then ``no text`` / ``outside bins`` rows where such answers exist. ``length`` is an ordered
-        categorical. ``attrs["ci"]`` names the interval.
+        bin), then ``no text`` / ``outside bins`` rows where such answers exist. ``bin`` (the length label) is an
+        ordered categorical. ``attrs["ci"]`` names the interval.
 
     Raises:
         ValueError: If ``bins`` has fewer than two edges or is not increasing.
@@ -117,7 +123,7 @@ def length_accuracy(frame: pd.DataFrame, bins: Sequence[float] = DEFAULT_BINS) -
             rows.append(
                 {
                     "model": str(model),
-                    "length": label,
+                    "bin": label,
                     "n": n,
                     "correct": right,
                     "accuracy": right / n if n else math.nan,
@@ -126,7 +132,7 @@ def length_accuracy(frame: pd.DataFrame, bins: Sequence[float] = DEFAULT_BINS) -
                 }
             )
     out = pd.DataFrame(rows, columns=list(LENGTH_COLUMNS))
-    out["length"] = pd.Categorical(out["length"], categories=order, ordered=True)
+    out["bin"] = pd.Categorical(out["bin"], categories=order, ordered=True)
     for column in ("accuracy", "ci_low", "ci_high"):
         out[column] = out[column].astype(float)
     out.attrs["ci"] = CI_METHOD

@@ -232,6 +232,8 @@ def _one(model: str, rows: pd.DataFrame, expected: Mapping[Any, frozenset[int]])
     right_everywhere = sum(bool(g["correct"].astype(bool).all()) for g in complete_groups)
     consistent = sum(_consistent(g["chosen_text"]) for g in complete_groups)
     low, high = proportion_confint(right_everywhere, n_items, alpha=0.05, method="wilson")
+    share = right_everywhere / n_items  # clamp floating-point noise (9/9 gives an upper bound of 0.999...)
+    low, high = max(0.0, min(float(low), share)), min(1.0, max(float(high), share))
     return Circular(
         model=model,
         items=n_items,
@@ -267,26 +269,44 @@ def circular(frame: pd.DataFrame) -> dict[str, Circular]:
 
 
 def circular_frame(results: Mapping[str, Circular]) -> pd.DataFrame:
-    """A long frame for a plot of plain vs circular accuracy per model.
+    """A tidy frame for a plot of plain vs circular accuracy: one row per model.
 
     Args:
         results: The output of :func:`circular`.
 
     Returns:
-        One row per (model, measure) with columns ``model, measure`` (``accuracy``, ``circular_accuracy``,
-        ``consistent_rate``), ``value`` (NaN where undefined), ``items``, ``incomplete``.
+        Columns ``model, items, incomplete, rotations, accuracy, consistent_rate, circular_accuracy, ci_low,
+        ci_high`` (the interval is that of ``circular_accuracy``; NaN where undefined). Melt it on the three rates
+        for a grouped bar plot.
     """
-    rows = [
-        {
-            "model": model,
-            "measure": measure,
-            "value": getattr(result, measure),
-            "items": result.items,
-            "incomplete": result.incomplete,
-        }
-        for model, result in results.items()
-        for measure in ("accuracy", "circular_accuracy", "consistent_rate")
+    columns = [
+        "model",
+        "items",
+        "incomplete",
+        "rotations",
+        "accuracy",
+        "consistent_rate",
+        "circular_accuracy",
+        "ci_low",
+        "ci_high",
     ]
-    out = pd.DataFrame(rows, columns=["model", "measure", "value", "items", "incomplete"])
-    out["value"] = out["value"].astype(float)
+    rows = []
+    for model, result in results.items():
+        low, high = result.circular_accuracy_ci or (None, None)
+        rows.append(
+            {
+                "model": model,
+                "items": result.items,
+                "incomplete": result.incomplete,
+                "rotations": result.rotations,
+                "accuracy": result.accuracy,
+                "consistent_rate": result.consistent_rate,
+                "circular_accuracy": result.circular_accuracy,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
+    out = pd.DataFrame(rows, columns=columns)
+    for column in columns[4:]:
+        out[column] = out[column].astype(float)
     return out

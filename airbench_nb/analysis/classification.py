@@ -8,8 +8,9 @@ letter past the item's options). Metrics come from scikit-learn:
   over the gold labels present, ``zero_division=0``): an unanswered item, or an answer naming a text that is never
   gold, is a false negative of its gold label and a false positive of none;
 - macro false-negative rate: the mean over gold labels of ``1 - recall``;
-- the confusion matrix (:func:`sklearn.metrics.confusion_matrix`): rows are the gold labels, columns the gold labels,
-  then any chosen text that is never gold, then :data:`NO_ANSWER`;
+- the confusion matrix (:func:`sklearn.metrics.confusion_matrix`) over ``labels``, every option text that is gold
+  or chosen at least once (sorted): rows are those labels as gold (a chosen text that is never gold has a row of
+  zeros, so the matrix stays square), columns the same labels as predicted, then :data:`NO_ANSWER`;
 - the top confusions: ``gold -> predicted`` pairs of different option texts, with their count and share of the
   gold label's items (unanswered items are in the matrix, not in this list).
 
@@ -67,11 +68,13 @@ class ClassMetrics:
     unanswered: int = 0
     """Items where no option was chosen (the :data:`NO_ANSWER` column)."""
     labels: list[str] = field(default_factory=list)
-    """Gold labels, sorted: the rows of ``confusion``."""
+    """Option texts that are gold or chosen at least once, sorted: the rows of ``confusion``."""
+    gold_labels: list[str] = field(default_factory=list)
+    """The labels that are gold at least once (the classes the macro averages run over)."""
     columns: list[str] = field(default_factory=list)
-    """Columns of ``confusion``: ``labels``, chosen texts that are never gold, then :data:`NO_ANSWER`."""
+    """Columns of ``confusion``: ``labels`` then :data:`NO_ANSWER`."""
     confusion: list[list[int]] = field(default_factory=list)
-    """Confusion counts, rows = gold labels, columns = ``columns``."""
+    """Confusion counts, rows = ``labels`` as gold, columns = ``labels`` as predicted + :data:`NO_ANSWER`."""
     per_class: dict[str, dict[str, float | int]] = field(default_factory=dict)
     """Per gold label: precision, recall, f1, fnr and support."""
     top_confusions: list[dict[str, Any]] = field(default_factory=list)
@@ -142,16 +145,17 @@ def task_label_sets(
 def _metrics(model: str, task: str, rows: pd.DataFrame, top: int) -> ClassMetrics:
     y_true = _gold_text(rows).tolist()
     y_pred = [NO_ANSWER if pd.isna(t) else str(t) for t in rows["chosen_text"]]
-    labels = sorted(set(y_true))
-    extra = sorted({p for p in y_pred if p not in labels and p != NO_ANSWER})
-    columns = labels + extra + [NO_ANSWER]
+    gold_labels = sorted(set(y_true))
+    labels = sorted(set(y_true) | {p for p in y_pred if p != NO_ANSWER})
+    columns = labels + [NO_ANSWER]
     precision, recall, f1, _ = precision_recall_fscore_support(
-        y_true, y_pred, labels=labels, average="macro", zero_division=0
+        y_true, y_pred, labels=gold_labels, average="macro", zero_division=0
     )
     p_each, r_each, f_each, support = precision_recall_fscore_support(
-        y_true, y_pred, labels=labels, average=None, zero_division=0
+        y_true, y_pred, labels=gold_labels, average=None, zero_division=0
     )
     matrix = confusion_matrix(y_true, y_pred, labels=columns)[: len(labels)]
+    row = {label: i for i, label in enumerate(labels)}
     per_class = {
         label: {
             "precision": float(p_each[i]),
@@ -160,18 +164,18 @@ def _metrics(model: str, task: str, rows: pd.DataFrame, top: int) -> ClassMetric
             "fnr": float(1.0 - r_each[i]),
             "support": int(support[i]),
         }
-        for i, label in enumerate(labels)
+        for i, label in enumerate(gold_labels)
     }
     confusions = [
         {
             "gold": gold,
-            "predicted": columns[j],
-            "count": int(matrix[i, j]),
-            "share": float(matrix[i, j] / support[i]),
+            "predicted": predicted,
+            "count": int(matrix[row[gold], j]),
+            "share": float(matrix[row[gold], j] / support[i]),
         }
-        for i, gold in enumerate(labels)
-        for j in range(len(columns) - 1)
-        if columns[j] != gold and matrix[i, j] > 0
+        for i, gold in enumerate(gold_labels)
+        for j, predicted in enumerate(labels)
+        if predicted != gold and matrix[row[gold], j] > 0
     ]
     confusions.sort(key=lambda c: (-c["count"], -c["share"], c["gold"], c["predicted"]))
     return ClassMetrics(
@@ -181,9 +185,10 @@ def _metrics(model: str, task: str, rows: pd.DataFrame, top: int) -> ClassMetric
         macro_precision=float(precision),
         macro_recall=float(recall),
         macro_f1=float(f1),
-        macro_fnr=float(sum(1.0 - r for r in r_each) / len(labels)),
+        macro_fnr=float(sum(1.0 - r for r in r_each) / len(gold_labels)),
         unanswered=y_pred.count(NO_ANSWER),
         labels=labels,
+        gold_labels=gold_labels,
         columns=columns,
         confusion=[[int(v) for v in row] for row in matrix],
         per_class=per_class,

@@ -214,16 +214,17 @@ NO_LETTER = "(none)"
 """Column of :func:`letter_confusion` for items where no letter was chosen."""
 
 
-def letter_confusion(frame: pd.DataFrame, include_unanswered: bool = False) -> pd.DataFrame:
+def letter_confusion(frame: pd.DataFrame, include_unanswered: bool = False, long: bool = False) -> pd.DataFrame:
     """Counts of chosen letter by gold letter, per model (for a heatmap of chosen vs gold letters).
 
     Args:
         frame: A Foundation frame.
         include_unanswered: Add a :data:`NO_LETTER` column counting items where no letter was chosen.
+        long: Return the tidy long form instead: columns ``model, gold_letter, chosen_letter, count``.
 
     Returns:
         A frame indexed by ``(model, gold_letter)`` (every model with all of A-D) with one int column per chosen
-        letter A-D (and :data:`NO_LETTER` when asked).
+        letter A-D (and :data:`NO_LETTER` when asked); or its long form.
     """
     columns = list(LETTERS) + ([NO_LETTER] if include_unanswered else [])
     models = sorted(frame["model"].unique()) if not frame.empty else []
@@ -237,4 +238,7 @@ def letter_confusion(frame: pd.DataFrame, include_unanswered: bool = False) -> p
     )
     counts = counts.reindex(index=index, columns=columns, fill_value=0).fillna(0).astype(int)
     counts.columns.name = "chosen_letter"
+    if long:
+        tidy = counts.stack().rename("count").reset_index()
+        return tidy[["model", "gold_letter", "chosen_letter", "count"]]
     return counts
