@@ -148,3 +148,10 @@ def test_as_dict_json_and_long_frame():
     model_rows = long[long["level"] == "model"]
     assert len(model_rows) == 6 and model_rows["clean"].sum() == 1
     assert np.isnan(model_rows[model_rows["clean"]]["snr_db"].iloc[0])
+
+
+def test_all_right_and_all_wrong_intervals_contain_the_estimate():
+    rows = [row("m", f"r{i}", True, 10.0) for i in range(9)] + [row("m", f"w{i}", False, -10.0) for i in range(9)]
+    low, high = snr_curves(frame(rows)).curves["m"]
+    assert (low.accuracy, low.ci_low) == (0.0, 0.0) and low.ci_high == pytest.approx(0.2991, abs=1e-4)
+    assert (high.accuracy, high.ci_high) == (1.0, 1.0) and high.ci_low == pytest.approx(0.7009, abs=1e-4)

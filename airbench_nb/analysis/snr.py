@@ -182,6 +182,17 @@ class SnrCurves:
         }
 
 
+def wilson(count: int, n: int) -> tuple[float, float]:
+    """Wilson 95% interval of ``count / n``, clamped to contain the estimate.
+
+    statsmodels' floating point puts 9/9's upper bound at 0.9999999999999999 and 0/9's lower bound at 3e-17;
+    the clamp makes them 1.0 and 0.0, so an interval never excludes its own estimate.
+    """
+    low, high = proportion_confint(count, n, alpha=ALPHA, method="wilson")
+    estimate = count / n
+    return float(min(low, estimate)), float(max(high, estimate))
+
+
 def _point(rows: pd.DataFrame, snr_db: float | None) -> SnrPoint:
     known = rows["correct"].dropna()
     n = len(known)
@@ -189,8 +200,7 @@ def _point(rows: pd.DataFrame, snr_db: float | None) -> SnrPoint:
     low = high = accuracy = None
     if n:
         accuracy = correct / n
-        ci = proportion_confint(correct, n, alpha=ALPHA, method="wilson")
-        low, high = _plain(ci[0]), _plain(ci[1])
+        low, high = wilson(correct, n)
     return SnrPoint(
         snr_db=snr_db,
         clean=snr_db is None,

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from statsmodels.stats.proportion import proportion_confint
 
+from airbench_nb.analysis.snr import wilson
 from airbench_nb.scoring import (
     CHAT_CATEGORIES,
     FOUNDATION_CATEGORIES,
@@ -278,7 +278,7 @@ def tables_long(
         for record in formats.to_dict("records"):
             for name in FORMAT_CLASSES:
                 count, n = int(record[f"{name}_count"]), int(record["n"])
-                low, high = proportion_confint(count, n, alpha=0.05, method="wilson") if n else (None, None)
+                low, high = wilson(count, n) if n else (None, None)
                 rows.append(
                     {
                         "table": "format_following",
