@@ -25,7 +25,14 @@ from airbench_nb.records import NotebookStatus, RunInfo
 
 logger = logging.getLogger(__name__)
 
-PIPELINE: tuple[str, ...] = ("00_tutorial", "01_build_data", "02_mix_and_listen", "03_run_model", "04_judge")
+PIPELINE: tuple[str, ...] = (
+    "00_tutorial",
+    "01_build_data",
+    "02_mix_and_listen",
+    "03_run_model",
+    "04_judge",
+    "05_analyze",
+)
 """Notebook stems executed by ``airbench-nb run``, in order. Later stages register themselves here."""
 
 REPORTS_DIR = Path("reports")

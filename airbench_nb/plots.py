@@ -88,38 +88,39 @@ def category_bars(scores: pd.DataFrame) -> Any:
 
     benchmarks = [b for b in ("foundation", "chat") if (scores["benchmark"] == b).any()]
     protocols = [p for p in ("official", "strict") if (scores["protocol"] == p).any()]
-    models = list(dict.fromkeys(scores["model"]))
-    palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
     fig, axes = plt.subplots(
-        len(benchmarks), len(protocols), figsize=(5.2 * len(protocols), 3.4 * len(benchmarks)), squeeze=False
+        len(benchmarks), len(protocols), figsize=(5.4 * len(protocols) + 2.6, 3.4 * len(benchmarks)), squeeze=False
     )
     for row, benchmark in enumerate(benchmarks):
         part = scores[scores["benchmark"] == benchmark]
         names = list(dict.fromkeys(part["name"]))
+        models = list(dict.fromkeys(part["model"]))
+        palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
         scale = 100.0 if benchmark == "foundation" else 1.0
         for col, protocol in enumerate(protocols):
             ax = axes[row][col]
             sub = part[part["protocol"] == protocol]
             width = 0.8 / max(len(models), 1)
             for k, model in enumerate(models):
-                rows = sub[sub["model"] == model].set_index("name").reindex(names)
+                rows = sub[sub["model"] == model].drop_duplicates("name").set_index("name").reindex(names)
                 x = np.arange(len(names)) + (k - (len(models) - 1) / 2) * width
                 value = rows["value"].astype(float).to_numpy() * scale
                 low = (rows["value"] - rows["ci_low"]).astype(float).to_numpy() * scale
                 high = (rows["ci_high"] - rows["value"]).astype(float).to_numpy() * scale
                 yerr = np.vstack([np.nan_to_num(low), np.nan_to_num(high)])
-                ax.bar(x, value, width=width, color=palette[model], label=_short(model))
+                ax.bar(x, value, width=width, color=palette[model], label=_short(model, 44))
                 ax.errorbar(x, value, yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
             ax.set_xticks(np.arange(len(names)), names)
             ax.set_ylabel("accuracy (%)" if benchmark == "foundation" else "judge score (1-10)")
             ax.set_ylim(0, 100 if benchmark == "foundation" else 10)
-            n_items = int(sub.loc[sub["name"] == "average", "n"].max()) if (sub["name"] == "average").any() else 0
-            ax.set_title(f"{benchmark.capitalize()} · {protocol} (n ≤ {n_items} per model)")
+            averages = sub.loc[sub["name"] == "average", "n"]
+            n_units = int(averages.max()) if not averages.empty else 0
+            unit = "items" if benchmark == "foundation" else "judgments"
+            ax.set_title(f"{benchmark.capitalize()} · {protocol} (n ≤ {n_units} {unit} per bar)", fontsize=10)
             ax.set_xlabel("category")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(
-        handles, labels, loc="lower center", ncol=min(len(models), 4), bbox_to_anchor=(0.5, -0.06), frameon=False
-    )
+            if col == len(protocols) - 1:
+                title = "model" if benchmark == "foundation" else "model · Chat judge"
+                ax.legend(title=title, fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle("Scores by category with 95% bootstrap CIs", y=1.01)
     fig.tight_layout()
     return fig
@@ -321,10 +322,11 @@ def snr_curves(frame: pd.DataFrame) -> Any:
 
 
 def ranking_chart(frame: pd.DataFrame) -> Any:
-    """Weighted total (0-100) per model with its rank in each capability written beside the bar.
+    """Ranks per capability (left, 1 = best) and the weighted 0-100 total (right), one row per model.
 
     Args:
-        frame: Columns ``model, score`` and ``rank_<capability>`` per capability.
+        frame: :func:`airbench_nb.analysis.ranking.ranking_frame`'s long frame (``model, capability, scaled, rank,
+            weight, partial``; capability ``total`` holds the weighted total and the mean rank).
 
     Returns:
         The figure, or None when empty.
@@ -334,21 +336,39 @@ def ranking_chart(frame: pd.DataFrame) -> Any:
     sns = _sns()
     import matplotlib.pyplot as plt
 
-    frame = frame.sort_values("score", ascending=False)
-    rank_cols = [c for c in frame.columns if c.startswith("rank_")]
-    fig, ax = plt.subplots(figsize=(8.0, 0.55 * len(frame) + 1.6))
-    labels = frame["model"].map(_short)
-    sns.barplot(x=frame["score"].astype(float), y=labels, ax=ax, color=sns.color_palette("colorblind")[0])
-    for y, (_, row) in enumerate(frame.iterrows()):
-        ranks = ", ".join(
-            f"{c.removeprefix('rank_')} {row[c]:g}" for c in rank_cols if row[c] is not None and not pd.isna(row[c])
-        )
-        ax.text(float(row["score"]) + 1, y, f"{row['score']:.1f}  (ranks: {ranks})", va="center", fontsize=8)
-    ax.set_xlim(0, 140)
-    ax.set_xticks(range(0, 101, 20))
-    ax.set_xlabel("weighted total (0-100)")
-    ax.set_ylabel("model")
-    ax.set_title(f"Ranking by capability (UG-Bench style, n = {len(frame)} models)")
+    totals = frame[frame["capability"] == "total"].set_index("model")["scaled"].astype(float)
+    totals = totals.sort_values(ascending=False)
+    models = list(totals.index)
+    caps = [c for c in dict.fromkeys(frame["capability"]) if c != "total"]
+    weights = frame[frame["capability"] != "total"].groupby("capability")["weight"].first()
+    ranks = frame[frame["capability"] != "total"].pivot_table(index="model", columns="capability", values="rank")
+    ranks = ranks.reindex(index=models, columns=caps)
+    height = 0.5 * len(models) + 1.6
+    fig, (ax_rank, ax_total) = plt.subplots(
+        1, 2, figsize=(10.0, height), gridspec_kw={"width_ratios": [len(caps) + 1, 4]}, sharey=False
+    )
+    sns.heatmap(
+        ranks,
+        annot=True,
+        fmt="g",
+        cmap="viridis_r",
+        cbar=False,
+        ax=ax_rank,
+        yticklabels=[_short(m) for m in models],
+        xticklabels=[f"{c}\n(w {weights.get(c, float('nan')):g})" for c in caps],
+    )
+    ax_rank.set_xlabel("capability (weight)")
+    ax_rank.set_ylabel("model")
+    ax_rank.set_title("rank per capability (1 = best)", fontsize=10)
+    ax_total.barh(range(len(models)), totals.to_numpy(), color=sns.color_palette("colorblind")[0])
+    ax_total.set_yticks(range(len(models)), [""] * len(models))
+    ax_total.invert_yaxis()
+    for y, value in enumerate(totals.to_numpy()):
+        ax_total.text(value + 1.5, y, f"{value:.1f}", va="center", fontsize=8)
+    ax_total.set_xlim(0, 110)
+    ax_total.set_xlabel("weighted total (0-100)")
+    ax_total.set_title("weighted total", fontsize=10)
+    fig.suptitle(f"Ranking by capability, UG-Bench style (n = {len(models)} models)", y=1.02)
     fig.tight_layout()
     return fig
 

@@ -1,0 +1,458 @@
+"""Every analysis of a run folder in one object: what notebook 05 shows and ``airbench-nb analyze`` writes.
+
+:class:`RunAnalysis` reads the run once (:func:`~airbench_nb.analysis.data.load_run`), scores it with both protocols
+(:func:`~airbench_nb.scoring.score_run_folder`) and answers each question with one method returning a
+:class:`Section` (JSON data, a display frame, a figure, or the reason there is nothing to show). :meth:`write` puts
+``analysis.json``, ``leaderboard.md``, ``tables.csv`` and ``figures/*.png`` into ``<run_dir>/analysis/``.
+
+Which rows each analysis reads (``protocol`` is the one asked for; the main table always shows both):
+
+- position bias, per-class metrics and answer style: the plain Foundation items (neither SNR-graded copies nor
+  rotations; when a manifest holds only rotations, those);
+- circular evaluation: rotated copies (``meta.rotation_of``), made by ``airbench-nb rotate``;
+- SNR curves: SNR-graded copies (``meta.clean_uid``) and their clean originals;
+- judge order bias: every Chat judge that judged both orders;
+- ranking: the category scores of the main table under ``protocol``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from airbench_nb import plots
+from airbench_nb.analysis import answers, circular, classification, order_bias, position_bias, ranking, snr, tables
+from airbench_nb.analysis.data import RunData, load_run
+
+logger = logging.getLogger(__name__)
+
+ANALYSIS_DIR = "analysis"
+"""Sub-folder of the run folder that :meth:`RunAnalysis.write` fills."""
+
+SECTIONS: tuple[str, ...] = (
+    "tables",
+    "format_following",
+    "position_bias",
+    "circular",
+    "order_bias",
+    "classification",
+    "answers",
+    "snr",
+    "ranking",
+)
+"""Sections of ``analysis.json``, in report order."""
+
+
+@dataclass
+class Section:
+    """One analysis: its JSON data, a frame to display, a figure, or why there is nothing to show."""
+
+    name: str
+    """Key in ``analysis.json``."""
+    data: Any
+    """JSON-serialisable result (a dict keyed by model or judge, or a list); empty when there is nothing."""
+    frame: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """A tidy table for display."""
+    figure: Any = None
+    """A matplotlib figure, or None."""
+    figure_key: str | None = None
+    """Key of :data:`airbench_nb.plots.FIGURE_NAMES` the figure is saved under."""
+    reason: str | None = None
+    """Why the section is empty, or None."""
+    extra_figures: dict[str, Any] = field(default_factory=dict)
+    """Further figures by file stem (e.g. confusion matrices of another model)."""
+    extra_data: dict[str, Any] = field(default_factory=dict)
+    """Details written to ``analysis.json`` as ``<name>_detail`` (tests used, per-task curves, weights, ...)."""
+
+
+def _plain_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Foundation rows that are neither SNR-graded copies nor rotations (the rotations when there is nothing else)."""
+    if frame.empty:
+        return frame
+    plain = frame[frame["clean_uid"].isna() & frame["rotation_of"].isna()]
+    if plain.empty:
+        plain = frame[frame["clean_uid"].isna()]
+    return plain
+
+
+def show(section: Section) -> None:
+    """Display a section in a notebook: the reason when empty, else its frame and figure."""
+    from IPython.display import Markdown, display
+
+    if section.reason:
+        display(Markdown(f"*Nothing to show: {section.reason}*"))
+        return
+    if not section.frame.empty:
+        display(section.frame)
+    if section.figure is not None:
+        display(section.figure)
+    for figure in section.extra_figures.values():
+        display(figure)
+
+
+class RunAnalysis:
+    """The analyses of one run folder.
+
+    Args:
+        run_dir: The run folder (notebook 03/04 layout: ``data/``, ``responses/``, ``verdicts/``).
+        protocol: ``strict`` (default) or ``official``: how answers are read in every analysis but the main table.
+        weights: Ranking weights, a mapping or ``"speech=0.4,sound=0.3,music=0.2,chat=0.1"``; None for the default.
+        models: Model specs to analyse (default all that answered).
+        judges: Chat judges to analyse (default all); the first also scores Chat in the ranking.
+        manifest_dir: Folder of the manifests (default ``<run_dir>/data``).
+        responses_dir: Responses folder (default ``<run_dir>/responses``).
+        verdicts_dir: Verdicts folder (default ``<run_dir>/verdicts``).
+        confusion_model: Model whose confusion matrices are drawn (default: the one with most closed-label items
+            answered, oracles last).
+        seed: Seed of every bootstrap.
+        reps: Bootstrap replicates of the main table's intervals.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        protocol: str = "strict",
+        weights: str | Mapping[str, float] | None = None,
+        models: Sequence[str] | None = None,
+        judges: Sequence[str] | None = None,
+        manifest_dir: str | Path | None = None,
+        responses_dir: str | Path | None = None,
+        verdicts_dir: str | Path | None = None,
+        confusion_model: str | None = None,
+        seed: int = 0,
+        reps: int = 1000,
+    ) -> None:
+        if protocol not in ("strict", "official"):
+            raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
+        self.run_dir = Path(run_dir)
+        self.protocol = protocol
+        if weights is None:
+            self.weights = dict(ranking.DEFAULT_WEIGHTS)
+        elif isinstance(weights, str):
+            self.weights = ranking.parse_weights(weights) if weights.strip() else dict(ranking.DEFAULT_WEIGHTS)
+        else:
+            self.weights = ranking.validate_weights(weights)
+        self.seed = seed
+        self.reps = reps
+        self.confusion_model = confusion_model
+        self.run: RunData = load_run(
+            self.run_dir,
+            manifest_dir=manifest_dir,
+            responses_dir=responses_dir,
+            verdicts_dir=verdicts_dir,
+            models=list(models) if models else None,
+        )
+        self.manifest_dir = Path(manifest_dir) if manifest_dir else self.run_dir / "data"
+        self.responses_dir = Path(responses_dir) if responses_dir else self.run_dir / "responses"
+        self.verdicts_dir = Path(verdicts_dir) if verdicts_dir else self.run_dir / "verdicts"
+        self.foundation = self.run.foundation_frame(protocol)
+        chat = self.run.chat_frame(protocol)
+        self.judges = list(judges) if judges else sorted(chat["judge"].unique())
+        self.chat = chat[chat["judge"].isin(self.judges)] if judges else chat
+        self.plain = _plain_rows(self.foundation)
+        self._scores: tuple[pd.DataFrame, dict[str, Any]] | None = None
+
+    # ---------------------------------------------------------------------------------------------------- scores
+
+    def scores(self) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """``score_run_folder``'s summary and results under both protocols (computed once)."""
+        if self._scores is None:
+            from airbench_nb.scoring import score_run_folder
+
+            manifests = {
+                kind: self.manifest_dir / f"{kind}.jsonl"
+                for kind in ("foundation", "chat")
+                if (self.manifest_dir / f"{kind}.jsonl").is_file()
+            }
+            if not self.responses_dir.is_dir():
+                self._scores = (pd.DataFrame(), {})
+            else:
+                summary, results = score_run_folder(
+                    manifests, self.responses_dir, self.verdicts_dir, protocol="both", seed=self.seed, reps=self.reps
+                )
+                if not summary.empty and self.run.models:
+                    keep = summary["model"].isin(self.run.models)
+                    summary = summary[keep].reset_index(drop=True)
+                    results = {k: v for k, v in results.items() if k.split(" | ")[0] in self.run.models}
+                self._scores = (summary, results)
+        return self._scores
+
+    # -------------------------------------------------------------------------------------------------- sections
+
+    def tables(self) -> Section:
+        """The AIR-Bench main table: Foundation and Chat categories and averages, official and strict side by side."""
+        summary, results = self.scores()
+        if not results:
+            return Section("tables", {}, reason="no scored responses in the run folder")
+        main = tables.main_table(results, summary)
+        long = tables.tables_long(results, summary=summary)
+        cats = long[long["table"] == "main"].copy()
+        data = {"scores": _records(cats)}
+        shown = cats.copy()
+        chat = shown["benchmark"] == "chat"
+        shown.loc[chat, "model"] = shown.loc[chat, "model"] + " · " + shown.loc[chat, "chat_judge"].astype(str)
+        figure = plots.category_bars(shown)
+        return Section("tables", data, frame=main, figure=figure, figure_key="categories")
+
+    def format_following(self) -> Section:
+        """The paper's format-following table: who resolves each Foundation answer (rule, LLM judge, nobody)."""
+        strict = self.run.foundation_frame("strict") if self.protocol != "strict" else self.foundation
+        frame = tables.format_following(_plain_rows(strict))
+        if frame.empty:
+            return Section("format_following", {}, reason="no Foundation answers")
+        data = {row["model"]: {k: v for k, v in row.items() if k != "model"} for row in _records(frame)}
+        return Section("format_following", data, frame=frame)
+
+    def position_bias(self) -> Section:
+        """Chosen vs gold letters per model, with a chi-square test of the chosen-letter distribution."""
+        results = position_bias.position_bias(self.plain)
+        if not results:
+            return Section("position_bias", {}, reason="no Foundation item was answered with a letter")
+        long = position_bias.letter_confusion(self.plain, long=True)
+        frame = pd.DataFrame(
+            [
+                {
+                    "model": m,
+                    "n": r.n,
+                    "chi2": r.chi2,
+                    "dof": r.dof,
+                    "p_value": r.p_value,
+                    **{f"chosen_{k}": v for k, v in r.as_dict()["chosen"].items()},
+                    **{f"gold_{k}": v for k, v in r.as_dict()["gold"].items()},
+                }
+                for m, r in results.items()
+            ]
+        )
+        return Section(
+            "position_bias",
+            {m: r.as_dict() for m, r in results.items()},
+            frame=frame,
+            figure=plots.letter_heatmaps(long),
+            figure_key="letters",
+        )
+
+    def circular(self) -> Section:
+        """MMBench CircularEval over rotated copies: plain, consistent and circular accuracy per model."""
+        rotated = self.foundation[self.foundation["rotation_of"].notna()]
+        if rotated.empty:
+            return Section(
+                "circular",
+                {},
+                reason="no rotated items: write them with `airbench-nb rotate MANIFEST --out M2`, run the models on M2",
+            )
+        results = circular.circular(rotated)
+        frame = circular.circular_frame(results)
+        return Section(
+            "circular",
+            {m: r.as_dict() for m, r in results.items()},
+            frame=frame,
+            figure=plots.circular_bars(frame),
+            figure_key="circular",
+        )
+
+    def order_bias(self) -> Section:
+        """Judge order bias: a model's Chat score shown first minus shown second, paired by item."""
+        if self.chat.empty:
+            return Section("order_bias", {}, reason="no Chat verdicts in both orders")
+        results = order_bias.order_bias(self.chat, seed=self.seed)
+        frame = order_bias.order_bias_frame(results)
+        if frame.empty:
+            return Section("order_bias", {}, reason="no Chat item was judged in both orders")
+        pairs = order_bias.order_pairs(self.chat)
+        return Section(
+            "order_bias",
+            {judge: {model: r.as_dict() for model, r in by_model.items()} for judge, by_model in results.items()},
+            frame=frame,
+            figure=plots.order_scatter(pairs),
+            figure_key="order_bias",
+        )
+
+    def classification(self) -> Section:
+        """Macro precision, recall, F1 and false-negative rate per closed-label task, with confusion matrices."""
+        results = classification.classification(self.plain)
+        frame = classification.classification_frame(results)
+        scored = {m: {t: r for t, r in by_task.items() if r.reason is None} for m, by_task in results.items()}
+        scored = {m: by_task for m, by_task in scored.items() if by_task}
+        if not scored:
+            skipped = classification.classification_frame(results, skipped=True)
+            why = "; ".join(sorted(set(skipped["reason"].dropna()))) if not skipped.empty else "no Foundation answers"
+            return Section("classification", {}, frame=skipped, reason=f"no closed-label task to analyse ({why})")
+        model = self.confusion_model if self.confusion_model in scored else self._confusion_default(scored)
+        grid = [(t, list(m.labels), m.confusion) for t, m in scored[model].items()]
+        return Section(
+            "classification",
+            {m: {t: r.as_dict() for t, r in by_task.items()} for m, by_task in results.items()},
+            frame=frame,
+            figure=plots.confusion_grid(grid, model),
+            figure_key="confusion",
+        )
+
+    @staticmethod
+    def _confusion_default(scored: Mapping[str, Mapping[str, Any]]) -> str:
+        def key(model: str) -> tuple[bool, int, str]:
+            answered = sum(r.n - getattr(r, "unanswered", 0) for r in scored[model].values())
+            return ("oracle" in model, -answered, model)
+
+        return sorted(scored, key=key)[0]
+
+    def answers(self) -> Section:
+        """Accuracy against answer length, and how often wrong answers are stated with confidence."""
+        lengths = answers.length_accuracy(self.plain)
+        confident = answers.confidence(self.plain)
+        if lengths.empty and not confident:
+            return Section("answers", {}, reason="no Foundation answers")
+        shown = lengths[lengths["n"] > 0] if not lengths.empty else lengths
+        data = {
+            "length": json.loads(lengths.to_json(orient="records")),
+            "confidence": {m: r.as_dict() for m, r in confident.items()},
+        }
+        return Section(
+            "answers",
+            data,
+            frame=answers.confidence_frame(confident),
+            figure=plots.length_accuracy(shown),
+            figure_key="length",
+        )
+
+    def snr(self) -> Section:
+        """Accuracy against SNR (SNR-graded copies and their clean originals), with Wilson CIs and a trend test."""
+        curves = snr.snr_curves(self.foundation)
+        frame = snr.snr_frame(curves)
+        if frame.empty:
+            reason = curves.reason or "no SNR-graded items: build with `airbench-nb build --snr-grid=-10,-5,0,5,10`"
+            return Section("snr", {}, reason=reason)
+        per_model = frame[frame["level"] == "model"]
+        detail = curves.as_dict()
+        data = detail.pop("curves")
+        return Section(
+            "snr", data, extra_data=detail, frame=per_model, figure=plots.snr_curves(per_model), figure_key="snr"
+        )
+
+    def ranking(self) -> Section:
+        """UG-Bench ranks per capability and a weighted 0-100 total."""
+        summary, _ = self.scores()
+        if summary.empty:
+            return Section("ranking", [], reason="no scored responses")
+        chat_judge = self._ranking_judge(summary)
+        scores = ranking.capability_scores(summary, self.protocol, chat_judge=chat_judge)
+        if scores.empty:
+            return Section("ranking", [], reason=f"no {self.protocol} scores")
+        result = ranking.ranking(scores, self.weights)
+        frame = ranking.ranking_frame(result)
+        detail = result.as_dict()
+        data = detail.pop("ranking")
+        detail["chat_judge"] = chat_judge
+        detail["protocol"] = self.protocol
+        return Section(
+            "ranking", data, extra_data=detail, frame=frame, figure=plots.ranking_chart(frame), figure_key="ranking"
+        )
+
+    def _ranking_judge(self, summary: pd.DataFrame) -> str | None:
+        from airbench_nb.scoring import PROXY_SHORT
+
+        present = [j for j in summary["chat_judge"].astype(str).unique() if j != "-"]
+        if not present:
+            return None
+        named = [j for j in self.judges if j in present or (j == "proxy" and PROXY_SHORT in present)]
+        if named:
+            return named[0]
+        llm = [j for j in present if j != PROXY_SHORT]
+        return llm[0] if llm else "proxy"
+
+    # ----------------------------------------------------------------------------------------------------- output
+
+    def sections(self) -> list[Section]:
+        """Every section, in report order."""
+        return [getattr(self, name)() for name in SECTIONS]
+
+    def write(self, out: str | Path | None = None, sections: Sequence[Section] | None = None) -> dict[str, Any]:
+        """Write ``analysis.json``, ``leaderboard.md``, ``tables.csv`` and ``figures/*.png``.
+
+        Args:
+            out: Output folder (default ``<run_dir>/analysis``).
+            sections: Sections already computed (default: compute them all).
+
+        Returns:
+            The content of ``analysis.json`` (with ``files``: the paths written, relative to ``out``).
+        """
+        import matplotlib.pyplot as plt
+
+        out = Path(out) if out else self.run_dir / ANALYSIS_DIR
+        out.mkdir(parents=True, exist_ok=True)
+        sections = list(sections) if sections is not None else self.sections()
+        figures: list[str] = []
+        for section in sections:
+            if section.figure is not None and section.figure_key:
+                figures.append(plots.save(section.figure, out / "figures", section.figure_key).name)
+            for stem, figure in section.extra_figures.items():
+                figures.append(plots.save(figure, out / "figures", stem).name)
+        plt.close("all")
+        summary, results = self.scores()
+        written = tables.write_tables(out, results, summary, self.run.foundation_frame("strict")) if results else {}
+        analysis: dict[str, Any] = {
+            "run_dir": str(self.run_dir),
+            "protocol": self.protocol,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "models": self.run.models,
+            "judges": self.judges,
+            "weights": self.weights,
+            "items": len(self.run.items),
+            "unusable_items": self.run.unusable,
+            "reasons": {s.name: s.reason for s in sections if s.reason},
+        }
+        for section in sections:
+            analysis[section.name] = section.data
+            if section.extra_data:
+                analysis[f"{section.name}_detail"] = section.extra_data
+        analysis["files"] = {
+            "figures": [f"figures/{name}" for name in figures],
+            **{k: Path(v).name for k, v in written.items()},
+            "analysis": "analysis.json",
+        }
+        (out / "analysis.json").write_text(json.dumps(analysis, indent=1, default=_json_default) + "\n")
+        logger.info("analysis of %s written to %s (%d figures)", self.run_dir, out, len(figures))
+        return analysis
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows of ``frame`` as JSON-ready dicts (NaN as None)."""
+    return json.loads(frame.to_json(orient="records"))
+
+
+def analyze_run(
+    run_dir: str | Path,
+    *,
+    protocol: str = "strict",
+    weights: str | Mapping[str, float] | None = None,
+    out: str | Path | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Analyse a run folder and write ``<run_dir>/analysis/`` (see :meth:`RunAnalysis.write`).
+
+    Args:
+        run_dir: The run folder.
+        protocol: ``strict`` or ``official``.
+        weights: Ranking weights.
+        out: Output folder (default ``<run_dir>/analysis``).
+        **options: Further :class:`RunAnalysis` arguments (``models``, ``judges``, ``seed``, ``reps``, ...).
+
+    Returns:
+        The content of ``analysis.json``.
+    """
+    return RunAnalysis(run_dir, protocol=protocol, weights=weights, **options).write(out)

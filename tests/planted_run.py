@@ -1,0 +1,167 @@
+"""A run folder with planted effects, written in seconds without audio: items, responses and real rule verdicts.
+
+Models (``planted:*`` specs; their answers are drawn here, their verdicts come from the real rule judge):
+
+- ``planted:skilled`` answers right with probability 0.8 on clean items, and on SNR-graded copies with a
+  probability that falls with the SNR (0.9 at +10 dB down to 0.3 at -10 dB); otherwise a uniform wrong option.
+- ``planted:letter-a`` answers "A" on 60% of items, else a uniform letter (position bias).
+- ``planted:uniform`` answers a uniform random letter (no bias).
+
+Chat: the judge ``planted-judge`` scores each answer in both orders; it adds ``order_bonus`` to whichever answer it
+reads first. A second judge ``fair-judge`` has no order effect.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from airbench_nb.analysis.circular import rotate_items
+from airbench_nb.judge.run import rule_verdict
+from airbench_nb.manifests import write_manifest, write_records
+from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.runner import model_slug
+
+FOUNDATION_TASKS: dict[str, list[str]] = {
+    "Speaker_Gender_Recognition": ["male", "female"],
+    "Spoken_Language_Identification": ["English", "German", "French", "Spanish"],
+    "Sound_AQA": ["one", "two", "three", "four"],
+    "Music_Instruments_Classfication": ["organ", "sine", "square", "plucked string"],
+    "Music_Mood_Recognition": ["happy", "sad"],
+}
+CHAT_TASKS = (
+    "speech_QA",
+    "speech_dialogue_QA",
+    "sound_QA",
+    "sound_generation_QA",
+    "music_QA",
+    "music_generation_analysis_QA",
+    "speech_and_sound_QA",
+    "speech_and_music_QA",
+)
+MODELS = ("planted:skilled", "planted:letter-a", "planted:uniform")
+SNR_GRID = (-10.0, -5.0, 0.0, 5.0, 10.0)
+SNR_ACCURACY = {-10.0: 0.3, -5.0: 0.45, 0.0: 0.6, 5.0: 0.75, 10.0: 0.9}
+LETTERS = "ABCD"
+
+
+def _foundation_items(per_task: int, rng: np.random.Generator) -> list[FoundationItem]:
+    items = []
+    for task, labels in FOUNDATION_TASKS.items():
+        for index in range(per_task):
+            gold = labels[index % len(labels)]
+            choices = list(labels)
+            rng.shuffle(choices)
+            items.append(
+                FoundationItem(
+                    uid=f"{task}-{index:04d}",
+                    task=task,
+                    dataset="planted",
+                    audio=f"audio/{task}-{index:04d}.wav",
+                    question=f"Which {task}?",
+                    choices=choices,
+                    answer=choices.index(gold),
+                    meta={"gold": gold},
+                )
+            )
+    return items
+
+
+def _graded(items: list[FoundationItem], per_snr: int) -> list[FoundationItem]:
+    base = [i for i in items if i.task == "Speaker_Gender_Recognition"][:per_snr]
+    out = []
+    for item in base:
+        for snr in SNR_GRID:
+            meta = {**item.meta, "clean_uid": item.uid, "snr_db": snr, "background": "noise"}
+            out.append(item.model_copy(update={"uid": f"{item.uid}@snr{snr:+03.0f}", "meta": meta}))
+    return out
+
+
+def _answer(model: str, item: FoundationItem, rng: np.random.Generator) -> str:
+    n = len(item.choices)
+    if model == "planted:letter-a":
+        return "A" if rng.random() < 0.6 else LETTERS[rng.integers(n)]
+    if model == "planted:uniform":
+        return LETTERS[rng.integers(n)]
+    snr = item.meta.get("snr_db")
+    p_right = SNR_ACCURACY[float(snr)] if snr is not None else 0.8
+    if rng.random() < p_right:
+        return f"The answer is {LETTERS[item.answer]}."
+    wrong = [k for k in range(n) if k != item.answer]
+    return f"The answer is {LETTERS[wrong[rng.integers(len(wrong))]]}."
+
+
+def _chat_items(per_task: int) -> list[ChatItem]:
+    return [
+        ChatItem(
+            uid=f"{task}-{index:03d}",
+            task=task,
+            dataset="planted",
+            audio=f"audio/{task}-{index:03d}.wav",
+            question="What do you hear?",
+            reference="A short reference answer about the audio clip.",
+            meta_info="a clip",
+        )
+        for task in CHAT_TASKS
+        for index in range(per_task)
+    ]
+
+
+def write_planted_run(
+    folder: str | Path,
+    *,
+    per_task: int = 60,
+    chat_per_task: int = 6,
+    snr_items: int = 40,
+    rotated_per_task: int = 8,
+    order_bonus: float = 1.0,
+    seed: int = 0,
+) -> Path:
+    """Write ``folder/{data,responses,verdicts}`` with the planted models and judges; returns ``folder``."""
+    rng = np.random.default_rng(seed)
+    folder = Path(folder)
+    items = _foundation_items(per_task, rng)
+    rotated = rotate_items([i for i in items if int(i.uid.rsplit("-", 1)[1]) < rotated_per_task])
+    foundation = items + _graded(items, snr_items) + rotated
+    chat = _chat_items(chat_per_task)
+    data = folder / "data"
+    write_manifest(data / "foundation.jsonl", foundation)
+    write_manifest(data / "chat.jsonl", chat)
+    (data / "dataset.json").write_text(json.dumps({"data_root": ".", "source": "planted"}))
+    for model in MODELS:
+        slug = model_slug(model)
+        answers = [Response(uid=i.uid, model=model, text=_answer(model, i, rng)) for i in foundation]
+        write_records(folder / "responses" / slug / "foundation.jsonl", answers)
+        by_uid = {r.uid: r for r in answers}
+        write_records(
+            folder / "verdicts" / slug / "foundation.rule.jsonl", [rule_verdict(i, by_uid[i.uid]) for i in foundation]
+        )
+        words = {"planted:skilled": 12, "planted:letter-a": 3, "planted:uniform": 6}[model]
+        chat_answers = [Response(uid=i.uid, model=model, text=" ".join(["word"] * words)) for i in chat]
+        write_records(folder / "responses" / slug / "chat.jsonl", chat_answers)
+        quality = {"planted:skilled": 7.0, "planted:letter-a": 4.0, "planted:uniform": 5.0}[model]
+        for judge, bonus in (("planted-judge", order_bonus), ("fair-judge", 0.0)):
+            verdicts = []
+            for item in chat:
+                true_model = float(np.clip(np.round(quality + rng.normal(0, 1.0)), 1, 9))
+                true_reference = 8.0
+                for order in ("reference_first", "hypothesis_first"):
+                    first_is_model = order == "hypothesis_first"
+                    model_score = min(10.0, true_model + (bonus if first_is_model else 0.0))
+                    reference_score = min(10.0, true_reference + (0.0 if first_is_model else bonus))
+                    first, second = (model_score, reference_score) if first_is_model else (reference_score, model_score)
+                    verdicts.append(
+                        Verdict(
+                            uid=item.uid,
+                            model=model,
+                            judge=judge,
+                            order=order,
+                            raw=f"{first:g} {second:g}",
+                            score_hypothesis=model_score,
+                            score_reference=reference_score,
+                        )
+                    )
+            write_records(folder / "verdicts" / slug / f"chat.{judge}.jsonl", verdicts)
+    return folder
