@@ -72,7 +72,7 @@ def parse_snr_grid(values: str | Iterable[float | int | str] | None) -> list[flo
         return []
     if isinstance(values, str):
         text = values.strip()
-        values = [] if text.lower() in ("", "none") else [v for v in text.split(",")]
+        values = [] if text.lower() in ("", "none") else text.split(",")
     grid = []
     for value in values:
         try:
@@ -124,7 +124,8 @@ def background_kinds(n_items: int, seed: int, task: str) -> list[str]:
     """Background kind of each of a task's ``n_items`` graded clean items, in item order.
 
     The kinds alternate along a seeded permutation of the items (so each kind goes to half of them, within one),
-    starting from a seeded kind (so that a single item per task is not always ``noise``).
+    starting from a seeded kind (so that a single item per task is not always ``noise``). The assignment depends
+    on ``n_items``: grading more items of a task may give an item the other kind.
     """
     rng = item_rng(seed, f"{task}@snr-kinds", n_items)
     first = int(rng.integers(len(BACKGROUND_KINDS)))
