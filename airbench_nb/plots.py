@@ -215,7 +215,7 @@ def order_scatter(pairs: pd.DataFrame) -> Any:
     rng = np.random.default_rng(0)
     for ax, judge in zip(axes[0], judges, strict=False):
         sub = pairs[pairs["judge"] == judge].copy()
-        jitter = 0.12
+        jitter = 0.2
         sub["shown_second_j"] = sub["shown_second"] + rng.uniform(-jitter, jitter, len(sub))
         sub["shown_first_j"] = sub["shown_first"] + rng.uniform(-jitter, jitter, len(sub))
         sub["model"] = sub["model"].map(_short)
@@ -226,9 +226,13 @@ def order_scatter(pairs: pd.DataFrame) -> Any:
         ax.set_aspect("equal")
         ax.set_xlabel("score when shown second (1-10)")
         ax.set_ylabel("score when shown first (1-10)")
-        ax.set_title(f"judge {_short(judge, 30)} (n = {len(sub)} items)", fontsize=10)
+        diff = float((sub["shown_first"] - sub["shown_second"]).mean())
+        ax.set_title(
+            f"judge {_short(judge, 30)}: mean first - second {diff:+.2f}\n(n = {len(sub)} model-item pairs)",
+            fontsize=10,
+        )
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle("Judge order bias: the same answer shown first vs second (jittered ±0.12)", y=1.02)
+    fig.suptitle("Judge order bias: the same answer shown first vs second (points jittered ±0.2)", y=1.02)
     fig.tight_layout()
     return fig
 
@@ -336,8 +340,9 @@ def ranking_chart(frame: pd.DataFrame) -> Any:
     sns = _sns()
     import matplotlib.pyplot as plt
 
-    totals = frame[frame["capability"] == "total"].set_index("model")["scaled"].astype(float)
-    totals = totals.sort_values(ascending=False)
+    total_rows = frame[frame["capability"] == "total"].set_index("model")
+    totals = total_rows["scaled"].astype(float).sort_values(ascending=False)
+    mean_ranks = total_rows["rank"]
     models = list(totals.index)
     caps = [c for c in dict.fromkeys(frame["capability"]) if c != "total"]
     weights = frame[frame["capability"] != "total"].groupby("capability")["weight"].first()
@@ -364,8 +369,11 @@ def ranking_chart(frame: pd.DataFrame) -> Any:
     ax_total.set_yticks(range(len(models)), [""] * len(models))
     ax_total.invert_yaxis()
     for y, value in enumerate(totals.to_numpy()):
-        ax_total.text(value + 1.5, y, f"{value:.1f}", va="center", fontsize=8)
-    ax_total.set_xlim(0, 110)
+        mean_rank = mean_ranks.get(models[y])
+        label = f"{value:.1f}" + ("" if mean_rank is None or pd.isna(mean_rank) else f"  (mean rank {mean_rank:.2f})")
+        ax_total.text(value + 1.5, y, label, va="center", fontsize=8)
+    ax_total.set_xlim(0, 135)
+    ax_total.set_xticks(range(0, 101, 20))
     ax_total.set_xlabel("weighted total (0-100)")
     ax_total.set_title("weighted total", fontsize=10)
     fig.suptitle(f"Ranking by capability, UG-Bench style (n = {len(models)} models)", y=1.02)

@@ -208,15 +208,12 @@ def _consistent(texts: pd.Series) -> bool:
 
 
 def _one(model: str, rows: pd.DataFrame, expected: Mapping[Any, frozenset[int]]) -> Circular:
-    complete_groups = []
-    incomplete = 0
-    for original, group in rows.groupby("rotation_of", sort=True):
-        answered = group[~group["failed"].astype(bool) & group["correct"].notna()]
-        if set(answered["rotation"].dropna().astype(int)) >= expected[original]:
-            complete_groups.append(answered)
-        else:
-            incomplete += 1
-    if not complete_groups:
+    answered = rows[~rows["failed"].astype(bool) & rows["correct"].notna()]
+    seen = answered.groupby("rotation_of", sort=True)["rotation"].agg(lambda r: frozenset(int(x) for x in r.dropna()))
+    originals = sorted(rows["rotation_of"].unique())
+    complete = [o for o in originals if seen.get(o, frozenset()) >= expected[o]]
+    incomplete = len(originals) - len(complete)
+    if not complete:
         return Circular(
             model=model,
             items=0,
@@ -227,10 +224,12 @@ def _one(model: str, rows: pd.DataFrame, expected: Mapping[Any, frozenset[int]])
             circular_accuracy=None,
             reason=f"no item answered in every rotation ({incomplete} incomplete)",
         )
+    all_rows = answered[answered["rotation_of"].isin(complete)]
+    groups = all_rows.groupby("rotation_of", sort=True)
+    complete_groups = complete
+    right_everywhere = int(groups["correct"].agg(lambda c: bool(c.astype(bool).all())).sum())
+    consistent = int(groups["chosen_text"].agg(_consistent).sum())
     n_items = len(complete_groups)
-    all_rows = pd.concat(complete_groups)
-    right_everywhere = sum(bool(g["correct"].astype(bool).all()) for g in complete_groups)
-    consistent = sum(_consistent(g["chosen_text"]) for g in complete_groups)
     low, high = proportion_confint(right_everywhere, n_items, alpha=0.05, method="wilson")
     share = right_everywhere / n_items  # clamp floating-point noise (9/9 gives an upper bound of 0.999...)
     low, high = max(0.0, min(float(low), share)), min(1.0, max(float(high), share))

@@ -110,6 +110,8 @@ class RunData:
     """``{model spec: verdicts of every judge, in file order}``."""
     unusable: int = 0
     """Items left out because their audio is missing, empty or corrupt."""
+    all_items: list[FoundationItem | ChatItem] = field(default_factory=list)
+    """Every item as read, unusable ones included (scoring counts them)."""
 
     @property
     def models(self) -> list[str]:
@@ -128,10 +130,10 @@ class RunData:
             nullable boolean, ``snr_db`` NaN for items that are not SNR-graded.
         """
         from airbench_nb.scoring import (
-            _failure_text,
-            _foundation_verdicts,
-            _strict_foundation,
+            failure_text,
+            foundation_verdicts,
             official_foundation_correct,
+            strict_foundation,
         )
 
         if protocol not in ("strict", "official"):
@@ -143,7 +145,7 @@ class RunData:
             by_uid = self.responses[model]
             if not any(u in by_uid for u in uids):
                 continue
-            chosen_verdicts = _foundation_verdicts(self.verdicts.get(model, []), uids, judges)
+            chosen_verdicts = foundation_verdicts(self.verdicts.get(model, []), uids, judges)
             for item in items:
                 response = by_uid.get(item.uid)
                 text = None if response is None or response.error is not None else response.text
@@ -151,11 +153,11 @@ class RunData:
                 chosen: int | None = None
                 if protocol == "strict":
                     verdict = chosen_verdicts.get(item.uid)
-                    correct, reason = _strict_foundation(response, verdict)
+                    correct, reason = strict_foundation(response, verdict)
                     if correct is not None and verdict is not None:
                         judge, chosen = verdict.judge, verdict.choice
                 else:
-                    failed_text = _failure_text(response)
+                    failed_text = failure_text(response)
                     if failed_text is not None:
                         correct, reason = None, failed_text
                     else:
@@ -214,11 +216,11 @@ class RunData:
         Returns:
             A DataFrame with :data:`CHAT_COLUMNS`; ``score_*`` are NaN and ``failed`` True where no score was read.
         """
-        from airbench_nb.scoring import CHAT_ORDERS, _official_chat, _strict_chat
+        from airbench_nb.scoring import CHAT_ORDERS, official_chat, strict_chat
 
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
-        parse = _official_chat if protocol == "official" else _strict_chat
+        parse = official_chat if protocol == "official" else strict_chat
         items = {u: i for u, i in self.items.items() if isinstance(i, ChatItem)}
         rows: list[dict[str, Any]] = []
         for model in self.models:
@@ -287,9 +289,11 @@ def load_run(
     if not manifests:
         raise FileNotFoundError(f"{data_dir}: no foundation.jsonl or chat.jsonl")
     items: dict[str, FoundationItem | ChatItem] = {}
+    all_items: list[FoundationItem | ChatItem] = []
     unusable = 0
     for path in manifests:
         for item in read_manifest(path):
+            all_items.append(item)
             if item.audio_status in (None, AudioStatus.ok):
                 items[item.uid] = item
             else:
@@ -311,4 +315,6 @@ def load_run(
                 if models is None or verdict.model in models:
                     verdicts.setdefault(verdict.model, []).append(verdict)
     logger.info("run %s: %d items, %d models", run_dir, len(items), len(responses))
-    return RunData(folder=run_dir, items=items, responses=responses, verdicts=verdicts, unusable=unusable)
+    return RunData(
+        folder=run_dir, items=items, responses=responses, verdicts=verdicts, unusable=unusable, all_items=all_items
+    )

@@ -153,7 +153,8 @@ class RunAnalysis:
         self.manifest_dir = Path(manifest_dir) if manifest_dir else self.run_dir / "data"
         self.responses_dir = Path(responses_dir) if responses_dir else self.run_dir / "responses"
         self.verdicts_dir = Path(verdicts_dir) if verdicts_dir else self.run_dir / "verdicts"
-        self.foundation = self.run.foundation_frame(protocol)
+        self._frames: dict[str, pd.DataFrame] = {}
+        self.foundation = self.foundation_frame(protocol)
         chat = self.run.chat_frame(protocol)
         self.judges = list(judges) if judges else sorted(chat["judge"].unique())
         self.chat = chat[chat["judge"].isin(self.judges)] if judges else chat
@@ -162,27 +163,21 @@ class RunAnalysis:
 
     # ---------------------------------------------------------------------------------------------------- scores
 
+    def foundation_frame(self, protocol: str) -> pd.DataFrame:
+        """The run's Foundation frame under ``protocol`` (computed once per protocol)."""
+        if protocol not in self._frames:
+            self._frames[protocol] = self.run.foundation_frame(protocol)
+        return self._frames[protocol]
+
     def scores(self) -> tuple[pd.DataFrame, dict[str, Any]]:
         """``score_run_folder``'s summary and results under both protocols (computed once)."""
         if self._scores is None:
-            from airbench_nb.scoring import score_run_folder
+            from airbench_nb.scoring import score_models
 
-            manifests = {
-                kind: self.manifest_dir / f"{kind}.jsonl"
-                for kind in ("foundation", "chat")
-                if (self.manifest_dir / f"{kind}.jsonl").is_file()
-            }
-            if not self.responses_dir.is_dir():
-                self._scores = (pd.DataFrame(), {})
-            else:
-                summary, results = score_run_folder(
-                    manifests, self.responses_dir, self.verdicts_dir, protocol="both", seed=self.seed, reps=self.reps
-                )
-                if not summary.empty and self.run.models:
-                    keep = summary["model"].isin(self.run.models)
-                    summary = summary[keep].reset_index(drop=True)
-                    results = {k: v for k, v in results.items() if k.split(" | ")[0] in self.run.models}
-                self._scores = (summary, results)
+            items = list(self.run.all_items)
+            runs = [(list(self.run.responses[m].values()), self.run.verdicts.get(m, [])) for m in self.run.models]
+            summary, results = score_models(items, runs, protocol="both", seed=self.seed, reps=self.reps)
+            self._scores = (summary, results)
         return self._scores
 
     # -------------------------------------------------------------------------------------------------- sections
@@ -204,7 +199,7 @@ class RunAnalysis:
 
     def format_following(self) -> Section:
         """The paper's format-following table: who resolves each Foundation answer (rule, LLM judge, nobody)."""
-        strict = self.run.foundation_frame("strict") if self.protocol != "strict" else self.foundation
+        strict = self.foundation_frame("strict")
         frame = tables.format_following(_plain_rows(strict))
         if frame.empty:
             return Section("format_following", {}, reason="no Foundation answers")
@@ -297,9 +292,10 @@ class RunAnalysis:
 
     @staticmethod
     def _confusion_default(scored: Mapping[str, Mapping[str, Any]]) -> str:
-        def key(model: str) -> tuple[bool, int, str]:
+        def key(model: str) -> tuple[bool, int, float, str]:
             answered = sum(r.n - getattr(r, "unanswered", 0) for r in scored[model].values())
-            return ("oracle" in model, -answered, model)
+            f1 = [r.macro_f1 for r in scored[model].values() if r.macro_f1 is not None]
+            return ("oracle" in model, -answered, -(sum(f1) / len(f1) if f1 else 0.0), model)
 
         return sorted(scored, key=key)[0]
 
@@ -327,8 +323,8 @@ class RunAnalysis:
         curves = snr.snr_curves(self.foundation)
         frame = snr.snr_frame(curves)
         if frame.empty:
-            reason = curves.reason or "no SNR-graded items: build with `airbench-nb build --snr-grid=-10,-5,0,5,10`"
-            return Section("snr", {}, reason=reason)
+            hint = "build SNR-graded items with `airbench-nb build --snr-grid=-10,-5,0,5,10`"
+            return Section("snr", {}, reason=f"{curves.reason or 'no SNR-graded items'}; {hint}")
         per_model = frame[frame["level"] == "model"]
         detail = curves.as_dict()
         data = detail.pop("curves")
@@ -396,7 +392,9 @@ class RunAnalysis:
                 figures.append(plots.save(figure, out / "figures", stem).name)
         plt.close("all")
         summary, results = self.scores()
-        written = tables.write_tables(out, results, summary, self.run.foundation_frame("strict")) if results else {}
+        written = (
+            tables.write_tables(out, results, summary, _plain_rows(self.foundation_frame("strict"))) if results else {}
+        )
         analysis: dict[str, Any] = {
             "run_dir": str(self.run_dir),
             "protocol": self.protocol,

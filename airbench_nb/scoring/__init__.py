@@ -106,7 +106,7 @@ from airbench_nb.scoring.run import (
     foundation_verdicts,
     score_run,
 )
-from airbench_nb.scoring.tables import FRAME_COLUMNS, score_run_folder, scores_frame
+from airbench_nb.scoring.tables import FRAME_COLUMNS, score_models, score_run_folder, scores_frame
 
 __all__ = [
     "CHAT_CATEGORIES",
@@ -143,6 +143,7 @@ __all__ = [
     "strict_foundation",
     "score_official_files",
     "score_run",
+    "score_models",
     "score_run_folder",
     "scores_frame",
 ]

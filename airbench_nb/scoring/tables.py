@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from airbench_nb.records import Response, Verdict
+from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.outcomes import RULE_JUDGE, SCORES_ONLY_JUDGES, Protocol
 from airbench_nb.scoring.run import PROXY_SHORT, score_run
@@ -99,13 +100,10 @@ def score_run_folder(
         Average covers fewer categories than the benchmark has); and the full :func:`score_run` results keyed by
         ``"<model> | chat judge <judge>"``.
     """
-    import pandas as pd
-
     from airbench_nb.manifests import read_manifest, read_records
 
     items = [i for path in manifests.values() for i in read_manifest(path)]
-    rows: list[dict[str, Any]] = []
-    results: dict[str, dict[str, Any]] = {}
+    runs: list[tuple[list[Response], list[Verdict]]] = []
     for model_dir in sorted(p for p in Path(responses_dir).iterdir() if p.is_dir()):
         paths = [model_dir / f"{kind}.jsonl" for kind in manifests]
         responses = [r for path in paths if path.is_file() for r in read_records(path, Response)]
@@ -116,6 +114,37 @@ def score_run_folder(
             for path in sorted((Path(verdicts_dir) / model_dir.name).glob("*.jsonl"))
             for v in read_records(path, Verdict)
         ]
+        runs.append((responses, verdicts))
+    return score_models(items, runs, protocol=protocol, seed=seed, reps=reps)
+
+
+def score_models(
+    items: Sequence[FoundationItem | ChatItem],
+    runs: Sequence[tuple[Sequence[Response], Sequence[Verdict]]],
+    *,
+    protocol: Protocol = "both",
+    seed: int = 0,
+    reps: int = DEFAULT_REPS,
+) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """Score several models' records already in memory, once per Chat judge present (see :func:`score_run_folder`).
+
+    Args:
+        items: The benchmark items.
+        runs: ``(responses, verdicts)`` per model; the responses of one entry come from one model.
+        protocol: ``official``, ``strict`` or ``both``.
+        seed: Bootstrap seed.
+        reps: Bootstrap replicates.
+
+    Returns:
+        ``(summary, results)`` as :func:`score_run_folder` returns them.
+    """
+    import pandas as pd
+
+    rows: list[dict[str, Any]] = []
+    results: dict[str, dict[str, Any]] = {}
+    for responses, verdicts in runs:
+        if not responses:
+            continue
         chat_judges = sorted({v.judge for v in verdicts if v.order != "single"}) or [None]
         for chat_judge in chat_judges:
             judges = (
