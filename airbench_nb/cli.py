@@ -285,6 +285,13 @@ def build(
     snr_items_per_task: Annotated[
         int | None, typer.Option(help="Grade the first N built items of each speech task (default: the preset's).")
     ] = None,
+    circular_items_per_task: Annotated[
+        int | None,
+        typer.Option(
+            help="Also write the first N items of each Foundation task once per rotation of their choices "
+            "(circular evaluation; uid <uid>@r<k>). Default: the preset's."
+        ),
+    ] = None,
 ) -> None:
     """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
     from airbench_nb.build import RECIPE_DIR, RecipeError
@@ -302,6 +309,7 @@ def build(
             reference_cache=reference_cache,
             snr_grid=parse_snr_grid(snr_grid) if snr_grid is not None else None,
             snr_items_per_task=snr_items_per_task,
+            circular_items_per_task=circular_items_per_task,
         )
     except (RecipeError, ValueError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
@@ -321,6 +329,11 @@ def build(
         console.print(
             f"and {len(report.graded)} SNR-graded Foundation items at {', '.join(f'{s:+g}' for s in report.snr_grid)} "
             f"dB ({counts['graded_failures']} failures), after the clean ones in foundation.jsonl"
+        )
+    if report.rotated:
+        console.print(
+            f"and {len(report.rotated)} rotated copies (circular evaluation) of "
+            f"{len({i.meta['rotation_of'] for i in report.rotated})} items, last in foundation.jsonl"
         )
     for failure in report.failures:
         err_console.print(

@@ -441,6 +441,10 @@ def write_official_results(
 ) -> Path:
     """Write the official result JSONL (meta fields + ``response``) for the items that have a response.
 
+    Copies made for the kit's own analyses are left out, as the kit's score tables leave them out: SNR-graded copies
+    (``meta.clean_uid``) and circular-evaluation copies (``meta.rotation_of``) whose original is among ``items``.
+    The official scripts would otherwise count one question several times.
+
     Args:
         items: Items in manifest order.
         responses: Response text by uid (None for a failed response).
@@ -451,8 +455,10 @@ def write_official_results(
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    uids = {item.uid for item in items}
     with open(path, "w", encoding="utf-8") as handle:
         for item in items:
-            if item.uid in responses:
+            derived = "clean_uid" in item.meta or item.meta.get("rotation_of") in uids
+            if item.uid in responses and not derived:
                 handle.write(json.dumps(official_result_row(item, responses[item.uid]), ensure_ascii=False) + "\n")
     return path

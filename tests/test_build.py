@@ -101,8 +101,14 @@ def test_every_task_built_and_valid(tiny):
     assert set(FOUNDATION_MAKERS) | set(NOT_BUILT) == set(FOUNDATION_TASKS)
     foundation = read_manifest(out / "foundation.jsonl")
     chat = read_manifest(out / "chat.jsonl")
-    # the manifest holds the clean items, then their SNR-graded copies (the tiny preset grades one item per task)
-    assert foundation == report.foundation_written == [*report.foundation, *report.graded]
+    # the manifest holds the clean items, then their SNR-graded copies (the tiny preset grades one item per task),
+    # then the rotated copies of one item per task (circular evaluation)
+    assert foundation == report.foundation_written == [*report.foundation, *report.graded, *report.rotated]
+    first = [i for i in report.foundation if i.uid.endswith("-000")]
+    assert len(report.rotated) == sum(len(i.choices) for i in first)
+    for copy in report.rotated:
+        original = next(i for i in first if i.uid == copy.meta["rotation_of"])
+        assert copy.audio == original.audio and copy.choices[copy.answer] == original.choices[original.answer]
     assert chat == report.chat
     assert report.graded and all("clean_uid" in i.meta for i in report.graded)
     assert not any("clean_uid" in i.meta for i in report.foundation)
@@ -332,8 +338,10 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     for name in ("foundation.jsonl", "chat.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     written = read_manifest(tmp_path / "a/foundation.jsonl")
-    items = [i for i in written if "clean_uid" not in i.meta]
+    items = [i for i in written if "clean_uid" not in i.meta and "rotation_of" not in i.meta]
     counts = Counter(i.task for i in items)
+    rotated = Counter(i.meta["rotation_of"] for i in written if "rotation_of" in i.meta)
+    assert len(rotated) == 4 * len(FOUNDATION_MAKERS)  # mini: 4 items per task in every rotation
     assert all(n == 20 for n in counts.values()) and len(counts) == len(FOUNDATION_MAKERS)
     graded = Counter((i.task, i.meta["snr_db"]) for i in written if "clean_uid" in i.meta)
     assert len(graded) == 6 * 5 and set(graded.values()) == {8}  # mini: 8 items of 6 speech tasks at 5 SNRs

@@ -110,7 +110,8 @@ def test_build_infer_judge_score(tmp_path):
     assert "Chat scores by: proxy (sentence-embedding similarity" in chat_scores.output
     official_rows = [json.loads(line) for line in (tmp_path / "foundation.official.jsonl").read_text().splitlines()]
     uniq = [row["uniq_id"] for row in official_rows]
-    assert len(uniq) == len(set(uniq)) == 6  # built items (4, and 2 SNR-graded) have no source id: uids are unique
+    # the 4 clean built items: no source id, so their uids are unique; the SNR-graded and rotated copies are left out
+    assert len(uniq) == len(set(uniq)) == 4
     rescored = runner.invoke(
         app, ["score-official", "--foundation", str(tmp_path / "foundation.official.jsonl"), "--json"]
     )

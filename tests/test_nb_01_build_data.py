@@ -23,6 +23,9 @@ def test_builds_tiny(tmp_path):
     assert results["source"] == "build:tiny" and results["failures"] == 0
     assert results["foundation_tasks"] == 13 and results["chat_tasks"] == 8
     assert set(results["chat_categories"]) == {"speech", "sound", "music", "mixed"}
+    # tiny: 6 speech tasks x 1 item x 2 SNRs graded; 1 item of each of the 13 tasks in every rotation
+    assert results["graded_items"] == 12 and results["rotated_items"] > 13
+    assert results["foundation_items"] == 26
     assert (tmp_path / "data" / "foundation.jsonl").is_file()
 
 

@@ -626,7 +626,7 @@ def test_run_folder_summary_marks_partial_averages(tmp_path):
 # noise-graded copies
 
 
-def test_noise_graded_copies_stay_out_of_the_tables():
+def test_noise_graded_and_rotated_copies_stay_out_of_the_tables():
     items, responses, verdicts = foundation_run()
     g1 = next(i for i in items if i.uid == "g1")
     graded = [
@@ -643,8 +643,11 @@ def test_noise_graded_copies_stay_out_of_the_tables():
         table = result[name]
         assert table["graded_items"]["foundation"] == 2 and table["graded_items"]["chat"] == 0
         assert "clean_uid" in table["graded_items"]["why"]
-        # the rotated copy is scored (d1 has g1, g2 and g1-rot1, all right); the graded ones are not
+        # neither the graded copies nor the rotated copy of g1 (its original is scored) count: d1 has g1 and g2
+        assert table["rotated_items"]["foundation"] == 1 and "rotation_of" in table["rotated_items"]["why"]
         subset = table["foundation"]["subsets"]["Speaker_Gender_Recognition_d1"]
-        assert (subset["n"], subset["correct"]) == (3, 3)
-        assert table["foundation"]["tasks"]["Speaker_Gender_Recognition"]["value"] == pytest.approx(4 / 5)
-        assert table["foundation"]["items"] == len(items) + 1
+        assert (subset["n"], subset["correct"]) == (2, 2)
+        assert table["foundation"]["items"] == len(items)
+    # a manifest of rotations alone (as `airbench-nb rotate` writes) is scored as it is
+    alone = score_run([rotated], [right], [extra_verdicts[-1]], protocol="strict", reps=0)["strict"]
+    assert alone["rotated_items"]["foundation"] == 0 and alone["foundation"]["items"] == 1

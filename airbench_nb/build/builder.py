@@ -120,18 +120,20 @@ class BuildReport:
     """SNR-graded copies of clean items (``meta.clean_uid`` set), written after them in ``foundation.jsonl``."""
     snr_grid: list[float] = field(default_factory=list)
     """SNRs in dB the graded items were asked for (empty: none)."""
+    rotated: list[FoundationItem] = field(default_factory=list)
+    """Circular-evaluation copies (``meta.rotation_of`` set, uid ``<uid>@r<k>``), written after the graded items."""
 
     @property
     def foundation_written(self) -> list[FoundationItem]:
-        """Every Foundation item of ``foundation.jsonl``, in its order: the clean ones, then the graded ones."""
-        return [*self.foundation, *self.graded]
+        """Every Foundation item of ``foundation.jsonl``, in its order: clean, then graded, then rotated copies."""
+        return [*self.foundation, *self.graded, *self.rotated]
 
     def counts(self) -> dict[str, Any]:
         """Counts per task and category (clean Foundation items), SNR-graded items per task and SNR, and failures.
 
         Keys: ``foundation``, ``chat``, ``foundation_categories``, ``chat_categories`` (``{name: n}``),
         ``graded`` (``{task: n}``), ``graded_by_snr`` (``{"-5": n, ...}``), ``graded_items``, ``graded_failures``
-        and ``failures`` (all failures, graded ones included).
+        ``rotated_items`` and ``failures`` (all failures, graded ones included).
         """
         graded_failures = sum(1 for f in self.failures if "snr_db" in f)
         return {
@@ -143,6 +145,7 @@ class BuildReport:
             "graded_by_snr": {f"{k:g}": n for k, n in Counter(i.meta["snr_db"] for i in self.graded).items()},
             "graded_items": len(self.graded),
             "graded_failures": graded_failures,
+            "rotated_items": len(self.rotated),
             "failures": len(self.failures),
         }
 
@@ -154,6 +157,21 @@ class BuildReport:
             if letters:
                 out[str(k)] = {letter: round(letters.count(letter) / len(letters), 4) for letter in "ABCD"[:k]}
         return out
+
+
+def _rotations(items: Sequence[FoundationItem], per_task: int) -> list[FoundationItem]:
+    """Every rotation of the first ``per_task`` items of each task (the audio is shared, nothing is written)."""
+    from airbench_nb.analysis.circular import rotate_items
+
+    if per_task <= 0:
+        return []
+    taken: Counter[str] = Counter()
+    chosen = []
+    for item in items:
+        if taken[item.task] < per_task:
+            taken[item.task] += 1
+            chosen.append(item)
+    return rotate_items(chosen)
 
 
 def _write_audio(out: Path, rel: str, samples: np.ndarray) -> str:
@@ -250,6 +268,7 @@ def build(
     progress: bool = True,
     snr_grid: Sequence[float] | None = None,
     snr_items_per_task: int | None = None,
+    circular_items_per_task: int | None = None,
 ) -> BuildReport:
     """Build the offline benchmark.
 
@@ -269,6 +288,9 @@ def build(
             no graded items.
         snr_items_per_task: Grade the first N built items of each such task; None: the preset's
             ``snr_items_per_task`` (all items when it has none).
+        circular_items_per_task: Also write the first N clean items of each Foundation task once per rotation of
+            their choices (MMBench CircularEval, :func:`airbench_nb.analysis.circular.rotate_items`); None: the
+            preset's ``circular_items_per_task`` (0 when it has none).
 
     Returns:
         A :class:`BuildReport`. An item (clean or graded) that fails to build is counted in ``failures`` and
@@ -292,6 +314,11 @@ def build(
         raise ValueError(f"snr_items_per_task must be a whole number or None, got {graded_per_task!r}")
     if graded_per_task is not None and graded_per_task < 0:
         raise ValueError(f"snr_items_per_task must be >= 0 or None (all items), got {graded_per_task}")
+    circular_per_task = (
+        circular_items_per_task if circular_items_per_task is not None else sizes.get("circular_items_per_task", 0)
+    )
+    if isinstance(circular_per_task, bool) or not isinstance(circular_per_task, int) or circular_per_task < 0:
+        raise ValueError(f"circular_items_per_task must be a whole number >= 0, got {circular_per_task!r}")
     wanted = set(tasks) if tasks else set(FOUNDATION_MAKERS) | set(CHAT_MAKERS)
     unknown = wanted - set(FOUNDATION_MAKERS) - set(CHAT_MAKERS)
     if unknown:
@@ -371,7 +398,8 @@ def build(
     if reference_model and chat:
         chat, reference_failures = llm_references(chat, reference_model, cache=reference_cache)
         failures += [{"task": "reference", "index": -1, **f} for f in reference_failures]
-    write_manifest(out / "foundation.jsonl", [*foundation, *graded])
+    rotated = _rotations(foundation, circular_per_task)
+    write_manifest(out / "foundation.jsonl", [*foundation, *graded, *rotated])
     write_manifest(out / "chat.jsonl", chat)
     report = BuildReport(
         out=out,
@@ -383,6 +411,7 @@ def build(
         seconds=round(time.perf_counter() - t0, 2),
         graded=graded,
         snr_grid=grid,
+        rotated=rotated,
     )
     card = DatasetCard(
         data_root=".",
@@ -393,6 +422,7 @@ def build(
             "recipes_sha256": recipes.sha256,
             "snr_grid": grid,
             "snr_items_per_task": graded_per_task,
+            "circular_items_per_task": circular_per_task,
             "failures_detail": failures,
             "not_built": NOT_BUILT,
         },

@@ -41,8 +41,9 @@ a value does not count) is *partial*: the ``average`` entry of every section car
 
 Items left out of the tables in both protocols, and counted in every table: items whose audio is missing, empty
 or corrupt (``unusable_items``: a data defect, not a model failure) and noise-graded copies of clean items, whose
-``meta`` holds ``clean_uid`` (``graded_items``: they are analysed as SNR curves). Circular-evaluation copies
-(``meta.rotation_of``) are scored like any item.
+``meta`` holds ``clean_uid`` (``graded_items``: they are analysed as SNR curves), and circular-evaluation copies
+(``meta.rotation_of``) whose original item is among the items scored (``rotated_items``: analysed by circular
+evaluation; a manifest that holds only rotations, as ``airbench-nb rotate`` writes, is scored as it is).
 
 Every :class:`Score` carries ``n`` (the number of units its value is computed over: items for Foundation,
 (item, order) pairs for Chat), ``failures`` (units that failed: dropped from ``n`` in ``official`` and in strict
@@ -102,6 +103,8 @@ from airbench_nb.scoring.run import (
     GRADED_WHY,
     PROXY_LABEL,
     PROXY_SHORT,
+    ROTATED_KEY,
+    ROTATED_WHY,
     _foundation_verdicts,
     foundation_verdicts,
     score_run,
@@ -120,6 +123,8 @@ __all__ = [
     "FRAME_COLUMNS",
     "GRADED_KEY",
     "GRADED_WHY",
+    "ROTATED_KEY",
+    "ROTATED_WHY",
     "MIXED_TASKS",
     "PROTOCOLS",
     "PROXY_LABEL",

@@ -32,6 +32,15 @@ GRADED_KEY = "clean_uid"
 GRADED_WHY = "noise-graded copies (meta.clean_uid): analysed as SNR curves, not scored here"
 """Why graded items are missing from the score tables (``graded_items["why"]`` of every table)."""
 
+ROTATED_KEY = "rotation_of"
+"""Item ``meta`` key that marks a circular-evaluation copy (``airbench-nb rotate``) of another item."""
+
+ROTATED_WHY = (
+    "circular-evaluation copies (meta.rotation_of) of items scored here: analysed by circular evaluation, not scored "
+    "twice (a manifest of rotations alone is scored)"
+)
+"""Why rotated copies whose original is present are missing from the score tables."""
+
 
 def _pick_model(responses: Sequence[Response], model: str | None) -> str | None:
     if model is not None:
@@ -154,9 +163,12 @@ def score_run(
     # not a failure of the model. Both protocols leave them out (the official inference script skips them too) and
     # every table reports how many there were.
     # Noise-graded copies of clean items (meta.clean_uid, meta.snr_db) are analysed as SNR curves; in the tables
-    # they would count one clean question several times. Circular-evaluation copies (meta.rotation_of) stay.
+    # they would count one clean question several times. Circular-evaluation copies (meta.rotation_of) of items that
+    # are scored here are left out for the same reason; a manifest of rotations alone is scored as it is.
+    uids = {i.uid for i in items}
     graded = Counter(i.kind for i in items if GRADED_KEY in i.meta)
-    ungraded = [i for i in items if GRADED_KEY not in i.meta]
+    rotated = Counter(i.kind for i in items if GRADED_KEY not in i.meta and i.meta.get(ROTATED_KEY) in uids)
+    ungraded = [i for i in items if GRADED_KEY not in i.meta and i.meta.get(ROTATED_KEY) not in uids]
     usable = [i for i in ungraded if i.audio_status in (None, AudioStatus.ok)]
     unusable = Counter(i.kind for i in ungraded if i.audio_status not in (None, AudioStatus.ok))
     foundation = [i for i in usable if isinstance(i, FoundationItem)]
@@ -179,6 +191,7 @@ def score_run(
             "chat": graded.get("chat", 0),
             "why": GRADED_WHY,
         }
+        table["rotated_items"] = {"foundation": rotated.get("foundation", 0), "why": ROTATED_WHY}
         chat_judges = sorted({v.judge for v in c_verdicts.values()})
         table["judges"] = {
             "foundation": sorted({v.judge for v in f_verdicts.values()}),
