@@ -276,11 +276,13 @@ def confusion_grid(confusions: Sequence[tuple[str, list[str], list[list[int]]]],
 
 
 def snr_curves(frame: pd.DataFrame) -> Any:
-    """Accuracy against SNR with 95% Wilson bands per model; the clean items as a separate point at the right.
+    """Accuracy against SNR with 95% Wilson bands per model: all graded tasks pooled, then one panel per task.
+
+    The clean originals are a separate point at the right of each panel.
 
     Args:
-        frame: Columns ``model, snr_db, accuracy, ci_low, ci_high, n, clean`` (one row per model and SNR; the
-            clean point has ``clean`` True).
+        frame: :func:`airbench_nb.analysis.snr.snr_frame` rows of levels ``model`` (pooled) and ``task``: columns
+            ``level, model, task, snr_db, accuracy, ci_low, ci_high, n, clean``.
 
     Returns:
         The figure, or None when empty.
@@ -290,37 +292,53 @@ def snr_curves(frame: pd.DataFrame) -> Any:
     sns = _sns()
     import matplotlib.pyplot as plt
 
-    graded = frame[~frame["clean"].astype(bool)]
-    snrs = sorted(graded["snr_db"].dropna().unique())
+    if "level" not in frame.columns:
+        frame = frame.assign(level="model", task=None)
+    graded_all = frame[~frame["clean"].astype(bool)]
+    snrs = sorted(graded_all["snr_db"].dropna().unique())
     if not snrs:
         return None
     clean_x = snrs[-1] + max(5.0, (snrs[-1] - snrs[0]) / 4 if len(snrs) > 1 else 5.0)
     models = list(dict.fromkeys(frame["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
-    fig, ax = plt.subplots(figsize=(7.2, 4.2))
-    for model in models:
-        sub = graded[graded["model"] == model].sort_values("snr_db")
-        color = palette[model]
-        ax.plot(sub["snr_db"], sub["accuracy"] * 100, marker="o", color=color, label=_short(model))
-        ax.fill_between(sub["snr_db"], sub["ci_low"] * 100, sub["ci_high"] * 100, color=color, alpha=0.15)
-        clean = frame[(frame["model"] == model) & frame["clean"].astype(bool)]
-        if not clean.empty:
-            row = clean.iloc[0]
-            ax.errorbar(
-                [clean_x],
-                [row["accuracy"] * 100],
-                yerr=[[(row["accuracy"] - row["ci_low"]) * 100], [(row["ci_high"] - row["accuracy"]) * 100]],
-                fmt="s",
-                color=color,
-                capsize=3,
-            )
-    ax.set_xticks([*snrs, clean_x], [f"{s:g}" for s in snrs] + ["clean"])
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("SNR of speech over background (dB)")
-    ax.set_ylabel("accuracy (%)")
-    n = int(graded.groupby("model")["n"].sum().max())
-    ax.set_title(f"Accuracy vs SNR with 95% Wilson bands (n = {n} graded items per model)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    tasks = sorted(frame.loc[frame["level"] == "task", "task"].dropna().unique())
+    panels = [("all graded tasks", frame[frame["level"] == "model"])]
+    panels += [(task, frame[(frame["level"] == "task") & (frame["task"] == task)]) for task in tasks]
+    cols = min(len(panels), 4)
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols + 1.8, 3.4 * rows), squeeze=False, sharey=True)
+    for ax, (title, part) in zip(axes.flat, panels, strict=False):
+        graded = part[~part["clean"].astype(bool)]
+        for model in models:
+            sub = graded[graded["model"] == model].sort_values("snr_db")
+            if sub.empty:
+                continue
+            color = palette[model]
+            ax.plot(sub["snr_db"], sub["accuracy"] * 100, marker="o", markersize=4, color=color, label=_short(model))
+            ax.fill_between(sub["snr_db"], sub["ci_low"] * 100, sub["ci_high"] * 100, color=color, alpha=0.12)
+            clean = part[(part["model"] == model) & part["clean"].astype(bool)]
+            if not clean.empty:
+                row = clean.iloc[0]
+                ax.errorbar(
+                    [clean_x],
+                    [row["accuracy"] * 100],
+                    yerr=[[(row["accuracy"] - row["ci_low"]) * 100], [(row["ci_high"] - row["accuracy"]) * 100]],
+                    fmt="s",
+                    markersize=4,
+                    color=color,
+                    capsize=3,
+                )
+        ax.set_xticks([*snrs, clean_x], [f"{s:g}" for s in snrs] + ["clean"])
+        ax.set_ylim(0, 100)
+        n = int(graded.groupby("model")["n"].sum().max()) if not graded.empty else 0
+        ax.set_title(f"{title} (n = {n} per model)", fontsize=9)
+        ax.set_xlabel("SNR (dB)")
+        ax.set_ylabel("accuracy (%)")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=8, title="model")
+    fig.suptitle("Accuracy vs SNR of speech over noise or music, with 95% Wilson bands", y=1.01)
     fig.tight_layout()
     return fig
 
@@ -412,8 +430,12 @@ def length_accuracy(frame: pd.DataFrame) -> Any:
         )
         ax.bar(x, acc, width=width, color=palette[model], label=_short(model))
         ax.errorbar(x, acc, yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+        for xi, ni, top in zip(x, sub["n"].to_numpy(), np.nan_to_num(acc) + yerr[1], strict=True):
+            if not pd.isna(ni) and ni > 0:
+                ax.text(xi, top + 2, f"n={int(ni)}", ha="center", va="bottom", fontsize=6.5, rotation=90)
     ax.set_xticks(np.arange(len(bins)), bins)
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, 125)
+    ax.set_yticks(range(0, 101, 20))
     ax.set_xlabel("answer length (words)")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(f"Accuracy by answer length (n = {int(frame.groupby('model')['n'].sum().max())} answers per model)")

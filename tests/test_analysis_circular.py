@@ -180,9 +180,17 @@ def test_rates_by_hand_on_three_items_by_four_rotations() -> None:
     assert three.circular_accuracy == 0.0 and three.consistent_rate == 0.0
     stubborn = results["stubborn"]
     assert (stubborn.accuracy, stubborn.consistent_rate, stubborn.circular_accuracy) == (0.0, 1.0, 0.0)
+    # strict: a failure is a wrong, inconsistent answer (correct False)
     flaky = results["flaky"]
-    assert (flaky.items, flaky.incomplete, flaky.rotations) == (2, 1, 8)
-    assert flaky.circular_accuracy == 1.0 and flaky.accuracy == 1.0
+    assert (flaky.items, flaky.incomplete, flaky.rotations) == (3, 0, 12)
+    assert flaky.accuracy == pytest.approx(11 / 12)
+    assert flaky.circular_accuracy == pytest.approx(2 / 3) and flaky.consistent_rate == pytest.approx(2 / 3)
+    # official: the failure is dropped (correct NA), so its item is incomplete and left out
+    official = run_frame(rotated, {"flaky": fails_once})
+    official.loc[official["failed"], "correct"] = pd.NA
+    dropped = circular(official)["flaky"]
+    assert (dropped.items, dropped.incomplete, dropped.rotations) == (2, 1, 8)
+    assert dropped.circular_accuracy == 1.0 and dropped.accuracy == 1.0
 
     low, high = results["right"].circular_accuracy_ci  # type: ignore[misc]
     assert 0.0 < low < 1.0 and high == 1.0
@@ -213,7 +221,11 @@ def test_nothing_to_analyse() -> None:
     assert circular(empty) == {}
     assert circular_frame({}).empty
     rotated = rotate_items([item("i1", ["bell", "organ"], 0)])
-    silent = circular(run_frame(rotated, {"m": lambda it: None}))["m"]
+    never = run_frame(rotated, {"m": lambda it: None})
+    strict = circular(never)["m"]  # strict: every answer failed, so wrong
+    assert (strict.items, strict.accuracy, strict.circular_accuracy, strict.consistent_rate) == (1, 0.0, 0.0, 0.0)
+    never["correct"] = pd.NA  # official: every answer dropped
+    silent = circular(never)["m"]
     assert silent.items == 0 and silent.incomplete == 1 and silent.accuracy is None and silent.reason
     assert json.dumps(silent.as_dict())
     plain = run_frame(rotated, {"m": lambda it: 0}).assign(rotation_of=None)

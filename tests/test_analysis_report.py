@@ -65,7 +65,7 @@ def test_planted_effects_are_found(analysis: dict):
     assert analysis["ranking"][0]["model"] == "planted:skilled"
 
 
-def test_the_main_table_leaves_graded_copies_out_and_the_files_are_written(planted: Path, analysis: dict):
+def test_the_main_table_leaves_copies_out_and_the_files_are_written(planted: Path, analysis: dict):
     folder = planted / "analysis"
     leaderboard = (folder / "leaderboard.md").read_text()
     assert "planted:skilled" in leaderboard and "strict" in leaderboard
@@ -79,7 +79,7 @@ def test_the_main_table_leaves_graded_copies_out_and_the_files_are_written(plant
     strict_avg = [
         s for s in scores if s["protocol"] == "strict" and s["benchmark"] == "foundation" and s["level"] == "average"
     ]
-    assert strict_avg and all(s["n"] == 300 + 128 for s in strict_avg)  # 300 clean + 128 rotated, no graded copies
+    assert strict_avg and all(s["n"] == 300 for s in strict_avg)  # the clean items: no graded or rotated copies
 
 
 def test_empty_sections_are_present_with_a_reason(tmp_path: Path):

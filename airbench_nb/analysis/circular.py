@@ -7,8 +7,10 @@ position ``(i + k) % n``: the new options are ``new[j] = old[(j - k) % n]`` and 
 uid ``f"{uid}@r{k}"`` and keeps the original's meta plus ``rotation_of`` (the original uid) and ``rotation`` (k).
 
 :func:`circular` reads a run of rotated items. Per model and original item, a group is *complete* when the model
-answered (chose an option: ``failed`` is False) every rotation present in the frame for that item; incomplete
-groups are counted apart and left out of every rate, so plain and circular accuracy are measured on the same items:
+has a scored answer (``correct`` not missing) for every rotation present in the frame for that item. Under
+``strict`` a failed answer is scored (wrong, and inconsistent: it names no option); under ``official`` it is dropped,
+which makes its item incomplete. Incomplete groups are counted apart and left out of every rate, so plain and
+circular accuracy are measured on the same items:
 
 - ``accuracy``: plain accuracy over all rotations of the complete groups;
 - ``consistent_rate``: share of items answered with the same option TEXT in every rotation (an option letter past
@@ -180,7 +182,7 @@ class Circular:
     items: int
     """Original items whose every rotation the model answered (complete groups)."""
     incomplete: int
-    """Original items with a rotation the model failed or lacks (left out of every rate)."""
+    """Original items with a rotation the model lacks or whose answer was dropped (left out of every rate)."""
     rotations: int
     """Rotated copies in the complete groups (the denominator of ``accuracy``)."""
     accuracy: float | None
@@ -208,7 +210,9 @@ def _consistent(texts: pd.Series) -> bool:
 
 
 def _one(model: str, rows: pd.DataFrame, expected: Mapping[Any, frozenset[int]]) -> Circular:
-    answered = rows[~rows["failed"].astype(bool) & rows["correct"].notna()]
+    # strict: a failure is a wrong, inconsistent answer (its row has correct False); official: dropped (NA), so its
+    # item is incomplete, as the official protocol drops unreadable answers
+    answered = rows[rows["correct"].notna()]
     seen = answered.groupby("rotation_of", sort=True)["rotation"].agg(lambda r: frozenset(int(x) for x in r.dropna()))
     originals = sorted(rows["rotation_of"].unique())
     complete = [o for o in originals if seen.get(o, frozenset()) >= expected[o]]

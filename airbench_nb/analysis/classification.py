@@ -9,8 +9,9 @@ letter past the item's options). Metrics come from scikit-learn:
   gold, is a false negative of its gold label and a false positive of none;
 - macro false-negative rate: the mean over gold labels of ``1 - recall``;
 - the confusion matrix (:func:`sklearn.metrics.confusion_matrix`) over ``labels``, every option text that is gold
-  or chosen at least once (sorted): rows are those labels as gold (a chosen text that is never gold has a row of
-  zeros, so the matrix stays square), columns the same labels as predicted, then :data:`NO_ANSWER`;
+  or chosen at least once (numbers by value, then text; :func:`label_order`): rows are those labels as gold (a
+  chosen text that is never gold has a row of zeros, so the matrix stays square), columns the same labels as
+  predicted, then :data:`NO_ANSWER`;
 - the top confusions: ``gold -> predicted`` pairs of different option texts, with their count and share of the
   gold label's items (unanswered items are in the matrix, not in this list).
 
@@ -87,6 +88,14 @@ class ClassMetrics:
         return asdict(self)
 
 
+def label_order(label: str) -> tuple[int, float, str]:
+    """Sort key of labels: numbers by value ("20" before "100"), then text alphabetically."""
+    try:
+        return (0, float(label), label)
+    except ValueError:
+        return (1, 0.0, label.casefold())
+
+
 def _originals(frame: pd.DataFrame) -> pd.DataFrame:
     if "rotation" not in frame.columns or frame.empty:
         return frame
@@ -145,8 +154,8 @@ def task_label_sets(
 def _metrics(model: str, task: str, rows: pd.DataFrame, top: int) -> ClassMetrics:
     y_true = _gold_text(rows).tolist()
     y_pred = [NO_ANSWER if pd.isna(t) else str(t) for t in rows["chosen_text"]]
-    gold_labels = sorted(set(y_true))
-    labels = sorted(set(y_true) | {p for p in y_pred if p != NO_ANSWER})
+    gold_labels = sorted(set(y_true), key=label_order)
+    labels = sorted(set(y_true) | {p for p in y_pred if p != NO_ANSWER}, key=label_order)
     columns = labels + [NO_ANSWER]
     precision, recall, f1, _ = precision_recall_fscore_support(
         y_true, y_pred, labels=gold_labels, average="macro", zero_division=0

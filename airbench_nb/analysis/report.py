@@ -30,6 +30,7 @@ import pandas as pd
 from airbench_nb import plots
 from airbench_nb.analysis import answers, circular, classification, order_bias, position_bias, ranking, snr, tables
 from airbench_nb.analysis.data import RunData, load_run
+from airbench_nb.scoring import PROXY_SHORT
 
 logger = logging.getLogger(__name__)
 
@@ -193,7 +194,8 @@ class RunAnalysis:
         data = {"scores": _records(cats)}
         shown = cats.copy()
         chat = shown["benchmark"] == "chat"
-        shown.loc[chat, "model"] = shown.loc[chat, "model"] + " · " + shown.loc[chat, "chat_judge"].astype(str)
+        judge = shown.loc[chat, "chat_judge"].astype(str).map(lambda j: "proxy (similarity)" if j == PROXY_SHORT else j)
+        shown.loc[chat, "model"] = shown.loc[chat, "model"] + " · " + judge
         figure = plots.category_bars(shown)
         return Section("tables", data, frame=main, figure=figure, figure_key="categories")
 
@@ -328,8 +330,9 @@ class RunAnalysis:
         per_model = frame[frame["level"] == "model"]
         detail = curves.as_dict()
         data = detail.pop("curves")
+        shown = frame[frame["level"].isin(["model", "task"])]
         return Section(
-            "snr", data, extra_data=detail, frame=per_model, figure=plots.snr_curves(per_model), figure_key="snr"
+            "snr", data, extra_data=detail, frame=per_model, figure=plots.snr_curves(shown), figure_key="snr"
         )
 
     def ranking(self) -> Section:
@@ -352,7 +355,6 @@ class RunAnalysis:
         )
 
     def _ranking_judge(self, summary: pd.DataFrame) -> str | None:
-        from airbench_nb.scoring import PROXY_SHORT
 
         present = [j for j in summary["chat_judge"].astype(str).unique() if j != "-"]
         if not present:
