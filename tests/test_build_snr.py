@@ -132,6 +132,7 @@ def test_graded_items_keep_question_choices_and_answer(which, request):
     out, report = request.getfixturevalue(which)
     items, by_uid = _manifest(out)
     assert len(by_uid) == len(items)  # uids unique
+    items = [i for i in items if "rotation_of" not in i.meta]  # rotated copies come last (circular evaluation)
     first_graded = next(k for k, i in enumerate(items) if "clean_uid" in i.meta)
     assert all("clean_uid" in i.meta for i in items[first_graded:])  # graded items follow the clean ones
     graded = items[first_graded:]
@@ -199,9 +200,17 @@ def test_dsp_baseline_falls_with_snr(graded):
 
 def test_grid_arguments_override_the_preset(tmp_path):
     gender = ["Speaker_Gender_Recognition", "Music_Midi_Pitch_Analysis"]
-    none = build("tiny", out=tmp_path / "none", tasks=gender, progress=False, snr_grid=[])
+    none = build("tiny", out=tmp_path / "none", tasks=gender, progress=False, snr_grid=[], circular_items_per_task=0)
     assert none.graded == [] and none.counts()["graded_items"] == 0
-    two = build("tiny", out=tmp_path / "two", tasks=gender, progress=False, snr_grid=[0], snr_items_per_task=2)
+    two = build(
+        "tiny",
+        out=tmp_path / "two",
+        tasks=gender,
+        progress=False,
+        snr_grid=[0],
+        snr_items_per_task=2,
+        circular_items_per_task=0,
+    )
     assert sorted(i.uid for i in two.graded) == [
         "Speaker_Gender_Recognition-000@snr+00",
         "Speaker_Gender_Recognition-001@snr+00",
@@ -217,6 +226,8 @@ def test_grid_arguments_override_the_preset(tmp_path):
             parse_snr_grid(bad)
     with pytest.raises(ValueError, match="snr_items_per_task must be >= 0"):
         build("tiny", out=tmp_path / "bad", tasks=gender, progress=False, snr_items_per_task=-1)
+    with pytest.raises(ValueError, match="circular_items_per_task must be a whole number >= 0"):
+        build("tiny", out=tmp_path / "bad", tasks=gender, progress=False, circular_items_per_task=-1)
 
 
 def test_cli_snr_options(tmp_path):
@@ -224,6 +235,7 @@ def test_cli_snr_options(tmp_path):
 
     runner = CliRunner()
     args = ["build", "--preset", "tiny", "--task", "Speaker_Gender_Recognition", "--snr-items-per-task", "2"]
+    args += ["--circular-items-per-task", "0"]
     built = runner.invoke(app, [*args, "--snr-grid=-10,10", "--out", str(tmp_path / "a")])
     assert built.exit_code == 0, built.output
     assert "and 4 SNR-graded Foundation items at -10, +10 dB (0 failures)" in built.output
@@ -246,7 +258,9 @@ def test_a_failing_mix_is_counted_not_fatal(tmp_path, monkeypatch):
         return original(a, b, **kwargs)
 
     monkeypatch.setattr(snr, "mix", flaky)
-    report = build("tiny", out=tmp_path, tasks=["Speaker_Gender_Recognition"], progress=False)
+    report = build(
+        "tiny", out=tmp_path, tasks=["Speaker_Gender_Recognition"], progress=False, circular_items_per_task=0
+    )
     assert [i.uid for i in report.graded] == ["Speaker_Gender_Recognition-000@snr+05"]
     assert report.failures == [
         {
