@@ -50,6 +50,26 @@ def _short(model: str, width: int = 28) -> str:
     return model if len(model) <= width else model[: width - 1] + "…"
 
 
+def _ci_bars(
+    ax: Any,
+    x: np.ndarray,
+    value: pd.Series,
+    low: pd.Series,
+    high: pd.Series,
+    scale: float,
+    width: float,
+    color: Any,
+    label: str,
+) -> np.ndarray:
+    """Bars of ``value * scale`` at ``x`` with black CI whiskers; returns the whiskers' tops (for labels)."""
+    shown = value.astype(float).to_numpy() * scale
+    below = np.nan_to_num(shown - low.astype(float).to_numpy() * scale)
+    above = np.nan_to_num(high.astype(float).to_numpy() * scale - shown)
+    ax.bar(x, shown, width=width, color=color, label=_short(label, 44))
+    ax.errorbar(x, shown, yerr=np.vstack([below, above]), fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    return np.nan_to_num(shown) + above
+
+
 def save(fig: Any, folder: str | Path, key: str) -> Path:
     """Write ``fig`` as ``folder/<FIGURE_NAMES[key]>.png`` and close it.
 
@@ -104,12 +124,7 @@ def category_bars(scores: pd.DataFrame) -> Any:
             for k, model in enumerate(models):
                 rows = sub[sub["model"] == model].drop_duplicates("name").set_index("name").reindex(names)
                 x = np.arange(len(names)) + (k - (len(models) - 1) / 2) * width
-                value = rows["value"].astype(float).to_numpy() * scale
-                low = (rows["value"] - rows["ci_low"]).astype(float).to_numpy() * scale
-                high = (rows["ci_high"] - rows["value"]).astype(float).to_numpy() * scale
-                yerr = np.vstack([np.nan_to_num(low), np.nan_to_num(high)])
-                ax.bar(x, value, width=width, color=palette[model], label=_short(model, 44))
-                ax.errorbar(x, value, yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+                _ci_bars(ax, x, rows["value"], rows["ci_low"], rows["ci_high"], scale, width, palette[model], model)
             ax.set_xticks(np.arange(len(names)), names)
             ax.set_ylabel("accuracy (%)" if benchmark == "foundation" else "judge score (1-10)")
             ax.set_ylim(0, 100 if benchmark == "foundation" else 10)
@@ -421,16 +436,8 @@ def length_accuracy(frame: pd.DataFrame) -> Any:
     for k, model in enumerate(models):
         sub = frame[frame["model"] == model].set_index("bin").reindex(bins)
         x = np.arange(len(bins)) + (k - (len(models) - 1) / 2) * width
-        acc = sub["accuracy"].astype(float).to_numpy() * 100
-        yerr = np.vstack(
-            [
-                np.nan_to_num(acc - sub["ci_low"].astype(float).to_numpy() * 100),
-                np.nan_to_num(sub["ci_high"].astype(float).to_numpy() * 100 - acc),
-            ]
-        )
-        ax.bar(x, acc, width=width, color=palette[model], label=_short(model))
-        ax.errorbar(x, acc, yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
-        for xi, ni, top in zip(x, sub["n"].to_numpy(), np.nan_to_num(acc) + yerr[1], strict=True):
+        tops = _ci_bars(ax, x, sub["accuracy"], sub["ci_low"], sub["ci_high"], 100.0, width, palette[model], model)
+        for xi, ni, top in zip(x, sub["n"].to_numpy(), tops, strict=True):
             if not pd.isna(ni) and ni > 0:
                 ax.text(xi, top + 2, f"n={int(ni)}", ha="center", va="bottom", fontsize=6.5, rotation=90)
     ax.set_xticks(np.arange(len(bins)), bins)

@@ -26,8 +26,8 @@ from typing import Any
 
 import pandas as pd
 from scipy.stats import fisher_exact
-from statsmodels.stats.proportion import proportion_confint
 
+from airbench_nb.analysis.stats import WILSON, plain, wilson
 from airbench_nb.judge.extract import _HEDGE_RE
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ NO_TEXT = "no text"
 OUTSIDE = "outside bins"
 """Length label of other answers whose length falls in no bin."""
 
-CI_METHOD = "Wilson 95% interval (statsmodels proportion_confint)"
+CI_METHOD = WILSON
 """How the intervals of this module are computed."""
 
 FISHER_TEST = "Fisher's exact test (two-sided): hedged share of wrong vs right answers"
@@ -70,19 +70,6 @@ def bin_labels(bins: Sequence[float]) -> list[str]:
         else:
             labels.append(f"{first}-{math.floor(high)}")
     return labels
-
-
-def _wilson(correct: int, n: int) -> tuple[float, float]:
-    """Wilson 95% interval of ``correct / n``, clamped around the estimate.
-
-    statsmodels returns 9 of 9 as ``(0.70, 0.9999999999999999)``: floating-point noise that would leave the
-    estimate outside its own interval (and break error bars).
-    """
-    if n == 0:
-        return math.nan, math.nan
-    low, high = proportion_confint(correct, n, alpha=0.05, method="wilson")
-    share = correct / n
-    return max(0.0, min(float(low), share)), min(1.0, max(float(high), share))
 
 
 def length_accuracy(frame: pd.DataFrame, bins: Sequence[float] = DEFAULT_BINS) -> pd.DataFrame:
@@ -119,7 +106,7 @@ def length_accuracy(frame: pd.DataFrame, bins: Sequence[float] = DEFAULT_BINS) -
             if n == 0 and label in (NO_TEXT, OUTSIDE):
                 continue
             right = int(correct[mask].sum())
-            low, high = _wilson(right, n)
+            low, high = wilson(right, n)
             rows.append(
                 {
                     "model": str(model),
@@ -195,11 +182,6 @@ class Confidence:
         return out
 
 
-def _finite(value: float) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def _one(model: str, rows: pd.DataFrame, pattern: re.Pattern[str]) -> Confidence:
     answered = rows[~rows["failed"].astype(bool) & rows["correct"].notna()]
     right_mask = answered["correct"].astype(bool)
@@ -213,7 +195,7 @@ def _one(model: str, rows: pd.DataFrame, pattern: re.Pattern[str]) -> Confidence
     note: str | None = None
     if wrong_n and right_n:
         result = fisher_exact([[wrong_hedged, wrong_confident], [right_hedged, right_n - right_hedged]])
-        odds, p_value = _finite(result.statistic), _finite(result.pvalue)
+        odds, p_value = plain(result.statistic), plain(result.pvalue)
     else:
         note = "test undefined: needs both wrong and right answers"
     return Confidence(
@@ -222,7 +204,7 @@ def _one(model: str, rows: pd.DataFrame, pattern: re.Pattern[str]) -> Confidence
         wrong_confident=wrong_confident,
         wrong_hedged=wrong_hedged,
         confident_wrong_rate=wrong_confident / wrong_n if wrong_n else None,
-        confident_wrong_ci=_wilson(wrong_confident, wrong_n) if wrong_n else None,
+        confident_wrong_ci=wilson(wrong_confident, wrong_n) if wrong_n else None,
         right_n=right_n,
         right_hedged=right_hedged,
         right_hedged_rate=right_hedged / right_n if right_n else None,

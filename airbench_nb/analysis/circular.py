@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from statsmodels.stats.proportion import proportion_confint
 
+from airbench_nb.analysis.stats import WILSON, wilson
 from airbench_nb.manifests import (
     DATASET_CARD,
     DatasetCard,
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 ROTATION_SEPARATOR = "@r"
 """Between the original uid and the rotation number in a rotated copy's uid."""
 
-CI_METHOD = "Wilson 95% interval (statsmodels proportion_confint)"
+CI_METHOD = WILSON
 """How :attr:`Circular.circular_accuracy_ci` is computed."""
 
 
@@ -230,13 +230,10 @@ def _one(model: str, rows: pd.DataFrame, expected: Mapping[Any, frozenset[int]])
         )
     all_rows = answered[answered["rotation_of"].isin(complete)]
     groups = all_rows.groupby("rotation_of", sort=True)
-    complete_groups = complete
     right_everywhere = int(groups["correct"].agg(lambda c: bool(c.astype(bool).all())).sum())
     consistent = int(groups["chosen_text"].agg(_consistent).sum())
-    n_items = len(complete_groups)
-    low, high = proportion_confint(right_everywhere, n_items, alpha=0.05, method="wilson")
-    share = right_everywhere / n_items  # clamp floating-point noise (9/9 gives an upper bound of 0.999...)
-    low, high = max(0.0, min(float(low), share)), min(1.0, max(float(high), share))
+    n_items = len(complete)
+    low, high = wilson(right_everywhere, n_items)
     return Circular(
         model=model,
         items=n_items,

@@ -25,13 +25,14 @@ counted in ``unpaired``.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from airbench_nb.analysis.stats import plain
 
 logger = logging.getLogger(__name__)
 
@@ -51,14 +52,6 @@ CONFIDENCE = 0.95
 
 PAIR_COLUMNS: tuple[str, ...] = ("judge", "model", "uid", "task", "category", "shown_first", "shown_second")
 """Columns of :func:`order_pairs`."""
-
-
-def _float(value: Any) -> float | None:
-    """A plain float, or None for None/NaN/inf."""
-    if value is None:
-        return None
-    out = float(value)
-    return out if math.isfinite(out) else None
 
 
 @dataclass(frozen=True)
@@ -206,7 +199,7 @@ def _one(judge: str, model: str, rows: pd.DataFrame, uids: int, seed: int, reps:
                 method="percentile",
                 rng=np.random.default_rng(seed),
             )
-            ci_low, ci_high = _float(boot.confidence_interval.low), _float(boot.confidence_interval.high)
+            ci_low, ci_high = plain(boot.confidence_interval.low), plain(boot.confidence_interval.high)
         else:
             notes.append("one pair: no bootstrap interval")
 
@@ -222,7 +215,7 @@ def _one(judge: str, model: str, rows: pd.DataFrame, uids: int, seed: int, reps:
         model=model,
         n_pairs=n,
         unpaired=uids - n,
-        mean_diff=_float(mean_diff),
+        mean_diff=plain(mean_diff),
         ci_low=ci_low,
         ci_high=ci_high,
         ci_method=CI_METHOD,

@@ -26,7 +26,6 @@ The question is answered per model, over the items where the model chose a lette
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 import pandas as pd
 from scipy.stats import chisquare
 
+from airbench_nb.analysis.stats import plain
 from airbench_nb.judge.extract import LETTERS
 
 logger = logging.getLogger(__name__)
@@ -88,11 +88,6 @@ class PositionBias:
         out = asdict(self)
         out["letters_tested"] = list(self.letters_tested)
         return out
-
-
-def _clean(value: float) -> float | None:
-    value = float(value)
-    return None if math.isnan(value) or math.isinf(value) else value
 
 
 def _answered(frame: pd.DataFrame) -> pd.Series:
@@ -159,9 +154,9 @@ def _one(model: str, rows: pd.DataFrame) -> PositionBias:
     return PositionBias(
         **base,
         expected={k: (float(expected[k]) if k in expected else None) for k in LETTERS},
-        chi2=_clean(result.statistic),
+        chi2=plain(result.statistic),
         dof=len(tested) - 1,
-        p_value=_clean(result.pvalue),
+        p_value=plain(result.pvalue),
         note="; ".join(notes) or None,
         letters_tested=tested,
     )

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from airbench_nb.analysis.stats import plain
+
 logger = logging.getLogger(__name__)
 
 CAPABILITIES: tuple[str, ...] = ("speech", "sound", "music", "chat")
@@ -47,14 +49,6 @@ SUMMARY_COLUMNS: Mapping[str, str] = MappingProxyType(
 
 RANK_METHOD = "scipy.stats.rankdata(-score, method='average')"
 """How ranks are computed (ties share the mean rank)."""
-
-
-def _plain(value: Any) -> float | None:
-    """A plain float, or None for None/NaN."""
-    if value is None:
-        return None
-    out = float(value)
-    return out if math.isfinite(out) else None
 
 
 def validate_weights(weights: Mapping[str, float]) -> dict[str, float]:
@@ -237,8 +231,8 @@ def ranking(scores: pd.DataFrame, weights: Mapping[str, float] = DEFAULT_WEIGHTS
                 model=model,
                 ranks=model_ranks,
                 scores={c: float(table.at[model, c]) for c in have},
-                mean_rank=_plain(np.mean(list(model_ranks.values()))) if model_ranks else None,
-                score=_plain(score),
+                mean_rank=plain(np.mean(list(model_ranks.values()))) if model_ranks else None,
+                score=plain(score),
                 partial=any(clean[c] > 0 for c in CAPABILITIES if c not in have),
             )
         )

@@ -22,7 +22,6 @@ instead, and ``test`` says which was used.
 from __future__ import annotations
 
 import logging
-import math
 import warnings
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,8 +30,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from statsmodels.discrete.discrete_model import Logit
-from statsmodels.stats.proportion import proportion_confint
 from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationWarning
+
+from airbench_nb.analysis.stats import plain, wilson
 
 logger = logging.getLogger(__name__)
 
@@ -60,14 +60,6 @@ FRAME_COLUMNS: tuple[str, ...] = (
     "ci_high",
 )
 """Columns of :func:`snr_frame`."""
-
-
-def _plain(value: Any) -> float | None:
-    """A plain float, or None for None/NaN/inf."""
-    if value is None:
-        return None
-    out = float(value)
-    return out if math.isfinite(out) else None
 
 
 @dataclass(frozen=True)
@@ -182,17 +174,6 @@ class SnrCurves:
         }
 
 
-def wilson(count: int, n: int) -> tuple[float, float]:
-    """Wilson 95% interval of ``count / n``, clamped to contain the estimate.
-
-    statsmodels' floating point puts 9/9's upper bound at 0.9999999999999999 and 0/9's lower bound at 3e-17;
-    the clamp makes them 1.0 and 0.0, so an interval never excludes its own estimate.
-    """
-    low, high = proportion_confint(count, n, alpha=ALPHA, method="wilson")
-    estimate = count / n
-    return float(min(low, estimate)), float(max(high, estimate))
-
-
 def _point(rows: pd.DataFrame, snr_db: float | None) -> SnrPoint:
     known = rows["correct"].dropna()
     n = len(known)
@@ -249,15 +230,15 @@ def _trend(model: str, graded: pd.DataFrame) -> SnrTrend:
         elif any(issubclass(w.category, ConvergenceWarning) for w in caught) or not fit.mle_retvals.get("converged"):
             problem = "logit did not converge"
     if fit is not None and problem is None:
-        slope, p = _plain(fit.params[1]), _plain(fit.pvalues[1])
+        slope, p = plain(fit.params[1]), plain(fit.pvalues[1])
         ci = fit.conf_int(alpha=ALPHA)[1]
         if slope is not None and p is not None:
             return SnrTrend(
                 **base,
                 test=LOGIT_TEST,
                 slope=slope,
-                slope_ci_low=_plain(ci[0]),
-                slope_ci_high=_plain(ci[1]),
+                slope_ci_low=plain(ci[0]),
+                slope_ci_high=plain(ci[1]),
                 rho=None,
                 p_value=p,
             )
@@ -269,8 +250,8 @@ def _trend(model: str, graded: pd.DataFrame) -> SnrTrend:
         slope=None,
         slope_ci_low=None,
         slope_ci_high=None,
-        rho=_plain(rho),
-        p_value=_plain(p),
+        rho=plain(rho),
+        p_value=plain(p),
         note=f"{problem}: Spearman instead",
     )
 

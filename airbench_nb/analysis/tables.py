@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from airbench_nb.analysis.snr import wilson
+from airbench_nb.analysis.stats import plain, wilson
 from airbench_nb.scoring import (
     CHAT_CATEGORIES,
     FOUNDATION_CATEGORIES,
@@ -108,13 +108,6 @@ def split_key(key: str, result: Mapping[str, Any]) -> tuple[str, str]:
     model = next((str(t["model"]) for t in tables if t.get("model")), key)
     judges = next((t.get("judges", {}).get("chat") for t in tables if t.get("judges")), None)
     return model, (judges[0] if judges else "-")
-
-
-def _plain(value: Any) -> float | None:
-    if value is None:
-        return None
-    out = float(value)
-    return out if math.isfinite(out) else None
 
 
 def _partial(section: Mapping[str, Any], benchmark: str) -> bool:
@@ -230,9 +223,9 @@ def _entry_row(
         "benchmark": bench,
         "level": level,
         "name": name,
-        "value": _plain(entry.get("value")),
-        "ci_low": _plain(entry.get("ci_low")),
-        "ci_high": _plain(entry.get("ci_high")),
+        "value": plain(entry.get("value")),
+        "ci_low": plain(entry.get("ci_low")),
+        "ci_high": plain(entry.get("ci_high")),
         "n": entry.get("n"),
         "failures": entry.get("failures"),
         "partial": None,
@@ -288,9 +281,9 @@ def tables_long(
                         "benchmark": "foundation",
                         "level": "share",
                         "name": name,
-                        "value": _plain(record[name]),
-                        "ci_low": _plain(low),
-                        "ci_high": _plain(high),
+                        "value": plain(record[name]),
+                        "ci_low": plain(low),
+                        "ci_high": plain(high),
                         "n": n,
                         "failures": count,
                         "partial": None,
