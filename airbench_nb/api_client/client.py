@@ -1,0 +1,492 @@
+"""The client: bounded concurrency, retries, cache lookups, accounting, dry runs; batches through :mod:`.batch`."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import logging
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+import tenacity
+
+from airbench_nb.api_client.batch import BatchAPI
+from airbench_nb.api_client.cache import ResponseCache
+from airbench_nb.api_client.errors import MalformedResponseError, MissingAPIKeyError
+from airbench_nb.api_client.helpers import (
+    NO_KEY_PLACEHOLDER,
+    _describe,
+    _retry_after_s,
+    _text_chars,
+    audio_seconds_of,
+    check_completion,
+    is_local_url,
+    is_retryable,
+    parse_completion,
+)
+from airbench_nb.api_client.records import ChatRequest, ChatResult, Estimate, PriceTable, Usage
+
+if TYPE_CHECKING:
+    import openai
+
+logger = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4.0
+"""Characters per token assumed by :meth:`APIClient.estimate` for text (the usual English rule of thumb)."""
+AUDIO_TOKENS_PER_SECOND = 25.0
+"""Input tokens per second of audio assumed by :meth:`APIClient.estimate`: Qwen2-Audio's encoder emits 25 frames
+per second (Whisper's 50 Hz, pooled by 2). OpenAI audio models bill audio tokens separately (about 10 per second,
+at a higher price): pass ``audio_tokens_per_second`` and a price table to suit the endpoint."""
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Tokens added per message by chat templates, in estimates."""
+DEFAULT_MAX_OUTPUT_TOKENS = 256
+"""Output tokens assumed per call in estimates when a request sets no ``max_tokens``."""
+
+
+class APIClient:
+    """Async OpenAI-compatible chat client with bounded concurrency, retries, a cache, accounting and batches.
+
+    Args:
+        base_url: Server URL ending in ``/v1`` (e.g. ``http://127.0.0.1:8000/v1`` for vLLM); None for OpenAI.
+        api_key_env: Environment variable holding the key (never the key itself). Unset is fine for a local
+            server (``EMPTY`` is sent); for a remote one, sending fails with :class:`MissingAPIKeyError`.
+        concurrency: Most requests in flight at once.
+        timeout_s: Per-attempt timeout (connect, read, write) in seconds.
+        max_retries: Retries after the first attempt (so ``max_retries + 1`` attempts at most).
+        cache_path: SQLite cache file; None for no cache.
+        prices: Price table for costs; None leaves costs unknown.
+        backoff_initial_s: First backoff wait; it doubles per retry (plus up to as much again of jitter).
+        backoff_max_s: Cap on one backoff wait.
+        max_retry_after_s: Cap on a wait the server asks for with ``Retry-After``.
+        audio_tokens_per_second: Audio rate assumed by :meth:`estimate`.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 8,
+        timeout_s: float = 60.0,
+        max_retries: int = 5,
+        cache_path: str | Path | None = None,
+        prices: PriceTable | Mapping[str, Any] | None = None,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        max_retry_after_s: float = 120.0,
+        audio_tokens_per_second: float = AUDIO_TOKENS_PER_SECOND,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
+        self.base_url = base_url.rstrip("/") if base_url else None
+        self.api_key_env = api_key_env
+        self.concurrency = int(concurrency)
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        # Keys are namespaced by endpoint: one model name served by two servers must not share cached answers.
+        namespace = self.base_url or "https://api.openai.com/v1"
+        self.cache = ResponseCache(cache_path, namespace=namespace) if cache_path is not None else None
+        self.prices = prices if isinstance(prices, PriceTable) or prices is None else PriceTable(prices)
+        self.backoff_initial_s = float(backoff_initial_s)
+        self.backoff_max_s = float(backoff_max_s)
+        self.max_retry_after_s = float(max_retry_after_s)
+        self.audio_tokens_per_second = float(audio_tokens_per_second)
+        self.usage = Usage()
+        self._usage_lock = threading.Lock()
+        self._secret: str | None = None
+        self._warned_shared_key = is_local_url(self.base_url)
+        self._backoff = tenacity.wait_exponential_jitter(
+            multiplier=self.backoff_initial_s, max=self.backoff_max_s, jitter=self.backoff_initial_s
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"APIClient(base_url={self.base_url!r}, api_key_env={self.api_key_env!r}, concurrency={self.concurrency}, "
+            f"cache={str(self.cache.path) if self.cache is not None else None!r})"
+        )
+
+    # ------------------------------------------------------------------------------------------- keys
+
+    def _api_key(self) -> str:
+        """The key from the environment, the placeholder for a local server, or :class:`MissingAPIKeyError`."""
+        value = os.environ.get(self.api_key_env, "").strip()
+        if value:
+            self._secret = value
+            host = urlparse(self.base_url).hostname if self.base_url else "api.openai.com"
+            if self.api_key_env == "OPENAI_API_KEY" and host != "api.openai.com" and not self._warned_shared_key:
+                self._warned_shared_key = True
+                logger.warning(
+                    "sending the key of OPENAI_API_KEY to %s, which is not OpenAI; give this endpoint its own "
+                    "variable with api_key_env=... (or unset it for a server without auth)",
+                    host,
+                )
+            return value
+        if is_local_url(self.base_url):
+            return NO_KEY_PLACEHOLDER
+        raise MissingAPIKeyError(
+            f"no API key: set the environment variable {self.api_key_env} (or pass api_key_env= naming another) "
+            f"for {self.base_url or 'the OpenAI API'}"
+        )
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the key (if one was read) replaced by ``***``."""
+        if self._secret and self._secret in text:
+            return text.replace(self._secret, "***")
+        return text
+
+    def _client_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"api_key": self._api_key(), "max_retries": 0, "timeout": self.timeout_s}
+        if self.base_url:
+            kwargs["base_url"] = self.base_url
+        return kwargs
+
+    # ------------------------------------------------------------------------------------------- retry policy
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        """Backoff before the next attempt: the server's Retry-After (plus a little jitter), else exponential."""
+        exc = state.outcome.exception() if state.outcome is not None else None
+        asked = _retry_after_s(exc) if exc is not None else None
+        if asked is not None:
+            asked = min(asked, self.max_retry_after_s)
+            return asked + random.uniform(0.0, min(1.0, 0.1 * asked + 0.01))
+        return float(self._backoff(state))
+
+    def _before_sleep(self, state: tenacity.RetryCallState, what: str) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        with self._usage_lock:
+            self.usage.retries += 1
+        wait = state.next_action.sleep if state.next_action is not None else 0.0
+        logger.info(
+            "%s: %s on attempt %d/%d; retrying in %.2f s",
+            what,
+            _describe(exc) if exc is not None else "failure",
+            state.attempt_number,
+            self.max_retries + 1,
+            wait,
+        )
+
+    def _retrying_kwargs(self, what: str) -> dict[str, Any]:
+        return {
+            "stop": tenacity.stop_after_attempt(self.max_retries + 1),
+            "wait": self._wait,
+            "retry": tenacity.retry_if_exception(is_retryable),
+            "before_sleep": lambda state: self._before_sleep(state, what),
+            "reraise": True,
+        }
+
+    # ------------------------------------------------------------------------------------------- results
+
+    def _result_from_body(
+        self,
+        request: ChatRequest,
+        body: Mapping[str, Any],
+        *,
+        cached: bool,
+        latency_s: float | None,
+        attempts: int = 0,
+        batch: bool = False,
+    ) -> ChatResult:
+        choice = body["choices"][0]
+        message = choice.get("message") or {}
+        content = message.get("content")
+        usage = body.get("usage") or {}
+        input_tokens = usage.get("prompt_tokens")
+        output_tokens = usage.get("completion_tokens")
+        if cached:
+            cost: float | None = 0.0
+        else:
+            cost = self.prices.cost(request.model, input_tokens, output_tokens, batch) if self.prices else None
+        error = None
+        if content is None:
+            refusal = message.get("refusal")
+            error = f"no content in the answer (finish_reason={choice.get('finish_reason')!r}" + (
+                f", refusal={self._scrub(str(refusal))[:200]!r})" if refusal else ")"
+            )
+        return ChatResult(
+            text=content,
+            error=error,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached=cached,
+            latency_s=latency_s,
+            cost_usd=cost,
+            finish_reason=choice.get("finish_reason"),
+            attempts=attempts,
+            key=request.key(),
+        )
+
+    def _account(self, result: ChatResult) -> None:
+        """Add a non-cached result to the usage totals."""
+        with self._usage_lock:
+            u = self.usage
+            u.calls += 1
+            if result.error is not None:
+                u.failures += 1
+            if result.input_tokens is not None:
+                u.input_tokens += result.input_tokens
+            if result.output_tokens is not None:
+                u.output_tokens += result.output_tokens
+            if result.cost_usd is not None:
+                u.cost_usd += result.cost_usd
+            elif result.error is None:
+                u.unpriced_calls += 1
+
+    def _store(self, request: ChatRequest, body: Mapping[str, Any], result: ChatResult) -> None:
+        if self.cache is not None and result.ok:
+            try:
+                self.cache.put(request.key(), request.model, body, redact=[self._secret] if self._secret else [])
+            except sqlite3.Error as exc:  # the answer is still returned; only the cache misses it
+                logger.warning("could not cache %s…: %s: %s", request.key()[:12], type(exc).__name__, exc)
+
+    def _from_cache(self, requests: Mapping[str, ChatRequest]) -> dict[str, ChatResult]:
+        if self.cache is None or not requests:
+            return {}
+        found = self.cache.get_many(requests)
+        out = {}
+        for key, body in found.items():
+            try:
+                out[key] = self._result_from_body(requests[key], check_completion(body), cached=True, latency_s=0.0)
+            except MalformedResponseError:
+                logger.warning("cache entry %s… is not a completion; asking again", key[:12])
+        with self._usage_lock:
+            self.usage.cache_hits += len(out)
+        return out
+
+    @staticmethod
+    def _distinct(requests: Sequence[ChatRequest]) -> dict[str, ChatRequest]:
+        distinct: dict[str, ChatRequest] = {}
+        for request in requests:
+            distinct.setdefault(request.key(), request)
+        return distinct
+
+    @staticmethod
+    def _in_order(requests: Sequence[ChatRequest], by_key: Mapping[str, ChatResult]) -> list[ChatResult]:
+        """One result per request, in order; a repeated request gets its own copy of the shared result."""
+        out, seen = [], set()
+        for request in requests:
+            result = by_key[request.key()]
+            out.append(result if result.key not in seen else dataclasses.replace(result))
+            seen.add(result.key)
+        return out
+
+    # ------------------------------------------------------------------------------------------- run
+
+    async def _send(self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, request: ChatRequest) -> dict:
+        known = _create_params(client)
+        kwargs = {k: v for k, v in request.params.items() if k in known}
+        extra = {k: v for k, v in request.params.items() if k not in known}
+        async with sem:
+            with self._usage_lock:
+                self.usage.requests_sent += 1
+            raw = await client.chat.completions.with_raw_response.create(
+                model=request.model, messages=request.messages, extra_body=extra or None, **kwargs
+            )
+            return parse_completion(raw.http_response.text)
+
+    async def _one(self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, request: ChatRequest) -> ChatResult:
+        """One request through the retry policy; always a result, never an exception."""
+        t0 = time.perf_counter()
+        attempts = 0
+        what = f"{request.model} request {request.key()[:12]}…"
+        try:
+            async for attempt in tenacity.AsyncRetrying(**self._retrying_kwargs(what)):
+                with attempt:
+                    attempts += 1
+                    body = await self._send(client, sem, request)
+        except Exception as exc:  # noqa: BLE001 - one bad request never stops the others; its error is returned
+            error = f"{type(exc).__name__}: {self._scrub(str(exc))}"
+            if attempts > 1:
+                error += f" (after {attempts} attempts)"
+            logger.warning("%s failed: %s after %d attempt(s)", what, _describe(exc), attempts)
+            result = ChatResult(error=error, latency_s=time.perf_counter() - t0, attempts=attempts, key=request.key())
+            self._account(result)
+            return result
+        result = self._result_from_body(
+            request, body, cached=False, latency_s=time.perf_counter() - t0, attempts=attempts
+        )
+        self._store(request, body, result)
+        self._account(result)
+        return result
+
+    async def run(self, requests: Sequence[ChatRequest], progress: bool = False) -> list[ChatResult]:
+        """Answer requests: cache first, then the server with bounded concurrency and retries.
+
+        Args:
+            requests: The requests; identical ones (same key) are sent once.
+            progress: Show a tqdm progress bar over the requests sent.
+
+        Returns:
+            One :class:`ChatResult` per request, in order: text, or an explicit error.
+
+        Raises:
+            MissingAPIKeyError: Requests need sending to a remote server and its key variable is unset.
+        """
+        import openai
+        from tqdm.auto import tqdm
+
+        requests = list(requests)
+        distinct = self._distinct(requests)
+        by_key = self._from_cache(distinct)
+        todo = [r for k, r in distinct.items() if k not in by_key]
+        if todo:
+            sem = asyncio.Semaphore(self.concurrency)
+            client = openai.AsyncOpenAI(**self._client_kwargs())
+            try:
+                with tqdm(total=len(todo), desc="api", disable=not progress, leave=False) as bar:
+
+                    async def tracked(request: ChatRequest) -> ChatResult:
+                        result = await self._one(client, sem, request)
+                        bar.update(1)
+                        return result
+
+                    for result in await asyncio.gather(*(tracked(r) for r in todo)):
+                        by_key[result.key] = result
+            finally:
+                await client.close()
+        logger.debug(
+            "run: %d requests, %d distinct, %d sent; usage %s",
+            len(requests),
+            len(distinct),
+            len(todo),
+            self.usage.as_dict(),
+        )
+        return self._in_order(requests, by_key)
+
+    def run_sync(self, requests: Sequence[ChatRequest], progress: bool = False) -> list[ChatResult]:
+        """:meth:`run` from synchronous code, in a plain script as in Jupyter.
+
+        Where an event loop is already running in this thread (a notebook), the run happens on a fresh loop in a
+        worker thread, and this call blocks until it is done.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(requests, progress=progress))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="airbench-api") as pool:
+            return pool.submit(lambda: asyncio.run(self.run(requests, progress=progress))).result()
+
+    # ------------------------------------------------------------------------------------------- dry run
+
+    def estimate(
+        self,
+        requests: Sequence[ChatRequest],
+        default_max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        batch: bool = False,
+    ) -> Estimate:
+        """Count calls, estimated tokens and cost of a run without sending anything.
+
+        Input tokens are estimated as text characters / ``CHARS_PER_TOKEN`` plus ``MESSAGE_OVERHEAD_TOKENS`` per
+        message plus audio seconds × ``audio_tokens_per_second``; output tokens are bounded by each request's
+        ``max_tokens`` (or ``max_completion_tokens``, else ``default_max_output_tokens``). Cached requests are
+        counted apart and cost nothing.
+        """
+        requests = list(requests)
+        distinct = self._distinct(requests)
+        cached = set(self.cache.get_many(distinct)) if self.cache is not None else set()
+        todo = [r for k, r in distinct.items() if k not in cached]
+        input_tokens = output_tokens = unpriced = 0
+        audio_total = 0.0
+        cost: float | None = 0.0 if self.prices is not None else None
+        for request in todo:
+            seconds = audio_seconds_of(request.messages)
+            audio_total += seconds
+            n_in = round(
+                _text_chars(request.messages) / CHARS_PER_TOKEN
+                + MESSAGE_OVERHEAD_TOKENS * len(request.messages)
+                + seconds * self.audio_tokens_per_second
+            )
+            n_out = int(
+                request.params.get("max_tokens")
+                or request.params.get("max_completion_tokens")
+                or default_max_output_tokens
+            )
+            input_tokens += n_in
+            output_tokens += n_out
+            if self.prices is not None:
+                usd = self.prices.cost(request.model, n_in, n_out, batch)
+                if usd is None:
+                    unpriced += 1
+                else:
+                    cost = (cost or 0.0) + usd
+        return Estimate(
+            requests=len(requests),
+            distinct=len(distinct),
+            cached=len(distinct) - len(todo),
+            to_send=len(todo),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            audio_seconds=audio_total,
+            cost_usd=cost,
+            unpriced=unpriced,
+            batch=batch,
+        )
+
+    def dry_run(
+        self, requests: Sequence[ChatRequest], batch: bool = False, echo: Callable[[str], Any] = print
+    ) -> Estimate:
+        """Print (``echo``) and return the :meth:`estimate` of a run; sends nothing (for ``--dry-run``)."""
+        est = self.estimate(requests, batch=batch)
+        echo(f"dry run against {self.base_url or 'the OpenAI API'}: {est}")
+        return est
+
+    # ------------------------------------------------------------------------------------------- batch API
+
+    @property
+    def batch(self) -> BatchAPI:
+        """The Batch API through this client's endpoint, key, retry policy, cache and usage totals."""
+        return BatchAPI(self)
+
+    def write_batch_file(self, requests: Sequence[ChatRequest], path: str | Path) -> int:
+        """See :meth:`BatchAPI.write_batch_file`."""
+        return self.batch.write_batch_file(requests, path)
+
+    def submit_batch(self, path: str | Path, metadata: Mapping[str, str] | None = None) -> str:
+        """See :meth:`BatchAPI.submit_batch`."""
+        return self.batch.submit_batch(path, metadata)
+
+    def poll_batch(self, batch_id: str, interval_s: float = 30.0, timeout_s: float = 24 * 3600.0) -> dict[str, Any]:
+        """See :meth:`BatchAPI.poll_batch`."""
+        return self.batch.poll_batch(batch_id, interval_s=interval_s, timeout_s=timeout_s)
+
+    def collect_batch(self, batch_id: str, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        """See :meth:`BatchAPI.collect_batch`."""
+        return self.batch.collect_batch(batch_id, requests)
+
+    def run_batch(
+        self,
+        requests: Sequence[ChatRequest],
+        path: str | Path,
+        interval_s: float = 30.0,
+        timeout_s: float = 24 * 3600.0,
+    ) -> list[ChatResult]:
+        """See :meth:`BatchAPI.run_batch`."""
+        return self.batch.run_batch(requests, path, interval_s=interval_s, timeout_s=timeout_s)
+
+    def close(self) -> None:
+        """Close the cache."""
+        if self.cache is not None:
+            self.cache.close()
+
+
+_CREATE_PARAMS: frozenset[str] | None = None
+
+
+def _create_params(client: openai.AsyncOpenAI) -> frozenset[str]:
+    """Body fields ``chat.completions.create`` takes as keyword arguments (the rest go in ``extra_body``)."""
+    global _CREATE_PARAMS
+    if _CREATE_PARAMS is None:
+        import inspect
+
+        skip = {"self", "model", "messages", "extra_headers", "extra_query", "extra_body", "timeout", "stream"}
+        names = inspect.signature(client.chat.completions.create).parameters
+        _CREATE_PARAMS = frozenset(name for name in names if name not in skip)
+    return _CREATE_PARAMS

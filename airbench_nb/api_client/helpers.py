@@ -1,0 +1,141 @@
+"""Helpers of the client: local URLs, completion checks, the retry predicate, Retry-After, audio durations."""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import io
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlparse
+
+from airbench_nb.api_client.errors import MalformedResponseError
+
+logger = logging.getLogger(__name__)
+
+NO_KEY_PLACEHOLDER = "EMPTY"
+"""Key sent to a local server when the key variable is unset (vLLM's convention for "no auth")."""
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
+"""Hosts that need no API key."""
+RETRY_STATUSES = frozenset({408, 409, 429})
+"""HTTP statuses below 500 that are retried (every 5xx is retried too)."""
+
+
+def is_local_url(base_url: str | None) -> bool:
+    """Whether ``base_url`` points at this machine (such servers need no key)."""
+    if not base_url:
+        return False
+    return (urlparse(base_url).hostname or "").lower() in LOCAL_HOSTS
+
+
+def parse_completion(text: str) -> dict[str, Any]:
+    """Check that a 200 body is a chat completion and return it decoded.
+
+    Raises:
+        MalformedResponseError: Empty body, not JSON, an ``error`` object, or no usable ``choices[0].message``.
+    """
+    if not text.strip():
+        raise MalformedResponseError("malformed response: empty body")
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise MalformedResponseError(f"malformed response: not JSON ({text[:80]!r})") from exc
+    return check_completion(body)
+
+
+def check_completion(body: Any) -> dict[str, Any]:
+    """Check that a decoded body is a chat completion (see :func:`parse_completion`) and return it."""
+    if not isinstance(body, dict):
+        raise MalformedResponseError(f"malformed response: a JSON {type(body).__name__}, not an object")
+    if "error" in body and "choices" not in body:
+        raise MalformedResponseError(f"malformed response: error object in a 200 answer: {str(body['error'])[:200]}")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise MalformedResponseError("malformed response: no choices")
+    first = choices[0]
+    if not isinstance(first, dict) or not isinstance(first.get("message"), dict):
+        raise MalformedResponseError("malformed response: choices[0] has no message")
+    content = first["message"].get("content")
+    if content is not None and not isinstance(content, str):
+        raise MalformedResponseError(f"malformed response: content is a {type(content).__name__}")
+    return body
+
+
+def _retry_after_s(exc: BaseException) -> float | None:
+    """Seconds the server asked to wait (``retry-after-ms`` or ``Retry-After``: seconds or an HTTP date)."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a failed attempt is worth repeating: 429, 408, 409, 5xx, timeouts, connection errors, bad bodies."""
+    import openai
+
+    if isinstance(exc, MalformedResponseError | openai.APIConnectionError | openai.APIResponseValidationError):
+        return True  # APITimeoutError is an APIConnectionError
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in RETRY_STATUSES or exc.status_code >= 500
+    return False
+
+
+def _describe(exc: BaseException) -> str:
+    """A short error kind for logs (no message: messages may quote the request)."""
+    status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status is not None else "")
+
+
+def audio_seconds_of(messages: Sequence[Mapping[str, Any]]) -> float:
+    """Total seconds of the ``input_audio`` parts of some messages (from the wav header; size-based fallback)."""
+    import soundfile as sf
+
+    total = 0.0
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if not isinstance(part, Mapping) or part.get("type") != "input_audio":
+                continue
+            data = (part.get("input_audio") or {}).get("data", "")
+            try:
+                info = sf.info(io.BytesIO(base64.b64decode(data)))
+                total += info.frames / info.samplerate
+            except Exception:  # noqa: BLE001 - an estimate: assume 16 kHz 16-bit mono from the size
+                total += len(data) * 3 / 4 / 32000
+    return total
+
+
+def _text_chars(messages: Sequence[Mapping[str, Any]]) -> int:
+    chars = 0
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            chars += sum(len(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
+    return chars

@@ -1,0 +1,215 @@
+"""What flows through the client: requests, results, prices, usage totals and estimates."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+_HASH_STRINGS_LONGER_THAN = 4096
+"""Strings longer than this (base64 audio) are replaced by their own sha256 before the request key is hashed."""
+_KEY_VERSION = 1
+"""Version of the request-key recipe (a change makes old cache entries unreachable, never wrong)."""
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` with long strings (base64 audio) replaced by their sha256, for fast hashing of big requests."""
+    if isinstance(value, str):
+        if len(value) > _HASH_STRINGS_LONGER_THAN:
+            return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
+@dataclass
+class ChatRequest:
+    """One chat-completion request: what is sent, and what the cache is keyed by."""
+
+    model: str
+    """Model name as the server knows it (``gpt-4o``, ``Qwen/Qwen2-Audio-7B-Instruct``)."""
+    messages: list[dict[str, Any]]
+    """OpenAI chat messages (content may be a string or a list of ``text``/``input_audio`` parts)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Other body fields (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ...); None values are dropped."""
+    _key: str | None = field(default=None, init=False, repr=False, compare=False)
+    """Memoised :meth:`key`."""
+
+    def __post_init__(self) -> None:
+        self.params = {k: v for k, v in self.params.items() if v is not None}
+
+    def key(self) -> str:
+        """The sha256 (hex) of the canonical JSON of (model, messages, params): the cache key and batch custom_id.
+
+        Strings longer than 4096 characters (base64 audio) enter as their own sha256, so that a big request is
+        hashed once, not copied into a big JSON string first.
+        """
+        if self._key is None:
+            payload = {"v": _KEY_VERSION, "model": self.model, "messages": self.messages, "params": self.params}
+            text = json.dumps(_canonical(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            self._key = hashlib.sha256(text.encode()).hexdigest()
+        return self._key
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body sent to ``/v1/chat/completions``."""
+        return {"model": self.model, "messages": self.messages, **self.params}
+
+
+@dataclass
+class ChatResult:
+    """The outcome of one :class:`ChatRequest`: the answer text, or an explicit error."""
+
+    text: str | None = None
+    """The assistant message's content; None on failure."""
+    error: str | None = None
+    """Why there is no text (the last error after retries, scrubbed of keys); None on success."""
+    input_tokens: int | None = None
+    """Prompt tokens reported by the server (also for cache hits: what the original call used)."""
+    output_tokens: int | None = None
+    """Completion tokens reported by the server."""
+    cached: bool = False
+    """Whether the answer came from the cache (no request was sent; it cost nothing)."""
+    latency_s: float | None = None
+    """Seconds from the first attempt to the answer, retries and backoff included (0 for cache hits)."""
+    cost_usd: float | None = None
+    """What this call cost: 0 for cache hits, None when the price table lacks the model or no tokens came back."""
+    finish_reason: str | None = None
+    """The server's ``finish_reason`` (``stop``, ``length``, ...)."""
+    attempts: int = 0
+    """HTTP attempts made for this request (0 for cache hits and batch results)."""
+    key: str = ""
+    """The request's :meth:`ChatRequest.key`."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the request produced text."""
+        return self.error is None and self.text is not None
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """Prices of one model in USD per million tokens."""
+
+    input_per_1m: float
+    """USD per 1M prompt tokens."""
+    output_per_1m: float
+    """USD per 1M completion tokens."""
+
+
+class PriceTable:
+    """USD per million input and output tokens per model (a parameter: prices change, the kit ships none).
+
+    A model is looked up by exact name, then by the longest table entry its name starts with (so ``gpt-4o``
+    prices ``gpt-4o-2024-08-06``, while ``gpt-4o-mini`` needs its own entry to be priced apart). A model not in
+    the table costs ``None`` (unknown), never 0.
+
+    Args:
+        prices: Model name to :class:`ModelPrice`, ``(input, output)`` or ``{"input": ..., "output": ...}``.
+        batch_discount: Price factor for Batch API results (OpenAI: 0.5).
+    """
+
+    def __init__(
+        self,
+        prices: Mapping[str, ModelPrice | Sequence[float] | Mapping[str, float]],
+        batch_discount: float = 0.5,
+    ) -> None:
+        self.prices: dict[str, ModelPrice] = {}
+        for model, price in prices.items():
+            if isinstance(price, ModelPrice):
+                self.prices[model] = price
+            elif isinstance(price, Mapping):
+                self.prices[model] = ModelPrice(float(price["input"]), float(price["output"]))
+            else:
+                inp, out = price
+                self.prices[model] = ModelPrice(float(inp), float(out))
+        self.batch_discount = float(batch_discount)
+
+    def price(self, model: str) -> ModelPrice | None:
+        """The price entry for ``model``, or None when unknown."""
+        if model in self.prices:
+            return self.prices[model]
+        prefixes = [name for name in self.prices if model.startswith(name)]
+        return self.prices[max(prefixes, key=len)] if prefixes else None
+
+    def cost(
+        self, model: str, input_tokens: float | None, output_tokens: float | None, batch: bool = False
+    ) -> float | None:
+        """USD for one call, or None when the model is unknown or the token counts are missing."""
+        price = self.price(model)
+        if price is None or input_tokens is None or output_tokens is None:
+            return None
+        usd = (input_tokens * price.input_per_1m + output_tokens * price.output_per_1m) / 1e6
+        return usd * (self.batch_discount if batch else 1.0)
+
+
+@dataclass
+class Usage:
+    """Running totals of one :class:`APIClient` (over all its runs)."""
+
+    calls: int = 0
+    """Distinct requests that needed the server (not answered from the cache)."""
+    requests_sent: int = 0
+    """HTTP attempts made for chat completions (calls plus retries)."""
+    retries: int = 0
+    """Attempts after a failed one."""
+    cache_hits: int = 0
+    """Distinct requests answered from the cache."""
+    failures: int = 0
+    """Distinct requests that ended with an error."""
+    input_tokens: int = 0
+    """Prompt tokens of the calls made (cache hits excluded)."""
+    output_tokens: int = 0
+    """Completion tokens of the calls made (cache hits excluded)."""
+    cost_usd: float = 0.0
+    """Cost of the priced calls made."""
+    unpriced_calls: int = 0
+    """Calls that got an answer but could not be priced (model not in the table, or no usage reported)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The totals as a plain dict (for logs and reports)."""
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Estimate:
+    """What a run would send and cost, computed without sending anything (a dry run)."""
+
+    requests: int
+    """Requests given (duplicates included)."""
+    distinct: int
+    """Distinct requests (identical ones are sent once)."""
+    cached: int
+    """Distinct requests already in the cache (free)."""
+    to_send: int
+    """Distinct requests that would be sent."""
+    input_tokens: int
+    """Estimated prompt tokens of the requests to send (text at ``CHARS_PER_TOKEN``, audio per second)."""
+    output_tokens: int
+    """Upper bound on completion tokens (each request's ``max_tokens``, or the default)."""
+    audio_seconds: float
+    """Seconds of audio in the requests to send."""
+    cost_usd: float | None
+    """Estimated cost of the priced requests (output at its upper bound); None without a price table."""
+    unpriced: int
+    """Requests to send whose model is not in the price table."""
+    batch: bool = False
+    """Whether the Batch API discount was applied."""
+
+    def __str__(self) -> str:
+        cost = "no price table" if self.cost_usd is None else f"≤ ${self.cost_usd:,.4f}"
+        if self.unpriced:
+            cost += f" (+{self.unpriced} calls of unpriced models)"
+        return (
+            f"{self.to_send} calls to send ({self.requests} requests, {self.distinct} distinct, {self.cached} cached); "
+            f"~{self.input_tokens:,} input tokens (incl. {self.audio_seconds:.1f} s of audio), "
+            f"≤ {self.output_tokens:,} output tokens; cost {cost}{' at batch price' if self.batch else ''}"
+        )
