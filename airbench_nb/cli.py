@@ -343,6 +343,14 @@ def build(
     console.print(f"wrote {out}/ (foundation.jsonl, chat.jsonl, dataset.json, audio/)")
 
 
+API_KEY_ENV_HELP = (
+    "NAME of the environment variable whose value is sent as the API key of an openai: endpoint, whatever it is "
+    "(local ones included). Default: OPENAI_API_KEY goes only to OpenAI's endpoint or OPENAI_BASE_URL, never to a "
+    "local one; any other @URL gets no key."
+)
+"""Help of ``--api-key-env`` on ``infer`` and ``judge``."""
+
+
 @app.command()
 def infer(
     model: Annotated[str, typer.Option(help="Model spec: hf:<path>, openai:<model>[@<base_url>], baseline:<name>.")],
@@ -356,6 +364,7 @@ def infer(
     prompt_set: Annotated[str, typer.Option(help="airbench, cot, or a JSON template file.")] = "airbench",
     seed: Annotated[int, typer.Option(help="Seed of baseline:random and of sampling.")] = 0,
     official_out: Annotated[Path | None, typer.Option(help="Also write the official result format here.")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
 ) -> None:
     """Answer a manifest with a model, appending one response per item (a rerun resumes)."""
     from airbench_nb.models import SpecError
@@ -374,6 +383,7 @@ def infer(
             prompt_set=prompt_set,
             seed=seed,
             official_out=official_out,
+            **({"api_key_env": api_key_env} if api_key_env is not None else {}),  # until runner.infer takes it
         )
     except (SpecError, FileNotFoundError, ValueError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
@@ -407,9 +417,7 @@ def judge(
         typer.Option("--all", help="Ask the LLM judge for every Foundation item, not only where the rule abstains."),
     ] = False,
     prices: Annotated[Path | None, typer.Option(help="JSON price table: {model: [USD per 1M in, per 1M out]}.")] = None,
-    api_key_env: Annotated[
-        str, typer.Option(help="Environment variable holding the judge's API key.")
-    ] = "OPENAI_API_KEY",
+    api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
 ) -> None:
     """Judge responses into verdicts: Foundation choice extraction, Chat scores in both orders."""
     from airbench_nb.judge.run import JudgeSpecError, judge_responses

@@ -4,8 +4,12 @@ It answers ``POST /v1/chat/completions`` deterministically (``<model> heard <sec
 each request (JSON, model, messages; an ``input_audio`` part must decode to a real wav with samples, else 400),
 records what it saw (attempts per prompt, audio durations, requests in flight, Authorization headers), and
 follows a fault plan: for requests whose prompt text contains a marker, the n-th attempt gets the n-th
-:class:`Fault` (429 with Retry-After, 5xx, a delay past the client timeout, a malformed body, a 400). It also
-serves the Batch API: ``POST /v1/files`` (multipart), ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and
+:class:`Fault` (429 with Retry-After, 5xx, a delay past the client timeout, a body trickled past it, a malformed
+body, a 400). A server-wide ``mode`` (:data:`ServerMode`) makes every request fail the same way instead: ``401`` and
+``403`` (on every route), ``refused`` (every connection closed without an answer), ``trickle`` (every chat answer's
+body sent a byte at a time over ``trickle_s``), or ``echo-key`` (answers that quote the key of the Authorization
+header, as a careless server might). :func:`unused_base_url` gives a URL where nothing listens. It also serves the
+Batch API: ``POST /v1/files`` (multipart), ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and
 ``GET /v1/batches/{id}`` (a batch completes after ``batch_polls_before_done`` retrievals).
 
     with OpenAITestServer(latency_s=0.1) as server:
@@ -20,6 +24,7 @@ import base64
 import contextlib
 import io
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -36,7 +41,10 @@ from typing import Any, Literal
 
 import soundfile as sf
 
-FaultKind = Literal["429", "500", "503", "delay", "not_json", "no_choices", "empty", "400", "401"]
+FaultKind = Literal["429", "500", "503", "delay", "trickle", "not_json", "no_choices", "empty", "400", "401"]
+ServerMode = Literal["401", "403", "refused", "trickle", "echo-key"]
+SERVER_MODES: tuple[str, ...] = ("401", "403", "refused", "trickle", "echo-key")
+"""The server-wide modes (see the module docstring)."""
 
 
 @dataclass
@@ -44,8 +52,9 @@ class Fault:
     """What the server does to one attempt instead of answering it normally."""
 
     kind: FaultKind
-    """``429``/``500``/``503``: that status; ``delay``: sleep ``delay_s`` then answer; ``not_json``: 200 with a
-    body that is not JSON; ``no_choices``: 200 with JSON lacking ``choices``; ``empty``: 200 with an empty body;
+    """``429``/``500``/``503``: that status; ``delay``: sleep ``delay_s`` then answer; ``trickle``: send the
+    answer's headers at once and its body a byte at a time over ``delay_s``; ``not_json``: 200 with a body that is
+    not JSON; ``no_choices``: 200 with JSON lacking ``choices``; ``empty``: 200 with an empty body;
     ``400``: a bad-request error (never worth retrying); ``401``: an auth error whose message quotes the
     Authorization header (as some servers do: the client must keep the key out of its error strings)."""
     retry_after: str | None = None
@@ -53,7 +62,7 @@ class Fault:
     retry_after_ms: str | None = None
     """Value of the ``retry-after-ms`` header sent with a 429/503."""
     delay_s: float = 0.0
-    """For ``delay``: how long to sleep before answering."""
+    """For ``delay``: how long to sleep before answering; for ``trickle``: how long sending the body takes."""
 
 
 @dataclass
@@ -78,6 +87,8 @@ class Seen:
     """Chat request bodies received, with any base64 audio replaced by its length."""
     batch_retrievals: int = 0
     """``GET /v1/batches/{id}`` requests received."""
+    connections_closed: int = 0
+    """Connections closed without an answer (mode ``refused``)."""
 
 
 class BadRequest(Exception):
@@ -139,10 +150,21 @@ class _HTTPServer(ThreadingHTTPServer):
 class OpenAITestServer:
     """The server; use it as a context manager (it starts a background thread and stops it on exit)."""
 
-    def __init__(self, latency_s: float = 0.0, batch_polls_before_done: int = 1) -> None:
-        """Set a fixed latency per chat answer, and how many batch retrievals report ``in_progress`` first."""
+    def __init__(
+        self,
+        latency_s: float = 0.0,
+        batch_polls_before_done: int = 1,
+        mode: ServerMode | None = None,
+        trickle_s: float = 2.0,
+    ) -> None:
+        """Set a fixed latency per chat answer, how many batch retrievals report ``in_progress`` first, a
+        server-wide failure ``mode`` (None: serve normally) and how long a ``trickle`` answer's body takes."""
+        if mode is not None and mode not in SERVER_MODES:
+            raise ValueError(f"mode {mode!r} is not one of {', '.join(SERVER_MODES)}")
         self.latency_s = latency_s
         self.batch_polls_before_done = batch_polls_before_done
+        self.mode = mode
+        self.trickle_s = trickle_s
         self.plan: dict[str, list[Fault | None]] = {}
         self.lock = threading.Lock()
         self.seen = Seen()
@@ -302,6 +324,50 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def handle(self) -> None:
+        """Serve the connection, or (mode ``refused``) close it at once without reading or answering."""
+        state = self.server_state
+        if state.mode == "refused":
+            with state.lock:
+                state.seen.connections_closed += 1
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        super().handle()
+
+    def _mode_refuses(self) -> bool:
+        """Answer 401/403 (modes ``401`` and ``403``) and say so; False when the request is to be served."""
+        mode = self.server_state.mode
+        if mode == "401":
+            self._error(401, "Incorrect API key provided. You can find your API key at https://example.invalid.")
+            return True
+        if mode == "403":
+            self._error(403, "You are not allowed to sample from this model.")
+            return True
+        return False
+
+    def _key(self) -> str:
+        """The key of the Authorization header (``Bearer <key>``), or an empty string."""
+        return (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+
+    def _trickle(self, obj: Any, seconds: float) -> None:
+        """A 200 JSON answer whose headers go out at once and whose body takes ``seconds``, a byte at a time."""
+        body = json.dumps(obj).encode()
+        pause = seconds / max(1, len(body))
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            for index in range(len(body)):
+                self.wfile.write(body[index : index + 1])
+                self.wfile.flush()
+                time.sleep(pause)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (its deadline): nothing to answer to
+
     def _send(
         self, status: int, body: bytes, headers: dict[str, str] | None = None, ctype: str = "application/json"
     ) -> None:
@@ -329,6 +395,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         state = self.server_state
         raw = self._body()
+        if self.path == "/v1/chat/completions":
+            with state.lock:
+                if self.headers.get("Authorization"):
+                    state.seen.authorization.add(self.headers["Authorization"])
+        if self._mode_refuses():
+            if self.path == "/v1/chat/completions":
+                with state.lock:
+                    state.seen.chat_requests += 1
+            return
         if self.path == "/v1/chat/completions":
             self._chat(raw)
         elif self.path == "/v1/files":
@@ -373,6 +448,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         state = self.server_state
         parts = self.path.strip("/").split("/")
+        if parts != ["v1", "_stats"] and self._mode_refuses():
+            return
         if parts == ["v1", "_stats"]:
             with state.lock:
                 self._json(200, {"chat_requests": state.seen.chat_requests, "max_in_flight": state.seen.max_in_flight})
@@ -418,18 +495,24 @@ class _Handler(BaseHTTPRequestHandler):
             if state.latency_s:
                 time.sleep(state.latency_s)
             fault = state.fault_for(text, attempt)
-            if fault is not None and fault.kind != "delay":
+            if fault is not None and fault.kind not in ("delay", "trickle"):
                 self._fault(fault)
                 return
-            if fault is not None:
+            if fault is not None and fault.kind == "delay":
                 time.sleep(fault.delay_s)
             try:
                 completion = state.answer(body)
             except BadRequest as exc:
                 self._error(400, str(exc))
                 return
+            if state.mode == "echo-key":
+                message = completion["choices"][0]["message"]
+                message["content"] = f"{message['content']} (you sent the key {self._key()})"
             with state.lock:
                 seen.answered[text] += 1
+            if state.mode == "trickle" or (fault is not None and fault.kind == "trickle"):
+                self._trickle(completion, fault.delay_s if fault is not None else state.trickle_s)
+                return
             self._json(200, completion)
         finally:
             with state.lock:
@@ -455,11 +538,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"")
 
 
+def unused_base_url() -> str:
+    """``http://127.0.0.1:<port>/v1`` for a port where nothing listens (connections are refused).
+
+    The port is one the system just handed out and that was closed again at once, so nothing else holds it.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
 @contextlib.contextmanager
-def served_in_subprocess(latency_ms: float = 0.0) -> Iterator[str]:
+def served_in_subprocess(latency_ms: float = 0.0, mode: ServerMode | None = None) -> Iterator[str]:
     """Run the server in its own process (its threads then do not share the caller's GIL); yields the base URL."""
     repo = Path(__file__).resolve().parent.parent
     command = [sys.executable, "-m", "tests.openai_server", "--latency-ms", str(latency_ms)]
+    if mode is not None:
+        command += ["--mode", mode]
     process = subprocess.Popen(command, cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -485,8 +581,10 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     parser.add_argument("--latency-ms", type=float, default=0.0, help="fixed latency per chat answer")
+    parser.add_argument("--mode", choices=SERVER_MODES, default=None, help="fail every request this way")
+    parser.add_argument("--trickle-s", type=float, default=2.0, help="seconds a trickled body takes (mode trickle)")
     args = parser.parse_args()
-    with OpenAITestServer(latency_s=args.latency_ms / 1000.0) as server:
+    with OpenAITestServer(latency_s=args.latency_ms / 1000.0, mode=args.mode, trickle_s=args.trickle_s) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
 

@@ -15,6 +15,7 @@ from airbench_nb.api_client import (
     AUDIO_TOKENS_PER_SECOND,
     APIClient,
     ChatRequest,
+    FatalAPIError,
     MissingAPIKeyError,
     ModelPrice,
     PriceTable,
@@ -101,22 +102,24 @@ def test_faults_every_item_ends_once_with_text_or_error(server, fake_key, tmp_pa
 def test_cached_rerun_sends_zero_requests_and_no_key_leaks(server, fake_key, tmp_path, caplog):
     caplog.set_level(logging.DEBUG)
     cache = tmp_path / "judge.sqlite"
-    server.plan = {"echo-key": [Fault("401")]}
     requests = [chat(f"question {i}", temperature=0.0, max_tokens=16) for i in range(6)]
-    first = fast_client(server, cache_path=cache)
-    results = first.run_sync([*requests, chat("echo-key")])
-    assert all(r.ok for r in results[:-1])
+    first = fast_client(server, cache_path=cache, api_key_env="OPENAI_API_KEY")  # named: a local server gets it
+    results = first.run_sync(requests)
+    assert all(r.ok for r in results)
     assert server.seen.authorization == {f"Bearer {FAKE_KEY}"}  # the key really went to the server
-    bad = results[-1]
-    assert bad.error is not None and "401" in bad.error and bad.attempts == 1  # 401 is not retried
-    assert FAKE_KEY not in bad.error and "***" in bad.error  # the server quoted the key; the error does not
+    server.plan = {"echo-key": [Fault("401")]}
+    with pytest.raises(FatalAPIError) as caught:  # a 401 stops the run, not retried
+        first.run_sync([chat("echo-key")])
+    message = str(caught.value)
+    assert message.startswith("401 Unauthorized") and server.seen.attempts["echo-key"] == 1
+    assert FAKE_KEY not in message and "***" in message  # the server quoted the key; the error does not
 
     server.reset()
     second = fast_client(server, cache_path=cache)
     cached = second.run_sync(requests)
     assert server.seen.chat_requests == 0
     assert [(r.text, r.input_tokens, r.output_tokens) for r in cached] == [
-        (r.text, r.input_tokens, r.output_tokens) for r in results[:-1]
+        (r.text, r.input_tokens, r.output_tokens) for r in results
     ]
     assert all(r.cached and r.cost_usd == 0.0 and r.attempts == 0 for r in cached)
     assert second.usage.cache_hits == len(requests) and second.usage.requests_sent == 0

@@ -18,17 +18,27 @@ the official ``openai`` package, and adds what an evaluation needs on top:
 Every request ends as one :class:`ChatResult` with ``text`` or an explicit ``error``; one bad request never stops
 the others. Identical requests within one call are sent once.
 
-API keys come from the environment only (``OPENAI_API_KEY`` or the variable named by ``api_key_env``); a local
-server (127.0.0.1, localhost) needs none (the placeholder ``EMPTY`` is sent). A key never appears in the cache,
-in logs or in error strings (error strings are scrubbed of it).
+Errors that no retry can get past stop the run with one :class:`FatalAPIError` (one line naming the endpoint and
+the cause, never the key), and the requests in flight are cancelled: 401/403, a missing key
+(:class:`MissingAPIKeyError`), an endpoint that refused ``MAX_REFUSALS`` (3) connections before it ever answered,
+and nonsense parameters (:class:`InvalidParameterError`, also a ``ValueError``). Callers stop their item loops on
+it instead of writing one error per item. Each attempt has a deadline (``timeout_s``) for the whole answer, body
+included. A corrupt cache file is moved aside (``<cache>.corrupt-<time>``) and rebuilt.
+
+API keys come from the environment only and go only where named (:mod:`.endpoints` states the rules):
+``openai:MODEL`` goes to OpenAI's endpoint, or ``OPENAI_BASE_URL`` when set, with ``OPENAI_API_KEY``; a local
+endpoint gets no key unless its variable is named (``api_key_env``, ``--api-key-env NAME``), nor does any other
+``@URL`` (the placeholder ``EMPTY`` is sent). URLs holding credentials are refused. A key never appears in the
+cache, in logs, in error strings or in answer texts (a server that echoes it back gets ``***`` in its place).
 
 Example:
     >>> client = APIClient(base_url="http://127.0.0.1:8000/v1", cache_path="cache/judge.sqlite")  # doctest: +SKIP
     >>> results = client.run_sync([ChatRequest("gpt-4o", [{"role": "user", "content": "Hi"}])])  # doctest: +SKIP
 
 The package, one module per concern: :mod:`.errors`, :mod:`.records` (requests, results, prices, usage),
-:mod:`.cache` (SQLite), :mod:`.helpers` (local URLs, completion checks, retry predicate), :mod:`.client`
-(:class:`APIClient`) and :mod:`.batch` (:class:`BatchAPI`). Import from here: every public name is re-exported.
+:mod:`.cache` (SQLite), :mod:`.endpoints` (URLs and keys), :mod:`.helpers` (completion checks, retry predicate),
+:mod:`.client` (:class:`APIClient`) and :mod:`.batch` (:class:`BatchAPI`). Import from here: every public name is
+re-exported.
 """
 
 from __future__ import annotations
@@ -40,56 +50,102 @@ from airbench_nb.api_client.batch import (
     BATCH_TERMINAL,
     BatchAPI,
 )
-from airbench_nb.api_client.cache import ResponseCache
+from airbench_nb.api_client.cache import ResponseCache, is_corruption
 from airbench_nb.api_client.client import (
     AUDIO_TOKENS_PER_SECOND,
     CHARS_PER_TOKEN,
     DEFAULT_MAX_OUTPUT_TOKENS,
+    MAX_REFUSALS,
     MESSAGE_OVERHEAD_TOKENS,
     APIClient,
 )
-from airbench_nb.api_client.errors import APIClientError, MalformedResponseError, MissingAPIKeyError
-from airbench_nb.api_client.helpers import (
-    LOCAL_HOSTS,
+from airbench_nb.api_client.endpoints import (
+    BASE_URL_ENV,
+    DEFAULT_KEY_ENV,
+    LOCAL_NETWORKS,
     NO_KEY_PLACEHOLDER,
+    OPENAI_ENDPOINT,
+    Endpoint,
+    check_base_url,
+    check_key_env,
+    is_local_url,
+    parse_openai_spec,
+    redact_url,
+    resolve_endpoint,
+)
+from airbench_nb.api_client.errors import (
+    APIClientError,
+    AttemptTimeoutError,
+    CacheError,
+    EndpointError,
+    FatalAPIError,
+    InvalidParameterError,
+    MalformedResponseError,
+    MissingAPIKeyError,
+)
+from airbench_nb.api_client.helpers import (
     RETRY_STATUSES,
     _retry_after_s,
     audio_seconds_of,
     check_completion,
-    is_local_url,
     is_retryable,
     parse_completion,
 )
-from airbench_nb.api_client.records import ChatRequest, ChatResult, Estimate, ModelPrice, PriceTable, Usage
+from airbench_nb.api_client.records import (
+    ChatRequest,
+    ChatResult,
+    Estimate,
+    ModelPrice,
+    PriceTable,
+    Usage,
+    check_params,
+)
 
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",
+    "BASE_URL_ENV",
     "BATCH_ENDPOINT",
     "BATCH_MAX_BYTES",
     "BATCH_MAX_LINES",
     "BATCH_TERMINAL",
     "CHARS_PER_TOKEN",
+    "DEFAULT_KEY_ENV",
     "DEFAULT_MAX_OUTPUT_TOKENS",
-    "LOCAL_HOSTS",
+    "LOCAL_NETWORKS",
+    "MAX_REFUSALS",
     "MESSAGE_OVERHEAD_TOKENS",
     "NO_KEY_PLACEHOLDER",
+    "OPENAI_ENDPOINT",
     "RETRY_STATUSES",
     "APIClient",
     "APIClientError",
+    "AttemptTimeoutError",
     "BatchAPI",
+    "CacheError",
     "ChatRequest",
     "ChatResult",
+    "Endpoint",
+    "EndpointError",
     "Estimate",
+    "FatalAPIError",
+    "InvalidParameterError",
     "MalformedResponseError",
     "MissingAPIKeyError",
     "ModelPrice",
     "PriceTable",
     "ResponseCache",
     "Usage",
-    "_retry_after_s",
     "audio_seconds_of",
+    "check_base_url",
     "check_completion",
+    "check_key_env",
+    "check_params",
+    "is_corruption",
     "is_local_url",
     "is_retryable",
     "parse_completion",
+    "parse_openai_spec",
+    "redact_url",
+    "resolve_endpoint",
+    "_retry_after_s",
 ]

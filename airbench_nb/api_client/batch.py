@@ -48,10 +48,26 @@ class BatchAPI:
         self.client = client
 
     def _sync_call(self, what: str, fn: Callable[[], T]) -> T:
-        """A management call (files, batches) through the same retry policy."""
+        """A management call (files, batches) through the same retry policy and the same fatal errors.
+
+        Raises:
+            FatalAPIError: 401/403, or an endpoint that refused every connection (see ``APIClient._fatal_for``).
+        """
+
+        def guarded() -> T:
+            try:
+                result = fn()
+            except Exception as exc:
+                fatal = self.client._fatal_for(exc)
+                if fatal is not None:
+                    raise fatal from None
+                raise
+            self.client._answered = True
+            return result
+
         for attempt in tenacity.Retrying(**self.client._retrying_kwargs(what)):
             with attempt:
-                return fn()
+                return guarded()
         raise AssertionError("unreachable")  # pragma: no cover - reraise=True raises
 
     def _sync_client(self) -> openai.OpenAI:

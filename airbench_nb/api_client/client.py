@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import logging
+import math
 import os
 import random
 import sqlite3
@@ -14,21 +15,25 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 import tenacity
 
 from airbench_nb.api_client.batch import BatchAPI
 from airbench_nb.api_client.cache import ResponseCache
-from airbench_nb.api_client.errors import MalformedResponseError, MissingAPIKeyError
+from airbench_nb.api_client.endpoints import BASE_URL_ENV, DEFAULT_KEY_ENV, NO_KEY_PLACEHOLDER, resolve_endpoint
+from airbench_nb.api_client.errors import (
+    AttemptTimeoutError,
+    FatalAPIError,
+    InvalidParameterError,
+    MalformedResponseError,
+    MissingAPIKeyError,
+)
 from airbench_nb.api_client.helpers import (
-    NO_KEY_PLACEHOLDER,
     _describe,
     _retry_after_s,
     _text_chars,
     audio_seconds_of,
     check_completion,
-    is_local_url,
     is_retryable,
     parse_completion,
 )
@@ -49,30 +54,63 @@ MESSAGE_OVERHEAD_TOKENS = 4
 """Tokens added per message by chat templates, in estimates."""
 DEFAULT_MAX_OUTPUT_TOKENS = 256
 """Output tokens assumed per call in estimates when a request sets no ``max_tokens``."""
+MAX_REFUSALS = 3
+"""Connection failures, before the endpoint ever answered, after which a run stops (:class:`FatalAPIError`)."""
+
+
+def _check_setting(
+    name: str, value: Any, *, whole: bool = False, minimum: float | None = None, positive: bool = False
+) -> None:
+    """Refuse a client setting that makes no sense (not a number, NaN, infinite, below its minimum).
+
+    Raises:
+        InvalidParameterError: Naming the setting and its value.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidParameterError(f"{name}={value!r} must be a number")
+    if whole and not isinstance(value, int):
+        raise InvalidParameterError(f"{name}={value!r} must be a whole number")
+    if not math.isfinite(value):
+        raise InvalidParameterError(f"{name}={value!r} must be a finite number")
+    if positive and value <= 0:
+        raise InvalidParameterError(f"{name}={value!r} must be more than 0")
+    if minimum is not None and value < minimum:
+        raise InvalidParameterError(f"{name}={value!r} must be {minimum:g} or more")
 
 
 class APIClient:
     """Async OpenAI-compatible chat client with bounded concurrency, retries, a cache, accounting and batches.
 
     Args:
-        base_url: Server URL ending in ``/v1`` (e.g. ``http://127.0.0.1:8000/v1`` for vLLM); None for OpenAI.
-        api_key_env: Environment variable holding the key (never the key itself). Unset is fine for a local
-            server (``EMPTY`` is sent); for a remote one, sending fails with :class:`MissingAPIKeyError`.
+        base_url: Server URL ending in ``/v1`` (e.g. ``http://127.0.0.1:8000/v1`` for vLLM); None for the default
+            endpoint: ``OPENAI_BASE_URL`` when set, else OpenAI's. URLs with credentials are refused.
+        api_key_env: Environment variable holding the key (its name, never the key itself); its value is sent to
+            the endpoint whatever it is; unset, it is a :class:`MissingAPIKeyError` for a remote endpoint (a local
+            one gets no key, with a warning). None: ``OPENAI_API_KEY``
+            for the default endpoint or ``api.openai.com``, unless local; no key anywhere else (see
+            :mod:`airbench_nb.api_client.endpoints`).
         concurrency: Most requests in flight at once.
-        timeout_s: Per-attempt timeout (connect, read, write) in seconds.
+        timeout_s: Deadline of one attempt in seconds: connecting, sending, and the whole answer, body included
+            (a server trickling its body past it fails the attempt, which is then retried as usual).
         max_retries: Retries after the first attempt (so ``max_retries + 1`` attempts at most).
-        cache_path: SQLite cache file; None for no cache.
+        cache_path: SQLite cache file; None for no cache. A corrupt one is moved aside and rebuilt.
         prices: Price table for costs; None leaves costs unknown.
         backoff_initial_s: First backoff wait; it doubles per retry (plus up to as much again of jitter).
         backoff_max_s: Cap on one backoff wait.
         max_retry_after_s: Cap on a wait the server asks for with ``Retry-After``.
         audio_tokens_per_second: Audio rate assumed by :meth:`estimate`.
+        max_refusals: Connection failures, with no answer ever received from the endpoint, after which the run
+            stops with a :class:`FatalAPIError` (once the endpoint has answered, connection errors are retried).
+
+    Raises:
+        EndpointError: A base URL or key variable name that cannot be used.
+        InvalidParameterError: A setting that makes no sense (NaN, negative, zero timeout, ...).
     """
 
     def __init__(
         self,
         base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = None,
         concurrency: int = 8,
         timeout_s: float = 60.0,
         max_retries: int = 5,
@@ -82,19 +120,29 @@ class APIClient:
         backoff_max_s: float = 30.0,
         max_retry_after_s: float = 120.0,
         audio_tokens_per_second: float = AUDIO_TOKENS_PER_SECOND,
+        max_refusals: int = MAX_REFUSALS,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
+        _check_setting("concurrency", concurrency, whole=True, minimum=1)
+        _check_setting("max_retries", max_retries, whole=True, minimum=0)
+        _check_setting("max_refusals", max_refusals, whole=True, minimum=1)
+        _check_setting("timeout_s", timeout_s, positive=True)
+        for name, value in (
+            ("backoff_initial_s", backoff_initial_s),
+            ("backoff_max_s", backoff_max_s),
+            ("max_retry_after_s", max_retry_after_s),
+            ("audio_tokens_per_second", audio_tokens_per_second),
+        ):
+            _check_setting(name, value, minimum=0)
         self.base_url = base_url.rstrip("/") if base_url else None
+        self.target = resolve_endpoint(self.base_url, api_key_env)
+        self.endpoint = self.target.url
         self.api_key_env = api_key_env
         self.concurrency = int(concurrency)
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
+        self.max_refusals = int(max_refusals)
         # Keys are namespaced by endpoint: one model name served by two servers must not share cached answers.
-        namespace = self.base_url or "https://api.openai.com/v1"
-        self.cache = ResponseCache(cache_path, namespace=namespace) if cache_path is not None else None
+        self.cache = ResponseCache(cache_path, namespace=self.endpoint) if cache_path is not None else None
         self.prices = prices if isinstance(prices, PriceTable) or prices is None else PriceTable(prices)
         self.backoff_initial_s = float(backoff_initial_s)
         self.backoff_max_s = float(backoff_max_s)
@@ -103,38 +151,58 @@ class APIClient:
         self.usage = Usage()
         self._usage_lock = threading.Lock()
         self._secret: str | None = None
-        self._warned_shared_key = is_local_url(self.base_url)
+        self._warned_unsent_key = False
+        self._answered = False
+        self._refusals = 0
+        self._stopped: FatalAPIError | None = None
         self._backoff = tenacity.wait_exponential_jitter(
             multiplier=self.backoff_initial_s, max=self.backoff_max_s, jitter=self.backoff_initial_s
         )
 
     def __repr__(self) -> str:
         return (
-            f"APIClient(base_url={self.base_url!r}, api_key_env={self.api_key_env!r}, concurrency={self.concurrency}, "
-            f"cache={str(self.cache.path) if self.cache is not None else None!r})"
+            f"APIClient(endpoint={self.endpoint!r}, key_variable={self.key_variable!r}, "
+            f"concurrency={self.concurrency}, cache={str(self.cache.path) if self.cache is not None else None!r})"
         )
 
     # ------------------------------------------------------------------------------------------- keys
 
+    @property
+    def key_variable(self) -> str | None:
+        """The environment variable whose value is sent as the key; None when no key is sent (``EMPTY``)."""
+        return self.target.key_variable
+
     def _api_key(self) -> str:
-        """The key from the environment, the placeholder for a local server, or :class:`MissingAPIKeyError`."""
-        value = os.environ.get(self.api_key_env, "").strip()
+        """The key to send (see :mod:`.endpoints`): a variable's value, or the placeholder where no key goes.
+
+        Raises:
+            MissingAPIKeyError: The key's variable is unset or empty and the endpoint is not local (the message
+                names it, never a value). A local endpoint then gets no key, with a warning.
+        """
+        variable = self.target.key_variable
+        if variable is None:
+            if os.environ.get(DEFAULT_KEY_ENV, "").strip() and not self.target.local and not self._warned_unsent_key:
+                self._warned_unsent_key = True
+                logger.warning(
+                    "not sending %s to %s: it goes only to OpenAI's endpoint or %s; if this server needs a key, "
+                    "name its variable with --api-key-env NAME (api_key_env=)",
+                    DEFAULT_KEY_ENV,
+                    self.target.host,
+                    BASE_URL_ENV,
+                )
+            return NO_KEY_PLACEHOLDER
+        value = os.environ.get(variable, "").strip()
         if value:
             self._secret = value
-            host = urlparse(self.base_url).hostname if self.base_url else "api.openai.com"
-            if self.api_key_env == "OPENAI_API_KEY" and host != "api.openai.com" and not self._warned_shared_key:
-                self._warned_shared_key = True
-                logger.warning(
-                    "sending the key of OPENAI_API_KEY to %s, which is not OpenAI; give this endpoint its own "
-                    "variable with api_key_env=... (or unset it for a server without auth)",
-                    host,
-                )
             return value
-        if is_local_url(self.base_url):
+        if self.target.local:
+            if not self._warned_unsent_key:
+                self._warned_unsent_key = True
+                logger.warning("%s is unset: sending no key to the local server %s", variable, self.endpoint)
             return NO_KEY_PLACEHOLDER
+        how = "named by --api-key-env" if self.target.key_named else "or name another with --api-key-env NAME"
         raise MissingAPIKeyError(
-            f"no API key: set the environment variable {self.api_key_env} (or pass api_key_env= naming another) "
-            f"for {self.base_url or 'the OpenAI API'}"
+            f"no API key for {self.endpoint}: set the environment variable {variable} ({how})", endpoint=self.endpoint
         )
 
     def _scrub(self, text: str) -> str:
@@ -144,10 +212,83 @@ class APIClient:
         return text
 
     def _client_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"api_key": self._api_key(), "max_retries": 0, "timeout": self.timeout_s}
-        if self.base_url:
-            kwargs["base_url"] = self.base_url
-        return kwargs
+        return {"api_key": self._api_key(), "base_url": self.endpoint, "max_retries": 0, "timeout": self.timeout_s}
+
+    # ------------------------------------------------------------------------------------------- fatal errors
+
+    def _server_said(self, exc: BaseException) -> str:
+        """The server's error message of a status error, on one line, scrubbed of the key, at most 160 chars."""
+        body = getattr(exc, "body", None)
+        message: Any = None
+        if isinstance(body, Mapping):
+            inner = body.get("error")
+            message = body.get("message") or (inner.get("message") if isinstance(inner, Mapping) else inner)
+        text = " ".join(self._scrub(str(message or "")).split())
+        return text[:157] + "..." if len(text) > 160 else text
+
+    def _fatal_status(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
+        """The :class:`FatalAPIError` for a 401 or 403 answer; None for any other status."""
+        status = getattr(exc, "status_code", None)
+        if status not in (401, 403):
+            return None
+        variable = self.key_variable
+        if status == 401:
+            head = "401 Unauthorized"
+            if variable is None:
+                cause = "no key was sent; name the variable holding its key with --api-key-env NAME (api_key_env=)"
+            else:
+                cause = f"check {variable}"
+        else:
+            head = "403 Forbidden"
+            what = f"model {model!r}" if model else "this request"
+            cause = (
+                f"the key in {variable} may not use {what}" if variable else f"no key was sent, and {what} needs one"
+            )
+        said = self._server_said(exc)
+        message = f"{head} from {self.endpoint}: {cause}" + (f" (server: {said})" if said else "")
+        return FatalAPIError(message, endpoint=self.endpoint, status=status)
+
+    def _fatal_for(self, exc: BaseException, model: str | None = None) -> FatalAPIError | None:
+        """Classify a failed attempt: the :class:`FatalAPIError` it amounts to, or None (then retried or recorded).
+
+        401/403 are fatal. A connection error (refused, closed without an answer; not a timeout) is fatal once
+        ``max_refusals`` of them happened before the endpoint ever answered. Any answer, even an error status or a
+        malformed body, shows the endpoint is there: later connection errors are retried as usual.
+        """
+        fatal = self._classify(exc, model)
+        if fatal is not None and self._stopped is None:
+            self._stopped = fatal  # requests waiting for a slot are not sent (see _send)
+        return fatal
+
+    def _classify(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
+        """:meth:`_fatal_for` without recording the stop."""
+        import openai
+
+        if isinstance(exc, FatalAPIError):
+            return exc
+        if isinstance(exc, openai.APIStatusError):
+            self._answered = True
+            return self._fatal_status(exc, model)
+        if isinstance(exc, openai.APITimeoutError | AttemptTimeoutError):
+            return None
+        if isinstance(exc, openai.APIConnectionError):
+            with self._usage_lock:
+                if self._answered:
+                    return None
+                self._refusals += 1
+                refusals = self._refusals
+            if refusals < self.max_refusals:
+                return None
+            cause = exc.__cause__ or exc
+            return FatalAPIError(
+                f"cannot connect to {self.endpoint}: {refusals} connection attempts failed and the endpoint never "
+                f"answered ({type(cause).__name__}: {self._scrub(str(cause))[:120]}); is the server running and the "
+                "URL right?",
+                endpoint=self.endpoint,
+            )
+        if isinstance(exc, MalformedResponseError | openai.APIResponseValidationError):
+            self._answered = True
+        return None
 
     # ------------------------------------------------------------------------------------------- retry policy
 
@@ -205,6 +346,8 @@ class APIClient:
             cost: float | None = 0.0
         else:
             cost = self.prices.cost(request.model, input_tokens, output_tokens, batch) if self.prices else None
+        if isinstance(content, str):
+            content = self._scrub(content)  # a server that echoes the key never gets it into responses or verdicts
         error = None
         if content is None:
             refusal = message.get("refusal")
@@ -285,15 +428,32 @@ class APIClient:
         kwargs = {k: v for k, v in request.params.items() if k in known}
         extra = {k: v for k, v in request.params.items() if k not in known}
         async with sem:
+            if self._stopped is not None:  # another request hit a fatal error: send nothing more
+                raise self._stopped
             with self._usage_lock:
                 self.usage.requests_sent += 1
-            raw = await client.chat.completions.with_raw_response.create(
-                model=request.model, messages=request.messages, extra_body=extra or None, **kwargs
-            )
-            return parse_completion(raw.http_response.text)
+            try:
+                # A deadline for the whole attempt: httpx's timeouts are per read, so a server trickling its body
+                # a byte at a time would otherwise hold the attempt for as long as it likes.
+                async with asyncio.timeout(self.timeout_s):
+                    raw = await client.chat.completions.with_raw_response.create(
+                        model=request.model, messages=request.messages, extra_body=extra or None, **kwargs
+                    )
+                    text = raw.http_response.text
+            except TimeoutError:
+                raise AttemptTimeoutError(
+                    f"no complete answer within {self.timeout_s:g} s (the deadline of one attempt, body included)"
+                ) from None
+            except Exception as exc:
+                fatal = self._fatal_for(exc, request.model)
+                if fatal is not None:
+                    raise fatal from None
+                raise
+            self._answered = True
+            return parse_completion(text)
 
     async def _one(self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, request: ChatRequest) -> ChatResult:
-        """One request through the retry policy; always a result, never an exception."""
+        """One request through the retry policy: a result, or a :class:`FatalAPIError` that stops the run."""
         t0 = time.perf_counter()
         attempts = 0
         what = f"{request.model} request {request.key()[:12]}…"
@@ -302,6 +462,8 @@ class APIClient:
                 with attempt:
                     attempts += 1
                     body = await self._send(client, sem, request)
+        except FatalAPIError:
+            raise
         except Exception as exc:  # noqa: BLE001 - one bad request never stops the others; its error is returned
             error = f"{type(exc).__name__}: {self._scrub(str(exc))}"
             if attempts > 1:
@@ -328,7 +490,9 @@ class APIClient:
             One :class:`ChatResult` per request, in order: text, or an explicit error.
 
         Raises:
-            MissingAPIKeyError: Requests need sending to a remote server and its key variable is unset.
+            FatalAPIError: The endpoint answered 401 or 403, or refused every connection, or the key's variable is
+                unset (:class:`MissingAPIKeyError`). The requests still in flight are cancelled; the answers
+                received before are in the cache (when there is one).
         """
         import openai
         from tqdm.auto import tqdm
@@ -337,6 +501,9 @@ class APIClient:
         distinct = self._distinct(requests)
         by_key = self._from_cache(distinct)
         todo = [r for k, r in distinct.items() if k not in by_key]
+        self._stopped = None  # a new run may follow a fix (a key set, a server started)
+        if not self._answered:
+            self._refusals = 0
         if todo:
             sem = asyncio.Semaphore(self.concurrency)
             client = openai.AsyncOpenAI(**self._client_kwargs())
@@ -348,8 +515,16 @@ class APIClient:
                         bar.update(1)
                         return result
 
-                    for result in await asyncio.gather(*(tracked(r) for r in todo)):
-                        by_key[result.key] = result
+                    tasks = [asyncio.ensure_future(tracked(r)) for r in todo]
+                    try:
+                        for result in await asyncio.gather(*tasks):
+                            by_key[result.key] = result
+                    except BaseException as exc:  # a fatal error (or a cancel): the others need not go on
+                        for task in tasks:
+                            task.cancel()
+                        await asyncio.gather(*tasks, return_exceptions=True)
+                        logger.debug("run stopped: %s: %s", type(exc).__name__, exc)
+                        raise
             finally:
                 await client.close()
         logger.debug(
@@ -435,7 +610,7 @@ class APIClient:
     ) -> Estimate:
         """Print (``echo``) and return the :meth:`estimate` of a run; sends nothing (for ``--dry-run``)."""
         est = self.estimate(requests, batch=batch)
-        echo(f"dry run against {self.base_url or 'the OpenAI API'}: {est}")
+        echo(f"dry run against {self.endpoint}: {est}")
         return est
 
     # ------------------------------------------------------------------------------------------- batch API

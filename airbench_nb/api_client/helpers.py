@@ -1,4 +1,4 @@
-"""Helpers of the client: local URLs, completion checks, the retry predicate, Retry-After, audio durations."""
+"""Helpers of the client: completion checks, the retry predicate, Retry-After, audio durations."""
 
 from __future__ import annotations
 
@@ -10,25 +10,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlparse
 
-from airbench_nb.api_client.errors import MalformedResponseError
+from airbench_nb.api_client.errors import AttemptTimeoutError, MalformedResponseError
 
 logger = logging.getLogger(__name__)
 
-NO_KEY_PLACEHOLDER = "EMPTY"
-"""Key sent to a local server when the key variable is unset (vLLM's convention for "no auth")."""
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
-"""Hosts that need no API key."""
 RETRY_STATUSES = frozenset({408, 409, 429})
 """HTTP statuses below 500 that are retried (every 5xx is retried too)."""
-
-
-def is_local_url(base_url: str | None) -> bool:
-    """Whether ``base_url`` points at this machine (such servers need no key)."""
-    if not base_url:
-        return False
-    return (urlparse(base_url).hostname or "").lower() in LOCAL_HOSTS
 
 
 def parse_completion(text: str) -> dict[str, Any]:
@@ -93,10 +81,17 @@ def _retry_after_s(exc: BaseException) -> float | None:
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Whether a failed attempt is worth repeating: 429, 408, 409, 5xx, timeouts, connection errors, bad bodies."""
+    """Whether a failed attempt is worth repeating: 429, 408, 409, 5xx, timeouts, connection errors, bad bodies.
+
+    Never for a :class:`~airbench_nb.api_client.errors.FatalAPIError` (401/403, refused connections): it stops
+    the run instead.
+    """
     import openai
 
-    if isinstance(exc, MalformedResponseError | openai.APIConnectionError | openai.APIResponseValidationError):
+    retried = (
+        MalformedResponseError | AttemptTimeoutError | openai.APIConnectionError | openai.APIResponseValidationError
+    )
+    if isinstance(exc, retried):
         return True  # APITimeoutError is an APIConnectionError
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRY_STATUSES or exc.status_code >= 500

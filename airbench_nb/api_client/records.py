@@ -6,9 +6,12 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from airbench_nb.api_client.errors import InvalidParameterError
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +34,53 @@ def _canonical(value: Any) -> Any:
     return value
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _non_finite(value: Any, path: str) -> str | None:
+    """The path of the first NaN or infinite number in ``value`` (JSON cannot carry them), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    if isinstance(value, Mapping):
+        return next((p for k, v in value.items() if (p := _non_finite(v, f"{path}[{k!r}]"))), None)
+    if isinstance(value, list | tuple):
+        return next((p for i, v in enumerate(value) if (p := _non_finite(v, f"{path}[{i}]"))), None)
+    return None
+
+
+_PARAM_RULES: dict[str, tuple[Any, str]] = {
+    "temperature": (lambda v: _is_number(v) and 0 <= v, "a finite number >= 0"),
+    "top_p": (lambda v: _is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "max_tokens": (lambda v: _is_int(v) and v >= 1, "a whole number >= 1"),
+    "max_completion_tokens": (lambda v: _is_int(v) and v >= 1, "a whole number >= 1"),
+    "n": (lambda v: _is_int(v) and v >= 1, "a whole number >= 1"),
+    "seed": (_is_int, "a whole number"),
+    "presence_penalty": (lambda v: _is_number(v) and -2 <= v <= 2, "a number in [-2, 2]"),
+    "frequency_penalty": (lambda v: _is_number(v) and -2 <= v <= 2, "a number in [-2, 2]"),
+}
+"""Checks of the body fields whose nonsense values are refused: field -> (test, what it must be)."""
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """Refuse nonsense body fields: NaN or infinity anywhere, and out-of-range values of :data:`_PARAM_RULES`.
+
+    Raises:
+        InvalidParameterError: Naming the field, its value and what it must be.
+    """
+    for name, value in params.items():
+        bad = _non_finite(value, name)
+        if bad is not None:
+            raise InvalidParameterError(f"request parameter {bad} is NaN or infinite: JSON cannot carry it")
+        rule = _PARAM_RULES.get(name)
+        if rule is not None and not rule[0](value):
+            raise InvalidParameterError(f"request parameter {name}={value!r} makes no sense: it must be {rule[1]}")
+
+
 @dataclass
 class ChatRequest:
     """One chat-completion request: what is sent, and what the cache is keyed by."""
@@ -45,7 +95,9 @@ class ChatRequest:
     """Memoised :meth:`key`."""
 
     def __post_init__(self) -> None:
+        """Drop None parameters and refuse nonsense ones (see :func:`check_params`)."""
         self.params = {k: v for k, v in self.params.items() if v is not None}
+        check_params(self.params)
 
     def key(self) -> str:
         """The sha256 (hex) of the canonical JSON of (model, messages, params): the cache key and batch custom_id.

@@ -191,24 +191,34 @@ class _LLM:
     """An LLM judge backend: the shared API client (``openai:``) or a local transformers model (``hf:``)."""
 
     def __init__(
-        self, spec: str, *, concurrency: int, cache: str | Path | None, prices: Any, timeout_s: float, api_key_env: str
+        self,
+        spec: str,
+        *,
+        concurrency: int,
+        cache: str | Path | None,
+        prices: Any,
+        timeout_s: float,
+        api_key_env: str | None,
     ) -> None:
         self.spec = spec
         self.batch_poll_s = 30.0
         kind, _, rest = spec.partition(":")
         self.kind = kind
+        self.endpoint: str | None = None
+        """The endpoint of an ``openai:`` judge (its ``@<base_url>``, ``OPENAI_BASE_URL`` or OpenAI's)."""
         if kind == "openai":
-            from airbench_nb.api_client import APIClient
+            from airbench_nb.api_client import APIClient, parse_openai_spec
 
-            self.model, _, base_url = rest.partition("@")
+            self.model, base_url = parse_openai_spec(rest)
             self.client = APIClient(
-                base_url=base_url or None,
+                base_url=base_url,
                 api_key_env=api_key_env,
                 concurrency=concurrency,
                 timeout_s=timeout_s,
                 cache_path=cache,
                 prices=prices,
             )
+            self.endpoint = self.client.endpoint
         else:
             from airbench_nb.judge.hf_judge import HFChatJudge
 
@@ -245,11 +255,29 @@ class _LLM:
 
 
 def parse_judge_spec(spec: str) -> str:
-    """Check a judge spec: ``rule``, ``proxy``, ``openai:<model>[@<url>]`` or ``hf:<path>``."""
-    if spec in ("rule", "proxy") or (spec.startswith(("openai:", "hf:")) and spec.split(":", 1)[1]):
+    """Check a judge spec: ``rule``, ``proxy``, ``openai:<model>[@<url>]`` or ``hf:<path>``.
+
+    An ``openai:`` spec is checked as a model's is (:func:`airbench_nb.api_client.parse_openai_spec`): a URL as the
+    model part (hint ``openai:MODEL@URL``), a base URL that is not http(s) or holds credentials are refused, and
+    the message never repeats a secret.
+
+    Raises:
+        JudgeSpecError: For a spec that names no judge, or an ``openai:`` spec that cannot be used.
+    """
+    if spec.startswith("openai:") and spec.split(":", 1)[1]:
+        from airbench_nb.api_client import EndpointError, parse_openai_spec
+
+        try:
+            parse_openai_spec(spec.split(":", 1)[1])
+        except EndpointError as exc:
+            raise JudgeSpecError(f"judge {exc}") from None
         return spec
+    if spec in ("rule", "proxy") or (spec.startswith("hf:") and spec.split(":", 1)[1]):
+        return spec
+    from airbench_nb.api_client import redact_url
+
     raise JudgeSpecError(
-        f"judge spec {spec!r} not understood; use rule, proxy, openai:<model>[@<base_url>] or hf:<path>"
+        f"judge spec {redact_url(spec)!r} not understood; use rule, proxy, openai:<model>[@<base_url>] or hf:<path>"
     )
 
 
@@ -267,7 +295,7 @@ def judge_responses(
     foundation_mode: Literal["abstentions", "all"] = "abstentions",
     chunk_size: int = 256,
     timeout_s: float = 60.0,
-    api_key_env: str = "OPENAI_API_KEY",
+    api_key_env: str | None = None,
     batch_poll_s: float = 30.0,
     progress: bool = True,
 ) -> JudgeSummary:
@@ -286,7 +314,8 @@ def judge_responses(
         foundation_mode: ``abstentions`` (the rule first, the LLM when it abstains) or ``all``.
         chunk_size: Verdicts written per flush.
         timeout_s: Per-request timeout.
-        api_key_env: Environment variable holding the judge's key.
+        api_key_env: Environment variable holding the judge's key, sent to its endpoint whatever it is; None for
+            the default rules (``OPENAI_API_KEY`` to OpenAI or ``OPENAI_BASE_URL`` unless local; no key elsewhere).
         batch_poll_s: Seconds between Batch API status checks.
         progress: Show a progress bar.
 

@@ -5,8 +5,13 @@ wav in an ``input_audio`` part, followed by the prompt text. This is how the kit
 models served by vLLM (``vllm serve Qwen/Qwen2-Audio-7B-Instruct`` speaks this API), Ollama or llama.cpp; requests
 go through :class:`airbench_nb.api_client.APIClient` (bounded concurrency, retries, optional SQLite cache).
 
-The API key comes from the environment only (``OPENAI_API_KEY``, or the variable named by ``api_key_env``); a
-server on 127.0.0.1/localhost needs none.
+Endpoints and keys follow :mod:`airbench_nb.api_client.endpoints`: ``openai:<model>`` goes to OpenAI's endpoint
+(or ``OPENAI_BASE_URL`` when set) with ``OPENAI_API_KEY``; an ``@<base_url>`` gets no key unless its variable is
+named (``api_key_env``, ``--api-key-env NAME``), except ``api.openai.com``; a local one never gets
+``OPENAI_API_KEY`` unnamed. A URL as the model part, or a URL holding credentials, is refused. The endpoint used is
+:attr:`OpenAIAudioLM.endpoint`. A 401/403, a missing key, an endpoint that refuses every connection and nonsense
+generation parameters raise :class:`~airbench_nb.api_client.FatalAPIError` out of :meth:`OpenAIAudioLM.generate`
+(the run must stop); other failures are per-item errors.
 
 Example:
     >>> from airbench_nb.models import load_model
@@ -18,12 +23,20 @@ from __future__ import annotations
 import base64
 import io
 import logging
+import math
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
-from airbench_nb.api_client import APIClient, ChatRequest, ChatResult, PriceTable
+from airbench_nb.api_client import (
+    APIClient,
+    ChatRequest,
+    ChatResult,
+    InvalidParameterError,
+    PriceTable,
+    parse_openai_spec,
+)
 from airbench_nb.models.base import Generation, GenerationParams, Prompt
 
 logger = logging.getLogger(__name__)
@@ -47,10 +60,40 @@ def wav_base64(audio: np.ndarray, sample_rate: int) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_generation_params(params: GenerationParams) -> None:
+    """Refuse decoding parameters that make no sense, before anything is sent.
+
+    Raises:
+        InvalidParameterError: NaN, infinite or negative ``temperature``; ``top_p`` outside (0, 1];
+            ``max_new_tokens`` below 1 or not whole; a ``seed`` that is not whole. The message names the field.
+    """
+    problems = []
+    if not _number(params.temperature) or params.temperature < 0:
+        problems.append(f"temperature={params.temperature!r} (a finite number >= 0; 0 for greedy decoding)")
+    if not _number(params.top_p) or not 0 < params.top_p <= 1:
+        problems.append(f"top_p={params.top_p!r} (a number in (0, 1])")
+    max_new = params.max_new_tokens
+    if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
+        problems.append(f"max_new_tokens={max_new!r} (a whole number >= 1)")
+    if params.seed is not None and (isinstance(params.seed, bool) or not isinstance(params.seed, int)):
+        problems.append(f"seed={params.seed!r} (a whole number)")
+    if problems:
+        raise InvalidParameterError("generation parameters make no sense: " + "; ".join(problems))
+
+
 def generation_params(params: GenerationParams) -> dict[str, object]:
-    """The request body fields for decoding parameters (names that both OpenAI and vLLM accept)."""
+    """The request body fields for decoding parameters (names that both OpenAI and vLLM accept).
+
+    Raises:
+        InvalidParameterError: For nonsense values (see :func:`check_generation_params`).
+    """
+    check_generation_params(params)
     body: dict[str, object] = {
-        "temperature": float(max(params.temperature, 0.0)),
+        "temperature": float(params.temperature),
         "max_tokens": int(params.max_new_tokens),
     }
     if not params.greedy:
@@ -65,14 +108,21 @@ class OpenAIAudioLM:
 
     Args:
         rest: ``<model>`` or ``<model>@<base_url>`` (the spec after ``openai:``); the model name may itself hold
-            ``/`` (``Qwen/Qwen2-Audio-7B-Instruct``); the base URL ends in ``/v1``.
+            ``/`` (``Qwen/Qwen2-Audio-7B-Instruct``); the base URL ends in ``/v1``. Without ``@<base_url>``:
+            ``OPENAI_BASE_URL`` when set, else OpenAI's endpoint.
         concurrency: Most requests in flight at once.
         batch_size: Prompts per :meth:`generate` call from the runner (they are sent concurrently).
         cache_path: SQLite cache of answers (a rerun sends no request); None for none.
-        timeout_s: Per-attempt timeout in seconds (audio requests to a busy server can be slow).
-        api_key_env: Environment variable holding the key.
+        timeout_s: Deadline of one attempt in seconds, whole answer included (audio requests to a busy server
+            can be slow).
+        api_key_env: Environment variable holding the key, sent to the endpoint whatever it is; None for the
+            default rules (``OPENAI_API_KEY`` to OpenAI or ``OPENAI_BASE_URL`` unless local; no key elsewhere).
         max_retries: Retries after the first attempt.
         prices: Optional price table for cost accounting (see :class:`airbench_nb.api_client.PriceTable`).
+
+    Raises:
+        airbench_nb.api_client.EndpointError: A URL as the model part, a bad base URL or one with credentials,
+            or a key variable name that is not a name (a ``ValueError``; the message never repeats secrets).
     """
 
     def __init__(
@@ -83,17 +133,11 @@ class OpenAIAudioLM:
         batch_size: int = 32,
         cache_path: str | Path | None = None,
         timeout_s: float = 120.0,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = None,
         max_retries: int = 5,
         prices: PriceTable | None = None,
     ) -> None:
-        model, _, base_url = rest.partition("@")
-        if not model.strip():
-            raise ValueError(f"openai:{rest}: no model name; use openai:<model>[@<base_url>]")
-        if base_url and not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"openai:{rest}: base URL {base_url!r} must start with http:// or https://")
-        self.model = model.strip()
-        self.base_url = base_url or None
+        self.model, self.base_url = parse_openai_spec(rest)
         self.spec = f"openai:{rest}"
         self.batch_size = int(batch_size)
         self.client = APIClient(
@@ -109,10 +153,16 @@ class OpenAIAudioLM:
     def __repr__(self) -> str:
         return f"OpenAIAudioLM({self.spec!r}, concurrency={self.client.concurrency}, batch_size={self.batch_size})"
 
+    @property
+    def endpoint(self) -> str:
+        """The endpoint requests go to (the spec's ``@<base_url>``, ``OPENAI_BASE_URL``, or OpenAI's)."""
+        return self.client.endpoint
+
     def request(self, prompt: Prompt, params: GenerationParams) -> ChatRequest:
         """The chat request for one prompt: optional system message, then audio and text in one user message.
 
         Raises:
+            InvalidParameterError: For nonsense decoding parameters (see :func:`check_generation_params`).
             ValueError: When the prompt's audio cannot be encoded (see :func:`wav_base64`).
         """
         messages: list[dict] = []
@@ -131,8 +181,11 @@ class OpenAIAudioLM:
         """Answer prompts concurrently; a prompt that fails (bad audio, HTTP error) gets its own error.
 
         Raises:
-            airbench_nb.api_client.MissingAPIKeyError: Remote endpoint and no key in the environment.
+            airbench_nb.api_client.FatalAPIError: The run must stop: 401/403, an endpoint that refuses every
+                connection, no key for the endpoint (``MissingAPIKeyError``), or nonsense decoding parameters
+                (``InvalidParameterError``, checked before anything is sent).
         """
+        check_generation_params(params)
         out: list[Generation | None] = [None] * len(prompts)
         requests: list[ChatRequest] = []
         where: list[int] = []
@@ -140,6 +193,8 @@ class OpenAIAudioLM:
             try:
                 requests.append(self.request(prompt, params))
                 where.append(index)
+            except InvalidParameterError:
+                raise
             except ValueError as exc:
                 out[index] = Generation(error=f"{self.spec}: {prompt.uid}: cannot send the audio: {exc}")
         results: list[ChatResult] = self.client.run_sync(requests) if requests else []
