@@ -85,6 +85,16 @@ def test_auth_errors_stop_at_once_naming_endpoint_and_variable(monkeypatch, mode
     assert elapsed < 2.0
 
 
+def test_batch_api_calls_stop_on_401_too(tmp_path):
+    with OpenAITestServer(mode="401") as server:
+        client = fast(server.base_url, max_retries=3)
+        path = tmp_path / "batch.jsonl"
+        assert client.write_batch_file([chat("q")], path) == 1
+        with pytest.raises(FatalAPIError, match=r"^401 Unauthorized from http://127\.0\.0\.1:\d+/v1: ") as caught:
+            client.submit_batch(path)
+    assert client.usage.retries == 0 and one_line(str(caught.value))
+
+
 def test_401_when_no_key_was_sent_says_how_to_name_one():
     with OpenAITestServer(mode="401") as server:
         with pytest.raises(FatalAPIError, match=r"no key was sent.*--api-key-env"):
@@ -520,3 +530,12 @@ def test_cli_infer_sends_only_the_named_key_and_redacts_its_echo(tmp_path, monke
         assert server.seen.authorization == {f"Bearer {KEY}"}
     raw = (tmp_path / "named.jsonl").read_text()
     assert KEY not in raw and raw.count("you sent the key ***") == 3
+
+
+def test_infer_refuses_a_nan_temperature_before_sending(tmp_path):
+    manifest = _foundation_manifest(tmp_path / "data", 3)
+    with OpenAITestServer() as server:
+        result = _infer(f"openai:tiny-audio@{server.base_url}", manifest, tmp_path / "r.jsonl", "--temperature", "nan")
+        assert server.seen.chat_requests == 0
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "temperature=nan" in result.stderr.strip().splitlines()[-1]
