@@ -591,6 +591,76 @@ def analyze(
         console.print(f"[yellow]{section}:[/yellow] {why}")
 
 
+@app.command()
+def compare(
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            help="Run folders (every model in them) or RUN_DIR::MODEL_SPEC (one model of a run); at least two models."
+        ),
+    ],
+    protocol: Annotated[str, typer.Option(help="strict or official: how answers are read.")] = "strict",
+    judge: Annotated[
+        str | None, typer.Option(help="Chat judge to compare on (default: the one that scored most models).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    reps: Annotated[int, typer.Option(help="Bootstrap replicates.", min=0)] = 2000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Compare models pair by pair on shared items: differences with 95% CIs, McNemar / Wilcoxon, Holm-corrected."""
+    from rich.markup import escape
+
+    from airbench_nb.analysis.compare import compare_runs
+    from airbench_nb.manifests import ManifestError
+
+    if protocol not in ("strict", "official"):
+        err_console.print("[red]error:[/red] " + escape(f"protocol must be strict or official, got {protocol!r}"))
+        raise typer.Exit(2)
+    try:
+        result = compare_runs(sources, protocol=protocol, chat_judge=judge, seed=seed, reps=reps)
+    except (FileNotFoundError, ValueError, ManifestError) as exc:
+        err_console.print("[red]error:[/red] " + escape(str(exc)), soft_wrap=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(result.as_dict(), indent=1))
+        return
+
+    def number(value: Any, digits: int = 3) -> str:
+        return "" if value is None else f"{value:.{digits}f}"
+
+    judged = f"; Chat judge {result.chat_judge}" if result.chat_judge else ""
+    console.print(f"paired comparison, {protocol} protocol{judged}; p Holm-corrected over {result.tests_run} tests")
+    for pair in dict.fromkeys((r["model_a"], r["model_b"]) for r in result.rows):
+        rows = [
+            {
+                "benchmark": r["benchmark"],
+                "level": r["level"],
+                "name": r["name"],
+                "n": r["n"],
+                "a": number(r["a"]),
+                "b": number(r["b"]),
+                "diff": number(r["diff"]),
+                "95% CI": f"[{number(r['ci_low'])}, {number(r['ci_high'])}]",
+                "test": r["test"],
+                "p": "" if r["p_value"] is None else f"{r['p_value']:.3g}",
+                "p Holm": "" if r["p_holm"] is None else f"{r['p_holm']:.3g}",
+                "verdict": r["verdict"],
+            }
+            for r in result.rows
+            if (r["model_a"], r["model_b"]) == pair
+        ]
+        console.print(_table(f"A = {pair[0]}  vs  B = {pair[1]}", rows))
+    for match in result.items:
+        left_out = f"{match.only_a} only in A, {match.only_b} only in B, {match.differ} differ"
+        left_out += f", {match.unscored} unscored"
+        line = f"{match.model_a} vs {match.model_b} · {match.benchmark}: {match.compared} items compared; {left_out}"
+        console.print(escape(line + (f" ({match.reason})" if match.reason else "")), soft_wrap=True)
+        if match.differ:
+            fields = ", ".join(f"{k} {v}" for k, v in match.differ_fields.items())
+            uids = ", ".join(match.examples["differ"])
+            console.print(escape(f"  differing fields: {fields}; e.g. {uids}"), soft_wrap=True)
+
+
 def main() -> None:
     """Entry point of the console script."""
     app()

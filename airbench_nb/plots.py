@@ -449,3 +449,70 @@ def length_accuracy(frame: pd.DataFrame) -> Any:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
+
+
+def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
+    """Forest plot of paired differences A − B with 95% bootstrap CIs, one panel per (pair, benchmark).
+
+    Args:
+        frame: :meth:`airbench_nb.analysis.compare.Comparison.comparison_frame` (``model_a, model_b, benchmark,
+            level, name, n, diff, ci_low, ci_high, verdict``); Foundation differences are accuracies in 0-1, drawn
+            in percentage points, Chat differences in judge-score points.
+        tasks: Draw task rows too (default: only when there are at most 4 panels; categories and the Average always).
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    panels = list(dict.fromkeys(zip(frame["model_a"], frame["model_b"], frame["benchmark"], strict=True)))
+    show_tasks = len(panels) <= 4 if tasks is None else tasks
+    shown = frame if show_tasks else frame[frame["level"] != "task"]
+    colours = dict(
+        zip(("A better", "no detectable difference", "B better"), sns.color_palette("colorblind", 3), strict=True)
+    )
+    colours["no detectable difference"] = (0.55, 0.55, 0.55)
+    markers = {"average": "D", "category": "s", "task": "o"}
+    heights = [
+        max(int(((shown["model_a"] == a) & (shown["model_b"] == b) & (shown["benchmark"] == k)).sum()), 1)
+        for a, b, k in panels
+    ]
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(8.0, 0.24 * sum(heights) + 1.1 * len(panels) + 0.6),
+        gridspec_kw={"height_ratios": heights},
+        squeeze=False,
+    )
+    for ax, (model_a, model_b, benchmark) in zip(axes[:, 0], panels, strict=True):
+        part = shown[(shown["model_a"] == model_a) & (shown["model_b"] == model_b) & (shown["benchmark"] == benchmark)]
+        scale = 100.0 if benchmark == "foundation" else 1.0
+        y = np.arange(len(part))[::-1]
+        for yi, row in zip(y, part.itertuples(index=False), strict=True):
+            colour = colours.get(row.verdict, colours["no detectable difference"])
+            if not pd.isna(row.ci_low) and not pd.isna(row.ci_high):
+                ax.hlines(yi, row.ci_low * scale, row.ci_high * scale, color=colour, linewidth=1.4)
+            ax.plot(row.diff * scale, yi, marker=markers.get(row.level, "o"), color=colour, markersize=5.5)
+        labels = [
+            {"task": name, "category": f"{name} (category)"}.get(level, "Average")
+            for level, name in zip(part["level"], part["name"], strict=True)
+        ]
+        ax.set_yticks(y, labels, fontsize=7.5)
+        ax.axvline(0.0, color="black", linestyle="--", linewidth=0.8)
+        ax.set_ylim(-0.7, len(part) - 0.3)
+        unit = "accuracy, percentage points" if benchmark == "foundation" else "judge score, points on 1-10"
+        ax.set_xlabel(f"difference A − B ({unit})")
+        averages = part.loc[part["level"] == "average", "n"]
+        n_items = int(averages.iloc[0]) if not averages.empty else int(part["n"].max())
+        pair = f"A = {_short(model_a, 36)}  vs  B = {_short(model_b, 36)}"
+        ax.set_title(f"{pair} · {benchmark.capitalize()} (n = {n_items} items)", fontsize=9)
+    handles = [Line2D([], [], color=c, marker="o", linestyle="-", label=v) for v, c in colours.items()]
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.98), fontsize=8, title="Holm, α = 0.05")
+    which = "tasks, categories and Average" if show_tasks else "categories and Average"
+    fig.suptitle(f"Paired differences with 95% bootstrap CIs ({which})", y=1.0)
+    fig.tight_layout()
+    return fig
