@@ -516,3 +516,61 @@ def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
     fig.suptitle(f"Paired differences with 95% bootstrap CIs ({which})", y=1.0)
     fig.tight_layout()
     return fig
+
+
+def agreement_bars(frame: pd.DataFrame) -> Any:
+    """Judge-human agreement per judge and kind with 95% CI whiskers, the human-human agreement beside the judges.
+
+    One panel per kind (Foundation, Chat); in each, one group of bars per judge (``human vs human`` last), one bar
+    per measure (Chat: ties a class, and without ties), ``n`` (votes) above each bar.
+
+    Args:
+        frame: :func:`airbench_nb.analysis.agreement.agreement_frame`: columns ``judge, kind, label, n, agreement,
+            ci_low, ci_high``.
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    from airbench_nb.analysis.agreement import HUMANS
+
+    kinds = [k for k in ("foundation", "chat") if k in set(frame["kind"])]
+    measures = list(dict.fromkeys(frame["label"]))
+    palette = dict(zip(measures, sns.color_palette("colorblind", len(measures)), strict=False))
+    groups = {k: frame[frame["kind"] == k] for k in kinds}
+    judges = {k: sorted(set(g["judge"]), key=lambda j: (j == HUMANS, j)) for k, g in groups.items()}
+    widths = [max(2.0, 1.1 * len(judges[k])) for k in kinds]
+    fig, axes = plt.subplots(
+        1, len(kinds), figsize=(sum(widths) + 2.5, 4.0), squeeze=False, gridspec_kw={"width_ratios": widths}
+    )
+    for ax, kind in zip(axes[0], kinds, strict=True):
+        sub_measures = list(dict.fromkeys(groups[kind]["label"]))
+        width = 0.8 / len(sub_measures)
+        for k, measure in enumerate(sub_measures):
+            sub = groups[kind][groups[kind]["label"] == measure].set_index("judge").reindex(judges[kind])
+            value = sub["agreement"].astype(float)
+            low = np.fmin(sub["ci_low"].astype(float), value)  # a bootstrap interval may sit beside its estimate
+            high = np.fmax(sub["ci_high"].astype(float), value)
+            x = np.arange(len(judges[kind])) + (k - (len(sub_measures) - 1) / 2) * width
+            tops = _ci_bars(ax, x, value, low, high, 100.0, width, palette[measure], measure)
+            for xi, ni, top in zip(x, sub["n"].to_numpy(), tops, strict=True):
+                if not pd.isna(ni) and ni > 0:
+                    ax.text(xi, top + 2, f"n={int(ni)}", ha="center", va="bottom", fontsize=6.5, rotation=90)
+        ax.set_xticks(np.arange(len(judges[kind])), [_short(j) for j in judges[kind]], rotation=20, ha="right")
+        ax.set_ylim(0, 125)
+        ax.set_yticks(range(0, 101, 20))
+        ax.set_xlabel("judge")
+        ax.set_title(f"{kind.capitalize()} (n = {int(groups[kind]['n'].max())} votes)")
+    axes[0][0].set_ylabel("agreement with human labels (%)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[m]) for m in measures]
+    fig.legend(handles, measures, loc="upper left", bbox_to_anchor=(1.0, 0.95), fontsize=8)
+    counts = ", ".join(f"{kind} {int(groups[kind]['n'].max())}" for kind in kinds)
+    fig.suptitle(
+        f"Judge-human agreement with 95% CIs; human vs human = pairwise agreement of annotators (n = votes: {counts})"
+    )
+    fig.tight_layout()
+    return fig
