@@ -71,9 +71,8 @@ class BatchAPI:
         raise AssertionError("unreachable")  # pragma: no cover - reraise=True raises
 
     def _sync_client(self) -> openai.OpenAI:
-        import openai
-
-        return openai.OpenAI(**self.client._client_kwargs())
+        """The client's synchronous ``openai.OpenAI`` (:meth:`APIClient._sync_client`, which tests may replace)."""
+        return self.client._sync_client()
 
     def write_batch_file(self, requests: Sequence[ChatRequest], path: str | Path) -> int:
         """Write the Batch API input file: one JSONL line per distinct request not already cached.

@@ -214,6 +214,12 @@ class APIClient:
     def _client_kwargs(self) -> dict[str, Any]:
         return {"api_key": self._api_key(), "base_url": self.endpoint, "max_retries": 0, "timeout": self.timeout_s}
 
+    def _sync_client(self) -> openai.OpenAI:
+        """A synchronous ``openai.OpenAI`` on this endpoint with this key (for the Batch API's management calls)."""
+        import openai
+
+        return openai.OpenAI(**self._client_kwargs())
+
     # ------------------------------------------------------------------------------------------- fatal errors
 
     def _server_said(self, exc: BaseException) -> str:
