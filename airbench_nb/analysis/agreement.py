@@ -32,10 +32,12 @@ are not independent). Every block is repeated per category.
 (:func:`sklearn.metrics.cohen_kappa_score`) or Fleiss' kappa for more (:mod:`statsmodels.stats.inter_rater`),
 computed on the pairs every annotator labelled; Krippendorff's alpha (nominal, the ``krippendorff`` package) on
 every pair with at least two labels, so missing labels are allowed; and the pairwise percent agreement of humans
-(share of agreeing annotator pairs, MT-Bench's human-human agreement: the ceiling to read judges against). Each
-with a 95% percentile bootstrap interval resampling pairs (:func:`scipy.stats.bootstrap`, seeded; resamples in
-which the statistic is undefined, e.g. a single label, are left out and counted) and its n. Foundation categories
-are the option letters and ``unclear``; Chat categories ``model``, ``reference``, ``tie``.
+(share of agreeing annotator pairs, MT-Bench's human-human agreement: the ceiling to read judges against). Kappa
+and alpha come with a 95% percentile bootstrap interval resampling pairs (:func:`scipy.stats.bootstrap`, seeded;
+resamples in which the statistic is undefined, e.g. a single label, are left out and counted in ``note``), the
+pairwise agreement with an interval chosen as for judges (Wilson with two annotators, else the pair bootstrap);
+each with its n. Foundation categories are the option letters and ``unclear``; Chat categories ``model``,
+``reference``, ``tie``. A pair bootstrap with very few pairs is narrow (every resample may give the same share).
 """
 
 from __future__ import annotations
