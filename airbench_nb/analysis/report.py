@@ -12,7 +12,8 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
 - circular evaluation: rotated copies (``meta.rotation_of``), made by ``airbench-nb rotate``;
 - SNR curves: SNR-graded copies (``meta.clean_uid``) and their clean originals;
 - judge order bias: every Chat judge that judged both orders;
-- ranking: the category scores of the main table under ``protocol``.
+- ranking: the category scores of the main table under ``protocol``;
+- comparison: every pair of models on the items they share (:mod:`airbench_nb.analysis.compare`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ SECTIONS: tuple[str, ...] = (
     "answers",
     "snr",
     "ranking",
+    "comparison",
 )
 """Sections of ``analysis.json``, in report order."""
 
@@ -157,6 +159,7 @@ class RunAnalysis:
         self._frames: dict[str, pd.DataFrame] = {}
         self.foundation = self.foundation_frame(protocol)
         chat = self.run.chat_frame(protocol)
+        self.judges_given = bool(judges)
         self.judges = list(judges) if judges else sorted(chat["judge"].unique())
         self.chat = chat[chat["judge"].isin(self.judges)] if judges else chat
         self.plain = _plain_rows(self.foundation)
@@ -352,6 +355,20 @@ class RunAnalysis:
         detail["protocol"] = self.protocol
         return Section(
             "ranking", data, extra_data=detail, frame=frame, figure=plots.ranking_chart(frame), figure_key="ranking"
+        )
+
+    def comparison(self) -> Section:
+        """Every pair of models: differences per task, category and Average with paired CIs and Holm-corrected tests."""
+        from airbench_nb.analysis.compare import comparison_section
+
+        return comparison_section(
+            self.run,
+            protocol=self.protocol,
+            chat_judge=self.judges[0] if self.judges_given and self.judges else None,
+            seed=self.seed,
+            reps=max(self.reps, 200),
+            foundation=self.foundation,
+            chat=self.chat,
         )
 
     def _ranking_judge(self, summary: pd.DataFrame) -> str | None:
