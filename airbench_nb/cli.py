@@ -241,6 +241,7 @@ def mix_cmd(
     from airbench_nb.mix import mix_files
 
     try:
+        _check_mix_output(out, source_a, source_b)
         result = mix_files(
             source_a,
             source_b,
@@ -251,7 +252,7 @@ def mix_cmd(
             offset_s=offset_s,
             reference_loudness=reference_lufs,
         )
-    except ValueError as exc:  # AudioError and MixError: a clear message, no traceback
+    except ValueError as exc:  # AudioError, MixError, OutputError (a refused --out): one line, no traceback
         err_console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
     if as_json:
@@ -259,6 +260,48 @@ def mix_cmd(
         return
     rows = [{"field": k, "value": v} for k, v in result.meta.model_dump(exclude={"schema_version"}).items()]
     console.print(_table(f"wrote {out}", rows))
+
+
+def _check_mix_output(out: Path, source_a: Path, source_b: Path) -> None:
+    """Refuse a mix ``--out`` that is a source, or an existing file that is not a WAV (left untouched)."""
+    import soundfile as sf
+
+    from airbench_nb.runner import OutputError, refuse_input_as_output
+
+    refuse_input_as_output(out, {"source A": source_a, "source B": source_b})
+    if out.is_dir():
+        raise OutputError(f"--out {out} is a folder, not a wav file")
+    if out.is_file() and out.stat().st_size:
+        try:
+            kind = sf.info(str(out)).format
+        except Exception:  # noqa: BLE001 - any file libsndfile cannot read is not a mix the kit wrote
+            kind = None
+        if kind != "WAV":
+            raise OutputError(
+                f"--out {out} exists and is not a wav file, so it is left untouched; choose another --out"
+            )
+
+
+EXIT_FAILED_ITEMS = 1
+"""Exit code of ``infer`` and ``judge`` when some items ended in error (a rerun retries them)."""
+EXIT_BAD_INPUT = 2
+"""Exit code for bad input or a refused output: nothing was run or written."""
+EXIT_FATAL_API = 3
+"""Exit code of ``infer`` and ``judge`` stopped by a fatal API error (rejected or missing key, server unreachable)."""
+
+
+def _fatal_or_bad_input(exc: Exception) -> typer.Exit:
+    """Print one line for bad input (exit 2) or a fatal API error (exit 3), and return the exit to raise."""
+    from rich.markup import escape
+
+    from airbench_nb.runner import is_fatal_api_error
+
+    if not isinstance(exc, ValueError) and is_fatal_api_error(exc):
+        message, code = f"stopped: {exc} (what was done is kept: fix this and rerun to resume)", EXIT_FATAL_API
+    else:
+        message, code = str(exc), EXIT_BAD_INPUT
+    err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
+    return typer.Exit(code)
 
 
 @app.command()
@@ -366,9 +409,17 @@ def infer(
     official_out: Annotated[Path | None, typer.Option(help="Also write the official result format here.")] = None,
     api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
 ) -> None:
-    """Answer a manifest with a model, appending one response per item (a rerun resumes)."""
+    """Answer a manifest with a model, appending one response per item (a rerun resumes and retries errors).
+
+    Exits 0 when every item was answered (items whose audio the manifest marks missing, empty or corrupt apart),
+    1 when some ended in error (rerun to retry them), 2 on bad input or a refused --out (nothing written), 3 when a
+    fatal API error stopped the run (rejected or missing key, server unreachable).
+    """
+    from rich.markup import escape
+
     from airbench_nb.models import SpecError
     from airbench_nb.runner import infer as run_infer
+    from airbench_nb.runner import is_fatal_api_error
 
     try:
         summary = run_infer(
@@ -383,12 +434,23 @@ def infer(
             prompt_set=prompt_set,
             seed=seed,
             official_out=official_out,
-            **({"api_key_env": api_key_env} if api_key_env is not None else {}),  # until runner.infer takes it
+            api_key_env=api_key_env,
         )
-    except (SpecError, FileNotFoundError, ValueError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+    except Exception as exc:
+        if is_fatal_api_error(exc) or isinstance(exc, SpecError | FileNotFoundError | ValueError):
+            raise _fatal_or_bad_input(exc) from None
+        raise
     console.print(_table(f"{model} on {manifest}", [{"field": k, "value": v} for k, v in summary.as_dict().items()]))
+    if summary.unusable:
+        console.print(
+            f"{summary.unusable} items have missing, empty or corrupt audio: data defects, left out of scoring"
+        )
+    if summary.failed:
+        err_console.print(
+            "[red]error:[/red] " + escape(f"{summary.failure_text()}; rerun the same command to retry them"),
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_FAILED_ITEMS)
 
 
 def _load_prices(path: Path | None) -> Any:
@@ -419,12 +481,21 @@ def judge(
     prices: Annotated[Path | None, typer.Option(help="JSON price table: {model: [USD per 1M in, per 1M out]}.")] = None,
     api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
 ) -> None:
-    """Judge responses into verdicts: Foundation choice extraction, Chat scores in both orders."""
+    """Judge responses into verdicts: Foundation choice extraction, Chat scores in both orders.
+
+    A rerun judges only what is new: responses answered again since, and failed judge calls. Exits 0 when every
+    judge call succeeded (abstentions and unparseable replies are outcomes, counted), 1 when some failed (rerun to
+    retry them), 2 on bad input or a refused --out (nothing written), 3 when a fatal API error stopped the run.
+    """
+    from rich.markup import escape
+
     from airbench_nb.judge.run import JudgeSpecError, judge_responses
     from airbench_nb.manifests import read_manifest, read_records
     from airbench_nb.records import Response
+    from airbench_nb.runner import is_fatal_api_error, refuse_input_as_output
 
     try:
+        refuse_input_as_output(out, {"--responses": responses, "--manifest": manifest})
         summary = judge_responses(
             judge_spec,
             read_manifest(manifest),
@@ -438,9 +509,10 @@ def judge(
             prices=_load_prices(prices),
             api_key_env=api_key_env,
         )
-    except (JudgeSpecError, FileNotFoundError, ValueError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+    except Exception as exc:
+        if is_fatal_api_error(exc) or isinstance(exc, JudgeSpecError | FileNotFoundError | ValueError):
+            raise _fatal_or_bad_input(exc) from None
+        raise
     if summary.dry_run is not None:
         console.print(f"dry run: {summary.dry_run}")
         return
@@ -449,6 +521,12 @@ def judge(
             f"judge {judge_spec}", [{"field": k, "value": v} for k, v in summary.as_dict().items() if k != "dry_run"]
         )
     )
+    if summary.errors:
+        err_console.print(
+            "[red]error:[/red] " + escape(f"{summary.failure_text()}; rerun the same command to retry them"),
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_FAILED_ITEMS)
 
 
 def _print_scores(result: dict[str, Any], as_json: bool) -> None:

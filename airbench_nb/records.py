@@ -360,6 +360,18 @@ class Response(Record):
     created: datetime = Field(default_factory=_now)
     """When the response was recorded (UTC)."""
 
+    def content_hash(self) -> str:
+        """SHA-256 of what a judge judges: uid, model, prompt hash, text and error (not the time or latency).
+
+        A verdict records it (:attr:`Verdict.response_hash`), so a re-inferred answer is re-judged and a verdict
+        of an older answer never scores a newer one; the same answer given again keeps its verdict.
+        """
+        import hashlib
+        import json
+
+        fields = [self.uid, self.model, self.prompt_hash, self.text, self.error]
+        return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()
+
 
 class Verdict(Record):
     """A judge's decision on one response."""
@@ -392,6 +404,10 @@ class Verdict(Record):
     """Judge reply tokens, when reported."""
     cached: bool = False
     """True when the reply came from the judge cache rather than a new request."""
+    response_hash: str | None = None
+    """:meth:`Response.content_hash` of the response judged; a verdict whose hash is not that of the model's
+    latest response for the item is stale (re-judged, never scored). None in files written before the field
+    existed: such verdicts still count."""
     created: datetime = Field(default_factory=_now)
     """When the verdict was recorded (UTC)."""
 

@@ -1,11 +1,27 @@
-"""The resumable item loop shared by model runs and judges.
+"""The resumable item loop shared by model runs and judges, and the rules that keep its outputs safe.
 
 Results are appended to a JSONL file and flushed (and fsynced) after every batch, so an interrupted run loses at
-most the batch in flight. A rerun with the same output file skips the uids already there and never writes a uid
-twice; a line cut short by a crash is dropped (and reported) before anything is appended. An item whose audio is
-missing, empty or corrupt gets a :class:`~airbench_nb.records.Response` with an ``error`` and the run goes on;
-so does a batch whose backend raises. Every response records the model spec, the prompt hash, its latency and
-token counts.
+most the batch in flight. Every response records the model spec, the prompt hash, its latency and token counts.
+
+Resuming. Responses are keyed by (uid, model spec, prompt hash) and the *latest* record of a uid wins, here as in
+the judge loop, scoring and the analysis frames. A rerun with the same output file skips an item when its latest
+response was made with the same prompt and has no error; it answers again (appending) an item whose latest
+response is an error (failures heal on rerun) or was made with another prompt (another prompt set, system text or
+audio). Items whose manifest marks the audio missing, empty or corrupt get an error response once and are not
+retried: they are a defect of the data (scoring leaves them out), not a failure of the model. A file holding
+another model's responses is refused: responses are kept one model per file.
+
+Outputs never destroy data. Before anything is written: an existing output whose first line is not a record of the
+expected kind (a manifest, a wav, someone's notes) is refused and left untouched (:func:`check_output_file`); an
+output that is one of the command's inputs is refused (:func:`refuse_input_as_output`); an advisory lock
+(``fcntl.flock`` on ``<out>.lock``) makes a second process writing the same output refuse (:func:`output_lock`).
+:func:`repair_jsonl` then drops only a final line cut short by a crash and moves any other unreadable line to
+``<out>.rejected`` with a warning.
+
+Failures. An item whose audio cannot be read gets a :class:`~airbench_nb.records.Response` with an ``error`` and
+the run goes on; so does a batch whose backend raises. A fatal API error (``FatalAPIError`` of
+:mod:`airbench_nb.api_client`: a rejected or missing key, a server refusing every connection) stops the run at
+once: what was answered is kept, nothing more is sent, and the exception reaches the caller.
 """
 
 from __future__ import annotations
@@ -13,14 +29,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from airbench_nb.audio import AudioError, load_audio
 from airbench_nb.manifests import AnyItem, dumps_record, resolve_audio
@@ -32,53 +50,273 @@ logger = logging.getLogger(__name__)
 
 R = TypeVar("R", bound=BaseModel)
 
+RECORD_START = b'{"schema_version":'
+"""How every record line the kit writes begins (:func:`~airbench_nb.manifests.dumps_record`)."""
+FIRST_LINE_LIMIT = 4 * 1024 * 1024
+"""Bytes read to find an existing output's first line; a longer first line is not one the kit wrote."""
+DATA_DEFECTS = (AudioStatus.missing, AudioStatus.empty, AudioStatus.corrupt)
+"""Audio statuses that make an item unusable: an error response once, never retried, left out of scoring."""
+
+
+# ------------------------------------------------------------------------------------------------ outputs
+
+
+class OutputError(ValueError):
+    """An output the kit refuses to write; nothing was written.
+
+    A file of another kind, one of the command's inputs, or a file holding another model's responses.
+    """
+
+
+class OutputLockedError(OutputError):
+    """Another process is writing the same output (it holds ``<out>.lock``). Nothing was written."""
+
+
+def is_fatal_api_error(exc: BaseException) -> bool:
+    """Whether ``exc`` must stop a run at once: ``FatalAPIError`` or ``MissingAPIKeyError`` of the API client.
+
+    The classes are looked up by name on :mod:`airbench_nb.api_client` when that module is loaded (an exception of
+    a module never imported cannot be one of its classes), so a run without API models never imports the client.
+    """
+    kinds = tuple(
+        kind
+        for module in (sys.modules.get("airbench_nb.api_client"), sys.modules.get("airbench_nb.api_client.errors"))
+        if module is not None
+        for kind in (getattr(module, "FatalAPIError", None), getattr(module, "MissingAPIKeyError", None))
+        if isinstance(kind, type)
+    )
+    return bool(kinds) and isinstance(exc, kinds)
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name the same file (through links, ``..`` and relative parts)."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def refuse_input_as_output(out: str | Path, inputs: Mapping[str, str | Path | None], option: str = "--out") -> None:
+    """Refuse an output path that is one of the command's inputs.
+
+    Args:
+        out: The output path.
+        inputs: ``{option or role: path}`` of the command's inputs (None values are skipped).
+        option: How the output is named to the user.
+
+    Raises:
+        OutputError: Naming both options.
+    """
+    for name, path in inputs.items():
+        if path is not None and same_file(out, path):
+            raise OutputError(f"{option} {out} is also the {name} input; refusing to write over an input")
+
+
+def _first_line(path: Path) -> tuple[int, bytes]:
+    with open(path, "rb") as handle:
+        head = handle.read(FIRST_LINE_LIMIT)
+    lineno = 0
+    start = 0
+    while start < len(head):
+        end = head.find(b"\n", start)
+        lineno += 1
+        line = head[start:] if end < 0 else head[start : end + 1]
+        if line.strip():
+            return lineno, line
+        if end < 0:
+            break
+        start = end + 1
+    return 0, b""
+
+
+def check_output_file(path: str | Path, model: type[BaseModel], option: str = "--out") -> None:
+    """Refuse an existing file that is not the kit's output of this kind; read only, the file is left untouched.
+
+    The file may be absent or empty, or its first line must be a ``model`` record (a first line cut short by a
+    crash is accepted when it starts as the kit's records do: :func:`repair_jsonl` drops it).
+
+    Args:
+        path: The output path.
+        model: The record type the output holds (:class:`~airbench_nb.records.Response`, ``Verdict``).
+        option: How the output is named to the user.
+
+    Raises:
+        OutputError: For a folder, or a file whose first line is not a ``model`` record (naming file and line).
+    """
+    path = Path(path)
+    kind = model.__name__
+    if path.is_dir():
+        raise OutputError(f"{option} {path} is a folder, not a file of {kind} records")
+    if not path.is_file():
+        return
+    lineno, line = _first_line(path)
+    if not line:
+        return
+    refuse = f"{option} {path} is not a file of {kind} records the kit wrote, so it is left untouched"
+    if not line.endswith(b"\n") and len(line) >= FIRST_LINE_LIMIT:
+        raise OutputError(f"{refuse} (line {lineno} is longer than {FIRST_LINE_LIMIT} bytes); choose another {option}")
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        if not line.endswith(b"\n") and line.lstrip().startswith(RECORD_START):
+            return  # the kit's first record, cut by a crash: repair_jsonl drops it
+        raise OutputError(f"{refuse} (line {lineno} is not JSON); choose another {option}") from None
+    try:
+        model.model_validate(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(record)"
+        raise OutputError(f"{refuse} (line {lineno}, field {where!r}: {err['msg']}); choose another {option}") from None
+
+
+_HELD_LOCKS: dict[Path, int] = {}
+"""Outputs this process holds the lock of, with a reentrancy count (``infer`` locks before loading the model)."""
+
+
+@contextmanager
+def output_lock(path: str | Path) -> Iterator[None]:
+    """Hold the advisory lock of an output (``fcntl.flock`` on ``<path>.lock``) while writing it.
+
+    A second process asking for the same output's lock is refused at once. The lock file stays in place (removing
+    it would let two processes lock two different files); it holds the pid of the last holder. Reentrant within a
+    process. Where ``fcntl`` does not exist (Windows) nothing is locked.
+
+    Raises:
+        OutputLockedError: When another process holds the lock.
+    """
+    path = Path(path)
+    key = path.resolve()
+    if key in _HELD_LOCKS:
+        _HELD_LOCKS[key] += 1
+        try:
+            yield
+        finally:
+            _HELD_LOCKS[key] -= 1
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        yield
+        return
+    lock_path = path.with_name(path.name + ".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise OutputLockedError(
+                f"{path} is being written by {holder} (it holds {lock_path.name}); wait for it to finish or choose "
+                "another output"
+            ) from None
+        handle.truncate(0)
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        _HELD_LOCKS[key] = 1
+        try:
+            yield
+        finally:
+            del _HELD_LOCKS[key]
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _is_json_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+
 
 def repair_jsonl(path: str | Path) -> int:
-    """Drop lines that are not complete JSON objects (a crash mid-write) so that appending is safe.
+    """Make an interrupted results file safe to append to, losing nothing that could be read.
+
+    A final line cut short by a crash (no newline after it, not a JSON object) is dropped; a complete final line
+    without its newline gets one. Any other line that is not a JSON object is moved to ``<path>.rejected``
+    (appended, and made durable before the file is rewritten) with a warning naming its line. Call it while
+    holding :func:`output_lock`.
 
     Args:
         path: A JSONL results file (absent is fine).
 
     Returns:
-        How many lines were dropped.
+        How many lines were taken out (dropped or moved).
     """
     path = Path(path)
     if not path.is_file():
         return 0
     raw = path.read_bytes()
+    if not raw:
+        return 0
     lines = raw.split(b"\n")
-    keep, dropped = [], 0
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            if isinstance(json.loads(line), dict):
-                keep.append(line)
+    cut = b""
+    if raw.endswith(b"\n"):
+        lines = lines[:-1]
+    elif not _is_json_object(lines[-1]):
+        cut = lines.pop()
+    keep: list[bytes] = []
+    rejected: list[tuple[int, bytes]] = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip() or _is_json_object(line):
+            keep.append(line)
+        else:
+            rejected.append((lineno, line))
+    if not cut and not rejected and raw.endswith(b"\n"):
+        return 0
+    if rejected:
+        side = path.with_name(path.name + ".rejected")
+        with open(side, "ab") as handle:
+            handle.write(b"".join(line + b"\n" for _, line in rejected))
+            handle.flush()
+            os.fsync(handle.fileno())
+        shown = ", ".join(str(n) for n, _ in rejected[:10]) + (", ..." if len(rejected) > 10 else "")
+        logger.warning(
+            "%s: moved %d unreadable line(s) (line %s) to %s; the other records are kept",
+            path,
+            len(rejected),
+            shown,
+            side,
+        )
+    if cut:
+        logger.warning("%s: dropped a final line cut short by an interrupted run (%d bytes)", path, len(cut))
+    tmp = path.with_name(path.name + ".repair")
+    with open(tmp, "wb") as handle:
+        handle.write(b"".join(line + b"\n" for line in keep))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    return len(rejected) + (1 if cut else 0)
+
+
+def _loose_values(path: Path, name: str) -> dict[str, int]:
+    """``{value: first line}`` of field ``name`` over the JSON-object lines of ``path`` (others are skipped)."""
+    found: dict[str, int] = {}
+    if not path.is_file():
+        return found
+    with open(path, "rb") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            try:
+                obj = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 continue
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            pass
-        dropped += 1
-    if dropped or (raw and not raw.endswith(b"\n")):
-        tmp = path.with_suffix(path.suffix + ".repair")
-        tmp.write_bytes(b"".join(line + b"\n" for line in keep))
-        os.replace(tmp, path)
-        if dropped:
-            logger.warning("%s: dropped %d incomplete line(s) left by an interrupted run", path, dropped)
-    return dropped
+            if isinstance(obj, dict) and isinstance(obj.get(name), str):
+                found.setdefault(obj[name], lineno)
+    return found
 
 
-def finished_uids(path: str | Path, model: type[BaseModel], key: Callable[[Any], str]) -> set[str]:
-    """Keys of the records already in a results file (after :func:`repair_jsonl`).
+def read_existing(path: str | Path, model: type[R]) -> list[R]:
+    """The records of an output file, in file order (none when it is absent).
 
     Raises:
-        ManifestError: If a line is JSON but not a valid record (naming file and line).
+        ManifestError: If a line is JSON but not a valid record (naming file, line and field).
     """
     from airbench_nb.manifests import read_records
 
     path = Path(path)
-    if not path.is_file():
-        return set()
-    return {key(record) for record in read_records(path, model)}
+    return read_records(path, model) if path.is_file() else []
 
 
 class JsonlAppender:
@@ -108,6 +346,9 @@ class JsonlAppender:
         self.close()
 
 
+# ------------------------------------------------------------------------------------------------ model runs
+
+
 @dataclass
 class RunSummary:
     """What one model run did."""
@@ -117,23 +358,50 @@ class RunSummary:
     total: int
     """Items in the manifest (after ``limit``)."""
     skipped_existing: int
-    """Items already answered in the output file (resumed)."""
+    """Items whose latest response in the output needs no new answer (answered with this prompt, or a data
+    defect recorded); resumed."""
     answered: int = 0
     """Items answered in this run."""
     errors: int = 0
-    """Items that got an error response in this run."""
+    """Items that got an error response in this run (data defects included: see ``unusable``)."""
+    unusable: int = 0
+    """Of ``errors``: items whose manifest marks the audio missing, empty or corrupt (a defect of the data, left out
+    of scoring, never retried; not a failure of the run)."""
     error_kinds: dict[str, int] = field(default_factory=dict)
     """Errors by kind (``audio missing``, ``backend``, ...)."""
+    retried: int = 0
+    """Items answered again because their latest response was an error (a failure healing)."""
+    changed_prompt: int = 0
+    """Items answered again because their latest response was made with another prompt."""
+    duplicates: int = 0
+    """Response records already in the output superseded by a later record of the same uid (latest wins)."""
     seconds: float = 0.0
     """Wall-clock time of this run."""
     repaired_lines: int = 0
-    """Incomplete lines dropped from the output before resuming."""
+    """Lines taken out of the output before resuming: a final line cut by a crash dropped, unreadable lines moved
+    to ``<out>.rejected``."""
+
+    @property
+    def failed(self) -> int:
+        """Items that ended in error in this run, data defects apart: what makes ``infer`` exit 1."""
+        return self.errors - self.unusable
+
+    @property
+    def failed_every_item(self) -> bool:
+        """True when the model was asked for answers and every one failed (none answered in this run)."""
+        return self.failed > 0 and self.answered == 0
 
     @property
     def items_per_s(self) -> float | None:
         """Throughput of this run (answered and errored items per second)."""
         done = self.answered + self.errors
         return round(done / self.seconds, 3) if self.seconds > 0 and done else None
+
+    def failure_text(self) -> str:
+        """One line on the items that ended in error (empty when none did)."""
+        if not self.failed:
+            return ""
+        return f"{self.model}: {self.failed} of {self.total} items ended in error ({_kinds_text(self.error_kinds)})"
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict, for tables and notebooks."""
@@ -143,11 +411,26 @@ class RunSummary:
             "skipped_existing": self.skipped_existing,
             "answered": self.answered,
             "errors": self.errors,
+            "unusable": self.unusable,
+            "failed": self.failed,
             "error_kinds": self.error_kinds,
+            "retried": self.retried,
+            "changed_prompt": self.changed_prompt,
+            "duplicates": self.duplicates,
             "seconds": round(self.seconds, 3),
             "items_per_s": self.items_per_s,
             "repaired_lines": self.repaired_lines,
         }
+
+
+def _failure_kinds(error_kinds: Mapping[str, int]) -> Counter[str]:
+    """Error kinds without the data defects (``audio missing``, ``audio empty``, ``audio corrupt``)."""
+    defects = tuple(f"audio {status.value}" for status in DATA_DEFECTS)
+    return Counter({k: v for k, v in error_kinds.items() if k not in defects})
+
+
+def _kinds_text(error_kinds: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in _failure_kinds(error_kinds).most_common())
 
 
 def _duration_key(root: Path, item: AnyItem) -> float:
@@ -163,6 +446,13 @@ def _error_kind(error: str) -> str:
     return error.split(":", 1)[0]
 
 
+def _defect_error(item: AnyItem) -> str | None:
+    """The error response of an item whose manifest marks its audio missing, empty or corrupt."""
+    if item.audio_status in DATA_DEFECTS:
+        return f"audio {item.audio_status.value}: {item.audio}"
+    return None
+
+
 def run_model(
     model: AudioLM,
     items: Sequence[AnyItem],
@@ -175,7 +465,9 @@ def run_model(
     limit: int | None = None,
     progress: bool = True,
 ) -> RunSummary:
-    """Answer every item not yet in ``out`` with ``model``, appending :class:`Response` records.
+    """Answer every item of ``items`` that needs an answer with ``model``, appending :class:`Response` records.
+
+    See the module docstring for what is resumed, retried and refused.
 
     Args:
         model: The backend.
@@ -190,6 +482,12 @@ def run_model(
 
     Returns:
         A :class:`RunSummary`.
+
+    Raises:
+        OutputError: When ``out`` is not a responses file, holds another model's responses, or is being written
+            by another process (:class:`OutputLockedError`); nothing is written.
+        ManifestError: When a line of ``out`` is JSON but not a valid response (naming file, line and field).
+        Exception: A fatal API error (see :func:`is_fatal_api_error`), after keeping what was answered.
     """
     from tqdm.auto import tqdm
 
@@ -198,97 +496,188 @@ def run_model(
     root = Path(root)
     out = Path(out)
     chosen = list(items)[:limit] if limit is not None else list(items)
-    repaired = repair_jsonl(out)
-    done = finished_uids(out, Response, key=lambda r: r.uid)
-    pending = [i for i in chosen if i.uid not in done]
-    summary = RunSummary(
-        model=model.spec, total=len(chosen), skipped_existing=len(chosen) - len(pending), repaired_lines=repaired
-    )
+    check_output_file(out, Response)
+    with output_lock(out):
+        others = {m: n for m, n in _loose_values(out, "model").items() if m != model.spec}
+        if others:
+            named = ", ".join(f"{m!r} (line {n})" for m, n in sorted(others.items(), key=lambda kv: kv[1]))
+            raise OutputError(
+                f"{out} holds responses of {named}, not of {model.spec!r}: responses are kept one model per file, "
+                "so this run would mix two models; choose another output (e.g. responses/<model>/<kind>.jsonl)"
+            )
+        repaired = repair_jsonl(out)
+        existing = read_existing(out, Response)
+        latest = {r.uid: r for r in existing}
+        summary = RunSummary(
+            model=model.spec,
+            total=len(chosen),
+            skipped_existing=0,
+            repaired_lines=repaired,
+            duplicates=len(existing) - len(latest),
+        )
+        texts: dict[str, str] = {}
+        hashes: dict[str, str] = {}
+        pending: list[AnyItem] = []
+        for item in chosen:
+            texts[item.uid] = item_prompt(item, prompts)
+            hashes[item.uid] = prompt_hash(texts[item.uid], item.audio_sha256, system)
+            previous = latest.get(item.uid)
+            if previous is None:
+                pending.append(item)
+            elif previous.prompt_hash is not None and previous.prompt_hash != hashes[item.uid]:
+                summary.changed_prompt += 1
+                pending.append(item)
+            elif previous.error is None or previous.error == _defect_error(item):
+                summary.skipped_existing += 1
+            else:
+                summary.retried += 1
+                pending.append(item)
+        if summary.retried or summary.changed_prompt:
+            logger.info(
+                "%s: %d item(s) retried after an error, %d answered again under a changed prompt",
+                model.spec,
+                summary.retried,
+                summary.changed_prompt,
+            )
+        _answer(model, pending, root, out, texts, hashes, params, system, summary, progress, tqdm)
+    logger.info("%s: %s", model.spec, summary.as_dict())
+    return summary
+
+
+def _answer(
+    model: AudioLM,
+    pending: list[AnyItem],
+    root: Path,
+    out: Path,
+    texts: dict[str, str],
+    hashes: dict[str, str],
+    params: GenerationParams,
+    system: str | None,
+    summary: RunSummary,
+    progress: bool,
+    tqdm: Any,
+) -> None:
+    """The batch loop of :func:`run_model`: answers ``pending`` into ``out`` and fills ``summary``."""
     kinds: Counter[str] = Counter()
     t0 = time.perf_counter()
     # Sorting by audio length makes batches of similar lengths: less padding for batched backends.
     pending.sort(key=lambda i: _duration_key(root, i))
     batch_size = max(1, int(getattr(model, "batch_size", 1)))
-    with JsonlAppender(out) as sink, tqdm(total=len(pending), desc=model.spec, disable=not progress) as bar:
-        for start in range(0, len(pending), batch_size):
-            batch = pending[start : start + batch_size]
-            records: list[Response] = []
-            ready: list[Prompt] = []
-            hashes: dict[str, str] = {}
-            for item in batch:
-                text = item_prompt(item, prompts)
-                hashes[item.uid] = prompt_hash(text, item.audio_sha256, system)
-                if item.audio_status not in (None, AudioStatus.ok):
-                    records.append(
-                        Response(
-                            uid=item.uid,
-                            model=model.spec,
-                            prompt_hash=hashes[item.uid],
-                            error=f"audio {item.audio_status.value}: {item.audio}",
+
+    def count(records: list[Response]) -> None:
+        for record in records:
+            if record.error is None:
+                summary.answered += 1
+            else:
+                summary.errors += 1
+                kinds[_error_kind(record.error)] += 1
+
+    try:
+        with JsonlAppender(out) as sink, tqdm(total=len(pending), desc=model.spec, disable=not progress) as bar:
+            for start in range(0, len(pending), batch_size):
+                batch = pending[start : start + batch_size]
+                records: list[Response] = []
+                ready: list[Prompt] = []
+                for item in batch:
+                    defect = _defect_error(item)
+                    if defect is not None:
+                        summary.unusable += 1
+                        records.append(
+                            Response(uid=item.uid, model=model.spec, prompt_hash=hashes[item.uid], error=defect)
                         )
-                    )
-                    continue
-                try:
-                    path = resolve_audio(root, item.audio)
-                    ready.append(Prompt(item=item, text=text, audio=load_audio(path), audio_path=path, system=system))
-                except (AudioError, ValueError) as exc:
-                    records.append(
-                        Response(
-                            uid=item.uid,
-                            model=model.spec,
-                            prompt_hash=hashes[item.uid],
-                            error=f"audio unreadable: {exc}",
+                        continue
+                    try:
+                        path = resolve_audio(root, item.audio)
+                        ready.append(
+                            Prompt(
+                                item=item, text=texts[item.uid], audio=load_audio(path), audio_path=path, system=system
+                            )
                         )
-                    )
-            if ready:
-                t_batch = time.perf_counter()
-                try:
-                    generations = model.generate(ready, params)
-                    if len(generations) != len(ready):
-                        raise RuntimeError(f"backend returned {len(generations)} answers for {len(ready)} prompts")
-                    failure = None
-                except Exception as exc:  # noqa: BLE001 - the batch fails, the run goes on; counted per item
-                    logger.error("%s: batch of %d failed: %s: %s", model.spec, len(ready), type(exc).__name__, exc)
-                    generations, failure = [], f"backend: {type(exc).__name__}: {exc}"
-                latency = (time.perf_counter() - t_batch) / len(ready)
-                for index, prompt in enumerate(ready):
-                    if failure is not None:
+                    except (AudioError, ValueError) as exc:
+                        records.append(
+                            Response(
+                                uid=item.uid,
+                                model=model.spec,
+                                prompt_hash=hashes[item.uid],
+                                error=f"audio unreadable: {exc}",
+                            )
+                        )
+                if ready:
+                    t_batch = time.perf_counter()
+                    try:
+                        generations = model.generate(ready, params)
+                        if len(generations) != len(ready):
+                            raise RuntimeError(f"backend returned {len(generations)} answers for {len(ready)} prompts")
+                        failure = None
+                    except Exception as exc:  # noqa: BLE001 - the batch fails, the run goes on; counted per item
+                        if is_fatal_api_error(exc):
+                            sink.write(records)
+                            count(records)
+                            # the caller prints the error once; the log only says how far the run got
+                            logger.info("%s: stopped after %d answered item(s)", model.spec, summary.answered)
+                            raise
+                        logger.error("%s: batch of %d failed: %s: %s", model.spec, len(ready), type(exc).__name__, exc)
+                        generations, failure = [], f"backend: {type(exc).__name__}: {exc}"
+                    latency = (time.perf_counter() - t_batch) / len(ready)
+                    for index, prompt in enumerate(ready):
+                        if failure is not None:
+                            records.append(
+                                Response(
+                                    uid=prompt.uid,
+                                    model=model.spec,
+                                    prompt_hash=hashes[prompt.uid],
+                                    error=failure,
+                                    latency_s=round(latency, 6),
+                                )
+                            )
+                            continue
+                        gen = generations[index]
+                        error = None if gen.error is None else f"backend: {gen.error}"
                         records.append(
                             Response(
                                 uid=prompt.uid,
                                 model=model.spec,
+                                text=gen.text,
+                                error=error,
                                 prompt_hash=hashes[prompt.uid],
-                                error=failure,
                                 latency_s=round(latency, 6),
+                                input_tokens=gen.input_tokens,
+                                output_tokens=gen.output_tokens,
                             )
                         )
-                        continue
-                    gen = generations[index]
-                    error = None if gen.error is None else f"backend: {gen.error}"
-                    records.append(
-                        Response(
-                            uid=prompt.uid,
-                            model=model.spec,
-                            text=gen.text,
-                            error=error,
-                            prompt_hash=hashes[prompt.uid],
-                            latency_s=round(latency, 6),
-                            input_tokens=gen.input_tokens,
-                            output_tokens=gen.output_tokens,
-                        )
-                    )
-            sink.write(records)
-            for record in records:
-                if record.error is None:
-                    summary.answered += 1
-                else:
-                    summary.errors += 1
-                    kinds[_error_kind(record.error)] += 1
-            bar.update(len(batch))
-    summary.error_kinds = dict(kinds)
-    summary.seconds = time.perf_counter() - t0
-    logger.info("%s: %s", model.spec, summary.as_dict())
-    return summary
+                sink.write(records)
+                count(records)
+                bar.update(len(batch))
+    finally:
+        summary.error_kinds = dict(kinds)
+        summary.seconds = time.perf_counter() - t0
+
+
+def models_failing_every_item(summaries: Iterable[RunSummary | Mapping[str, Any]]) -> list[str]:
+    """The models that were asked for answers and failed on every item (none answered), over all their runs.
+
+    Notebook 03 raises with these, so that ``airbench-nb run`` marks the run ``failed`` rather than ``ok``.
+
+    Args:
+        summaries: :class:`RunSummary` objects or their :meth:`~RunSummary.as_dict` forms (several per model: one
+            per manifest).
+
+    Returns:
+        One line per such model: ``"<spec>: <n> items ended in error (<kinds>)"``.
+    """
+    answered: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    kinds: dict[str, Counter[str]] = {}
+    for summary in summaries:
+        row = summary.as_dict() if isinstance(summary, RunSummary) else summary
+        answered[row["model"]] += row["answered"]
+        failed[row["model"]] += row["failed"]
+        kinds.setdefault(row["model"], Counter()).update(_failure_kinds(row["error_kinds"]))
+    return [
+        f"{model}: {failed[model]} items ended in error ({_kinds_text(kinds[model])})"
+        for model in failed
+        if failed[model] and not answered[model]
+    ]
 
 
 def model_slug(spec: str) -> str:
@@ -296,6 +685,31 @@ def model_slug(spec: str) -> str:
     import re
 
     return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")
+
+
+def check_official_output(path: str | Path, option: str = "--official-out") -> None:
+    """Refuse an existing file that is not an official result file (first line a JSON object with ``response``).
+
+    Raises:
+        OutputError: Naming the file and line; the file is left untouched.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"{option} {path} is a folder, not an official result file")
+    if not path.is_file():
+        return
+    lineno, line = _first_line(path)
+    if not line:
+        return
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        obj = None
+    if not isinstance(obj, dict) or "response" not in obj:
+        raise OutputError(
+            f"{option} {path} is not an official result file (line {lineno} is not a JSON object with 'response'), "
+            f"so it is left untouched; choose another {option}"
+        )
 
 
 def infer(
@@ -311,9 +725,13 @@ def infer(
     prompt_set: str = "airbench",
     seed: int = 0,
     official_out: str | Path | None = None,
+    api_key_env: str | None = None,
     progress: bool = True,
 ) -> RunSummary:
     """Load a model from its spec and answer a manifest into ``out`` (resumable); the CLI's ``infer``.
+
+    The outputs are checked before the model is loaded: neither may be the manifest, ``official_out`` may not be
+    ``out``, an existing ``out`` must be a responses file of this model, and no other process may be writing it.
 
     Args:
         spec: Model spec (``hf:...``, ``openai:...``, ``baseline:...``).
@@ -327,33 +745,42 @@ def infer(
         prompt_set: ``airbench``, ``cot`` or a template file.
         seed: Seed of ``baseline:random`` and of sampling.
         official_out: Also write the official result format (meta fields + ``response``) here.
+        api_key_env: Environment variable holding the key of an ``openai:`` model (the backend's default when None).
         progress: Show a progress bar.
 
     Returns:
         The run's :class:`RunSummary`.
+
+    Raises:
+        OutputError: For an output refused (see above); nothing is written.
     """
     from airbench_nb.manifests import data_root, read_manifest
     from airbench_nb.models import load_model
 
-    items = read_manifest(manifest)
-    model = load_model(spec, batch_size=batch_size, concurrency=concurrency, seed=seed)
-    try:
-        summary = run_model(
-            model,
-            items,
-            data_root(manifest),
-            out,
-            limit=limit,
-            progress=progress,
-            params=GenerationParams(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed),
-            prompts=PromptSet.named(prompt_set),
-        )
-    finally:
-        model.close()
+    refuse_input_as_output(out, {"--manifest": manifest})
     if official_out is not None:
-        from airbench_nb.manifests import read_records
-        from airbench_nb.official import write_official_results
+        refuse_input_as_output(official_out, {"--manifest": manifest, "--out": out}, "--official-out")
+        check_official_output(official_out)
+    check_output_file(out, Response)
+    items = read_manifest(manifest)
+    with output_lock(out):
+        model = load_model(spec, batch_size=batch_size, concurrency=concurrency, seed=seed, api_key_env=api_key_env)
+        try:
+            summary = run_model(
+                model,
+                items,
+                data_root(manifest),
+                out,
+                limit=limit,
+                progress=progress,
+                params=GenerationParams(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed),
+                prompts=PromptSet.named(prompt_set),
+            )
+        finally:
+            model.close()
+        if official_out is not None:
+            from airbench_nb.official import write_official_results
 
-        texts = {r.uid: r.text for r in read_records(out, Response) if r.model == spec}
-        write_official_results(items, texts, official_out)
+            texts = {r.uid: r.text for r in read_existing(out, Response) if r.model == spec}
+            write_official_results(items, texts, official_out)
     return summary

@@ -165,3 +165,49 @@ def write_planted_run(
                     )
             write_records(folder / "verdicts" / slug / f"chat.{judge}.jsonl", verdicts)
     return folder
+
+
+def write_planted_labels(folder: str | Path, *, n: int = 10, disagree: int = 1) -> tuple[Path, list[Path]]:
+    """An annotation sample of ``n`` Foundation pairs of ``planted:skilled`` and two annotators' label files.
+
+    Annotator ``h1`` labels the option each answer states, except on the first ``disagree`` pairs (the next option);
+    ``h2`` always labels the stated option. The rule judge reads the stated option, so it agrees with ``h1`` on
+    ``n - disagree`` of ``n`` pairs and with ``h2`` on all.
+    """
+    from airbench_nb.manifests import read_manifest, read_records
+    from airbench_nb.records import AnnotationPair, Label
+
+    folder = Path(folder)
+    items = [i for i in read_manifest(folder / "data" / "foundation.jsonl") if "@" not in i.uid][:n]
+    model = "planted:skilled"
+    answers = {r.uid: r for r in read_records(folder / "responses" / model_slug(model) / "foundation.jsonl", Response)}
+    pairs, h1, h2 = [], [], []
+    for k, item in enumerate(items):
+        text = answers[item.uid].text or ""
+        stated = LETTERS.index(text.rstrip(".")[-1])
+        pair_id = f"{model}|{item.uid}"
+        pairs.append(
+            AnnotationPair(
+                pair_id=pair_id,
+                kind="foundation",
+                uid=item.uid,
+                model=model,
+                task=item.task,
+                category=str(item.category),
+                stratum=str(item.category),
+                question=item.question,
+                audio=item.audio,
+                data_root=str(folder / "data"),
+                choices=item.choices,
+                response=text,
+            )
+        )
+        other = (stated + 1) % len(item.choices)
+        h1.append(Label(pair_id=pair_id, annotator="h1", choice=other if k < disagree else stated, seconds=3.0))
+        h2.append(Label(pair_id=pair_id, annotator="h2", choice=stated, seconds=2.0))
+    sample = write_records(folder / "annotation" / "sample.jsonl", pairs)
+    files = [
+        write_records(folder / "annotation" / "labels.h1.jsonl", h1),
+        write_records(folder / "annotation" / "labels.h2.jsonl", h2),
+    ]
+    return Path(sample), [Path(p) for p in files]

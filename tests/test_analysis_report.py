@@ -15,19 +15,27 @@ from airbench_nb.analysis.report import SECTIONS, RunAnalysis, analyze_run
 from airbench_nb.cli import app
 from airbench_nb.nbresults import read_results
 from airbench_nb.pipeline import PIPELINE
-from tests.planted_run import write_planted_run
+from tests.planted_run import write_planted_labels, write_planted_run
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_analyze.ipynb"
 
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_planted_run(tmp_path_factory.mktemp("planted") / "run")
+    run = write_planted_run(tmp_path_factory.mktemp("planted") / "run")
+    write_planted_labels(run)
+    return run
+
+
+def _annotation(run: Path) -> tuple[Path, list[Path]]:
+    folder = run / "annotation"
+    return folder / "sample.jsonl", [folder / "labels.h1.jsonl", folder / "labels.h2.jsonl"]
 
 
 @pytest.fixture(scope="module")
 def analysis(planted: Path) -> dict:
-    return analyze_run(planted, reps=200)
+    sample, labels = _annotation(planted)
+    return analyze_run(planted, reps=200, sample=sample, labels=labels)
 
 
 def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path, analysis: dict):
@@ -45,6 +53,10 @@ def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path,
     point = saved["snr"]["planted:skilled"][0]
     assert {"snr_db", "n", "accuracy", "ci_low", "ci_high"} <= set(point)
     assert {"model", "ranks", "score"} <= set(saved["ranking"][0])
+    assert {"model_a", "model_b", "diff", "ci_low", "ci_high", "p_holm", "verdict"} <= set(
+        saved["comparison"]["comparisons"][0]
+    )
+    assert {"n", "agreement", "ci_low", "ci_high"} <= set(saved["agreement"]["judges"]["rule"]["foundation"])
 
 
 def test_planted_effects_are_found(analysis: dict):
@@ -63,6 +75,17 @@ def test_planted_effects_are_found(analysis: dict):
     assert trend["planted:skilled"]["slope"] > 0 and trend["planted:skilled"]["p_value"] < 0.01
     assert trend["planted:uniform"]["p_value"] > 0.01
     assert analysis["ranking"][0]["model"] == "planted:skilled"
+    rows = analysis["comparison"]["comparisons"]
+    average = next(
+        r
+        for r in rows
+        if {r["model_a"], r["model_b"]} == {"planted:skilled", "planted:uniform"}
+        and r["benchmark"] == "foundation"
+        and r["level"] == "average"
+    )
+    assert average["p_holm"] < 0.01 and "better" in average["verdict"]
+    # the rule judge reads the stated letter: h2 agrees on all 10 pairs, h1 on 9 (19 of 20 votes)
+    assert analysis["agreement"]["judges"]["rule"]["foundation"]["agreement"] == pytest.approx(0.95)
 
 
 def test_the_main_table_leaves_copies_out_and_the_files_are_written(planted: Path, analysis: dict):
@@ -87,6 +110,7 @@ def test_empty_sections_are_present_with_a_reason(tmp_path: Path):
     result = RunAnalysis(run, reps=0, judges=["fair-judge"]).write()
     assert result["circular"] == {} and "rotate" in result["reasons"]["circular"]
     assert result["snr"] == {} and "snr-grid" in result["reasons"]["snr"]
+    assert result["agreement"] == {} and "sample-annotation" in result["reasons"]["agreement"]
     assert list(result["order_bias"]) == ["fair-judge"]
 
 
@@ -138,11 +162,17 @@ def test_notebook_05_runs_under_papermill(planted: Path, tmp_path: Path):
         kernel_name="python3",
         cwd=str(tmp_path),
         progress_bar=False,
-        parameters={"run_dir": str(planted), "reps": 100, "judges": ["planted-judge", "fair-judge"]},
+        parameters={
+            "run_dir": str(planted),
+            "reps": 100,
+            "judges": ["planted-judge", "fair-judge"],
+            "sample": str(_annotation(planted)[0]),
+            "labels": [str(p) for p in _annotation(planted)[1]],
+        },
     )
     results = read_results(out)["analyze"]
     assert results["models"] == ["planted:letter-a", "planted:skilled", "planted:uniform"]
-    assert len(results["figures"]) >= 6 and results["empty_sections"] == {}
+    assert len(results["figures"]) >= 8 and results["empty_sections"] == {}
     assert results["position_bias_p"]["planted:letter-a"] < 0.01
     executed = nbformat.read(str(out), as_version=4)
     errors = [o for c in executed.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]

@@ -138,3 +138,34 @@ def test_cli_run_and_params(tmp_path, toy_notebooks, monkeypatch):
     assert secret.exit_code == 2 and FAKE_KEY not in secret.output
     listed = runner.invoke(app, ["params", "--notebooks", "a"])
     assert listed.exit_code == 0 and "a number" in listed.output
+
+
+def test_a_model_failing_on_every_item_marks_the_run_failed(tmp_path):
+    """Notebook 03 records its counts, then fails: run.json says failed, not ok; a rerun retries the items."""
+    from airbench_nb.manifests import write_manifest
+    from airbench_nb.records import FoundationItem
+
+    data = tmp_path / "data"
+    data.mkdir()
+    items = [
+        FoundationItem(
+            uid=f"f{i}",
+            dataset="d",
+            audio=f"a{i}.wav",
+            question="Who speaks?",
+            task="Speaker_Gender_Recognition",
+            choices=["male", "female"],
+            answer=0,
+        )
+        for i in range(3)
+    ]
+    for item in items:
+        (data / item.audio).write_bytes(b"RIFF but not audio")  # unreadable: every item fails
+    write_manifest(data / "foundation.jsonl", items)
+    params = {"manifest_dir": str(data), "models": ["baseline:oracle"], "kinds": ["foundation"], "show": 1}
+    info = run_pipeline(params, notebooks=["03_run_model"], run_id="dead", reports_dir=tmp_path / "r", html=False)
+    assert info.status == "failed" and info.notebooks[0].status == "failed"
+    assert "failed on every item" in info.notebooks[0].error and "audio unreadable: 3" in info.notebooks[0].error
+    results = read_results(tmp_path / "r" / "dead" / "03_run_model.ipynb")
+    assert results["run_model"]["runs"][0]["failed"] == 3  # the counts were recorded before the notebook failed
+    assert json.loads((tmp_path / "r" / "dead" / "run.json").read_text())["status"] == "failed"

@@ -18,7 +18,7 @@ from airbench_nb.models.baselines import CANNOT_TELL
 from airbench_nb.official import write_official_results
 from airbench_nb.prompts import PromptSet, foundation_prompt
 from airbench_nb.records import FoundationItem, Response
-from airbench_nb.runner import repair_jsonl, run_model
+from airbench_nb.runner import OutputError, repair_jsonl, run_model
 
 
 def _foundation(imported):
@@ -130,6 +130,23 @@ SLOW_RUN = textwrap.dedent(
 )
 
 
+class _Fast:
+    """The killed run's model, resumed: same spec, records which items it is asked for."""
+
+    spec = "test:slow"
+    batch_size = 4
+
+    def __init__(self):
+        self.asked: list[str] = []
+
+    def generate(self, prompts, params):
+        self.asked += [p.uid for p in prompts]
+        return [Generation(text="B") for _ in prompts]
+
+    def close(self):
+        pass
+
+
 def test_killed_run_resumes_with_one_response_per_uid(imported, tmp_path):
     root, out_dir, _, _ = imported
     manifest = out_dir / "foundation.jsonl"
@@ -146,14 +163,27 @@ def test_killed_run_resumes_with_one_response_per_uid(imported, tmp_path):
     proc.wait()
     before = results.read_text().count("\n")
     assert 5 <= before < 9, "the run was to be killed part-way"
+    written = results.read_bytes()
     with open(results, "a") as handle:  # what a kill in the middle of a write leaves
-        handle.write('{"uid": "foundation-1')
-    summary = run_model(load_model("baseline:oracle"), read_manifest(manifest), root, results, progress=False)
-    assert summary.repaired_lines == 1 and summary.skipped_existing == before
+        handle.write('{"schema_version": 1, "uid": "foundation-1')
+    cut = results.read_bytes()
+    # another model is refused (never skipped, never mixed in), and the file is left as it was
+    with pytest.raises(OutputError, match="holds responses of 'test:slow'"):
+        run_model(load_model("baseline:oracle"), read_manifest(manifest), root, results, progress=False)
+    assert results.read_bytes() == cut
+    model = _Fast()
+    summary = run_model(model, read_manifest(manifest), root, results, progress=False)
+    assert summary.repaired_lines == 1 and summary.skipped_existing == before and summary.duplicates == 0
+    assert results.read_bytes().startswith(written)  # only appended after the cut line was dropped
     responses = read_records(results, Response)
     uids = [r.uid for r in responses]
     assert len(uids) == len(set(uids)) == 9
-    assert Counter(r.model for r in responses) == {"test:slow": before, "baseline:oracle": 9 - before}
+    done_before = {r.uid for r in read_records_bytes(written)}
+    assert not set(model.asked) & done_before and set(uids) == done_before | {r.uid for r in responses[before:]}
+
+
+def read_records_bytes(raw: bytes) -> list[Response]:
+    return [Response.model_validate_json(line) for line in raw.splitlines() if line.strip()]
 
 
 def test_dsp_baseline_measures_what_it_can(tmp_path):

@@ -11,7 +11,9 @@ Every analysis reads these frames, so the protocol's rules live in one place:
   ``n_choices``) and wrong. Chat scores come from the official parser of the judge's raw reply.
 
 Items whose audio is missing, empty or corrupt are left out (they are a data defect, as in scoring); responses
-are the latest per (model, uid); verdicts the latest per (model, judge, uid, order).
+are the latest per (model, uid); verdicts the latest per (model, judge, uid, order), and a verdict that judged an
+older response than the latest one (its ``response_hash`` differs) is stale and unused, as in scoring
+(:func:`~airbench_nb.scoring.outcomes.current_verdicts`).
 """
 
 from __future__ import annotations
@@ -112,11 +114,26 @@ class RunData:
     """Items left out because their audio is missing, empty or corrupt."""
     all_items: list[FoundationItem | ChatItem] = field(default_factory=list)
     """Every item as read, unusable ones included (scoring counts them)."""
+    duplicate_responses: int = 0
+    """Response records superseded by a later record of the same (model, uid) when the run was read."""
 
     @property
     def models(self) -> list[str]:
         """Model specs that answered at least one item, sorted."""
         return sorted(m for m, by_uid in self.responses.items() if by_uid)
+
+    def current_verdicts(self, model: str) -> list[Verdict]:
+        """The verdicts of ``model`` that count: latest per (judge, uid, order), stale ones left out."""
+        from airbench_nb.scoring.outcomes import current_verdicts
+
+        kept, _ = current_verdicts(self.verdicts.get(model, []), self.responses.get(model, {}))
+        return kept
+
+    def resolved_counts(self) -> dict[str, dict[str, int]]:
+        """Per model: verdict records superseded by later ones and stale verdicts left out."""
+        from airbench_nb.scoring.outcomes import current_verdicts
+
+        return {m: current_verdicts(self.verdicts.get(m, []), self.responses.get(m, {}))[1] for m in self.models}
 
     def foundation_frame(self, protocol: str = "strict", judges: Sequence[str] | None = None) -> pd.DataFrame:
         """One row per (model, Foundation item) with the option chosen and whether it is right.
@@ -145,7 +162,7 @@ class RunData:
             by_uid = self.responses[model]
             if not any(u in by_uid for u in uids):
                 continue
-            chosen_verdicts = foundation_verdicts(self.verdicts.get(model, []), uids, judges)
+            chosen_verdicts = foundation_verdicts(self.current_verdicts(model), uids, judges)
             for item in items:
                 response = by_uid.get(item.uid)
                 text = None if response is None or response.error is not None else response.text
@@ -226,7 +243,7 @@ class RunData:
         for model in self.models:
             by_uid = self.responses[model]
             latest: dict[tuple[str, str, str], Verdict] = {}
-            for verdict in self.verdicts.get(model, []):
+            for verdict in self.current_verdicts(model):
                 if verdict.uid in items and verdict.order in CHAT_ORDERS:
                     latest[(verdict.judge, verdict.uid, verdict.order)] = verdict
             for judge in sorted({j for j, _, _ in latest}):
@@ -302,6 +319,7 @@ def load_run(
     judged = Path(verdicts_dir) if verdicts_dir else run_dir / "verdicts"
     responses: dict[str, dict[str, Response]] = {}
     verdicts: dict[str, list[Verdict]] = {}
+    duplicates = 0
     model_dirs = sorted(p for p in answers.iterdir() if p.is_dir()) if answers.is_dir() else []
     for model_dir in model_dirs:
         for kind in KINDS:
@@ -309,12 +327,20 @@ def load_run(
             if path.is_file():
                 for response in read_records(path, Response):
                     if models is None or response.model in models:
-                        responses.setdefault(response.model, {})[response.uid] = response
+                        by_uid = responses.setdefault(response.model, {})
+                        duplicates += response.uid in by_uid
+                        by_uid[response.uid] = response  # the latest wins
         for path in sorted((judged / model_dir.name).glob("*.jsonl")):
             for verdict in read_records(path, Verdict):
                 if models is None or verdict.model in models:
                     verdicts.setdefault(verdict.model, []).append(verdict)
     logger.info("run %s: %d items, %d models", run_dir, len(items), len(responses))
     return RunData(
-        folder=run_dir, items=items, responses=responses, verdicts=verdicts, unusable=unusable, all_items=all_items
+        folder=run_dir,
+        items=items,
+        responses=responses,
+        verdicts=verdicts,
+        unusable=unusable,
+        all_items=all_items,
+        duplicate_responses=duplicates,
     )

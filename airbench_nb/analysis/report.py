@@ -13,7 +13,9 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
 - SNR curves: SNR-graded copies (``meta.clean_uid``) and their clean originals;
 - judge order bias: every Chat judge that judged both orders;
 - ranking: the category scores of the main table under ``protocol``;
-- comparison: every pair of models on the items they share (:mod:`airbench_nb.analysis.compare`).
+- comparison: every pair of models on the items they share (:mod:`airbench_nb.analysis.compare`);
+- agreement: judge-human and inter-annotator agreement, when an annotation sample and label files are given
+  (:mod:`airbench_nb.analysis.agreement`; notebook 06 makes them).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ SECTIONS: tuple[str, ...] = (
     "snr",
     "ranking",
     "comparison",
+    "agreement",
 )
 """Sections of ``analysis.json``, in report order."""
 
@@ -116,6 +119,8 @@ class RunAnalysis:
             answered, oracles last).
         seed: Seed of every bootstrap.
         reps: Bootstrap replicates of the main table's intervals.
+        sample: An annotation sample of this run (``airbench-nb sample-annotation``), for the agreement section.
+        labels: Label files of that sample (one per annotator).
     """
 
     def __init__(
@@ -132,6 +137,8 @@ class RunAnalysis:
         confusion_model: str | None = None,
         seed: int = 0,
         reps: int = 1000,
+        sample: str | Path | None = None,
+        labels: Sequence[str | Path] = (),
     ) -> None:
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
@@ -146,6 +153,8 @@ class RunAnalysis:
         self.seed = seed
         self.reps = reps
         self.confusion_model = confusion_model
+        self.sample = Path(sample) if sample else None
+        self.labels = [Path(p) for p in labels]
         self.run: RunData = load_run(
             self.run_dir,
             manifest_dir=manifest_dir,
@@ -369,6 +378,24 @@ class RunAnalysis:
             reps=max(self.reps, 200),
             foundation=self.foundation,
             chat=self.chat,
+        )
+
+    def agreement(self) -> Section:
+        """Judge-human agreement (and between annotators) on an annotated sample, when labels are given."""
+        if self.sample is None or not self.labels:
+            return Section(
+                "agreement",
+                {},
+                reason="no annotation labels given: draw a sample with `airbench-nb sample-annotation`, label it in "
+                "notebook 06, then pass `sample` and `labels`",
+            )
+        from airbench_nb.analysis.agreement import agreement, agreement_frame
+
+        result = agreement(self.run_dir, self.sample, self.labels, seed=self.seed)
+        frame = agreement_frame(result)
+        data = json.loads(json.dumps(result, default=_json_default))
+        return Section(
+            "agreement", data, frame=frame, figure=plots.agreement_bars(frame), figure_key="judge-human-agreement"
         )
 
     def _ranking_judge(self, summary: pd.DataFrame) -> str | None:

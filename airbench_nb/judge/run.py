@@ -10,8 +10,14 @@ Judge specs:
   prompt in both orders (reference first, then hypothesis first), at temperature 0.
 - ``hf:<path>`` — a local transformers chat model with the same prompts (an open judge on a GPU).
 
-Verdicts are appended to a JSONL file and flushed per chunk; a rerun skips the (uid, model, order) already
-judged. A response that is an error gets a verdict with ``parse_error`` saying so, without a judge call.
+Verdicts are appended to a JSONL file and flushed per chunk; the output is checked, locked and repaired as the
+model runs' are (:mod:`airbench_nb.runner`). Responses are read latest-wins per (uid, model): a retried answer
+supersedes its error. Every verdict records the :meth:`~airbench_nb.records.Response.content_hash` of the response
+it judged. A rerun skips a (uid, model, judge, order) whose latest verdict judged the model's latest response and
+did not fail; it judges again (appending) when the response changed since (a re-inferred answer: the old verdict
+is stale) or when the judge call failed (failures heal on rerun). Abstentions and unparseable replies are
+outcomes, not failures: they are kept. A response that is an error gets a verdict with ``parse_error`` saying so,
+without a judge call. A fatal API error stops the loop at once (see :func:`~airbench_nb.runner.is_fatal_api_error`).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +40,14 @@ from airbench_nb.prompts import (
     prompt_hash,
 )
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
-from airbench_nb.runner import JsonlAppender, finished_uids, model_slug, repair_jsonl
+from airbench_nb.runner import (
+    JsonlAppender,
+    check_output_file,
+    model_slug,
+    output_lock,
+    read_existing,
+    repair_jsonl,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +56,8 @@ CHAT_ORDERS: tuple[Order, Order] = ("reference_first", "hypothesis_first")
 """The two orders every Chat response is judged in."""
 JUDGE_MAX_TOKENS = 64
 """Reply length bound of LLM judges (a letter, or two scores)."""
+JUDGE_CALL_FAILED = "judge call failed"
+"""How the ``parse_error`` of a verdict whose judge call failed begins: such verdicts are retried on rerun."""
 
 
 class JudgeSpecError(ValueError):
@@ -98,6 +113,7 @@ def parse_judge_letter(reply: str | None, n_choices: int) -> tuple[int | None, s
 
 
 def _verdict(task: Task, judge: str, **fields: Any) -> Verdict:
+    fields.setdefault("response_hash", task.response.content_hash())
     return Verdict(uid=task.item.uid, model=task.response.model, judge=judge, order=task.order, **fields)
 
 
@@ -129,7 +145,7 @@ def _llm_verdict(
         "cached": cached,
     }
     if error is not None or text is None:
-        return _verdict(task, judge, parse_error=f"judge call failed: {error}", **common)
+        return _verdict(task, judge, parse_error=f"{JUDGE_CALL_FAILED}: {error}", **common)
     item = task.item
     if isinstance(item, FoundationItem):
         choice, reason = parse_judge_letter(text, len(item.choices))
@@ -155,19 +171,44 @@ class JudgeSummary:
     tasks: int = 0
     """Verdicts needed (responses × orders) for the given items."""
     skipped_existing: int = 0
-    """Verdicts already in the output (resumed)."""
+    """Verdicts already in the output that judged the latest response and did not fail (resumed)."""
     written: int = 0
     """Verdicts written in this run."""
+    asked: int = 0
+    """Of ``written``: verdicts that needed the judge itself (an LLM call, the proxy), not the rule alone."""
+    errors: int = 0
+    """Of ``asked``: verdicts whose judge call failed (after the client's retries): what makes ``judge`` exit 1."""
     parse_failures: int = 0
     """Verdicts without a reading (abstentions, unparseable replies, failed calls, error responses)."""
     failure_kinds: dict[str, int] = field(default_factory=dict)
     """Parse failures by kind."""
+    retried: int = 0
+    """Verdicts judged again because the latest one's judge call had failed (a failure healing)."""
+    stale: int = 0
+    """Verdicts judged again because the response changed since (re-inferred): the old verdict no longer counts."""
+    duplicates: int = 0
+    """Responses given that a later response of the same (uid, model) superseded (latest wins)."""
+    duplicate_verdicts: int = 0
+    """Verdict records already in the output superseded by a later one of the same (uid, model, judge, order)."""
+    repaired_lines: int = 0
+    """Lines taken out of the output before resuming (see :func:`~airbench_nb.runner.repair_jsonl`)."""
     usage: dict[str, Any] = field(default_factory=dict)
     """API usage (requests sent, cache hits, retries, tokens, cost) for LLM judges."""
     seconds: float = 0.0
     """Wall-clock time."""
     dry_run: str | None = None
     """The estimate printed instead of judging, for dry runs."""
+
+    @property
+    def failed_every_item(self) -> bool:
+        """True when the judge was asked and every call failed."""
+        return self.errors > 0 and self.errors == self.asked
+
+    def failure_text(self) -> str:
+        """One line on the judge calls that failed (empty when none did)."""
+        if not self.errors:
+            return ""
+        return f"judge {self.judge}: {self.errors} of {self.asked} judge calls failed"
 
     def as_dict(self) -> dict[str, Any]:
         """Plain dict for tables."""
@@ -178,8 +219,15 @@ class JudgeSummary:
                 "tasks",
                 "skipped_existing",
                 "written",
+                "asked",
+                "errors",
                 "parse_failures",
                 "failure_kinds",
+                "retried",
+                "stale",
+                "duplicates",
+                "duplicate_verdicts",
+                "repaired_lines",
                 "usage",
                 "seconds",
                 "dry_run",
@@ -321,18 +369,86 @@ def judge_responses(
 
     Returns:
         A :class:`JudgeSummary`.
+
+    Raises:
+        OutputError: When ``out`` is not a verdicts file or another process is writing it; nothing is written.
+        ManifestError: When a line of ``out`` is JSON but not a valid verdict (naming file, line and field).
+        Exception: A fatal API error (see :func:`~airbench_nb.runner.is_fatal_api_error`), after keeping what was
+            judged.
     """
-    from tqdm.auto import tqdm
+    import contextlib
 
     judge = parse_judge_spec(judge)
+    out = Path(out)
+    check_output_file(out, Verdict)
+    with contextlib.nullcontext() if dry_run else output_lock(out):
+        repaired = 0 if dry_run else repair_jsonl(out)
+        existing = _read_verdicts(out, dry_run)
+        return _judge(
+            judge,
+            items,
+            responses,
+            out,
+            existing,
+            repaired,
+            concurrency=concurrency,
+            cache=cache,
+            prices=prices,
+            dry_run=dry_run,
+            batch_api=batch_api,
+            foundation_mode=foundation_mode,
+            chunk_size=chunk_size,
+            timeout_s=timeout_s,
+            api_key_env=api_key_env,
+            batch_poll_s=batch_poll_s,
+            progress=progress,
+        )
+
+
+def _read_verdicts(out: Path, dry_run: bool) -> list[Verdict]:
+    """The verdicts already in ``out``; a dry run writes nothing, so it reads around lines a repair would move."""
+    if not dry_run:
+        return read_existing(out, Verdict)
+    from airbench_nb.manifests import read_records
+
+    return read_records(out, Verdict, strict=False) if out.is_file() else []
+
+
+def _judge(
+    judge: str,
+    items: Sequence[AnyItem],
+    responses: Sequence[Response],
+    out: Path,
+    existing: Sequence[Verdict],
+    repaired: int,
+    *,
+    concurrency: int,
+    cache: str | Path | None,
+    prices: Any,
+    dry_run: bool,
+    batch_api: bool,
+    foundation_mode: Literal["abstentions", "all"],
+    chunk_size: int,
+    timeout_s: float,
+    api_key_env: str | None,
+    batch_poll_s: float,
+    progress: bool,
+) -> JudgeSummary:
+    """The body of :func:`judge_responses`, run while holding the output's lock."""
+    from tqdm.auto import tqdm
+
     t0 = time.perf_counter()
     by_uid = {i.uid: i for i in items}
-    out = Path(out)
-    repair_jsonl(out)
-    done = finished_uids(out, Verdict, key=lambda v: f"{v.uid}\0{v.model}\0{v.order}")
-    summary = JudgeSummary(judge=judge)
+    latest_verdicts = {(v.uid, v.model, v.judge, v.order): v for v in existing}
+    latest_responses = {(r.uid, r.model): r for r in responses}
+    summary = JudgeSummary(
+        judge=judge,
+        duplicates=len(responses) - len(latest_responses),
+        duplicate_verdicts=len(existing) - len(latest_verdicts),
+        repaired_lines=repaired,
+    )
     tasks: list[Task] = []
-    for response in responses:
+    for response in latest_responses.values():
         item = by_uid.get(response.uid)
         if item is None:
             continue
@@ -341,12 +457,27 @@ def judge_responses(
             continue
         if judge == "proxy" and isinstance(item, FoundationItem):
             continue
+        judged = response.content_hash()
         for order in orders:
             summary.tasks += 1
-            if f"{item.uid}\0{response.model}\0{order}" in done:
+            previous = latest_verdicts.get((item.uid, response.model, judge, order))
+            if previous is None:
+                pass
+            elif previous.response_hash is not None and previous.response_hash != judged:
+                summary.stale += 1
+            elif (previous.parse_error or "").startswith(JUDGE_CALL_FAILED):
+                summary.retried += 1
+            else:
                 summary.skipped_existing += 1
                 continue
             tasks.append(Task(item, response, order))
+    if summary.stale or summary.retried:
+        logger.info(
+            "judge %s: %d verdict(s) of a changed response judged again, %d failed call(s) retried",
+            judge,
+            summary.stale,
+            summary.retried,
+        )
     llm = None
     if judge.startswith(("openai:", "hf:")):
         llm = _LLM(
@@ -381,40 +512,75 @@ def judge_responses(
         return summary
 
     proxy = None
-    with JsonlAppender(out) as sink, tqdm(total=len(tasks), desc=f"judge {judge}", disable=not progress) as bar:
-        for start in range(0, len(tasks), chunk_size):
-            chunk = tasks[start : start + chunk_size]
-            verdicts: dict[int, Verdict] = {}
-            ask: list[int] = []
-            for index, task in enumerate(chunk):
-                local = decide_locally(task)
-                if local is not None:
-                    verdicts[index] = local
-                else:
-                    ask.append(index)
-            if ask and judge == "proxy":
-                from airbench_nb.judge.proxy import ProxyJudge
+    try:
+        with JsonlAppender(out) as sink, tqdm(total=len(tasks), desc=f"judge {judge}", disable=not progress) as bar:
+            for start in range(0, len(tasks), chunk_size):
+                chunk = tasks[start : start + chunk_size]
+                verdicts: dict[int, Verdict] = {}
+                ask: list[int] = []
+                for index, task in enumerate(chunk):
+                    local = decide_locally(task)
+                    if local is not None:
+                        verdicts[index] = local
+                    else:
+                        ask.append(index)
+                if ask and judge == "proxy":
+                    from airbench_nb.judge.proxy import ProxyJudge
 
-                proxy = proxy or ProxyJudge()
-                for index, verdict in zip(ask, proxy.judge([chunk[i] for i in ask]), strict=True):
-                    verdicts[index] = verdict
-            elif ask and llm is not None:
-                batch_file = out.with_name(f"{out.stem}.batch-requests-{start // chunk_size:04d}.jsonl")
-                replies = llm.ask([chunk[i] for i in ask], batch_api=batch_api, batch_file=batch_file)
-                for index, (text, error, tokens, cached) in zip(ask, replies, strict=True):
-                    verdicts[index] = _llm_verdict(chunk[index], judge, text, error, tokens, cached)
-            ordered = [verdicts[i] for i in range(len(chunk))]
-            sink.write(ordered)
-            for verdict in ordered:
-                summary.written += 1
-                if verdict.parse_error is not None:
-                    summary.parse_failures += 1
-                    kinds[verdict.parse_error.split(":", 1)[0]] += 1
-            bar.update(len(chunk))
-    summary.failure_kinds = dict(kinds)
-    summary.usage = llm.usage() if llm is not None else {}
-    summary.seconds = round(time.perf_counter() - t0, 3)
+                    proxy = proxy or ProxyJudge()
+                    for index, verdict in zip(ask, proxy.judge([chunk[i] for i in ask]), strict=True):
+                        verdicts[index] = verdict
+                elif ask and llm is not None:
+                    batch_file = out.with_name(f"{out.stem}.batch-requests-{start // chunk_size:04d}.jsonl")
+                    # A fatal API error (rejected key, server refusing connections) propagates from here: the
+                    # verdicts of earlier chunks are on disk, nothing more is sent.
+                    replies = llm.ask([chunk[i] for i in ask], batch_api=batch_api, batch_file=batch_file)
+                    for index, (text, error, tokens, cached) in zip(ask, replies, strict=True):
+                        verdicts[index] = _llm_verdict(chunk[index], judge, text, error, tokens, cached)
+                ordered = []
+                for index in range(len(chunk)):
+                    verdict = verdicts[index]
+                    judged = chunk[index].response.content_hash()
+                    if verdict.response_hash != judged:  # judges that build their own verdicts (the proxy)
+                        verdict = verdict.model_copy(update={"response_hash": judged})
+                    ordered.append(verdict)
+                sink.write(ordered)
+                summary.asked += len(ask)
+                for verdict in ordered:
+                    summary.written += 1
+                    if verdict.parse_error is not None:
+                        summary.parse_failures += 1
+                        kinds[verdict.parse_error.split(":", 1)[0]] += 1
+                        if verdict.parse_error.startswith(JUDGE_CALL_FAILED):
+                            summary.errors += 1
+                bar.update(len(chunk))
+    finally:
+        summary.failure_kinds = dict(kinds)
+        summary.usage = llm.usage() if llm is not None else {}
+        summary.seconds = round(time.perf_counter() - t0, 3)
+    if summary.errors:
+        logger.warning("%s", summary.failure_text())
     return summary
+
+
+def judges_failing_every_call(rows: Iterable[JudgeSummary | Mapping[str, Any]]) -> list[str]:
+    """The judges that were asked and failed on every call, over all the (model, kind) runs of a folder.
+
+    Notebook 04 raises with these, so that ``airbench-nb run`` marks the run ``failed`` rather than ``ok``.
+
+    Args:
+        rows: :class:`JudgeSummary` objects or their dict forms (:func:`judge_run_folder` rows).
+
+    Returns:
+        One line per such judge: ``"<spec>: <n> of <n> judge calls failed"``.
+    """
+    asked: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
+    for summary in rows:
+        row = summary.as_dict() if isinstance(summary, JudgeSummary) else summary
+        asked[row["judge"]] += row.get("asked", 0)
+        errors[row["judge"]] += row.get("errors", 0)
+    return [f"{j}: {errors[j]} of {asked[j]} judge calls failed" for j in asked if errors[j] and errors[j] == asked[j]]
 
 
 def judge_slug(spec: str) -> str:

@@ -14,10 +14,13 @@ from airbench_nb.scoring.outcomes import (
     DEFAULT_PROTOCOL,
     RULE_JUDGE,
     SCORES_ONLY_JUDGES,
+    STALE_WHY,
     ChatOutcome,
     FoundationOutcome,
     Protocol,
+    current_verdicts,
     failure_text,
+    latest_responses,
     official_chat,
     official_foundation_correct,
     strict_chat,
@@ -132,7 +135,8 @@ def score_run(
     Args:
         items: The benchmark items (Foundation and/or Chat); uids must be unique.
         responses: Model responses; the last response per uid wins (a resumed run may append a retry).
-        verdicts: Judge verdicts (Foundation: ``single``; Chat: both orders).
+        verdicts: Judge verdicts (Foundation: ``single``; Chat: both orders); the last per (uid, judge, order)
+            wins, and one that judged an older response than the latest (its ``response_hash``) is stale and unused.
         protocol: ``official``, ``strict`` or ``both``.
         model: Model spec to score; None when the responses come from a single model.
         seed: Seed of the bootstrap.
@@ -142,7 +146,8 @@ def score_run(
     Returns:
         ``{protocol: {"protocol", "model", "seed", "reps", "unusable_items", "graded_items", "judges",
         "foundation", "chat"}}`` for each protocol asked for; a section is None when the model answered no item of
-        that kind. ``graded_items`` counts the noise-graded copies (``meta["clean_uid"]``) left out of the tables.
+        that kind. ``graded_items`` counts the noise-graded copies (``meta["clean_uid"]``) left out of the tables;
+        ``duplicates`` the response and verdict records superseded by later ones and the stale verdicts left out.
         JSON-serialisable.
 
     Raises:
@@ -157,8 +162,8 @@ def score_run(
             raise ValueError(f"duplicate item uid {item.uid!r}")
         seen.add(item.uid)
     model = _pick_model(responses, model)
-    by_uid = {r.uid: r for r in responses if r.model == model}
-    own = [v for v in verdicts if v.model == model]
+    by_uid, duplicate_responses = latest_responses(r for r in responses if r.model == model)
+    own, resolved = current_verdicts((v for v in verdicts if v.model == model), by_uid)
     # Items whose audio is missing, empty or corrupt cannot be answered by any model: they are a defect of the data,
     # not a failure of the model. Both protocols leave them out (the official inference script skips them too) and
     # every table reports how many there were.
@@ -192,6 +197,7 @@ def score_run(
             "why": GRADED_WHY,
         }
         table["rotated_items"] = {"foundation": rotated.get("foundation", 0), "why": ROTATED_WHY}
+        table["duplicates"] = {"responses": duplicate_responses, **resolved, "why": STALE_WHY}
         chat_judges = sorted({v.judge for v in c_verdicts.values()})
         table["judges"] = {
             "foundation": sorted({v.judge for v in f_verdicts.values()}),
