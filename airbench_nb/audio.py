@@ -4,6 +4,10 @@ The kit reads wav, flac and mp3 with soundfile (libsndfile) and falls back to li
 soundfile cannot open. Nothing here crashes on a bad file when asked for a status: :func:`probe_audio`
 returns ``missing``, ``empty`` or ``corrupt`` with the reason.
 
+:func:`probe_audio` decodes the head and the tail of a file, compares a WAV header's promised length with the bytes
+the file holds (libsndfile silently shortens a truncated WAV), and decodes float files whole to find NaN or infinite
+samples: a truncated file, or one with NaN samples, is ``corrupt``.
+
 Loudness (:func:`loudness`) is the integrated loudness of ITU-R BS.1770-4 in LUFS, measured with pyloudnorm
 (K-weighting, 400 ms blocks with 75% overlap, absolute gate at -70 LUFS, relative gate at -10 LU). A clip
 shorter than one 400 ms gating block, or one whose every block falls under the absolute gate, has no
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import struct
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,14 +85,83 @@ class AudioProbe:
     """Duration in seconds, when readable."""
 
 
+class _AudioDefect(Exception):
+    """A file that opens but is damaged (truncated, NaN samples): ``corrupt`` whatever another decoder says."""
+
+
+PROBE_BLOCK = 4096
+"""Frames decoded at the head and at the tail of a file by :func:`probe_audio`."""
+
+
+def wav_header_frames(path: str | Path) -> tuple[int, int] | None:
+    """``(frames promised by the header, frames the file holds)`` of a RIFF/RIFX WAVE file, else None.
+
+    Reads the chunk headers only. None also when the header gives no usable length (a streamed WAV's data size of
+    0 or 0xFFFFFFFF) or cannot be parsed (libsndfile then decides).
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(12)
+            if len(head) < 12 or head[:4] not in (b"RIFF", b"RIFX") or head[8:12] != b"WAVE":
+                return None
+            order = "<" if head[:4] == b"RIFF" else ">"
+            size = Path(path).stat().st_size
+            block_align = 0
+            while True:
+                chunk = handle.read(8)
+                if len(chunk) < 8:
+                    return None
+                name, length = chunk[:4], struct.unpack(f"{order}I", chunk[4:])[0]
+                if name == b"fmt ":
+                    fmt = handle.read(min(length, 16))
+                    if len(fmt) < 14:
+                        return None
+                    block_align = struct.unpack(f"{order}H", fmt[12:14])[0]
+                    handle.seek(length - len(fmt) + (length & 1), 1)
+                elif name == b"data":
+                    if block_align <= 0 or length in (0, 0xFFFFFFFF):
+                        return None
+                    return length // block_align, max(0, size - handle.tell()) // block_align
+                else:
+                    handle.seek(length + (length & 1), 1)
+    except (OSError, struct.error):
+        return None
+
+
 def _frames_soundfile(path: Path) -> tuple[int, int]:
     import soundfile as sf
 
     info = sf.info(str(path))
-    if info.frames > 0:
-        # Decode the first block: a header can be valid over a truncated or garbled body.
-        with sf.SoundFile(str(path)) as handle:
-            handle.read(frames=min(info.frames, 4096), dtype="float32")
+    header = wav_header_frames(path) if info.format in ("WAV", "WAVEX") else None
+    if header is not None and header[0] > header[1]:
+        raise _AudioDefect(f"truncated: the WAV header promises {header[0]} frames, the file holds {header[1]}")
+    if info.frames <= 0:
+        return info.frames, info.samplerate
+    float_data = info.subtype in ("FLOAT", "DOUBLE")
+    with sf.SoundFile(str(path)) as handle:
+        # Decode the head and the tail: a header can be valid over a truncated or garbled body.
+        blocks = [(0, min(info.frames, PROBE_BLOCK))]
+        if info.frames > PROBE_BLOCK:
+            blocks.append((info.frames - PROBE_BLOCK, PROBE_BLOCK))
+        if float_data:  # only float files can hold NaN or infinite samples: read them whole
+            blocks = [(0, info.frames)]
+        for start, count in blocks:
+            try:
+                handle.seek(start)
+                data = handle.read(frames=count, dtype="float32", always_2d=True)
+            except Exception as exc:  # noqa: BLE001 - libsndfile's errors are RuntimeErrors of several kinds
+                raise _AudioDefect(
+                    f"truncated or damaged: frames {start}-{start + count} of {info.frames} do not "
+                    f"decode ({type(exc).__name__}: {exc})"
+                ) from None
+            if data.shape[0] < count:
+                raise _AudioDefect(
+                    f"truncated: {info.frames} frames promised, frames from {start + data.shape[0]} on are missing"
+                )
+            bad = ~np.isfinite(data)
+            if bad.any():
+                first = start + int(np.argmax(bad.any(axis=1)))
+                raise _AudioDefect(f"{int(bad.sum())} NaN or infinite samples (first at frame {first})")
     return info.frames, info.samplerate
 
 
@@ -111,18 +185,28 @@ def probe_audio(path: str | Path) -> AudioProbe:
 
     Returns:
         An :class:`AudioProbe`: ``missing`` (no such file), ``empty`` (zero bytes or zero samples),
-        ``corrupt`` (neither soundfile nor librosa decodes it) or ``ok``.
+        ``corrupt`` (neither soundfile nor librosa decodes it, or it is truncated, or it holds NaN or infinite
+        samples) or ``ok``.
     """
     path = Path(path)
-    if not path.is_file():
-        return AudioProbe(AudioStatus.missing, None, f"no file at {path}")
-    if path.stat().st_size == 0:
+    try:
+        if not path.is_file():
+            return AudioProbe(AudioStatus.missing, None, f"no file at {path}")
+        size = path.stat().st_size
+    except (OSError, ValueError) as exc:  # a name too long, an embedded NUL
+        return AudioProbe(AudioStatus.missing, None, f"no usable file at {path} ({type(exc).__name__}: {exc})")
+    if size == 0:
         return AudioProbe(AudioStatus.empty, None, f"{path} has zero bytes")
-    digest = sha256_file(path)
+    try:
+        digest = sha256_file(path)
+    except OSError as exc:
+        return AudioProbe(AudioStatus.corrupt, None, f"{path} cannot be read ({type(exc).__name__}: {exc})")
     errors = []
     for reader in (_frames_soundfile, _frames_librosa):
         try:
             frames, sr = reader(path)
+        except _AudioDefect as exc:
+            return AudioProbe(AudioStatus.corrupt, digest, f"{path} is damaged: {exc}")
         except Exception as exc:  # noqa: BLE001 - any decoder failure means "corrupt", reported below
             errors.append(f"{reader.__name__.removeprefix('_frames_')}: {type(exc).__name__}: {exc}")
             continue
@@ -145,7 +229,8 @@ def load_audio(path: str | Path, sr: int = TARGET_SR) -> np.ndarray:
         A 1-D float32 array.
 
     Raises:
-        AudioError: If the file is missing, empty, undecodable, or holds NaN/inf samples.
+        AudioError: If the file is missing, empty, undecodable, truncated (a WAV shorter than its header says), or
+            holds NaN/inf samples.
     """
     import librosa
     import soundfile as sf
@@ -155,6 +240,9 @@ def load_audio(path: str | Path, sr: int = TARGET_SR) -> np.ndarray:
         raise AudioError(f"{path}: no such audio file")
     if path.stat().st_size == 0:
         raise AudioError(f"{path}: audio file is empty (0 bytes)")
+    header = wav_header_frames(path)
+    if header is not None and header[0] > header[1]:
+        raise AudioError(f"{path}: truncated: the WAV header promises {header[0]} frames, the file holds {header[1]}")
     try:
         data, file_sr = sf.read(str(path), dtype="float32", always_2d=True)
         data = data.mean(axis=1)
@@ -186,7 +274,8 @@ def write_wav(path: str | Path, samples: np.ndarray, sr: int = TARGET_SR) -> Pat
         The path written.
 
     Raises:
-        AudioError: If the samples are not 1-D or hold NaN/inf.
+        AudioError: If the samples are not 1-D or hold NaN/inf, or the file cannot be written (``path`` is a folder,
+            or under a file).
     """
     import soundfile as sf
 
@@ -196,11 +285,16 @@ def write_wav(path: str | Path, samples: np.ndarray, sr: int = TARGET_SR) -> Pat
     if not np.all(np.isfinite(samples)):
         raise AudioError(f"{path}: refusing to write NaN or infinite samples")
     path = Path(path)
+    if path.is_dir():
+        raise AudioError(f"{path}: is a folder; give the wav file's name")
     over = int(np.count_nonzero(np.abs(samples) > 1.0))
     if over:
         logger.warning("%s: %d samples beyond full scale were clipped to [-1, 1]", path, over)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(path), np.clip(samples, -1.0, 1.0), sr, subtype="PCM_16")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sf.write(str(path), np.clip(samples, -1.0, 1.0), sr, subtype="PCM_16")
+    except (OSError, RuntimeError) as exc:  # a parent that is a file, no permission (libsndfile: RuntimeError)
+        raise AudioError(f"{path}: cannot write the wav file ({type(exc).__name__}: {exc})") from None
     return path
 
 

@@ -48,6 +48,61 @@ def _table(title: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
+DATA_ROOT_HELP = (
+    "Folder the manifest's audio paths are relative to, instead of the data_root of its dataset.json (which may "
+    "only point inside the manifest's folder, at an AIR-Bench release root or at a manifest folder holding its own "
+    "audio)."
+)
+"""Help of ``--data-root``, shared by the commands that read audio."""
+
+
+def _refuse(message: str) -> typer.Exit:
+    """Print one line on stderr for bad input and return the exit (code 2) to raise."""
+    from rich.markup import escape
+
+    err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _unmakeable(path: Path) -> str | None:
+    """Why ``path`` cannot be created: the nearest existing ancestor is a file (None when it can be)."""
+    for parent in path.absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{parent} is a file, not a folder"
+    return None
+
+
+def _out_file(param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer callback of an option naming a file to write: not a folder, not under a file (else exit 2)."""
+    if value is not None:
+        name = param.opts[0] if param.opts else param.name
+        if value.is_dir():
+            raise _refuse(f"{name} {value} is a folder; give the name of a file to write")
+        why = _unmakeable(value)
+        if why:
+            raise _refuse(f"{name} {value} cannot be written: {why}")
+    return value
+
+
+def _out_folder(param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer callback of an option naming a folder to write into: not a file, not under a file (else exit 2)."""
+    if value is not None:
+        name = param.opts[0] if param.opts else param.name
+        if value.exists() and not value.is_dir():
+            raise _refuse(f"{name} {value} is a file; give a folder")
+        why = _unmakeable(value)
+        if why:
+            raise _refuse(f"{name} {value} cannot be made: {why}")
+    return value
+
+
+def _not_negative(param: typer.CallbackParam, value: int | None) -> int | None:
+    """Typer callback of a count that may be 0 but not negative (else exit 2)."""
+    if value is not None and value < 0:
+        raise _refuse(f"{param.opts[0] if param.opts else param.name} must be 0 or more, got {value}")
+    return value
+
+
 @app.command()
 def version() -> None:
     """Print the kit's version."""
@@ -57,7 +112,9 @@ def version() -> None:
 @app.command("import-official")
 def import_official_cmd(
     root: Annotated[Path, typer.Argument(help="Root of an AIR-Bench release (holding Foundation/ and/or Chat/).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for foundation.jsonl, chat.jsonl, ...")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for foundation.jsonl, chat.jsonl, ...", callback=_out_folder)
+    ],
     workers: Annotated[int, typer.Option(help="Threads used to check and hash audio.")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
@@ -70,8 +127,7 @@ def import_official_cmd(
     try:
         report = import_official(root, out, workers=workers)
     except OfficialImportError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _refuse(str(exc)) from None
     if as_json:
         typer.echo(json.dumps(report.counts(), indent=2))
         return
@@ -109,26 +165,30 @@ def validate(
     check_audio: Annotated[
         bool, typer.Option("--audio/--no-audio", help="Also open and hash every audio file.")
     ] = True,
+    data_root_dir: Annotated[Path | None, typer.Option("--data-root", help=DATA_ROOT_HELP)] = None,
 ) -> None:
     """Check a manifest: every line valid, uids unique, audio present, decodable and unchanged.
 
-    Exits 1 when a line is invalid or an audio hash differs from the one recorded.
+    Exits 1 when a line is invalid or an audio hash differs from the one recorded; 2 when the manifest is missing or
+    its dataset.json is invalid or points its data root where it may not (see --data-root).
     """
     from collections import Counter
+
+    from rich.markup import escape
 
     from airbench_nb.manifests import check_audio as probe_all
     from airbench_nb.manifests import data_root, read_manifest
 
     try:
         items, errors = read_manifest(manifest, strict=False)
-    except FileNotFoundError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        root = data_root(manifest, root=data_root_dir) if check_audio and items else None
+    except (FileNotFoundError, ValueError) as exc:  # ManifestError is a ValueError
+        raise _refuse(str(exc)) from None
     for err in errors:
-        err_console.print(f"[red]{err}[/red]")
+        err_console.print(f"[red]{escape(str(err))}[/red]", soft_wrap=True)
     changed = 0
-    if check_audio and items:
-        checked = probe_all(items, data_root(manifest))
+    if root is not None:
+        checked = probe_all(items, root)
         statuses = Counter(i.audio_status.value for i in checked if i.audio_status)
         for before, after in zip(items, checked, strict=True):
             if before.audio_sha256 and after.audio_sha256 and before.audio_sha256 != after.audio_sha256:
@@ -145,12 +205,16 @@ def validate(
 
 def _parse_param(text: str) -> tuple[str, Any]:
     if "=" not in text:
-        raise typer.BadParameter(f"expected NAME=VALUE, got {text!r}")
+        raise _refuse(f"-p expects NAME=VALUE, got {text!r}")
     name, raw = text.split("=", 1)
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
+    except (ValueError, RecursionError):  # an integer longer than Python converts; nesting too deep
+        raise _refuse(
+            f"-p {name.strip()}: the value is JSON the kit cannot use (too long a number or too deep)"
+        ) from None
     return name.strip(), value
 
 
@@ -168,7 +232,9 @@ def run(
         str | None, typer.Option(help="Comma-separated notebook stems (default: the pipeline).")
     ] = None,
     run_id: Annotated[str | None, typer.Option(help="Run folder name (default: the UTC time).")] = None,
-    reports: Annotated[Path, typer.Option(help="Parent folder of run folders.")] = Path("reports"),
+    reports: Annotated[Path, typer.Option(help="Parent folder of run folders.", callback=_out_folder)] = Path(
+        "reports"
+    ),
     kernel: Annotated[str | None, typer.Option(help="Jupyter kernel name (default: the notebooks' own).")] = None,
     html: Annotated[bool, typer.Option("--html/--no-html", help="Export executed notebooks to HTML.")] = True,
 ) -> None:
@@ -188,8 +254,7 @@ def run(
             progress=True,
         )
     except PipelineError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _refuse(str(exc)) from None
     rows = [
         {"notebook": n.name, "status": n.status, "seconds": n.duration_s, "error": (n.error or "")[:100]}
         for n in info.notebooks
@@ -220,7 +285,10 @@ def params(
 def mix_cmd(
     source_a: Annotated[Path, typer.Argument(help="Source A (e.g. speech): wav, flac or mp3.")],
     source_b: Annotated[Path, typer.Argument(help="Source B (e.g. music or a sound): wav, flac or mp3.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the mix (16-bit wav, 16 kHz mono).")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Where to write the mix (16-bit wav, 16 kHz mono).", callback=_out_file),
+    ],
     snr_db: Annotated[
         float | None, typer.Option(help="SNR of A over B in dB over the overlap (SSEU-Bench style).")
     ] = None,
@@ -310,14 +378,18 @@ def build(
         str, typer.Option(help="tiny (2 items per task, for tests) or mini (the demo's default).")
     ] = "mini",
     seed: Annotated[int, typer.Option(help="Build seed: the same seed gives byte-identical manifests.")] = 0,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for manifests and audio.")] = Path("data/mini"),
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for manifests and audio.", callback=_out_folder)
+    ] = Path("data/mini"),
     task: Annotated[list[str] | None, typer.Option(help="Build only this task (repeatable).")] = None,
     recipes: Annotated[Path | None, typer.Option(help="Recipe folder (default: data_manifests/mini).")] = None,
     reference_model: Annotated[
         str | None,
         typer.Option(help="openai:<model>[@<base_url>]: write Chat references from the meta-information with an LLM."),
     ] = None,
-    reference_cache: Annotated[Path | None, typer.Option(help="SQLite cache of those calls.")] = None,
+    reference_cache: Annotated[
+        Path | None, typer.Option(help="SQLite cache of those calls.", callback=_out_file)
+    ] = None,
     snr_grid: Annotated[
         str | None,
         typer.Option(
@@ -355,8 +427,7 @@ def build(
             circular_items_per_task=circular_items_per_task,
         )
     except (RecipeError, ValueError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _refuse(str(exc)) from None
     counts = report.counts()
     rows = [{"kind": "foundation", "task": t, "items": n} for t, n in counts["foundation"].items()]
     rows += [{"kind": "foundation, SNR-graded", "task": t, "items": n} for t, n in counts["graded"].items()]
@@ -398,15 +469,22 @@ API_KEY_ENV_HELP = (
 def infer(
     model: Annotated[str, typer.Option(help="Model spec: hf:<path>, openai:<model>[@<base_url>], baseline:<name>.")],
     manifest: Annotated[Path, typer.Option(help="A JSONL manifest (foundation.jsonl or chat.jsonl).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Responses JSONL (resumed when it exists).")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Responses JSONL (resumed when it exists).", callback=_out_file)
+    ],
     batch_size: Annotated[int | None, typer.Option(help="Prompts per backend call.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N items.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Only the first N items (0 or more).", callback=_not_negative)
+    ] = None,
     max_new_tokens: Annotated[int, typer.Option(help="Generation length bound.")] = 256,
     concurrency: Annotated[int, typer.Option(help="Requests in flight (openai: models).")] = 8,
     temperature: Annotated[float, typer.Option(help="0 for greedy decoding.")] = 0.0,
     prompt_set: Annotated[str, typer.Option(help="airbench, cot, or a JSON template file.")] = "airbench",
     seed: Annotated[int, typer.Option(help="Seed of baseline:random and of sampling.")] = 0,
-    official_out: Annotated[Path | None, typer.Option(help="Also write the official result format here.")] = None,
+    official_out: Annotated[
+        Path | None, typer.Option(help="Also write the official result format here.", callback=_out_file)
+    ] = None,
+    data_root_dir: Annotated[Path | None, typer.Option("--data-root", help=DATA_ROOT_HELP)] = None,
     api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
 ) -> None:
     """Answer a manifest with a model, appending one response per item (a rerun resumes and retries errors).
@@ -417,25 +495,29 @@ def infer(
     """
     from rich.markup import escape
 
+    from airbench_nb.manifests import data_root_override
     from airbench_nb.models import SpecError
+    from airbench_nb.prompts import PromptSet
     from airbench_nb.runner import infer as run_infer
     from airbench_nb.runner import is_fatal_api_error
 
     try:
-        summary = run_infer(
-            model,
-            manifest,
-            out,
-            batch_size=batch_size,
-            concurrency=concurrency,
-            limit=limit,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            prompt_set=prompt_set,
-            seed=seed,
-            official_out=official_out,
-            api_key_env=api_key_env,
-        )
+        PromptSet.named(prompt_set)  # a bad template file fails here, before a model is loaded or called
+        with data_root_override(manifest, data_root_dir):
+            summary = run_infer(
+                model,
+                manifest,
+                out,
+                batch_size=batch_size,
+                concurrency=concurrency,
+                limit=limit,
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                prompt_set=prompt_set,
+                seed=seed,
+                official_out=official_out,
+                api_key_env=api_key_env,
+            )
     except Exception as exc:
         if is_fatal_api_error(exc) or isinstance(exc, SpecError | FileNotFoundError | ValueError):
             raise _fatal_or_bad_input(exc) from None
@@ -467,9 +549,14 @@ def judge(
     judge_spec: Annotated[str, typer.Option("--judge", help="rule, proxy, openai:<model>[@<base_url>] or hf:<path>.")],
     manifest: Annotated[Path, typer.Option(help="The manifest the responses answer.")],
     responses: Annotated[Path, typer.Option(help="Responses JSONL (from `airbench-nb infer`).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Verdicts JSONL (resumed when it exists).")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Verdicts JSONL (resumed when it exists).", callback=_out_file)
+    ],
     concurrency: Annotated[int, typer.Option(help="Judge requests in flight.")] = 8,
-    cache: Annotated[Path | None, typer.Option(help="SQLite cache of judge calls (a rerun makes no request).")] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(help="SQLite cache of judge calls (a rerun makes no request).", callback=_out_file),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print calls, estimated tokens and cost; judge nothing.")
     ] = False,
@@ -571,8 +658,7 @@ def score(
             seed=seed,
         )
     except (FileNotFoundError, ValueError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _refuse(str(exc)) from None
     _print_scores(result, as_json)
 
 
@@ -594,8 +680,7 @@ def score_official(
     try:
         result = score_official_files(foundation=foundation, chat=chat, chat_swapped=chat_swapped, seed=seed)
     except (FileNotFoundError, ValueError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _refuse(str(exc)) from None
     _print_scores(result, as_json)
 
 
@@ -603,7 +688,10 @@ def score_official(
 def rotate(
     manifest: Annotated[Path, typer.Argument(help="A manifest with Foundation items.")],
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="The rotated manifest to write (e.g. DIR/foundation.jsonl).")
+        Path,
+        typer.Option(
+            "--out", "-o", help="The rotated manifest to write (e.g. DIR/foundation.jsonl).", callback=_out_file
+        ),
     ],
     rotations: Annotated[
         int | None, typer.Option(help="Rotations per item (default: one per option, 4 for 4 choices).")
@@ -617,8 +705,7 @@ def rotate(
     try:
         counts = rotate_manifest(manifest, out, rotations=rotations)
     except (FileNotFoundError, ValueError, ManifestError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _refuse(str(exc)) from None
     if as_json:
         typer.echo(json.dumps(counts, indent=2, default=str))
         return
@@ -637,7 +724,9 @@ def analyze(
     ] = "speech=0.4,sound=0.3,music=0.2,chat=0.1",
     model: Annotated[list[str] | None, typer.Option(help="Analyse only this model spec (repeatable).")] = None,
     judge: Annotated[list[str] | None, typer.Option(help="Analyse only this Chat judge (repeatable).")] = None,
-    out: Annotated[Path | None, typer.Option(help="Output folder (default RUN_DIR/analysis).")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default RUN_DIR/analysis).", callback=_out_folder)
+    ] = None,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print analysis.json.")] = False,
 ) -> None:
@@ -656,8 +745,7 @@ def analyze(
             run_dir, protocol=protocol, weights=weights, out=out, models=model, judges=judge, seed=seed
         )
     except (FileNotFoundError, ValueError, ManifestError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        raise _refuse(str(exc)) from None
     if as_json:
         typer.echo(json.dumps(result, indent=1, default=str))
         return

@@ -1,20 +1,36 @@
-"""JSONL manifests: read, write, validate, and check their audio.
+r"""JSONL manifests: read, write, validate, and check their audio.
 
 A manifest is a JSONL file, one record a line (:class:`~airbench_nb.records.FoundationItem` or
 :class:`~airbench_nb.records.ChatItem`, told apart by ``kind``). Audio paths are relative to the manifest's
 *data root*: the folder named by ``data_root`` in a ``dataset.json`` beside the manifest, else the manifest's own
 folder. Errors name the file, the line, the item uid and the field.
+
+Every file here is input that may be careless or hostile. Lines are split on ``\n`` and decoded one by one, so
+bytes that are not UTF-8, an integer longer than Python converts (``sys.get_int_max_str_digits``), nesting deeper
+than :data:`MAX_JSON_DEPTH` or JSON too deep for the parser make *that line* invalid, with its file, line and field
+named; they never stop the reading of the others.
+
+Where audio may be read from (:func:`data_root`): a ``dataset.json`` is input too, so its ``data_root`` is used only
+when it resolves (links followed) inside the manifest's folder, or to a folder that is itself a data root of the
+kit's: the root of an AIR-Bench release (it holds ``Foundation/Foundation_meta.json`` or ``Chat/Chat_meta.json``;
+``import-official`` points there) or a manifest folder that holds its own audio (its ``dataset.json`` says
+``data_root: "."``; ``rotate`` points there). Anything else (``/``, a home folder, ``../../..``) is refused unless
+the user names the root explicitly (``--data-root``, or ``root=`` here).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
 import re
+import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +45,10 @@ logger = logging.getLogger(__name__)
 
 DATASET_CARD = "dataset.json"
 """Name of the sidecar file that records a manifest folder's data root and provenance."""
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted in one record (no record of the kit needs more than a few)."""
+RELEASE_MARKERS = ("Foundation/Foundation_meta.json", "Chat/Chat_meta.json")
+"""Files that mark the root of an AIR-Bench release, a folder a ``dataset.json`` may point its data root at."""
 
 AnyItem = FoundationItem | ChatItem
 M = TypeVar("M", bound=BaseModel)
@@ -82,15 +102,131 @@ def _validation_errors(exc: ValidationError, file: str, line: int, uid: str | No
     return errors
 
 
-def _iter_json_lines(path: Path) -> Iterable[tuple[int, Any, ManifestError | None]]:
-    with open(path, encoding="utf-8") as handle:
-        for lineno, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                yield lineno, json.loads(text), None
-            except json.JSONDecodeError as exc:
-                yield lineno, None, ManifestError(str(path), lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+class _LongInt(str):
+    """An integer literal with more digits than Python converts to an int (kept as its text, then refused)."""
+
+
+def _parse_int(text: str) -> int | _LongInt:
+    try:
+        return int(text)
+    except ValueError:  # more digits than sys.get_int_max_str_digits()
+        return _LongInt(text)
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def json_problem(obj: Any) -> tuple[str | None, str] | None:
+    """The first value of a parsed JSON document that the kit cannot use, as ``(field, reason)``, or None.
+
+    It finds integers longer than Python converts (see :func:`loads_json`), strings or keys holding bytes that
+    were not UTF-8 or lone surrogates (they cannot be written back as UTF-8), and nesting deeper than
+    :data:`MAX_JSON_DEPTH`. ``field`` is dotted (``meta.notes.2``); None for the document itself.
+    """
+    stack: list[tuple[str | None, Any, int]] = [(None, obj, 0)]
+    while stack:
+        where, value, depth = stack.pop()
+        if isinstance(value, _LongInt):
+            digits, limit = len(value.lstrip("-")), sys.get_int_max_str_digits()
+            return where, f"integer of {digits} digits is longer than the {limit} digits Python converts"
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return where, "text holds bytes that are not valid UTF-8 (or a lone surrogate)"
+            continue
+        if isinstance(value, dict | list):
+            if depth >= MAX_JSON_DEPTH:  # named by its keys down to the first list index: "meta.d", not "meta.d.0.0..."
+                names = list(itertools.takewhile(lambda p: not p.isdigit(), (where or "").split(".")))
+                return ".".join(names) or where, f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
+            pairs = value.items() if isinstance(value, dict) else enumerate(value)
+            children = []
+            for key, child in pairs:
+                name = str(key)
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return where, f"key {key!r} holds bytes that are not valid UTF-8 (or a lone surrogate)"
+                children.append((name if where is None else f"{where}.{name}", child, depth + 1))
+            stack.extend(reversed(children))
+    return None
+
+
+def clean_json(obj: Any, depth: int = 0) -> Any:
+    """A copy of a parsed document that can be written back as UTF-8 JSON, to show a rejected row as found.
+
+    Too-long integers become ``"<integer of N digits>"``, bytes that were not UTF-8 and lone surrogates become
+    U+FFFD, and anything nested deeper than :data:`MAX_JSON_DEPTH` becomes ``"<nested too deeply>"``.
+    """
+    if isinstance(obj, _LongInt):
+        return f"<integer of {len(obj.lstrip('-'))} digits>"
+    if isinstance(obj, str):
+        return _SURROGATE.sub("\ufffd", obj)
+    if isinstance(obj, dict | list) and depth >= MAX_JSON_DEPTH:
+        return "<nested too deeply>"
+    if isinstance(obj, dict):
+        return {clean_json(str(k)): clean_json(v, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [clean_json(v, depth + 1) for v in obj]
+    return obj
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads``, except that an integer longer than Python converts is kept as text for :func:`json_problem`.
+
+    Raises:
+        json.JSONDecodeError: On invalid JSON.
+        RecursionError: On JSON nested too deeply for the parser.
+    """
+    return json.loads(text, parse_int=_parse_int)
+
+
+def parse_json_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
+    """Decode and parse one JSON document (a line, or a whole file) without ever raising.
+
+    Bytes that are not UTF-8 are decoded with ``surrogateescape``, so the document still parses and the field that
+    holds them can be named.
+
+    Args:
+        raw: The bytes.
+
+    Returns:
+        ``(object, field, problem)``: ``problem`` is None when the document is usable; otherwise it says what is
+        wrong (invalid JSON with its line and column, too deep, too long an integer, not UTF-8) and ``field`` names
+        where, when a field is to blame. ``object`` is None when the document could not be parsed at all.
+    """
+    try:
+        text = raw.decode("utf-8")
+        bad_byte = None
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="surrogateescape")
+        bad_byte = exc.start
+    try:
+        obj = loads_json(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}" if "\n" in text.rstrip() else f"column {exc.colno}"
+        extra = f"; byte {bad_byte} is not valid UTF-8" if bad_byte is not None else ""
+        return None, None, f"invalid JSON: {exc.msg} ({where}){extra}"
+    except RecursionError:
+        return None, None, "JSON nested too deeply to parse"
+    found = json_problem(obj)
+    if found is not None:
+        return obj, found[0], found[1]
+    return obj, None, None
+
+
+def _text_uid(obj: Any) -> str | None:
+    uid = obj.get("uid") if isinstance(obj, dict) else None
+    return uid if isinstance(uid, str) and not _SURROGATE.search(uid) else None
+
+
+def _iter_json_lines(path: Path) -> Iterator[tuple[int, Any, ManifestError | None]]:
+    r"""``(line, object, error)`` for each non-blank line, split on ``\n`` only (as JSON Lines are)."""
+    raw = path.read_bytes()
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        obj, field, problem = parse_json_bytes(line)
+        if problem is not None:
+            yield lineno, None, ManifestError(str(path), lineno, problem, uid=_text_uid(obj), field=field)
+        else:
+            yield lineno, obj, None
 
 
 def _parse_lines(path: Path, parse: Any, key: str | None) -> tuple[list[Any], list[ManifestError]]:
@@ -106,7 +242,7 @@ def _parse_lines(path: Path, parse: Any, key: str | None) -> tuple[list[Any], li
         if not isinstance(obj, dict):
             errors.append(ManifestError(str(path), lineno, f"expected a JSON object, got {type(obj).__name__}"))
             continue
-        uid = obj.get("uid") if isinstance(obj.get("uid"), str) else None
+        uid = _text_uid(obj)
         try:
             record = parse(obj)
         except ValidationError as exc:
@@ -243,28 +379,185 @@ def write_dataset_card(folder: str | Path, card: DatasetCard) -> Path:
 
 
 def read_dataset_card(folder: str | Path) -> DatasetCard | None:
-    """Read ``dataset.json`` from a manifest folder, or None when there is none."""
+    """Read ``dataset.json`` from a manifest folder, or None when there is none.
+
+    Raises:
+        ManifestError: Naming the file (and the line or field) when it is not valid JSON, not UTF-8, not an object,
+            or not a valid card (unknown field, wrong type).
+    """
     path = Path(folder) / DATASET_CARD
     if not path.is_file():
         return None
+    obj, field, problem = parse_json_bytes(path.read_bytes())
+    if problem is not None:
+        raise ManifestError(str(path), None, f"invalid dataset card: {problem}", field=field)
+    if not isinstance(obj, dict):
+        raise ManifestError(str(path), None, f"invalid dataset card: expected a JSON object, got {type(obj).__name__}")
     try:
-        return DatasetCard.model_validate_json(path.read_text(encoding="utf-8"))
+        return DatasetCard.model_validate(obj)
     except ValidationError as exc:
-        raise ManifestError(str(path), None, f"invalid dataset card: {exc}") from exc
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or None
+        raise ManifestError(str(path), None, f"invalid dataset card: {err['msg']}", field=where) from None
 
 
-def data_root(manifest: str | Path) -> Path:
+def is_data_root(folder: str | Path) -> bool:
+    """Whether a folder is a data root of the kit's, which any ``dataset.json`` may point at.
+
+    That is the root of an AIR-Bench release (it holds one of :data:`RELEASE_MARKERS`) or a manifest folder that
+    holds its own audio (its valid ``dataset.json`` has a ``data_root`` that resolves to the folder itself).
+    """
+    folder = Path(folder)
+    if any((folder / marker).is_file() for marker in RELEASE_MARKERS):
+        return True
+    try:
+        card = read_dataset_card(folder)
+        return card is not None and (folder / card.data_root).resolve() == folder.resolve()
+    except (ManifestError, OSError, ValueError):
+        return False
+
+
+def mark_data_root(folder: str | Path, source: str) -> Path | None:
+    """Make a folder a data root of the kit's (:func:`is_data_root`), so that other manifests may point at it.
+
+    Writes a ``dataset.json`` with ``data_root: "."`` when the folder has none (``rotate`` does this for a source
+    manifest without a card, whose folder holds its audio).
+
+    Args:
+        folder: The folder that holds the audio.
+        source: What to record as the card's ``source``.
+
+    Returns:
+        The card written, or None when the folder already was a data root.
+
+    Raises:
+        ValueError: If the folder has a ``dataset.json`` pointing elsewhere (rewriting it would break its manifests).
+    """
+    folder = Path(folder)
+    if is_data_root(folder):
+        return None
+    if (folder / DATASET_CARD).exists():
+        raise ValueError(f"{folder / DATASET_CARD} points its data root elsewhere; pass --data-root {folder} instead")
+    logger.info("%s: writing a dataset.json (data_root '.') so that manifests elsewhere may use its audio", folder)
+    return write_dataset_card(folder, DatasetCard(data_root=".", source=source))
+
+
+_ROOT_OVERRIDES: dict[Path, Path] = {}
+_ROOT_OVERRIDES_LOCK = threading.Lock()
+
+
+def explicit_root(root: str | Path) -> Path:
+    """A data root the user named (``--data-root``): resolved, and required to be an existing folder.
+
+    Raises:
+        FileNotFoundError: If it is not a folder.
+    """
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"data root {root}: no such folder")
+    return path.resolve()
+
+
+@contextmanager
+def data_root_override(manifest: str | Path, root: str | Path | None) -> Iterator[None]:
+    """Within the block, :func:`data_root` of ``manifest`` is ``root`` (the user's ``--data-root``).
+
+    For callers that cannot pass ``root=`` down (the CLI's ``infer`` goes through :func:`airbench_nb.runner.infer`).
+    ``root=None`` changes nothing.
+
+    Raises:
+        FileNotFoundError: If ``root`` is not a folder.
+    """
+    if root is None:
+        yield
+        return
+    key, value = Path(manifest).resolve(), explicit_root(root)
+    with _ROOT_OVERRIDES_LOCK:
+        previous = _ROOT_OVERRIDES.get(key)
+        _ROOT_OVERRIDES[key] = value
+    try:
+        yield
+    finally:
+        with _ROOT_OVERRIDES_LOCK:
+            if previous is None:
+                _ROOT_OVERRIDES.pop(key, None)
+            else:
+                _ROOT_OVERRIDES[key] = previous
+
+
+def data_root(manifest: str | Path, root: str | Path | None = None) -> Path:
     """Return the folder that a manifest's audio paths are relative to.
 
-    It is ``data_root`` of the ``dataset.json`` beside the manifest (relative to that folder unless absolute),
-    else the manifest's own folder.
+    In order: ``root`` when given (the user's ``--data-root``: trusted as named); else ``data_root`` of the
+    ``dataset.json`` beside the manifest (relative to that folder unless absolute), if it resolves inside the
+    manifest's folder or to a data root of the kit's (:func:`is_data_root`); else the manifest's own folder.
+
+    Args:
+        manifest: The manifest file.
+        root: A data root named by the user, used instead of the card's.
+
+    Returns:
+        The data root, resolved.
+
+    Raises:
+        ManifestError: When ``dataset.json`` is invalid, or its ``data_root`` leads anywhere else (``..`` out of the
+            folder, an absolute path, a link): the message names the file and field and says how to override it.
+        FileNotFoundError: When ``root`` is given and is not a folder.
     """
+    if root is not None:
+        return explicit_root(root)
     folder = Path(manifest).resolve().parent
+    with _ROOT_OVERRIDES_LOCK:
+        override = _ROOT_OVERRIDES.get(Path(manifest).resolve())
+    if override is not None:
+        return override
     card = read_dataset_card(folder)
     if card is None:
         return folder
-    root = Path(card.data_root)
-    return root if root.is_absolute() else (folder / root).resolve()
+    card_path = str(folder / DATASET_CARD)
+    try:
+        target = (folder / card.data_root).resolve()
+    except (OSError, ValueError) as exc:  # an embedded NUL, a link loop
+        raise ManifestError(card_path, None, f"not a usable path: {exc}", field="data_root") from None
+    if target.is_relative_to(folder):
+        return target
+    if is_data_root(target):
+        logger.debug("%s: data root %s (a release root or a self-rooted manifest folder)", card_path, target)
+        return target
+    raise ManifestError(
+        card_path,
+        None,
+        f"{card.data_root!r} resolves to {target}, outside the manifest's folder {folder} and not a data "
+        "root of the kit's (an AIR-Bench release root, or a manifest folder whose dataset.json says "
+        f'data_root "."); if you trust that folder, pass --data-root {target}',
+        field="data_root",
+    )
+
+
+def manifest_files(folder: str | Path, kinds: Sequence[str] = ("foundation", "chat")) -> dict[str, Path]:
+    """The manifests ``<kind>.jsonl`` present in a folder, by kind; a missing folder or none of them is an error.
+
+    Notebooks call it on their ``manifest_dir`` parameter, so that a wrong folder fails the run instead of
+    answering nothing.
+
+    Args:
+        folder: The manifest folder.
+        kinds: Manifest kinds to look for (``foundation``, ``chat``).
+
+    Returns:
+        ``{kind: path}`` for those present, in the order of ``kinds``.
+
+    Raises:
+        FileNotFoundError: If ``folder`` is not a folder, or holds none of the manifests asked for.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"manifest folder {folder}: no such folder")
+    found = {kind: folder / f"{kind}.jsonl" for kind in kinds if (folder / f"{kind}.jsonl").is_file()}
+    if not found:
+        wanted = ", ".join(f"{kind}.jsonl" for kind in kinds) or "(no kind asked for)"
+        raise FileNotFoundError(f"manifest folder {folder} holds none of {wanted}")
+    return found
 
 
 def resolve_audio(root: str | Path, relative: str) -> Path:

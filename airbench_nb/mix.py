@@ -38,6 +38,13 @@ Ahead
 Clipping protection
     If the sum's peak would exceed ``peak_limit`` (default 0.99), the whole mix (both components) is multiplied
     by ``scale = peak_limit / peak``; the relative levels, hence the SNR and Louder, never change.
+
+Bounds
+    SNRs and gains must lie within ±:data:`MAX_LEVEL_DB` (beyond it one source is far below 16-bit quantisation, and
+    ``10 ** (dB / 20)`` overflows long before ``1e308``), the loudness reference within
+    [:data:`MIN_REFERENCE_LOUDNESS`, 0], and the offset inside the clips (checked before it is rounded to samples).
+    A source more than :data:`QUIET_WARNING_DB` below the reference is logged as a warning before it is amplified:
+    normalising it raises its noise floor by as much.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ import numpy as np
 
 from airbench_nb.audio import (
     TARGET_SR,
+    AudioError,
     Loudness,
     LoudnessUnit,
     audible_onset,
@@ -74,6 +82,12 @@ DEFAULT_LOUDER_TOLERANCE_DB = 1.0
 """Loudness difference (dB) at or under which Louder is ``equal``; a just-noticeable difference is ~1 dB."""
 DEFAULT_MEANWHILE_TOLERANCE_S = 0.1
 """Onset difference (s) at or under which Ahead is ``meanwhile``."""
+MAX_LEVEL_DB = 100.0
+"""Largest SNR or gain magnitude (dB) the mixer accepts: 100 dB is beyond 16-bit audio's 96 dB range."""
+MIN_REFERENCE_LOUDNESS = -100.0
+"""Lowest loudness reference accepted (the highest is 0, full scale)."""
+QUIET_WARNING_DB = 60.0
+"""A source this many dB or more below the loudness reference is warned about before normalisation amplifies it."""
 SNR_GRID_DB: tuple[float, ...] = (-10.0, -5.0, 0.0, 5.0, 10.0)
 """SSEU-Bench style SNR grid of speech over background, in dB."""
 GAIN_PAIRS_DB: tuple[tuple[float, float], ...] = ((3.0, -3.0), (-3.0, 3.0), (0.0, 0.0))
@@ -211,9 +225,29 @@ def _common_loudness(a: np.ndarray, b: np.ndarray, sr: int) -> tuple[float, floa
     return (loudness(a, sr, "dBFS").value, loudness(b, sr, "dBFS").value, "dBFS")
 
 
+def _scaled_loudness(samples: np.ndarray, sr: int, unit: LoudnessUnit, raw: float, factor: float, name: str) -> float:
+    """Loudness of a source as scaled in the mix, measured; computed when the scaling put it under the LUFS gate.
+
+    K-weighting is linear and BS.1770's relative gate scale-free, so a clip scaled by ``factor`` is
+    ``raw + 20 log10(factor)`` loud: exactly what is measured, until a large negative gain puts every block under
+    the -70 LUFS absolute gate (or a float32 underflow silences it), where nothing can be measured.
+    """
+    try:
+        return loudness(samples, sr, unit, name=name).value
+    except AudioError:
+        value = raw + 20.0 * math.log10(factor)
+        logger.info("%s: under the measurable range; loudness computed from its gain: %.1f %s", name, value, unit)
+        return value
+
+
 def _finite(name: str, value: float | None) -> None:
     if value is not None and not math.isfinite(value):
         raise MixError(f"{name} must be a finite number, got {value!r}")
+
+
+def _bounded(name: str, value: float | None, low: float, high: float) -> None:
+    if value is not None and not low <= value <= high:
+        raise MixError(f"{name} must lie within [{low:g}, {high:g}], got {value!r}")
 
 
 def _as_clip(x: Clip | np.ndarray, sr: int, label: str) -> Clip:
@@ -256,8 +290,9 @@ def mix(
 
     Raises:
         AudioError: If a source is stereo (2-D), empty, holds NaN/inf, or is all silent (``SilentAudioError``).
-        MixError: For different sample rates, both or neither loudness mode, non-finite parameters, an offset
-            that leaves no overlap, or (SNR mode) a source that is silent over the whole overlap.
+        MixError: For different sample rates, both or neither loudness mode, non-finite parameters, an SNR or gain
+            beyond ±``MAX_LEVEL_DB``, a reference outside [``MIN_REFERENCE_LOUDNESS``, 0], an offset that leaves no
+            overlap, or (SNR mode) a source that is silent over the whole overlap.
     """
     ca, cb = _as_clip(a, sr, "A"), _as_clip(b, sr, "B")
     if ca.sr != cb.sr:
@@ -280,6 +315,10 @@ def mix(
         ("meanwhile_tolerance_s", meanwhile_tolerance_s),
     ):
         _finite(name, value)
+    for name, value in (("snr_db", snr_db), ("gain_a_db", gain_a_db), ("gain_b_db", gain_b_db)):
+        _bounded(name, value, -MAX_LEVEL_DB, MAX_LEVEL_DB)
+    _bounded("reference_loudness", reference_loudness, MIN_REFERENCE_LOUDNESS, 0.0)
+    _bounded("louder_tolerance_db", louder_tolerance_db, 0.0, MAX_LEVEL_DB)
     if louder_tolerance_db < 0 or meanwhile_tolerance_s < 0:
         raise MixError("tolerances must be >= 0")
     if peak_limit is not None and not 0.0 < peak_limit <= 1.0:
@@ -287,6 +326,11 @@ def mix(
 
     xa = check_samples(ca.samples, f"source A ({ca.source})").astype(np.float64)
     xb = check_samples(cb.samples, f"source B ({cb.source})").astype(np.float64)
+    if not -xb.size / rate < offset_s < xa.size / rate:  # in seconds first: a huge offset overflows the rounding
+        raise MixError(
+            f"offset_s={offset_s} leaves no overlap: A lasts {xa.size / rate:.3f} s and B {xb.size / rate:.3f} s, "
+            f"so B must start between {-xb.size / rate:.3f} s and {xa.size / rate:.3f} s after A (exclusive)"
+        )
     shift = round(offset_s * rate)
     start_a, start_b = max(0, -shift), max(0, shift)
     end_a, end_b = start_a + xa.size, start_b + xb.size
@@ -298,6 +342,18 @@ def mix(
         )
 
     raw_la, raw_lb, unit = _common_loudness(xa, xb, rate)
+    for label, raw, clip in (("A", raw_la, ca), ("B", raw_lb, cb)):
+        if reference_loudness - raw >= QUIET_WARNING_DB:
+            logger.warning(
+                "source %s (%s) is %.1f dB below the loudness reference (%.1f %s against %.1f): normalising it "
+                "amplifies its noise floor by as much; is it the clip you meant?",
+                label,
+                clip.source,
+                reference_loudness - raw,
+                raw,
+                unit,
+                reference_loudness,
+            )
     norm_a = 10.0 ** ((reference_loudness - raw_la) / 20.0)
     norm_b = 10.0 ** ((reference_loudness - raw_lb) / 20.0)
     if snr_db is not None:
@@ -333,8 +389,8 @@ def mix(
 
     overlap = slice(ov_start, ov_end)
     measured = energy_snr_db(a32[overlap], b32[overlap])
-    scaled_la = loudness(a32[start_a:end_a], rate, unit, name=f"scaled source A ({ca.source})")
-    scaled_lb = loudness(b32[start_b:end_b], rate, unit, name=f"scaled source B ({cb.source})")
+    scaled_la = _scaled_loudness(a32[start_a:end_a], rate, unit, raw_la, ga * scale, f"scaled source A ({ca.source})")
+    scaled_lb = _scaled_loudness(b32[start_b:end_b], rate, unit, raw_lb, gb * scale, f"scaled source B ({cb.source})")
     onset_a = start_a / rate + audible_onset(xa, rate)
     onset_b = start_b / rate + audible_onset(xb, rate)
     meta = MixMeta(
@@ -348,8 +404,8 @@ def mix(
         gain_b_db=gain_b_db,
         snr_db_requested=snr_db,
         snr_db_measured=measured,
-        loudness_a=scaled_la.value,
-        loudness_b=scaled_lb.value,
+        loudness_a=scaled_la,
+        loudness_b=scaled_lb,
         loudness_unit=unit,
         offset_s=shift / rate,
         duration_a_s=xa.size / rate,
@@ -358,7 +414,7 @@ def mix(
         overlap_s=(ov_end - ov_start) / rate,
         onset_a_s=onset_a,
         onset_b_s=onset_b,
-        louder=classify_louder(scaled_la.value, scaled_lb.value, louder_tolerance_db),
+        louder=classify_louder(scaled_la, scaled_lb, louder_tolerance_db),
         louder_tolerance_db=louder_tolerance_db,
         ahead=classify_ahead(onset_a, onset_b, meanwhile_tolerance_s),
         meanwhile_tolerance_s=meanwhile_tolerance_s,

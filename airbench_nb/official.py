@@ -12,6 +12,11 @@ The release is laid out as::
 ``answer_gt`` of Foundation is the *text* of the correct choice; it becomes an index. For ``Audio_Grounding`` the
 file on disk ends in ``.flac`` whatever ``path`` says. Every row is handled on its own: a bad row is rejected with
 its reason (written to ``rejected.jsonl``) and the import goes on; bad audio is imported with its status.
+
+The meta files are input like any other: bytes that are not UTF-8, integers longer than Python converts and nesting
+deeper than :data:`~airbench_nb.manifests.MAX_JSON_DEPTH` reject the row that holds them (naming the field), and a
+``dataset_name`` or ``path`` that would lead out of the release (``..``, an absolute path, a separator, a control
+character) rejects its row too.
 """
 
 from __future__ import annotations
@@ -19,16 +24,27 @@ from __future__ import annotations
 import json
 import logging
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from pydantic import ValidationError
 
 from airbench_nb.audio import AUDIO_EXTENSIONS
-from airbench_nb.manifests import DatasetCard, check_audio, write_dataset_card, write_manifest, write_records
+from airbench_nb.manifests import (
+    MAX_JSON_DEPTH,
+    DatasetCard,
+    check_audio,
+    clean_json,
+    json_problem,
+    loads_json,
+    write_dataset_card,
+    write_manifest,
+    write_records,
+)
 from airbench_nb.records import (
     CHAT_TASKS,
     FOUNDATION_TASKS,
@@ -49,6 +65,16 @@ FOUNDATION_REQUIRED = ("path", "question", "choice_a", "choice_b", "answer_gt", 
 """Fields every official Foundation row must have."""
 CHAT_REQUIRED = ("path", "question", "answer_gt", "meta_info", "task_name", "dataset_name", "uniq_id")
 """Fields every official Chat row must have."""
+OFFICIAL_FIELDS = {
+    "uid": "uniq_id",
+    "source_id": "uniq_id",
+    "audio": "path",
+    "task": "task_name",
+    "dataset": "dataset_name",
+    "reference": "answer_gt",
+    "answer": "answer_gt",
+}
+"""The official field each item field comes from, to name the official field when an item fails validation."""
 FLAC_TASKS = frozenset({"Audio_Grounding"})
 """Tasks whose audio files end in ``.flac`` on disk whatever ``path`` says."""
 
@@ -177,6 +203,24 @@ def _text(row: dict[str, Any], name: str, notes: list[str], *, allow_empty: bool
     return value
 
 
+def _has_control(value: str) -> bool:
+    return any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value)
+
+
+def _folder_name(row: dict[str, Any], name: str, notes: list[str]) -> str:
+    """A field that becomes part of a folder name (``dataset_name``): it may not lead out of the release."""
+    value = _text(row, name, notes)
+    if value.strip() in (".", "..") or "/" in value or "\\" in value or PureWindowsPath(value).drive:
+        raise _RowError(
+            name,
+            f"unsafe name: {name!r} is {value!r}; it is part of a folder name and may hold no "
+            "path separator, drive or '..'",
+        )
+    if _has_control(value):
+        raise _RowError(name, f"unsafe name: {name!r} holds a control or zero-width character: {value!r}")
+    return value
+
+
 def _uniq_id(row: dict[str, Any]) -> str:
     value = row.get("uniq_id")
     if value is None:
@@ -218,23 +262,37 @@ def match_answer(answer_gt: str, choices: list[str]) -> tuple[int, str | None]:
     raise _RowError("answer_gt", f"ambiguous answer: {answer_gt!r} matches several of {choices!r}")
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system: no such file
+        return False
+
+
 def _audio_path(root: Path, benchmark: str, task: str, dataset: str, path: str, notes: list[str]) -> str:
     try:
         check_relative_audio_path(path)
     except ValueError as exc:
         raise _RowError("path", f"bad path: {exc}") from None
+    if _has_control(path):
+        raise _RowError("path", f"bad path: {path!r} holds a control or zero-width character")
     rel = PurePosixPath(benchmark, f"{task}_{dataset}", path)
     if task in FLAC_TASKS and rel.suffix.lower() != ".flac":
+        if not rel.suffix and not rel.name.strip("."):
+            raise _RowError("path", f"bad path: {path!r} names no file")
         rel = rel.with_suffix(".flac")
         notes.append(f"{task}: audio read from {rel.name} (the release stores this task as flac)")
-    if not (root / rel).is_file():
+    if not _is_file(root / rel) and rel.name.strip("."):
         for ext in AUDIO_EXTENSIONS:
             alt = rel.with_suffix(ext)
-            if alt != rel and (root / alt).is_file():
+            if alt != rel and _is_file(root / alt):
                 notes.append(f"audio {rel.name} not found; using {alt.name} (same name, other extension)")
                 rel = alt
                 break
-    return check_relative_audio_path(str(rel))
+    try:
+        return check_relative_audio_path(str(rel))
+    except ValueError as exc:
+        raise _RowError("path", f"bad path: {exc}") from None
 
 
 def _common(
@@ -249,7 +307,7 @@ def _common(
     if task not in tasks:
         valid = ", ".join(sorted(tasks, key=str.lower))
         raise _RowError("task_name", f"unknown task: {task!r} is not a {benchmark} task; valid task names are: {valid}")
-    return uniq, task, _text(row, "dataset_name", notes)
+    return uniq, task, _folder_name(row, "dataset_name", notes)
 
 
 def _foundation_item(root: Path, row: dict[str, Any]) -> FoundationItem:
@@ -314,10 +372,20 @@ def _import_part(root: Path, benchmark: str, meta_file: str, make: Any) -> Bench
         logger.info("%s: no %s", root, meta_file)
         return part
     part.present = True
+    raw = path.read_bytes()
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        part.file_error = f"{path}: not valid JSON ({exc})"
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Parse anyway: the rows whose fields hold the bad bytes are rejected one by one, naming the field.
+        logger.warning("%s: byte %d is not valid UTF-8; the rows holding such bytes are rejected", path, exc.start)
+        text = raw.decode("utf-8", errors="surrogateescape")
+    try:
+        rows = loads_json(text)
+    except json.JSONDecodeError as exc:
+        part.file_error = f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})"
+        return part
+    except RecursionError:
+        part.file_error = f"{path}: JSON nested too deeply to parse (rows nest at most {MAX_JSON_DEPTH} levels)"
         return part
     if not isinstance(rows, list):
         part.file_error = f"{path}: expected a JSON list of rows, got {type(rows).__name__}"
@@ -326,10 +394,14 @@ def _import_part(root: Path, benchmark: str, meta_file: str, make: Any) -> Bench
     seen: dict[str, int] = {}
     for index, row in enumerate(rows):
         task = row.get("task_name") if isinstance(row, dict) and isinstance(row.get("task_name"), str) else None
+        task = clean_json(task)
         uniq = None
         try:
             if not isinstance(row, dict):
                 raise _RowError(None, f"bad row: expected a JSON object, got {type(row).__name__}")
+            problem = json_problem(row)
+            if problem is not None:
+                raise _RowError(problem[0], f"bad value: {problem[1]}")
             uniq = _uniq_id(row)
             if uniq in seen:
                 raise _RowError("uniq_id", f"duplicate uniq_id: {uniq} already used by row {seen[uniq]}")
@@ -344,13 +416,16 @@ def _import_part(root: Path, benchmark: str, meta_file: str, make: Any) -> Bench
                     task=task,
                     field=exc.field,
                     reason=exc.reason,
-                    row=row,
+                    row=clean_json(row),
                 )
             )
             continue
         except ValidationError as exc:
             err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or None
+            loc = [str(p) for p in err["loc"]]
+            if loc:
+                loc[0] = OFFICIAL_FIELDS.get(loc[0], loc[0])
+            where = ".".join(loc) or None
             part.rejected.append(
                 Rejected(
                     benchmark=benchmark,
@@ -360,7 +435,7 @@ def _import_part(root: Path, benchmark: str, meta_file: str, make: Any) -> Bench
                     task=task,
                     field=where,
                     reason=f"invalid item: {err['msg']}",
-                    row=row,
+                    row=clean_json(row),
                 )
             )
             continue

@@ -59,12 +59,28 @@ TRACKED_PACKAGES = (
 
 SECRET_NAME = re.compile(r"(api[_-]?key|secret|token|passw(or)?d|bearer|credential)", re.IGNORECASE)
 """Parameter names that may hold a secret; such parameters are refused."""
-SECRET_VALUE = re.compile(r"(sk-[A-Za-z0-9_\-]{16,}|hf_[A-Za-z0-9]{20,}|Bearer\s+\S{12,})")
-"""Values that look like API keys or bearer tokens; such values are refused."""
+SECRET_VALUE = re.compile(
+    r"(?<![A-Za-z0-9_-])sk-(?:(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{6,}|[A-Za-z0-9_-]{20,})"  # OpenAI/Anthropic keys
+    r"|(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{8,}"  # GitHub tokens (classic, OAuth, user, server, refresh)
+    r"|(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{8,}"  # GitHub fine-grained tokens
+    r"|(?<![A-Za-z0-9])hf_[A-Za-z0-9]{20,}"  # Hugging Face tokens
+    r"|(?<![A-Za-z0-9])AKIA[0-9A-Z]{16}"  # AWS access key ids
+    r"|Bearer\s+\S{12,}"
+    r"|[A-Za-z][A-Za-z0-9+.-]*://[^/\s@:]*:[^/\s@]*@"  # a password in a URL: scheme://user:password@host
+)
+"""Values that look like API keys, tokens or passwords in URLs; such values are refused.
+
+``sk-`` needs 6 or more key characters with a digit among them (or 20 or more of any), not glued to a word before
+it, so that ``sk-abc123`` is caught while ``task-sk-level`` or ``sk-learn`` are not."""
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""What a run id may be: a single folder name under the reports folder (no separator, no ``..``, not absolute)."""
 
 
 class PipelineError(RuntimeError):
-    """A run that cannot start: unknown notebook, unknown parameter, or a secret in the parameters."""
+    """A run that cannot start (unknown notebook or parameter, a secret, a bad run id or reports folder).
+
+    The run id must not leave the reports folder; the reports folder must be makeable (not a file, not under one).
+    """
 
 
 def notebooks_dir() -> Path:
@@ -91,6 +107,20 @@ def check_no_secrets(parameters: dict[str, Any]) -> None:
             raise PipelineError(
                 f"the value of parameter {name!r} looks like an API key or token; pass keys through the environment"
             )
+
+
+def check_run_id(run_id: str) -> str:
+    """Refuse a run id that is not one plain folder name (``../x``, ``/tmp/x``, ``a/b``, ``..``).
+
+    Raises:
+        PipelineError: Saying what a run id may hold.
+    """
+    if not RUN_ID.fullmatch(run_id):
+        raise PipelineError(
+            f"run id {run_id!r} is not a plain folder name: use up to 128 letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit (no '/', '\\' or '..'), so that the run stays inside the reports folder"
+        )
+    return run_id
 
 
 def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
@@ -122,14 +152,19 @@ def package_versions() -> dict[str, str]:
 
 
 def git_commit(repo: str | Path | None = None) -> str | None:
-    """The commit of ``repo`` (default: the kit's checkout), suffixed ``-dirty`` with uncommitted changes."""
+    """The commit of ``repo`` (default: the kit's checkout), suffixed ``-dirty`` with uncommitted changes.
+
+    Git runs with ``--no-optional-locks``: ``git status`` would otherwise refresh the index and take
+    ``.git/index.lock``, making a concurrent ``git commit`` in the same checkout fail.
+    """
     repo = Path(repo) if repo else Path(__file__).resolve().parent.parent
+    git = ["git", "--no-optional-locks", "-C", str(repo)]
     try:
         head = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+            [*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            [*git, "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
             check=True,
@@ -197,12 +232,15 @@ def run_pipeline(
 
     Raises:
         PipelineError: Before running anything, for an unknown notebook, a parameter that no notebook declares,
-            or a parameter that looks like a secret.
+            a parameter that looks like a secret, a run id that is not a plain folder name, or a reports folder
+            that cannot be made (it is a file, or under one).
     """
     import papermill
 
     parameters = dict(parameters or {})
     check_no_secrets(parameters)
+    if run_id is not None:
+        check_run_id(run_id)
     source = Path(notebook_dir) if notebook_dir else notebooks_dir()
     stems = list(notebooks or PIPELINE)
     declared: dict[str, dict[str, dict[str, Any]]] = {}
@@ -222,7 +260,10 @@ def run_pipeline(
     reports = Path(reports_dir)
     run_id = run_id or new_run_id(reports)
     run_dir = (reports / run_id).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # the reports folder is a file, or under one; no permission
+        raise PipelineError(f"cannot make the run folder {reports / run_id}: {exc.strerror or exc}") from None
     info = RunInfo(
         run_id=run_id,
         started=_now(),

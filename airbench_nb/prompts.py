@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, replace
+import string
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from airbench_nb.records import ChatItem, FoundationItem
@@ -50,6 +51,52 @@ CHAT_COT_TEMPLATE = "{question}\nThink step by step about what you hear before y
 """Chain-of-thought variant of the Chat prompt."""
 
 
+TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
+    "foundation_instruction": frozenset({"letters_and", "letters_or"}),
+    "foundation_template": frozenset({"instruction", "question", "options"}),
+    "chat_template": frozenset({"question"}),
+}
+"""The ``{fields}`` each template of a :class:`PromptSet` may use (literal braces are written ``{{`` and ``}}``)."""
+
+
+def check_template(key: str, template: object, source: str = "prompt set") -> str:
+    """Check one template: a string whose ``{fields}`` are all among :data:`TEMPLATE_FIELDS` ``[key]``.
+
+    Attribute and index access (``{question.upper}``, ``{question[0]}``), positional fields (``{}``, ``{0}``),
+    conversions and format specs are refused: a template fills in text, nothing else.
+
+    Args:
+        key: Which template (``foundation_instruction``, ``foundation_template`` or ``chat_template``).
+        template: The template.
+        source: Where it comes from, for the message (a file name).
+
+    Returns:
+        The template.
+
+    Raises:
+        ValueError: Naming the source, the key and what is wrong.
+    """
+    allowed = TEMPLATE_FIELDS[key]
+    if not isinstance(template, str):
+        raise ValueError(f"{source}: {key!r} must be a string, got {type(template).__name__}")
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:  # a lone "{" or "}"
+        raise ValueError(
+            f"{source}: {key!r} is not a valid format string ({exc}); write literal braces as {{{{ }}}}"
+        ) from None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in allowed:
+            known = ", ".join("{" + f + "}" for f in sorted(allowed))
+            shown = "{" + name + "}" if name else "{}"
+            raise ValueError(f"{source}: {key!r} uses unknown field {shown}; it may use {known}")
+        if spec or conversion:
+            raise ValueError(f"{source}: {key!r}: field {{{name}}} may carry no conversion or format spec")
+    return template
+
+
 @dataclass(frozen=True)
 class PromptSet:
     """A named set of templates used to turn items into prompts."""
@@ -63,6 +110,12 @@ class PromptSet:
     chat_template: str = CHAT_TEMPLATE
     """Layout of a Chat prompt (``{question}``)."""
 
+    def __post_init__(self) -> None:
+        """Check every template (see :func:`check_template`), so that a bad one fails before any model call."""
+        for f in fields(self):
+            if f.name in TEMPLATE_FIELDS:
+                check_template(f.name, getattr(self, f.name), f"prompt set {self.name!r}")
+
     @classmethod
     def named(cls, name: str) -> PromptSet:
         """A built-in set (``airbench``, ``official``, ``cot``) or a JSON template file given by path.
@@ -71,7 +124,9 @@ class PromptSet:
         inference script exactly, including its ``C. None`` and ``D. None`` lines on binary items.
 
         Raises:
-            ValueError: For an unknown name, or a file with unknown keys or invalid JSON.
+            ValueError: For an unknown name, or a file that is not UTF-8 JSON holding an object, has unknown keys, or
+                holds a template that is not a valid format string or uses unknown fields (see
+                :func:`check_template`).
         """
         if name == "airbench":
             return cls()
@@ -88,12 +143,20 @@ class PromptSet:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}:{exc.lineno}: invalid JSON in prompt template file: {exc.msg}") from None
-        allowed = {"foundation_instruction", "foundation_template", "chat_template"}
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 (byte {exc.start}); save the template file as UTF-8") from None
+        except (RecursionError, ValueError) as exc:  # too deep; an integer longer than Python converts
+            raise ValueError(f"{path}: unusable JSON in prompt template file ({type(exc).__name__})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a prompt template file holds a JSON object, got {type(data).__name__}")
+        allowed = set(TEMPLATE_FIELDS)
         unknown = set(data) - allowed
         if unknown:
             raise ValueError(
                 f"{path}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(allowed))}"
             )
+        for key, template in data.items():
+            check_template(key, template, str(path))
         return replace(cls(), name=path.stem, **data)
 
 

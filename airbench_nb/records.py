@@ -10,12 +10,14 @@ Task names and categories follow the official AIR-Bench release, misspellings in
 from __future__ import annotations
 
 import logging
+import numbers
+import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +121,55 @@ class AudioStatus(StrEnum):
     empty = "empty"
     """The file has zero bytes, or a valid header and zero samples."""
     corrupt = "corrupt"
-    """The file exists but neither soundfile nor librosa can decode it."""
+    """The file exists but neither soundfile nor librosa can decode it, or it is truncated (fewer frames than its
+    header promises) or holds NaN or infinite samples."""
+
+
+def _strict_int(value: Any) -> Any:
+    """Refuse what pydantic's lax mode would turn into an int: booleans, strings and floats."""
+    if isinstance(value, bool | str | bytes | float):
+        raise ValueError(f"expected an integer, got {type(value).__name__} {value!r}")
+    if isinstance(value, numbers.Integral):  # numpy integers from the builders
+        return int(value)
+    return value
+
+
+StrictInteger = Annotated[int, BeforeValidator(_strict_int)]
+"""An int field that refuses ``true``, ``"1"`` and ``1.0`` (pydantic's lax mode would accept them)."""
+
+_UID_FORBIDDEN = {
+    "Cc": "control character",
+    "Cf": "format (zero-width) character",
+    "Cs": "surrogate",
+    "Zl": "line separator",
+    "Zp": "paragraph separator",
+}
+
+
+def check_uid(value: str) -> str:
+    """Validate an item uid: NFC-normalised, without control, format (zero-width) or separator characters.
+
+    Two uids that look the same must be the same string, or an answer would not find its item.
+
+    Args:
+        value: The uid as written.
+
+    Returns:
+        The uid in Unicode normal form C.
+
+    Raises:
+        ValueError: Naming the offending character and its position.
+    """
+    value = unicodedata.normalize("NFC", value)
+    for index, char in enumerate(value):
+        kind = _UID_FORBIDDEN.get(unicodedata.category(char))
+        if kind is not None:
+            name = unicodedata.name(char, "unnamed")
+            raise ValueError(
+                f"uid {value!r} holds a {kind} U+{ord(char):04X} ({name}) at position {index}; "
+                "uids may hold no control, zero-width or separator characters"
+            )
+    return value
 
 
 def check_relative_audio_path(value: str) -> str:
@@ -132,10 +182,12 @@ def check_relative_audio_path(value: str) -> str:
         The path, normalised to forward slashes without ``./`` parts.
 
     Raises:
-        ValueError: If the path is empty, absolute (POSIX or Windows style) or contains ``..``.
+        ValueError: If the path is empty, absolute (POSIX or Windows style), contains ``..`` or a control character.
     """
     if not value or not value.strip():
         raise ValueError("audio path is empty")
+    if any(unicodedata.category(c) == "Cc" for c in value):
+        raise ValueError(f"audio path {value!r} holds a control character")
     if "\\" in value:
         raise ValueError(f"audio path {value!r} uses backslashes; write it with forward slashes")
     if value.startswith("/") or PureWindowsPath(value).is_absolute() or PureWindowsPath(value).drive:
@@ -151,7 +203,7 @@ class Record(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: StrictInteger = SCHEMA_VERSION
     """Version of the record shape this line was written with (see ``SCHEMA_VERSION``)."""
 
 
@@ -172,7 +224,7 @@ class MixMeta(Record):
     """SHA-256 of source A's file, when it came from a file."""
     sha256_b: str | None = None
     """SHA-256 of source B's file, when it came from a file."""
-    sample_rate: int = 16000
+    sample_rate: StrictInteger = 16000
     """Sample rate of the mix in Hz."""
     reference_loudness: float = -23.0
     """Common loudness reference each source is normalised to before its gain (in ``loudness_unit``)."""
@@ -247,6 +299,11 @@ class _ItemBase(Record):
     def _audio_relative(cls, value: str) -> str:
         return check_relative_audio_path(value)
 
+    @field_validator("uid")
+    @classmethod
+    def _uid_clean(cls, value: str) -> str:
+        return check_uid(value)
+
 
 class FoundationItem(_ItemBase):
     """A Foundation single-choice question about one audio clip."""
@@ -259,7 +316,7 @@ class FoundationItem(_ItemBase):
     """speech, sound or music; derived from ``task`` when omitted and checked against it when given."""
     choices: Annotated[list[str], Field(min_length=2, max_length=4)]
     """The 2 to 4 answer options, in the order shown to the model (A, B, C, D)."""
-    answer: int
+    answer: StrictInteger
     """Index into ``choices`` of the correct option (0 for A)."""
     meta: dict[str, Any] = Field(default_factory=dict)
     """Ground truth and provenance of the item (transcript, pitch, event times, ...)."""
@@ -343,6 +400,12 @@ class Response(Record):
 
     uid: str
     """Uid of the item answered."""
+
+    @field_validator("uid")
+    @classmethod
+    def _uid_clean(cls, value: str) -> str:
+        return check_uid(value)
+
     model: str
     """Model spec that produced the answer (e.g. ``hf:Qwen/Qwen2-Audio-7B-Instruct``)."""
     text: str | None = None
@@ -353,9 +416,9 @@ class Response(Record):
     """SHA-256 of the exact prompt sent, so that two runs can be compared item by item."""
     latency_s: float | None = None
     """Wall-clock seconds spent on this item (its share of the batch for batched backends)."""
-    input_tokens: int | None = None
+    input_tokens: StrictInteger | None = None
     """Prompt tokens, when the backend reports them."""
-    output_tokens: int | None = None
+    output_tokens: StrictInteger | None = None
     """Generated tokens, when the backend reports them."""
     created: datetime = Field(default_factory=_now)
     """When the response was recorded (UTC)."""
@@ -378,6 +441,12 @@ class Verdict(Record):
 
     uid: str
     """Uid of the item judged."""
+
+    @field_validator("uid")
+    @classmethod
+    def _uid_clean(cls, value: str) -> str:
+        return check_uid(value)
+
     model: str
     """Model spec whose response was judged."""
     judge: str
@@ -386,7 +455,7 @@ class Verdict(Record):
     """For Chat, which answer the judge saw first; ``single`` for Foundation."""
     raw: str | None = None
     """The judge's raw reply (or the rule's explanation)."""
-    choice: int | None = None
+    choice: StrictInteger | None = None
     """Foundation: index of the option the response was read as; None when the judge abstained."""
     correct: bool | None = None
     """Foundation: whether the chosen option is the gold one; None when unparsed."""
@@ -398,9 +467,9 @@ class Verdict(Record):
     """Why the reply could not be parsed; None when it was."""
     prompt_hash: str | None = None
     """SHA-256 of the judge prompt."""
-    input_tokens: int | None = None
+    input_tokens: StrictInteger | None = None
     """Judge prompt tokens, when reported."""
-    output_tokens: int | None = None
+    output_tokens: StrictInteger | None = None
     """Judge reply tokens, when reported."""
     cached: bool = False
     """True when the reply came from the judge cache rather than a new request."""
@@ -456,3 +525,72 @@ class RunInfo(Record):
     """Operating system and machine."""
     notebooks: list[NotebookStatus] = Field(default_factory=list)
     """One entry per notebook of the pipeline, in order."""
+
+
+class AnnotationPair(Record):
+    """One (item, model response) pair of an annotation sample (``airbench-nb sample-annotation``)."""
+
+    pair_id: str = Field(min_length=1)
+    """Unique key of the pair in its sample (``<model>|<uid>``); labels refer to it."""
+    kind: Literal["foundation", "chat"]
+    """Foundation (single choice) or Chat (open question)."""
+    uid: str = Field(min_length=1)
+    """The item's uid."""
+    model: str
+    """Spec of the model whose response is labelled."""
+    task: str
+    """The item's task."""
+    category: str
+    """The item's category (speech, sound, music, mixed)."""
+    stratum: str
+    """The stratum the pair was drawn from (a category or a task, per ``--stratify``)."""
+    question: str
+    """The question as the model saw it."""
+    audio: str
+    """Audio path relative to ``data_root``."""
+    data_root: str
+    """Folder the audio path is relative to (absolute at sampling time)."""
+    choices: list[str] = Field(default_factory=list)
+    """Foundation: the options in the item's order (A, B, ...); empty for Chat."""
+    response: str | None = None
+    """Foundation: the model's answer text; None for Chat (see ``answers``)."""
+    answers: list[str] = Field(default_factory=list)
+    """Chat: the two answers shown as "Answer 1" and "Answer 2" (the model's and the reference, in a seeded random
+    order); empty for Foundation."""
+    model_answer: int | None = None
+    """Chat: which shown answer (1 or 2) is the model's; hidden from the annotator. None for Foundation."""
+    judge_verdicts: dict[str, Any] = Field(default_factory=dict)
+    """What each judge decided (Foundation: chosen option; Chat: both scores per order), shown to the annotator
+    only when the sample was drawn with ``--show-judge``."""
+    show_judge: bool = False
+    """Whether the annotation tool shows ``judge_verdicts``."""
+    seed: int = 0
+    """Seed of the sample (and of the Chat answer order)."""
+
+
+class Label(Record):
+    """One action of a human annotator on one pair: a label, a skip or an undo (label files are append-only)."""
+
+    pair_id: str = Field(min_length=1)
+    """The :class:`AnnotationPair` labelled."""
+    annotator: str = Field(min_length=1)
+    """Who labelled (an id the annotator chose)."""
+    action: Literal["label", "skip", "undo"] = "label"
+    """``label``: a decision; ``skip``: passed over (may be labelled later); ``undo``: retracts this annotator's
+    latest label of the pair. The latest ``label`` not undone is the annotator's label of the pair."""
+    choice: int | None = None
+    """Foundation: index of the option the answer picks; None with ``unclear``."""
+    unclear: bool = False
+    """Foundation: the annotator judged the answer to pick no option, or not clearly one ("none / unclear")."""
+    preference: Literal["1", "2", "tie"] | None = None
+    """Chat: which shown answer is better, or a tie."""
+    score_1: float | None = None
+    """Chat: optional 1-10 score of Answer 1."""
+    score_2: float | None = None
+    """Chat: optional 1-10 score of Answer 2."""
+    comment: str = ""
+    """Free-text comment."""
+    seconds: float | None = None
+    """Seconds spent on the pair before this action."""
+    created: datetime = Field(default_factory=_now)
+    """When the action was taken (UTC)."""

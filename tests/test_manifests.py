@@ -146,12 +146,26 @@ def test_resolve_audio_rejects_symlink_escape(tmp_path):
 
 def test_data_root_from_dataset_card(tmp_path):
     folder = tmp_path / "m"
-    folder.mkdir()
+    (folder / "audio").mkdir(parents=True)
     assert data_root(folder / "x.jsonl") == folder.resolve()
+    write_dataset_card(folder, DatasetCard(data_root="audio"))
+    assert data_root(folder / "x.jsonl") == (folder / "audio").resolve()
+    # out of the folder: only to a data root of the kit's (a release root, a self-rooted manifest folder) ...
+    release, built = tmp_path / "release", tmp_path / "built"
+    (release / "Chat").mkdir(parents=True)
+    (release / "Chat" / "Chat_meta.json").write_text("[]")
+    write_dataset_card(folder, DatasetCard(data_root=str(release)))
+    assert data_root(folder / "x.jsonl") == release.resolve()
+    write_dataset_card(built, DatasetCard(data_root="."))
+    write_dataset_card(folder, DatasetCard(data_root="../built"))
+    assert data_root(folder / "x.jsonl") == built.resolve()
+    # ... or to the folder the user names
     write_dataset_card(folder, DatasetCard(data_root="../audio"))
-    assert data_root(folder / "x.jsonl") == (tmp_path / "audio").resolve()
-    write_dataset_card(folder, DatasetCard(data_root=str(tmp_path / "abs")))
-    assert data_root(folder / "x.jsonl") == tmp_path / "abs"
+    with pytest.raises(ManifestError, match="--data-root") as err:
+        data_root(folder / "x.jsonl")
+    assert err.value.field == "data_root" and err.value.file.endswith("dataset.json")
+    (tmp_path / "audio").mkdir()
+    assert data_root(folder / "x.jsonl", root=tmp_path / "audio") == (tmp_path / "audio").resolve()
 
 
 def test_audio_status_never_crashes(tmp_path, rng):

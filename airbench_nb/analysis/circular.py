@@ -35,6 +35,7 @@ from airbench_nb.manifests import (
     DATASET_CARD,
     DatasetCard,
     data_root,
+    mark_data_root,
     read_dataset_card,
     read_manifest,
     write_dataset_card,
@@ -118,7 +119,9 @@ def rotate_manifest(path: str | Path, out: str | Path, rotations: int | None = N
     whose ``data_root`` points at the original manifest's data root (as a path relative to the new folder), the
     way :func:`airbench_nb.manifests.data_root` resolves audio. When the new folder already has a ``dataset.json``
     that resolves to the same data root it is kept; one that resolves elsewhere is refused, since rewriting it would
-    break the manifests beside it.
+    break the manifests beside it. A card may point out of its folder only at a data root of the kit's
+    (:func:`airbench_nb.manifests.is_data_root`): when the source's root is not one (a source folder without a
+    ``dataset.json``), it gets a ``dataset.json`` with ``data_root: "."``.
 
     Args:
         path: The source manifest.
@@ -152,6 +155,10 @@ def rotate_manifest(path: str | Path, out: str | Path, rotations: int | None = N
             )
     else:
         source = read_dataset_card(path.resolve().parent)
+        if not root.is_relative_to(folder):
+            # data_root() accepts a card pointing out of its folder only at a data root of the kit's: make the
+            # source's root one (a card-less source folder gets a dataset.json with data_root ".").
+            mark_data_root(root, source=f"data root of {path.name}, marked by rotate")
         card = DatasetCard(
             data_root=os.path.relpath(root, folder),
             source=f"circular-rotation of {path.name} ({source.source if source else 'unknown'})",

@@ -7,13 +7,23 @@ OpenAI audio models, vLLM, Ollama, llama.cpp) and ``baseline:random|first|dsp|or
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AudioLM", "Generation", "GenerationParams", "Prompt", "SpecError", "load_model", "parse_spec"]
+__all__ = [
+    "AudioLM",
+    "Generation",
+    "GenerationParams",
+    "Prompt",
+    "SpecError",
+    "check_hf_path",
+    "load_model",
+    "parse_spec",
+]
 
 
 class SpecError(ValueError):
@@ -35,6 +45,31 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return kind, rest
 
 
+def check_hf_path(path: str) -> None:
+    """Refuse an ``hf:`` path that names something on disk that is not a checkpoint folder.
+
+    A path that exists, or that is written as one (``/...``, ``./...``, ``../...``, ``~...``), must be a folder
+    holding ``config.json``; anything else is taken for a hub id and left to transformers.
+
+    Raises:
+        SpecError: In one line, for a file, a missing folder, or a folder without ``config.json``.
+    """
+    local = Path(path).expanduser()
+    try:
+        exists, is_file = local.exists(), local.is_file()
+        has_config = (local / "config.json").is_file()
+    except (OSError, ValueError) as exc:  # a name too long, an embedded NUL
+        raise SpecError(f"hf:{path}: not a usable path ({type(exc).__name__})") from None
+    if not exists and not path.startswith(("/", "./", "../", "~", ".\\", "..\\")):
+        return
+    if is_file:
+        raise SpecError(f"hf:{path}: is a file; give the checkpoint's folder (the one holding config.json)")
+    if not exists:
+        raise SpecError(f"hf:{path}: no such folder")
+    if not has_config:
+        raise SpecError(f"hf:{path}: not a transformers checkpoint (no config.json in the folder)")
+
+
 def load_model(spec: str, **options: Any) -> AudioLM:
     """Build the backend a spec names.
 
@@ -45,11 +80,15 @@ def load_model(spec: str, **options: Any) -> AudioLM:
 
     Returns:
         An :class:`AudioLM`.
+
+    Raises:
+        SpecError: For an unknown spec, or an ``hf:`` path that is not a checkpoint folder.
     """
     import inspect
 
     kind, rest = parse_spec(spec)
     if kind == "hf":
+        check_hf_path(rest)  # before importing torch and transformers (seconds)
         from airbench_nb.models.hf import HFAudioLM as factory
     elif kind == "openai":
         from airbench_nb.models.openai_api import OpenAIAudioLM as factory

@@ -439,8 +439,11 @@ class HFAudioLM:
     ):
         from transformers import AutoConfig
 
+        from airbench_nb.models import SpecError, check_hf_path
+
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        check_hf_path(path)
         self.spec = f"hf:{path}"
         self.path = str(Path(path).expanduser()) if _is_local(path) else path
         path = self.path
@@ -448,7 +451,13 @@ class HFAudioLM:
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self._batch_cap: int | None = None
-        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code, local_files_only=_is_local(path))
+        try:
+            config = AutoConfig.from_pretrained(
+                path, trust_remote_code=trust_remote_code, local_files_only=_is_local(path)
+            )
+        except OSError as exc:  # not on the hub, not in the cache offline, an unreadable config: one line
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise SpecError(f"{self.spec}: cannot load the checkpoint's config: {first}") from None
         self.model_type: str = config.model_type
         self.adapter = adapter_for(self.model_type, family)
         self.family = self.adapter.name

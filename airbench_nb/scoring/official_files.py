@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 from airbench_nb.judge.chat_parse import parse_scores_official, parse_scores_strict
 from airbench_nb.judge.extract import extract_choice
-from airbench_nb.manifests import ManifestError
+from airbench_nb.manifests import ManifestError, json_problem, parse_json_bytes
 from airbench_nb.official import normalise_choice
 from airbench_nb.records import CHAT_TASKS
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _chat_section, _foundation_section, _log_summary
@@ -25,29 +24,54 @@ CHAT_SCORE_FIELD = "gpt-score"
 """Field of an official Chat judge list that holds the judge's raw reply."""
 
 
-def _read_entries(path: Path) -> Iterator[tuple[int, Any, str | None]]:
-    r"""``(line or entry number, object, error)`` for a JSONL file or a JSON list (entries numbered from 1).
+def _read_entries(path: Path) -> Iterator[tuple[int, Any, str | None, str | None]]:
+    r"""``(line or entry number, object, error, field)`` for a JSONL file or a JSON list (entries numbered from 1).
 
     JSON Lines are split on ``"\n"`` only, as the official scripts read them (iterating the file). A row may
     hold a raw U+2028, U+2029 or U+0085 (``json.dumps(ensure_ascii=False)`` leaves them unescaped), which
-    :meth:`str.splitlines` would take for line breaks, cutting one row into two invalid ones.
+    :meth:`str.splitlines` would take for line breaks, cutting one row into two invalid ones. A line (or list
+    entry) with bytes that are not UTF-8, an integer longer than Python converts, or nesting too deep is invalid,
+    with the field named; the others are read.
+
+    Raises:
+        ManifestError: Naming the file, when it holds one JSON object (not a list or JSON Lines of rows), or a
+            JSON list that does not parse.
     """
-    text = path.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(str(path), exc.lineno, f"invalid JSON list: {exc.msg} (column {exc.colno})") from None
+    raw = path.read_bytes()
+    stripped = raw.strip()
+    if stripped.startswith(b"["):
+        data, field, problem = parse_json_bytes(raw)
+        if data is None:
+            raise ManifestError(str(path), None, f"invalid JSON list: {problem}")
+        if not isinstance(data, list):
+            raise ManifestError(str(path), None, f"expected a JSON list of rows, got {type(data).__name__}")
         for index, obj in enumerate(data, start=1):
-            yield index, obj, None
+            found = json_problem(obj)
+            if found is not None:
+                yield index, None, found[1], found[0]
+            else:
+                yield index, obj, None, None
         return
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    if stripped.startswith(b"{") and b"\n" in stripped:
+        whole, _, problem = parse_json_bytes(raw)
+        if problem is None and isinstance(whole, dict):
+            raise ManifestError(
+                str(path), None, "holds one JSON object, not a JSON list or JSON Lines of result rows (one per line)"
+            )
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
-        try:
-            yield lineno, json.loads(line), None
-        except json.JSONDecodeError as exc:
-            yield lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})"
+        obj, field, problem = parse_json_bytes(line)
+        if isinstance(obj, dict) and "task_name" not in obj and any(_holds_rows(v) for v in obj.values()):
+            raise ManifestError(
+                str(path), lineno, "holds a JSON object of rows, not a JSON list or JSON Lines of result rows"
+            )
+        yield lineno, (obj if problem is None else None), problem, field
+
+
+def _holds_rows(value: Any) -> bool:
+    """Whether a value is a non-empty list of objects (the rows of a wrapper such as ``{"results": [...]}``)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
 class _Problems:
@@ -86,9 +110,9 @@ def _gold_index(answer: str, choices: list[str]) -> int | None:
 
 def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[FoundationOutcome]]:
     outcomes: dict[str, list[FoundationOutcome]] = {"official": [], "strict": []}
-    for line, row, error in _read_entries(path):
+    for line, row, error, where in _read_entries(path):
         if error is not None:
-            problems.add(path, line, error)
+            problems.add(path, line, error, field=where)
             continue
         if not isinstance(row, dict):
             problems.add(path, line, f"expected a JSON object, got {type(row).__name__}")
@@ -125,9 +149,9 @@ def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[Foundati
 def _chat_file(path: Path, order: str, problems: _Problems) -> dict[str, list[ChatOutcome]]:
     """Outcomes of one Chat judge list; ``order`` says whether score 1 is the reference or the model."""
     outcomes: dict[str, list[ChatOutcome]] = {"official": [], "strict": []}
-    for line, row, error in _read_entries(path):
+    for line, row, error, where in _read_entries(path):
         if error is not None:
-            problems.add(path, line, error)
+            problems.add(path, line, error, field=where)
             continue
         if not isinstance(row, dict):
             problems.add(path, line, f"expected a JSON object, got {type(row).__name__}")
