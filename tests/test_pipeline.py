@@ -169,3 +169,36 @@ def test_a_model_failing_on_every_item_marks_the_run_failed(tmp_path):
     results = read_results(tmp_path / "r" / "dead" / "03_run_model.ipynb")
     assert results["run_model"]["runs"][0]["failed"] == 3  # the counts were recorded before the notebook failed
     assert json.loads((tmp_path / "r" / "dead" / "run.json").read_text())["status"] == "failed"
+
+
+def test_a_judge_failing_on_every_call_marks_the_run_failed(tmp_path):
+    """Notebook 04 with an LLM judge whose every call gets a 400: the counts are recorded, the run is failed."""
+    from airbench_nb.manifests import write_manifest
+    from airbench_nb.records import ChatItem, Response
+    from tests.openai_server import Fault, OpenAITestServer
+
+    data = tmp_path / "data"
+    items = [
+        ChatItem(
+            uid=f"c{i}", dataset="d", audio="a.wav", question="What?", task="sound_QA", reference="R", meta_info="M"
+        )
+        for i in range(2)
+    ]
+    write_manifest(data / "chat.jsonl", items)
+    answers = tmp_path / "responses" / "m"
+    answers.mkdir(parents=True)
+    (answers / "chat.jsonl").write_text(
+        "".join(Response(uid=i.uid, model="m", text="x").model_dump_json() + "\n" for i in items)
+    )
+    with OpenAITestServer() as server:
+        server.plan[""] = [Fault("400")] * 10  # every prompt, every attempt
+        params = {
+            "manifest_dir": str(data),
+            "responses_dir": str(tmp_path / "responses"),
+            "judges": [f"openai:judge@{server.base_url}"],
+            "show": 1,
+        }
+        info = run_pipeline(params, notebooks=["04_judge"], run_id="j", reports_dir=tmp_path / "r", html=False)
+    assert info.status == "failed" and "judge(s) failed on every call" in info.notebooks[0].error
+    assert "4 of 4 judge calls failed" in info.notebooks[0].error
+    assert read_results(tmp_path / "r" / "j" / "04_judge.ipynb")["judge"]["judge_errors"] == 4
