@@ -189,7 +189,7 @@ def llm_references(
     *,
     cache: str | Path | None = None,
     concurrency: int = 8,
-    api_key_env: str = "OPENAI_API_KEY",
+    api_key_env: str | None = None,
     max_tokens: int = 200,
 ) -> tuple[list[ChatItem], list[dict[str, Any]]]:
     """Rewrite Chat reference answers with an LLM from each item's meta-information and question.
@@ -202,23 +202,25 @@ def llm_references(
         spec: ``openai:<model>[@<base_url>]`` (the shared API client: cached, retried, concurrent).
         cache: SQLite cache of the calls (a rebuild with it makes no request and gives the same references).
         concurrency: Requests in flight.
-        api_key_env: Environment variable holding the key.
+        api_key_env: Environment variable holding the key; None: the kit's rule (``OPENAI_API_KEY`` for OpenAI's
+            endpoint only, no key for any other server; see :mod:`airbench_nb.api_client.endpoints`).
         max_tokens: Length bound of each answer.
 
     Returns:
         ``(items, failures)``: new items in order, and one ``{"uid", "error"}`` per failed call.
 
     Raises:
-        ValueError: For a spec that is not ``openai:...``.
+        ValueError: For a spec that is not ``openai:...`` (``EndpointError``, a ValueError, for a bad URL).
     """
     from airbench_nb.api_client import APIClient, ChatRequest
+    from airbench_nb.api_client.endpoints import parse_openai_spec
     from airbench_nb.prompts import REFERENCE_TEMPLATE
 
     kind, _, rest = spec.partition(":")
     if kind != "openai" or not rest:
         raise ValueError(f"reference model {spec!r}: use openai:<model>[@<base_url>]")
-    model, _, base_url = rest.partition("@")
-    client = APIClient(base_url=base_url or None, api_key_env=api_key_env, concurrency=concurrency, cache_path=cache)
+    model, base_url = parse_openai_spec(rest)
+    client = APIClient(base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, cache_path=cache)
     requests = [
         ChatRequest(
             model,
