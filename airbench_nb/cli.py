@@ -260,7 +260,8 @@ def run(
         for n in info.notebooks
     ]
     console.print(_table(f"run {info.run_id}: {info.status}", rows))
-    console.print(f"report: {reports / info.run_id}/")
+    page = reports / info.run_id / "index.html"
+    console.print(f"report: {page if page.is_file() else f'{reports / info.run_id}/'}")
     if info.status != "ok":
         raise typer.Exit(1)
 
@@ -915,6 +916,21 @@ def agreement_cmd(
     console.print(f"{len(result.disagreements)} (judge, pair) disagreements; notebook 06 lists them with audio")
     for key, why in result["reasons"].items():
         console.print(f"[yellow]{key}:[/yellow] {why}", soft_wrap=True)
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (reports/<run_id>) with run.json.")],
+) -> None:
+    """Write (again) the run's landing page: index.html and README.md beside run.json."""
+    from airbench_nb.report_page import write_report_page
+
+    try:
+        index, _ = write_report_page(run_dir)
+    except FileNotFoundError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    console.print(f"report: {index}")
 
 
 def main() -> None:

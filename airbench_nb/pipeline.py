@@ -322,5 +322,11 @@ def run_pipeline(
     info.status = "failed" if failed else "ok"
     info.ended = _now()
     save()
+    try:
+        from airbench_nb.report_page import write_report_page
+
+        write_report_page(run_dir)
+    except Exception as exc:  # noqa: BLE001 - the page is a summary; the notebooks and run.json are the record
+        logger.warning("report page of %s not written: %s: %s", run_dir, type(exc).__name__, exc)
     logger.info("run %s %s: %s", run_id, info.status, run_dir)
     return info

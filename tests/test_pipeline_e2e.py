@@ -51,3 +51,5 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
         > scores.loc[("baseline:first", "strict"), "chat_average"]
     )
     assert (run_dir / "scores.csv").is_file()
+    page = (run_dir / "index.html").read_text()  # the landing page, written at the end of every run
+    assert "baseline:oracle" in page and 'class="status ok"' in page and (run_dir / "README.md").is_file()

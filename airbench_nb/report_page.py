@@ -1,0 +1,327 @@
+"""The landing page of a run folder: ``index.html`` (and ``README.md`` for GitHub viewers), written after every run.
+
+One page says what the run found: what was run (models, judges, data, protocol, versions, commit, durations from
+``run.json``), the AIR-Bench main table in both protocols with CIs rounded for reading, the warnings that matter
+(failed notebooks, failures, unusable items, proxy judges, partial averages, judges whose order bias is
+significant, models with a significant letter preference), the figures of notebook 05, and links to every executed
+notebook, its HTML and the raw files. Rendered with Jinja2 (a dependency of nbconvert), styled inline, no JavaScript.
+Everything is read from the files the run wrote; a missing file leaves its part out, so a failed run still gets a
+page saying how far it got.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+INDEX = "index.html"
+"""File name of the landing page inside the run folder."""
+
+README = "README.md"
+"""File name of its markdown twin (GitHub shows it when the folder is browsed)."""
+
+ALPHA = 0.05
+"""Significance level of the warnings (order bias, position bias)."""
+
+FIGURE_CAPTIONS: dict[str, str] = {
+    "category-scores-by-model-and-protocol": "Scores by category, both protocols, with 95% bootstrap CIs.",
+    "chosen-vs-gold-letter-per-model": "Position bias: option letter chosen against gold letter.",
+    "circular-vs-plain-accuracy": "Circular evaluation: plain vs circular accuracy over rotated options.",
+    "judge-order-bias-shown-first-vs-second": "Judge order bias: the same answer scored shown first vs second.",
+    "confusion-matrices-per-task": "Confusion matrices of closed-label tasks.",
+    "accuracy-vs-answer-length": "Accuracy by answer length.",
+    "accuracy-vs-snr": "Accuracy against SNR of speech over noise or music.",
+    "capability-ranking": "Ranks per capability and weighted total (UG-Bench style).",
+    "model-differences-with-95-ci": "Differences between models with paired 95% CIs (Holm-corrected tests).",
+    "judge-human-agreement": "Agreement of judges with human labels.",
+}
+"""Captions of the known figures of notebook 05, by file stem (others get their stem)."""
+
+RAW_FILES: tuple[str, ...] = (
+    "run.json",
+    "scores.csv",
+    "scores_summary.csv",
+    "summary.json",
+    "analysis/analysis.json",
+    "analysis/leaderboard.md",
+    "analysis/tables.csv",
+)
+"""Files linked under "Raw files" when they exist."""
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>airbench-nb run {{ run_id }}</title>
+<style>
+body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; max-width: 1180px;
+       margin: 2em auto; padding: 0 1em; color: #1d2125; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #d0d7de; padding-bottom: 0.2em; }
+.status { display: inline-block; padding: 0.1em 0.6em; border-radius: 0.8em; color: white; font-weight: 600; }
+.ok { background: #1a7f37; } .failed { background: #cf222e; } .running { background: #9a6700; }
+table { border-collapse: collapse; font-size: 0.86em; margin: 0.6em 0 1.2em; }
+th, td { border: 1px solid #d0d7de; padding: 0.25em 0.55em; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; } td.num { text-align: right; white-space: nowrap; }
+.warnings li { margin: 0.2em 0; } .warn { color: #9a6700; } .bad { color: #cf222e; }
+figure { margin: 1.2em 0; } figure img { max-width: 100%; border: 1px solid #d0d7de; }
+figcaption { font-size: 0.9em; color: #57606a; }
+.meta { color: #57606a; font-size: 0.92em; } details { margin: 0.5em 0; } code { font-size: 0.92em; }
+</style>
+</head>
+<body>
+<h1>airbench-nb run <code>{{ run_id }}</code> <span class="status {{ status }}">{{ status }}</span></h1>
+<p class="meta">started {{ started }} · ended {{ ended }} · {{ duration }} · commit <code>{{ commit }}</code></p>
+
+<h2>What was run</h2>
+<table>
+{% for key, value in what %}<tr><th>{{ key }}</th><td>{{ value }}</td></tr>
+{% endfor %}</table>
+<details><summary>Versions</summary><table>
+{% for key, value in versions %}<tr><th>{{ key }}</th><td>{{ value }}</td></tr>{% endfor %}
+</table></details>
+
+<h2>Warnings</h2>
+{% if warnings %}<ul class="warnings">
+{% for level, text in warnings %}<li class="{{ level }}">{{ text }}</li>
+{% endfor %}</ul>{% else %}<p>None.</p>{% endif %}
+
+<h2>Main table</h2>
+<p class="meta">Foundation: accuracy in % with its 95% bootstrap interval; Chat: the judge's mean score (1-10) with its
+95% interval. <b>official</b> reproduces the official scripts (unreadable answers dropped);
+<b>strict</b> counts them wrong. † marks an Average over fewer categories than the benchmark has.</p>
+{% if main_table %}{{ main_table | safe }}{% else %}<p>No scores (the judging stage did not finish).</p>{% endif %}
+
+<h2>Figures</h2>
+{% for figure in figures %}<figure>
+<a href="{{ figure.path }}"><img src="{{ figure.path }}" alt="{{ figure.caption }}"></a>
+<figcaption>{{ figure.caption }}</figcaption></figure>
+{% else %}<p>No figures (notebook 05 did not run).</p>{% endfor %}
+
+<h2>Notebooks</h2>
+<table><tr><th>notebook</th><th>status</th><th>seconds</th><th>executed notebook</th><th>HTML</th><th>error</th></tr>
+{% for nb in notebooks %}<tr><td>{{ nb.name }}</td><td>{{ nb.status }}</td><td class="num">{{ nb.seconds }}</td>
+<td>{% if nb.output %}<a href="{{ nb.output }}">{{ nb.output }}</a>{% endif %}</td>
+<td>{% if nb.html %}<a href="{{ nb.html }}">{{ nb.html }}</a>{% endif %}</td><td>{{ nb.error }}</td></tr>
+{% endfor %}</table>
+
+<h2>Raw files</h2>
+<ul>{% for path in raw_files %}<li><a href="{{ path }}">{{ path }}</a></li>{% endfor %}</ul>
+</body>
+</html>
+"""
+"""Jinja2 template of ``index.html`` (autoescaped; the main table is inserted as trusted HTML)."""
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        if path.exists():
+            logger.warning("%s: unreadable (%s); left out of the report page", path, exc)
+        return None
+
+
+def _duration(run: dict[str, Any]) -> str:
+    total = sum(nb.get("duration_s") or 0.0 for nb in run.get("notebooks", []))
+    return f"{total:.0f} s of notebooks" if total else "not finished"
+
+
+def _what(run: dict[str, Any], analysis: dict[str, Any] | None, run_dir: Path) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    card = _read_json(run_dir / "data" / "dataset.json") or {}
+    counts = card.get("counts") or {}
+    if card:
+        parts = [f"source {card.get('source', '?')}"]
+        for key, label in (("graded_items", "SNR-graded copies"), ("rotated_items", "rotated copies")):
+            if counts.get(key):
+                parts.append(f"{counts[key]} {label}")
+        rows.append(("data", ", ".join(parts)))
+    if analysis:
+        rows.append(("models", ", ".join(analysis.get("models") or []) or "none"))
+        rows.append(("Chat judges", ", ".join(analysis.get("judges") or []) or "none"))
+        rows.append(
+            (
+                "items read",
+                f"{analysis.get('items', 0)} with usable audio (SNR-graded and rotated copies included), "
+                f"{analysis.get('unusable_items', 0)} unusable",
+            )
+        )
+        rows.append(("analyses read with", f"the {analysis.get('protocol')} protocol (the main table shows both)"))
+    parameters = run.get("parameters") or {}
+    rows.append(("parameters", ", ".join(f"{k}={v!r}" for k, v in parameters.items()) or "the notebooks' defaults"))
+    return rows
+
+
+def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], analysis: dict[str, Any] | None) -> list[tuple]:
+    from airbench_nb.scoring import PROXY_SHORT
+
+    out: list[tuple[str, str]] = []
+    for nb in run.get("notebooks", []):
+        if nb.get("status") == "failed":
+            out.append(("bad", f"notebook {nb['name']} failed: {nb.get('error') or 'no error recorded'}"))
+    for row in summary:
+        if row.get("protocol") != "strict":
+            continue
+        for bench in ("foundation", "chat"):
+            failed = row.get(f"{bench}_failed") or 0
+            if failed:
+                out.append(
+                    (
+                        "warn",
+                        f"{row['model']}: {failed} {bench} failures (strict counts them wrong; official drops them)",
+                    )
+                )
+            if row.get(f"{bench}_partial"):
+                out.append(("warn", f"{row['model']}: the {bench} Average is partial (not all categories present)"))
+        if row.get("unusable_items"):
+            out.append(("warn", f"{row['unusable_items']} items with missing, empty or corrupt audio were left out"))
+    if any(row.get("chat_judge") == PROXY_SHORT for row in summary):
+        out.append(("warn", f"Chat scored by the {PROXY_SHORT}: a similarity proxy, not comparable with an LLM judge"))
+    for judge, by_model in ((analysis or {}).get("order_bias") or {}).items():
+        for model, bias in by_model.items():
+            p, low, high = bias.get("wilcoxon_p"), bias.get("ci_low"), bias.get("ci_high")
+            if p is not None and p < ALPHA and low is not None and (low > 0 or high < 0):
+                out.append(
+                    (
+                        "bad",
+                        f"judge {judge} favours the answer it reads {'first' if low > 0 else 'second'} when scoring "
+                        f"{model}: mean difference {bias.get('mean_diff'):+.2f} [{low:+.2f}, {high:+.2f}], "
+                        f"Wilcoxon p = {p:.2g}",
+                    )
+                )
+    for model, bias in ((analysis or {}).get("position_bias") or {}).items():
+        p = bias.get("p_value")
+        if p is not None and p < ALPHA / 5:
+            chosen = bias.get("chosen") or {}
+            top = max(chosen, key=chosen.get) if chosen else "?"
+            out.append(("warn", f"{model} favours option {top} (chi-square p = {p:.2g})"))
+    return list(dict.fromkeys(out))
+
+
+def _main_table_html(results: dict[str, Any] | None) -> str:
+    if not results:
+        return ""
+    from airbench_nb.analysis.tables import _main_markdown, main_table
+
+    frame = main_table(results)
+    if frame.empty:
+        return ""
+    flat = _main_markdown(frame)
+    return flat.to_html(index=False, border=0, escape=True, na_rep="–")
+
+
+def _figures(run_dir: Path) -> list[dict[str, str]]:
+    folder = run_dir / "analysis" / "figures"
+    if not folder.is_dir():
+        return []
+    order = list(FIGURE_CAPTIONS)
+    paths = sorted(folder.glob("*.png"), key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem))
+    return [
+        {"path": p.relative_to(run_dir).as_posix(), "caption": FIGURE_CAPTIONS.get(p.stem, p.stem.replace("-", " "))}
+        for p in paths
+    ]
+
+
+def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``index.html`` and ``README.md`` into a run folder from the files the run wrote.
+
+    Args:
+        run_dir: The run folder (``reports/<run_id>``).
+
+    Returns:
+        The paths of ``index.html`` and ``README.md``.
+
+    Raises:
+        FileNotFoundError: When the folder has no ``run.json``.
+    """
+    import jinja2
+
+    run_dir = Path(run_dir)
+    run = _read_json(run_dir / "run.json")
+    if not isinstance(run, dict):
+        raise FileNotFoundError(f"{run_dir}: no readable run.json (is this a run folder?)")
+    analysis = _read_json(run_dir / "analysis" / "analysis.json")
+    results = _read_json(run_dir / "summary.json")
+    summary_rows = _summary_rows(run_dir)
+    notebooks = [
+        {
+            "name": nb.get("name"),
+            "status": nb.get("status"),
+            "seconds": f"{nb['duration_s']:.1f}" if nb.get("duration_s") is not None else "",
+            "output": nb.get("output") if nb.get("output") and (run_dir / nb["output"]).is_file() else None,
+            "html": nb.get("html") if nb.get("html") and (run_dir / nb["html"]).is_file() else None,
+            "error": (nb.get("error") or "")[:300] if nb.get("status") != "skipped" else nb.get("error") or "",
+        }
+        for nb in run.get("notebooks", [])
+    ]
+    context = {
+        "run_id": run.get("run_id", run_dir.name),
+        "status": run.get("status", "running"),
+        "started": run.get("started", "?"),
+        "ended": run.get("ended") or "not finished",
+        "duration": _duration(run),
+        "commit": run.get("git_commit") or "unknown",
+        "what": _what(run, analysis, run_dir),
+        "versions": sorted((run.get("versions") or {}).items()),
+        "warnings": _warnings(run, summary_rows, analysis),
+        "main_table": _main_table_html(results),
+        "figures": _figures(run_dir),
+        "notebooks": notebooks,
+        "raw_files": [p for p in RAW_FILES if (run_dir / p).is_file()],
+    }
+    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    template = environment.from_string(TEMPLATE)
+    index = run_dir / INDEX
+    index.write_text(template.render(**context), encoding="utf-8")
+    readme = run_dir / README
+    readme.write_text(_markdown(context, run_dir), encoding="utf-8")
+    logger.info("report page: %s", index)
+    return index, readme
+
+
+def _summary_rows(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "scores_summary.csv"
+    if not path.is_file():
+        return []
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        logger.warning("%s: unreadable (%s)", path, exc)
+        return []
+    return json.loads(frame.to_json(orient="records"))
+
+
+def _markdown(context: dict[str, Any], run_dir: Path) -> str:
+    lines = [
+        f"# airbench-nb run `{context['run_id']}`: {context['status']}",
+        "",
+        f"Started {context['started']}, ended {context['ended']} ({context['duration']}); commit "
+        f"`{context['commit']}`. The full page is [index.html](index.html).",
+        "",
+        "## What was run",
+        "",
+        *[f"- **{key}**: {value}" for key, value in context["what"]],
+        "",
+        "## Warnings",
+        "",
+        *([f"- {text}" for _, text in context["warnings"]] or ["None."]),
+        "",
+    ]
+    leaderboard = run_dir / "analysis" / "leaderboard.md"
+    if leaderboard.is_file():
+        lines += ["## Tables", "", "See [analysis/leaderboard.md](analysis/leaderboard.md).", ""]
+    if context["figures"]:
+        lines += ["## Figures", ""]
+        lines += [f"![{f['caption']}]({f['path']})\n\n*{f['caption']}*\n" for f in context["figures"]]
+    lines += ["## Notebooks", ""]
+    for nb in context["notebooks"]:
+        links = " · ".join(f"[{name}]({name})" for name in (nb["output"], nb["html"]) if name)
+        lines.append(f"- {nb['name']}: {nb['status']} ({nb['seconds'] or '-'} s) {links}")
+    lines += ["", "## Raw files", "", *[f"- [{p}]({p})" for p in context["raw_files"]], ""]
+    return "\n".join(lines)
