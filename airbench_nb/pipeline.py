@@ -32,6 +32,7 @@ PIPELINE: tuple[str, ...] = (
     "03_run_model",
     "04_judge",
     "05_analyze",
+    "06_annotate",
 )
 """Notebook stems executed by ``airbench-nb run``, in order. Later stages register themselves here."""
 
