@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set airbench-nb up on a fresh machine. Called by the Makefile; safe to run again.
 #   scripts/setup.sh python   venv at $VENV, torch (CPU wheel) first, then the kit with its dev extra, kernel
-#   scripts/setup.sh system   espeak-ng and sox: installed with apt-get when missing and running as root
+#   scripts/setup.sh system   espeak-ng, sox and chromium (the browser tests' browser): installed with apt-get when
+#                             missing and running as root
 set -euo pipefail
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
@@ -32,7 +33,7 @@ python_setup() {
 
 system_setup() {
     local missing=()
-    for tool in espeak-ng sox; do
+    for tool in espeak-ng sox chromium; do
         command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
@@ -42,8 +43,9 @@ system_setup() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
         echo "warning: ${missing[*]} not found, and this is not a root Debian/Ubuntu shell that could install it." >&2
-        echo "         Install it yourself (e.g. 'sudo apt-get install -y espeak-ng sox', 'brew install espeak-ng sox'," >&2
-        echo "         or 'conda install -c conda-forge espeak-ng sox'). Speech synthesis needs espeak-ng." >&2
+        echo "         Install it yourself (e.g. 'sudo apt-get install -y espeak-ng sox chromium', 'brew install espeak-ng sox'," >&2
+        echo "         or 'conda install -c conda-forge espeak-ng sox'). Speech synthesis needs espeak-ng; the browser tests" >&2
+        echo "         (tests/browser) need chromium at /usr/bin/chromium and skip without it." >&2
     fi
 }
 
