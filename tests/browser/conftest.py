@@ -134,9 +134,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                 process.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """Debian's chromium, headless, through Playwright."""
+    """Debian's chromium, headless, through Playwright.
+
+    Package-scoped, not session-scoped: Playwright's sync API keeps an event loop running in the main thread while
+    it is open, and tests after the browser tests (``asyncio.run`` in a test body) must not find one.
+    """
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
