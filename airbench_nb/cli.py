@@ -831,12 +831,18 @@ def compare(
 @app.command("agreement")
 def agreement_cmd(
     run_dir: Annotated[Path, typer.Argument(help="The run folder the sample was drawn from.")],
-    sample: Annotated[Path, typer.Option(help="The annotation sample JSONL (airbench-nb sample-annotation).")],
     labels: Annotated[
         list[Path], typer.Option(help="Label JSONL files, one per annotator: --labels A.jsonl B.jsonl ...")
     ],
     more_labels: Annotated[
         list[Path] | None, typer.Argument(help="More label files (what follows --labels F).", show_default=False)
+    ] = None,
+    sample: Annotated[
+        Path | None,
+        typer.Option(
+            help="The annotation sample JSONL (airbench-nb sample-annotation); default: the one sample*.jsonl in "
+            "RUN_DIR/annotation/."
+        ),
     ] = None,
     judge: Annotated[list[str] | None, typer.Option(help="Report only this judge (repeatable).")] = None,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
@@ -856,6 +862,14 @@ def agreement_cmd(
     if not run_dir.is_dir():
         raise refuse(f"{run_dir}: no such run folder (give RUN_DIR before --labels)")
     files = [*labels, *(more_labels or [])]
+    if sample is None:
+        found = sorted(
+            p for p in (run_dir / "annotation").glob("sample*.jsonl") if not p.name.endswith(".labels.jsonl")
+        )
+        if len(found) != 1:
+            where = f"{run_dir / 'annotation'}: " + (", ".join(p.name for p in found) or "no sample*.jsonl")
+            raise refuse(f"give --sample: {where}")
+        sample = found[0]
     try:
         result = agreement(run_dir, sample, files, seed=seed, judges=judge, reps=reps)
     except (FileNotFoundError, ValueError, ManifestError) as exc:

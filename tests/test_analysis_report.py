@@ -187,3 +187,15 @@ def test_notebook_05_is_registered_and_committed_clean():
     params = papermill.inspect_notebook(str(NOTEBOOK))
     assert {"run_dir", "protocol", "models", "judges", "weights"} <= set(params)
     assert all(p["help"] for p in params.values())
+
+
+def test_cli_agreement_finds_the_runs_sample(planted: Path):
+    _, labels = _annotation(planted)
+    runner = CliRunner()
+    found = runner.invoke(app, ["agreement", str(planted), "--reps", "50", "--json", "--labels", *map(str, labels)])
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.output)["judges"]["rule"]["foundation"]["agreement"] == pytest.approx(0.95)
+    empty = planted.parent / "no-sample"
+    (empty / "annotation").mkdir(parents=True)
+    missing = runner.invoke(app, ["agreement", str(empty), "--labels", str(labels[0])])
+    assert missing.exit_code == 2 and "--sample" in missing.output
