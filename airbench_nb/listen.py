@@ -24,6 +24,7 @@ import html
 import json
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,9 @@ from airbench_nb.mix import Clip, MixError, MixResult, remix
 from airbench_nb.records import ChatItem, FoundationItem, MixMeta
 
 logger = logging.getLogger(__name__)
+
+_FIGURE_LOCK = threading.Lock()
+"""Serialises figure drawing in widget callbacks (see :func:`_show_signal`)."""
 
 ALL = "(all)"
 """Filter value meaning no filter."""
@@ -353,9 +357,13 @@ def _show_signal(view: ListenView, label: str) -> None:
     )
     display(_audio_player(signal, view.sr))
     components = {k: v for k, v in view.signals.items() if k in ("A", "B")} if label == "mix" else None
-    fig = plot_audio(signal, view.sr, title=f"{view.title}: {label}", components=components, onsets=view.onsets)
-    display(figure_png(fig))
-    plt.close(fig)
+    # Drawn with pyplot's interactive mode off and one figure at a time: in JupyterLab 4 with ipykernel 7 a widget
+    # callback may run on another kernel thread while the inline backend flushes figures, which leaves a figure blank.
+    with _FIGURE_LOCK, plt.ioff():
+        fig = plot_audio(signal, view.sr, title=f"{view.title}: {label}", components=components, onsets=view.onsets)
+        image = figure_png(fig)
+        plt.close(fig)
+    display(image)
 
 
 def figure_png(fig: Any, dpi: int = 80) -> Any:
