@@ -1,0 +1,417 @@
+"""Label files and :class:`AnnotationSession`, the state machine over one: replay, resume, undo and repair."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from airbench_nb.annotate.sample import LETTERS, _read_lines
+from airbench_nb.records import AnnotationPair, Label
+
+logger = logging.getLogger(__name__)
+
+ANNOTATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""What an annotator id may be: it names the label file."""
+
+
+class LabelFileError(ValueError):
+    """A label file that does not belong to this sample or annotator (the message names file, line and field)."""
+
+
+def label_file(sample: str | Path, annotator: str) -> Path:
+    """The default label file of ``annotator`` for ``sample``: ``<sample stem>.<annotator>.labels.jsonl`` beside it."""
+    sample = Path(sample)
+    return sample.with_name(f"{sample.stem}.{check_annotator(annotator)}.labels.jsonl")
+
+
+def check_annotator(annotator: str) -> str:
+    """Validate an annotator id (it names a file): 1-64 letters, digits, ``.``, ``_`` or ``-``.
+
+    Raises:
+        ValueError: Saying what an id may hold.
+    """
+    annotator = annotator.strip()
+    if not ANNOTATOR.fullmatch(annotator):
+        raise ValueError(
+            f"annotator id {annotator!r} is not usable: give 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (it names your label file)"
+        )
+    return annotator
+
+
+def read_label_file(path: str | Path, *, repair: bool = False) -> list[Label]:
+    """Read one label file; a final line cut short by a crash mid-write is dropped (it was never acknowledged).
+
+    Args:
+        path: The label file (absent: no labels).
+        repair: Also rewrite the file without that cut line, so that appending can go on.
+
+    Returns:
+        The actions in file order.
+
+    Raises:
+        airbench_nb.manifests.ManifestError: On a complete line that is not a valid label (file and line named).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    raw = path.read_bytes()
+    if raw and not raw.endswith(b"\n"):
+        keep = raw[: raw.rfind(b"\n") + 1]
+        logger.warning("%s: dropping a final line cut short (%d bytes, never acknowledged)", path, len(raw) - len(keep))
+        if repair:
+            tmp = path.with_name(path.name + ".repair")
+            with open(tmp, "wb") as handle:
+                handle.write(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        raw = keep
+    return _read_lines(path, raw, Label)
+
+
+def _append_durably(path: Path, line: str) -> None:
+    """Append one line and make it durable (flush and fsync; the folder too when the file is new)."""
+    new = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8", newline="\n") as handle:
+        handle.write(line + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    if new:
+        try:
+            fd = os.open(path.parent, os.O_RDONLY)
+        except OSError:  # pragma: no cover - folders cannot be opened on some platforms
+            return
+        try:
+            os.fsync(fd)
+        except OSError:  # pragma: no cover
+            pass
+        finally:
+            os.close(fd)
+
+
+class AnnotationSession:
+    """One annotator labelling one sample: the current pair, labels, skips, undo and resume, without widgets.
+
+    The state is always what replaying the label file gives (see the module docstring); each action is appended
+    durably before the state moves on. If the file grows outside this session (the same annotator in a second
+    tab), the session replays it before its next action. A session is not thread-safe: :class:`AnnotationTool`
+    takes one action at a time.
+    """
+
+    def __init__(
+        self,
+        pairs: Sequence[AnnotationPair],
+        labels_path: str | Path,
+        annotator: str,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Open (or create) the annotator's label file and resume at the first unlabelled pair.
+
+        Args:
+            pairs: The sample, in display order.
+            labels_path: The annotator's label file (created on the first action).
+            annotator: The annotator's id.
+            clock: Seconds counter used to time each pair (a fake one in tests).
+
+        Raises:
+            ValueError: For a bad annotator id, an empty sample or duplicate pair ids.
+            LabelFileError: When the file holds another annotator's labels or pairs not in the sample.
+        """
+        if not pairs:
+            raise ValueError("the sample holds no pairs")
+        self.pairs = list(pairs)
+        """The sample, in display order."""
+        self.index_of = {p.pair_id: i for i, p in enumerate(self.pairs)}
+        """Position of each pair id in the sample."""
+        if len(self.index_of) != len(self.pairs):
+            raise ValueError("the sample holds duplicate pair ids")
+        self.path = Path(labels_path)
+        """The annotator's label file."""
+        self.annotator = check_annotator(annotator)
+        """The annotator's id."""
+        self.clock = clock
+        self.index: int | None = None
+        """Position of the pair shown (None when every pair is labelled)."""
+        self.actions: list[Label] = []
+        """Every action of the file, in order."""
+        self._stacks: dict[str, list[Label]] = {}
+        self._history: list[str] = []
+        self._skipped: set[str] = set()
+        self._size = -1
+        self._shown_at = clock()
+        self.reload()
+
+    # -- state ---------------------------------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Replay the label file (repairing a final line cut short) and go to the first unlabelled pair.
+
+        Raises:
+            LabelFileError: When the file holds another annotator's labels or pairs not in the sample.
+        """
+        actions = read_label_file(self.path, repair=True)
+        self.actions, self._stacks, self._history, self._skipped = [], {}, [], set()
+        for line, action in enumerate(actions, start=1):
+            if action.annotator != self.annotator:
+                raise LabelFileError(
+                    f"{self.path}, line {line}, field annotator: labels of {action.annotator!r}, not "
+                    f"{self.annotator!r}; each annotator labels into their own file"
+                )
+            if action.pair_id not in self.index_of:
+                raise LabelFileError(
+                    f"{self.path}, line {line}, field pair_id: {action.pair_id!r} is not in the sample; "
+                    "is this the label file of another sample?"
+                )
+            self._replay(action)
+        self._size = self.path.stat().st_size if self.path.exists() else 0
+        self._go(self.next_unlabelled(None))
+
+    def _replay(self, action: Label) -> None:
+        self.actions.append(action)
+        stack = self._stacks.setdefault(action.pair_id, [])
+        if action.action == "label":
+            stack.append(action)
+            self._history.append(action.pair_id)
+            self._skipped.discard(action.pair_id)
+        elif action.action == "undo":
+            if stack:
+                stack.pop()
+                for position in range(len(self._history) - 1, -1, -1):
+                    if self._history[position] == action.pair_id:
+                        del self._history[position]
+                        break
+            else:
+                logger.warning("%s: an undo of %s with no label to retract (ignored)", self.path, action.pair_id)
+        else:
+            self._skipped.add(action.pair_id)
+
+    def _go(self, index: int | None) -> None:
+        self.index = index
+        self._shown_at = self.clock()
+
+    @property
+    def current(self) -> AnnotationPair | None:
+        """The pair shown (None when done)."""
+        return None if self.index is None else self.pairs[self.index]
+
+    @property
+    def done(self) -> bool:
+        """Whether every pair has a label."""
+        return self.index is None
+
+    @property
+    def labels(self) -> dict[str, Label]:
+        """The annotator's label of each labelled pair (the latest label not undone), by pair id."""
+        return {pid: stack[-1] for pid, stack in self._stacks.items() if stack}
+
+    def label_of(self, pair_id: str) -> Label | None:
+        """The annotator's label of a pair, or None."""
+        stack = self._stacks.get(pair_id)
+        return stack[-1] if stack else None
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """``(pairs labelled, pairs in the sample)``."""
+        return sum(1 for stack in self._stacks.values() if stack), len(self.pairs)
+
+    @property
+    def skipped(self) -> set[str]:
+        """Pair ids skipped and not labelled since."""
+        return set(self._skipped)
+
+    def next_unlabelled(self, after: int | None) -> int | None:
+        """The next unlabelled pair after position ``after`` (None: from the start), wrapping around.
+
+        Pairs never skipped come first; skipped ones after them. None when every pair is labelled.
+        """
+        n = len(self.pairs)
+        start = 0 if after is None else after + 1
+        order = [(start + k) % n for k in range(n)]
+        unlabelled = [i for i in order if not self._stacks.get(self.pairs[i].pair_id)]
+        fresh = [i for i in unlabelled if self.pairs[i].pair_id not in self._skipped]
+        return (fresh or unlabelled or [None])[0]
+
+    # -- actions -------------------------------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Replay the file if it changed outside this session, keeping the pair shown when it is still open."""
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if size != self._size:
+            logger.warning("%s changed outside this session: replaying it", self.path)
+            shown = self.current
+            self.reload()
+            if shown is not None and self.label_of(shown.pair_id) is None:
+                self._go(self.index_of[shown.pair_id])
+
+    def _write(self, action: Label) -> Label:
+        from airbench_nb.manifests import dumps_record
+
+        _append_durably(self.path, dumps_record(action))
+        self._size = self.path.stat().st_size
+        self._replay(action)
+        return action
+
+    def _elapsed(self) -> float:
+        return round(max(0.0, self.clock() - self._shown_at), 3)
+
+    def label(
+        self,
+        *,
+        choice: int | None = None,
+        unclear: bool = False,
+        preference: Literal["1", "2", "tie"] | None = None,
+        score_1: float | None = None,
+        score_2: float | None = None,
+        comment: str = "",
+    ) -> Label:
+        """Label the pair shown, write it durably and go to the next unlabelled pair.
+
+        Args:
+            choice: Foundation: index of the option the answer picks.
+            unclear: Foundation: the answer picks no option, or not clearly one.
+            preference: Chat: ``"1"``, ``"2"`` or ``"tie"`` (which shown answer is better).
+            score_1: Chat: optional 1-10 score of Answer 1.
+            score_2: Chat: optional 1-10 score of Answer 2.
+            comment: Free text.
+
+        Returns:
+            The :class:`Label` written.
+
+        Raises:
+            RuntimeError: When every pair is labelled.
+            ValueError: For a label that does not fit the pair's kind (nothing is written).
+        """
+        self._sync()
+        pair = self.current
+        if pair is None:
+            raise RuntimeError("every pair is labelled: nothing to label (undo to change a label)")
+        if pair.kind == "foundation":
+            if preference is not None or score_1 is not None or score_2 is not None:
+                raise ValueError("a Foundation pair takes an option or unclear, not a preference or scores")
+            if unclear == (choice is not None):
+                raise ValueError("give either the option the answer picks (choice) or unclear")
+            if choice is not None and not 0 <= choice < len(pair.choices):
+                raise ValueError(f"choice {choice} is not one of the pair's {len(pair.choices)} options")
+        else:
+            if choice is not None or unclear:
+                raise ValueError("a Chat pair takes a preference (1, 2 or tie), not an option")
+            if preference not in ("1", "2", "tie"):
+                raise ValueError(f'preference must be "1", "2" or "tie", got {preference!r}')
+            for name, score in (("score_1", score_1), ("score_2", score_2)):
+                if score is not None and not 1 <= score <= 10:
+                    raise ValueError(f"{name} must be from 1 to 10, got {score}")
+        action = Label(
+            pair_id=pair.pair_id,
+            annotator=self.annotator,
+            action="label",
+            choice=choice,
+            unclear=unclear,
+            preference=preference,
+            score_1=score_1,
+            score_2=score_2,
+            comment=comment.strip(),
+            seconds=self._elapsed(),
+        )
+        self._write(action)
+        self._go(self.next_unlabelled(self.index))
+        return action
+
+    def skip(self, comment: str = "") -> Label:
+        """Pass the pair shown over for now (written as a skip) and go to the next unlabelled pair.
+
+        Raises:
+            RuntimeError: When every pair is labelled.
+        """
+        self._sync()
+        pair = self.current
+        if pair is None:
+            raise RuntimeError("every pair is labelled: nothing to skip")
+        action = Label(
+            pair_id=pair.pair_id,
+            annotator=self.annotator,
+            action="skip",
+            comment=comment.strip(),
+            seconds=self._elapsed(),
+        )
+        self._write(action)
+        self._go(self.next_unlabelled(self.index))
+        return action
+
+    def undo(self) -> Label | None:
+        """Retract the latest label not yet undone (written as an undo) and show its pair again.
+
+        Returns:
+            The undo written, or None when there is no label to undo.
+        """
+        self._sync()
+        if not self._history:
+            return None
+        pair_id = self._history[-1]
+        action = Label(pair_id=pair_id, annotator=self.annotator, action="undo")
+        self._write(action)
+        self._go(self.index_of[pair_id])
+        return action
+
+
+def _label_text(pair: AnnotationPair, label: Label) -> str:
+    if pair.kind == "foundation":
+        return "none / unclear" if label.unclear else LETTERS[label.choice or 0]
+    return {"1": "Answer 1", "2": "Answer 2", "tie": "tie"}[label.preference or "tie"]
+
+
+def label_files_beside(sample: str | Path) -> list[Path]:
+    """The label files with the default names found beside a sample, sorted."""
+    sample = Path(sample)
+    return sorted(sample.parent.glob(f"{sample.stem}.*.labels.jsonl"))
+
+
+def labels_summary(session_or_path: AnnotationSession | str | Path, pairs: Sequence[AnnotationPair]) -> dict[str, Any]:
+    """Counts of one label file against its sample: actions, labelled, skipped and unlabelled pairs.
+
+    Args:
+        session_or_path: A session, or a label file path.
+        pairs: The sample.
+
+    Returns:
+        ``{"file", "annotator", "actions", "labelled", "unlabelled", "skipped", "by_label"}``.
+    """
+    if isinstance(session_or_path, AnnotationSession):
+        actions = session_or_path.actions
+        path = session_or_path.path
+    else:
+        path = Path(session_or_path)
+        actions = read_label_file(path)
+    stacks: dict[str, list[Label]] = {}
+    skipped: set[str] = set()
+    for action in actions:
+        stack = stacks.setdefault(action.pair_id, [])
+        if action.action == "label":
+            stack.append(action)
+            skipped.discard(action.pair_id)
+        elif action.action == "undo" and stack:
+            stack.pop()
+        elif action.action == "skip":
+            skipped.add(action.pair_id)
+    by_id = {p.pair_id: p for p in pairs}
+    final = {pid: stack[-1] for pid, stack in stacks.items() if stack and pid in by_id}
+    by_label: dict[str, int] = {}
+    for pid, label in final.items():
+        text = _label_text(by_id[pid], label)
+        by_label[text] = by_label.get(text, 0) + 1
+    return {
+        "file": str(path),
+        "annotator": sorted({a.annotator for a in actions}),
+        "actions": len(actions),
+        "labelled": len(final),
+        "unlabelled": len(pairs) - len(final),
+        "skipped": len(skipped - set(final)),
+        "by_label": dict(sorted(by_label.items())),
+    }
