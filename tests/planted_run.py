@@ -21,6 +21,7 @@ import numpy as np
 from airbench_nb.analysis.circular import rotate_items
 from airbench_nb.judge.run import rule_verdict
 from airbench_nb.manifests import write_manifest, write_records
+from airbench_nb.records import CHAT_TASKS as OFFICIAL_CHAT_TASKS
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.runner import model_slug
 
@@ -31,16 +32,7 @@ FOUNDATION_TASKS: dict[str, list[str]] = {
     "Music_Instruments_Classfication": ["organ", "sine", "square", "plucked string"],
     "Music_Mood_Recognition": ["happy", "sad"],
 }
-CHAT_TASKS = (
-    "speech_QA",
-    "speech_dialogue_QA",
-    "sound_QA",
-    "sound_generation_QA",
-    "music_QA",
-    "music_generation_analysis_QA",
-    "speech_and_sound_QA",
-    "speech_and_music_QA",
-)
+CHAT_TASKS = tuple(OFFICIAL_CHAT_TASKS)
 MODELS = ("planted:skilled", "planted:letter-a", "planted:uniform")
 SNR_GRID = (-10.0, -5.0, 0.0, 5.0, 10.0)
 SNR_ACCURACY = {-10.0: 0.3, -5.0: 0.45, 0.0: 0.6, 5.0: 0.75, 10.0: 0.9}

@@ -33,7 +33,8 @@ from airbench_nb.analysis.data import load_run
 from airbench_nb.cli import app
 from airbench_nb.judge.run import rule_verdict
 from airbench_nb.manifests import read_manifest, write_manifest, write_records
-from airbench_nb.records import AudioStatus, ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.records import CHAT_TASKS as OFFICIAL_CHAT_TASKS
+from airbench_nb.records import FOUNDATION_TASKS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.runner import model_slug
 from tests.planted_run import write_planted_run
 
@@ -45,24 +46,9 @@ TASKS = (
     "Audio_Grounding",
     "Music_Genre_Recognition",
 )
-CATEGORY = {
-    "Speaker_Gender_Recognition": "speech",
-    "Spoken_Language_Identification": "speech",
-    "Sound_AQA": "sound",
-    "Audio_Grounding": "sound",
-    "Music_Genre_Recognition": "music",
-}
+CATEGORY = {task: FOUNDATION_TASKS[task] for task in TASKS}
 PER_TASK = 100
-CHAT_TASKS = (
-    "speech_QA",
-    "speech_dialogue_QA",
-    "sound_QA",
-    "sound_generation_QA",
-    "music_QA",
-    "music_generation_analysis_QA",
-    "speech_and_sound_QA",
-    "speech_and_music_QA",
-)
+CHAT_TASKS = tuple(OFFICIAL_CHAT_TASKS)
 CHAT_PER_TASK = 10
 JUDGE = "openai:judge"
 LETTERS = "ABCD"

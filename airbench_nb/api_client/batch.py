@@ -165,7 +165,7 @@ class BatchAPI:
                 if not file_id:
                     continue
                 content = self._sync_call(f"download {file_id}", lambda fid=file_id: client.files.content(fid).text)
-                for number, text in enumerate(content.split("\n"), 1):  # not splitlines(): U+2028 may sit in a row
+                for number, text in enumerate(content.split("\n"), 1):  # "\n" only: a row may hold a raw U+2028
                     if not text.strip():
                         continue
                     try:
