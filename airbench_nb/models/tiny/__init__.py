@@ -1,0 +1,90 @@
+"""Tiny random audio-language models, built and saved entirely offline.
+
+Each builder writes a folder that ``hf:<folder>`` loads like a real checkpoint: ``config.json``, weights, generation
+config, a tokenizer (a byte-level BPE trained here on :data:`TINY_CORPUS` with the family's special tokens and chat
+template) and the audio feature extractor. The weights are random, so the answers are gibberish, but every code path
+of the transformers backend runs: chat template, audio placeholder expansion, batching with left padding, generation
+and decoding. Tests use them; users can use them for an offline smoke test of a run::
+
+    python -m airbench_nb.models.tiny qwen2_audio models/tiny-qwen2-audio
+    airbench-nb run --model hf:models/tiny-qwen2-audio ...
+
+Families:
+
+- ``qwen2_audio`` (:func:`build_tiny_qwen2_audio`): ``Qwen2AudioForConditionalGeneration`` with the Qwen2-Audio
+  processor, about 120k parameters.
+- ``qwen2_5_omni`` (:func:`build_tiny_qwen2_5_omni`): ``Qwen2_5OmniForConditionalGeneration`` with its audio output
+  switched off (thinker only, as used for text answers), about 95k parameters. It is saved as tokenizer + feature
+  extractor (no image or video processor: those need torchvision, and AIR-Bench sends audio only).
+- ``audioflamingo3`` (:func:`build_tiny_audioflamingo3`): ``AudioFlamingo3ForConditionalGeneration`` with the real
+  ``AudioFlamingo3Processor`` (``<sound>`` placeholder), about 120k parameters.
+- ``voxtral`` (:func:`build_tiny_voxtral`): ``VoxtralForConditionalGeneration`` with the real ``VoxtralProcessor``
+  and a Tekken tokenizer read by mistral-common (the ``[voxtral]`` extra), about 135k parameters.
+- ``chat_lm`` (:func:`build_tiny_chat_lm`): a Qwen2 text chat model, for offline tests of ``hf:`` judges.
+
+Modules: ``common`` (corpus, sizes, tokenizer training), ``qwen``, ``flamingo``, ``voxtral``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from airbench_nb.models.tiny.common import (
+    TINY_AUDIO_CONFIG,
+    TINY_BPE_VOCAB_SIZE,
+    TINY_CORPUS,
+    TINY_N_MELS,
+    TINY_TEXT_CONFIG,
+    build_tiny_qwen_tokenizer,
+)
+from airbench_nb.models.tiny.flamingo import AF3_CHAT_TEMPLATE, build_tiny_audioflamingo3
+from airbench_nb.models.tiny.qwen import (
+    CHATML_TEMPLATE,
+    QWEN2_5_OMNI_CHAT_TEMPLATE,
+    QWEN2_AUDIO_CHAT_TEMPLATE,
+    build_tiny_chat_lm,
+    build_tiny_qwen2_5_omni,
+    build_tiny_qwen2_audio,
+)
+from airbench_nb.models.tiny.voxtral import build_tiny_voxtral, tiny_tekken
+
+__all__ = [
+    "AF3_CHAT_TEMPLATE",
+    "BUILDERS",
+    "CHATML_TEMPLATE",
+    "QWEN2_5_OMNI_CHAT_TEMPLATE",
+    "QWEN2_AUDIO_CHAT_TEMPLATE",
+    "TINY_AUDIO_CONFIG",
+    "TINY_BPE_VOCAB_SIZE",
+    "TINY_CORPUS",
+    "TINY_N_MELS",
+    "TINY_TEXT_CONFIG",
+    "build_tiny_audioflamingo3",
+    "build_tiny_chat_lm",
+    "build_tiny_qwen2_5_omni",
+    "build_tiny_qwen2_audio",
+    "build_tiny_qwen_tokenizer",
+    "build_tiny_voxtral",
+    "main",
+    "tiny_tekken",
+]
+BUILDERS: dict[str, Callable[..., Path]] = {
+    "qwen2_audio": build_tiny_qwen2_audio,
+    "qwen2_5_omni": build_tiny_qwen2_5_omni,
+    "audioflamingo3": build_tiny_audioflamingo3,
+    "voxtral": build_tiny_voxtral,
+    "chat_lm": build_tiny_chat_lm,
+}
+"""Family name to builder, for the command line."""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: ``python -m airbench_nb.models.tiny FAMILY FOLDER [--seed N]``."""
+    parser = argparse.ArgumentParser(description="Build a tiny random audio-language model offline.")
+    parser.add_argument("family", choices=sorted(BUILDERS))
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    print(BUILDERS[args.family](args.folder, seed=args.seed))
