@@ -15,12 +15,14 @@ from airbench_nb.models import AudioLM, GenerationParams, Prompt, load_model
 from airbench_nb.models.hf import (
     ADAPTERS,
     AudioOnlyProcessor,
+    UNSUPPORTED,
     FamilyAdapter,
-    GenericAdapter,
     HFAudioLM,
     Qwen2AudioAdapter,
+    UnsupportedFamily,
     adapter_for,
     register_adapter,
+    resolve_device,
     resolve_dtype,
 )
 from airbench_nb.records import FoundationItem
@@ -221,10 +223,13 @@ def test_conversation_puts_audio_first(qwen, prompts):
 def test_adapter_registry():
     assert isinstance(adapter_for("qwen2_audio"), Qwen2AudioAdapter)
     assert adapter_for("qwen2_5_omni_thinker").name == "qwen2_5_omni"
-    assert {"voxtral", "granite_speech", "gemma3n", "phi4_multimodal"} <= set(ADAPTERS)
-    assert isinstance(adapter_for("some_future_audio_lm"), GenericAdapter)
-    assert isinstance(adapter_for("qwen2_audio", family="generic"), GenericAdapter)
-    with pytest.raises(ValueError, match="unknown model family"):
+    assert {cls.name for cls in ADAPTERS.values()} == {"qwen2_audio", "qwen2_5_omni", "audioflamingo3", "voxtral"}
+    assert not set(UNSUPPORTED) & set(ADAPTERS)  # a family is either served (and tested) or explained
+    with pytest.raises(UnsupportedFamily, match="model type 'some_future_audio_lm' is not supported; supported: aud"):
+        adapter_for("some_future_audio_lm")
+    with pytest.raises(UnsupportedFamily, match="granite_speech.*torchaudio"):
+        adapter_for("granite_speech")
+    with pytest.raises(UnsupportedFamily, match="model family 'nope'"):
         adapter_for("qwen2_audio", family="nope")
 
     @register_adapter
@@ -234,16 +239,43 @@ def test_adapter_registry():
 
     try:
         assert isinstance(adapter_for("my_model_type"), MyAdapter)
+        assert isinstance(adapter_for("qwen2_audio", family="my_family"), MyAdapter)
     finally:
         ADAPTERS.pop("my_family")
         ADAPTERS.pop("my_model_type")
 
 
 def test_dtype_defaults():
-    assert resolve_dtype(None, torch.device("cpu")) == torch.float32
-    assert resolve_dtype("bf16", torch.device("cpu")) == torch.bfloat16
+    cpu = torch.device("cpu")
+    assert resolve_dtype(None, cpu) == torch.float32
+    assert resolve_dtype(None, cpu, torch.bfloat16) == torch.float32  # the checkpoint's dtype matters on CUDA only
+    assert resolve_dtype("bf16", cpu) == torch.bfloat16
     with pytest.raises(ValueError, match="unknown dtype"):
-        resolve_dtype("int3", torch.device("cpu"))
+        resolve_dtype("int3", cpu)
+
+
+def test_dtype_on_cuda_follows_the_checkpoint(monkeypatch):
+    cuda = torch.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert resolve_dtype(None, cuda, torch.float16) == torch.float16
+    assert resolve_dtype("auto", cuda, torch.bfloat16) == torch.bfloat16
+    assert resolve_dtype(None, cuda, None) == torch.bfloat16  # names none: bf16
+    assert resolve_dtype(None, cuda, torch.float32) == torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert resolve_dtype(None, cuda, torch.bfloat16) == torch.float16
+
+
+def test_device_resolution(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device(None) == (torch.device("cpu"), None)
+    assert resolve_device("auto") == (torch.device("cpu"), "auto")
+    assert resolve_device("cpu") == (torch.device("cpu"), None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_device(None) == (torch.device("cuda"), None)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    assert resolve_device(None) == (torch.device("cuda:0"), "auto")  # several GPUs: spread with accelerate
+    assert resolve_device("cuda:1") == (torch.device("cuda:1"), None)
 
 
 @pytest.mark.gpu

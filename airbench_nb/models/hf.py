@@ -8,16 +8,24 @@ and retries, down to one item; an item that fails alone gets an error of its own
 What differs between model families (the model class, how the processor is loaded, how a prompt becomes the
 conversation the chat template renders, extra ``generate`` arguments) lives in a :class:`FamilyAdapter`, chosen from
 the checkpoint's ``config.model_type``. A new family is one adapter class passed to :func:`register_adapter`; the
-runner does not change. Families:
+runner does not change. Families (each tested with a tiny random model built offline, :mod:`airbench_nb.models.tiny`,
+answering a batch through the real processor and ``generate``):
 
-- ``qwen2_audio`` (tested with a tiny random model): Qwen2-Audio through its chat template, audio part first.
-- ``qwen2_5_omni`` (tested with a tiny random model): the thinker of Qwen2.5-Omni, text answers only. Without
-  torchvision the full ``Qwen2_5OmniProcessor`` cannot be built; the adapter then composes the tokenizer and the
-  feature extractor itself, the same token expansion for audio-only prompts.
-- ``voxtral`` (needs ``mistral-common``), ``granite_speech`` (needs ``torchaudio``): own adapters, not exercised by
-  the test suite.
-- ``gemma3n``, ``phi4_multimodal`` and any other model type: the generic adapter, the processor's chat template with
-  an audio content part, loaded with ``AutoModelForMultimodalLM`` (Gemma 3n needs ``timm`` for its vision tower).
+- ``qwen2_audio``: Qwen2-Audio through its chat template, audio part first.
+- ``qwen2_5_omni``: the thinker of Qwen2.5-Omni, text answers only. Without torchvision the full
+  ``Qwen2_5OmniProcessor`` cannot be built; the adapter then composes the tokenizer and the feature extractor
+  itself, the same token expansion for audio-only prompts.
+- ``audioflamingo3``: Audio Flamingo 3 (``<sound>`` placeholder), audio padded to whole 30 s windows.
+- ``voxtral``: Voxtral through mistral-common's tokenizer (the ``[voxtral]`` extra), audio sent as base64 WAV.
+
+Any other model type is refused with one line naming the supported families; :data:`UNSUPPORTED` says why the
+families the design names but this kit cannot run here (Granite Speech, Gemma 3n, Phi-4-multimodal) are left out.
+
+Loading: ``device`` (``cpu``, ``cuda``, ``cuda:1``, or ``auto`` to spread a checkpoint larger than one GPU over all
+of them with accelerate's ``device_map="auto"``, also the default when several GPUs are visible), ``dtype`` (the
+checkpoint's own on CUDA, bfloat16 when it names none or the GPU lacks it; float32 on CPU), ``attn`` (transformers'
+``attn_implementation``: ``sdpa``, ``flash_attention_2``, ``eager``; by default transformers picks SDPA where the
+model supports it).
 
 Loading from a local folder reads nothing from the network (``HF_HUB_OFFLINE=1`` is honoured throughout).
 """
@@ -107,11 +115,13 @@ class FamilyAdapter:
 
         return AutoModelForMultimodalLM
 
-    def load_model(self, path: str, config: Any, *, dtype: torch.dtype, trust_remote_code: bool = False) -> Any:
-        """Load the model in ``dtype`` (on CPU; the caller moves it)."""
+    def load_model(
+        self, path: str, config: Any, *, dtype: torch.dtype, trust_remote_code: bool = False, **load: Any
+    ) -> Any:
+        """Load the model in ``dtype``; ``load`` holds ``device_map`` and ``attn_implementation`` when set."""
         cls = self.model_class(config)
         return cls.from_pretrained(
-            path, dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=_is_local(path)
+            path, dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=_is_local(path), **load
         )
 
     def generator(self, model: Any) -> Any:
@@ -153,28 +163,64 @@ def register_adapter(cls: type[FamilyAdapter]) -> type[FamilyAdapter]:
     return cls
 
 
+UNSUPPORTED: dict[str, str] = {
+    "granite_speech": "its feature extractor needs torchaudio, which does not load with the pinned torch build",
+    "gemma3n": "its model builds a timm vision tower; timm needs torchvision, and torchvision from PyPI does not load "
+    "with the pinned CPU torch build",
+    "phi4_multimodal": "its processor's image processor needs torchvision, which does not load with the pinned CPU "
+    "torch build",
+}
+"""Model types the design names that no adapter serves yet, and why (each would be one adapter and one tiny test)."""
+
+
+class UnsupportedFamily(ValueError):
+    """A model type or family name no registered adapter serves."""
+
+
 def adapter_for(model_type: str | None, family: str | None = None) -> FamilyAdapter:
-    """The adapter for an explicit family name, else for a model type (the generic one when none is registered).
+    """The adapter for an explicit family name, else for the checkpoint's model type.
 
     Raises:
-        ValueError: For a ``family`` that names no registered adapter.
+        UnsupportedFamily: In one line, for a family or model type no registered adapter serves, naming the known
+            families (and, for a family the kit knows of, why it is not supported yet).
     """
-    if family is not None:
-        if family not in ADAPTERS:
-            raise ValueError(f"unknown model family {family!r}; known: {', '.join(sorted(ADAPTERS))}")
-        return ADAPTERS[family]()
-    if model_type in ADAPTERS:
-        return ADAPTERS[model_type]()
-    logger.info("no adapter for model type %r: using the generic chat-template adapter", model_type)
-    return GenericAdapter()
+    key = family if family is not None else model_type
+    if key in ADAPTERS:
+        return ADAPTERS[key]()
+    known = ", ".join(sorted({cls.name for cls in ADAPTERS.values()}))
+    what = f"model family {family!r}" if family is not None else f"model type {model_type!r}"
+    why = f" ({UNSUPPORTED[key]})" if key in UNSUPPORTED else ""
+    raise UnsupportedFamily(
+        f"{what} is not supported{why}; supported: {known} (a new family is one adapter passed to register_adapter)"
+    )
 
 
 @register_adapter
-class GenericAdapter(FamilyAdapter):
-    """The generic path, for families whose processor's chat template takes an audio content part."""
+class AudioFlamingo3Adapter(FamilyAdapter):
+    """Audio Flamingo 3 (``nvidia/audio-flamingo-3-hf``): the processor's chat template renders ``<sound>``."""
 
-    name = "generic"
-    model_types = ("gemma3n", "phi4_multimodal", "audioflamingo3")
+    name = "audioflamingo3"
+    model_types = ("audioflamingo3",)
+
+    def model_class(self, config: Any) -> Any:
+        """``AudioFlamingo3ForConditionalGeneration``."""
+        from transformers import AudioFlamingo3ForConditionalGeneration
+
+        return AudioFlamingo3ForConditionalGeneration
+
+    def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
+        """The chat template; text padded to the longest prompt, audio to whole 30 s windows (as the encoder needs)."""
+        return processor.apply_chat_template(
+            [self.conversation(p) for p in prompts],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            return_tensors="pt",
+            processor_kwargs={
+                "text_kwargs": {"padding": True},
+                "audio_kwargs": {"padding": "max_length", "sampling_rate": SAMPLE_RATE},
+            },
+        )
 
 
 @register_adapter
@@ -291,13 +337,13 @@ class Qwen25OmniAdapter(FamilyAdapter):
             return Qwen2_5OmniThinkerForConditionalGeneration
         return Qwen2_5OmniForConditionalGeneration
 
-    def load_model(self, path: str, config: Any, *, dtype: torch.dtype, trust_remote_code: bool = False) -> Any:
+    def load_model(
+        self, path: str, config: Any, *, dtype: torch.dtype, trust_remote_code: bool = False, **load: Any
+    ) -> Any:
         """Load with the talker and vocoder off (``enable_audio_output=False``) for a full checkpoint."""
-        cls = self.model_class(config)
-        extra = {} if config.model_type == "qwen2_5_omni_thinker" else {"enable_audio_output": False}
-        return cls.from_pretrained(
-            path, dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=_is_local(path), **extra
-        )
+        if config.model_type != "qwen2_5_omni_thinker":
+            load["enable_audio_output"] = False
+        return super().load_model(path, config, dtype=dtype, trust_remote_code=trust_remote_code, **load)
 
     def generator(self, model: Any) -> Any:
         """The thinker."""
@@ -311,42 +357,22 @@ class Qwen25OmniAdapter(FamilyAdapter):
 
 
 @register_adapter
-class GraniteSpeechAdapter(FamilyAdapter):
-    """Granite Speech: the ``<|audio|>`` placeholder leads the user text; the processor expands it.
-
-    Not exercised by the test suite: its feature extractor needs torchaudio.
-    """
-
-    name = "granite_speech"
-    model_types = ("granite_speech",)
-
-    def conversation(self, prompt: Prompt) -> list[dict[str, Any]]:
-        """String contents (Granite's template takes no content parts), audio placeholder first."""
-        messages: list[dict[str, Any]] = []
-        if prompt.system:
-            messages.append({"role": "system", "content": prompt.system})
-        messages.append({"role": "user", "content": f"<|audio|>{prompt.text}"})
-        return messages
-
-    def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
-        """Render with the tokenizer's template, then let the processor expand the placeholder."""
-        tokenizer = self.tokenizer(processor)
-        texts = [
-            tokenizer.apply_chat_template(self.conversation(p), add_generation_prompt=True, tokenize=False)
-            for p in prompts
-        ]
-        return processor(text=texts, audio=[p.audio for p in prompts], return_tensors="pt", padding=True)
-
-
-@register_adapter
 class VoxtralAdapter(FamilyAdapter):
     """Voxtral: Mistral's tokenizer renders the conversation; audio goes in as base64 WAV (the array, not the file).
 
-    Not exercised by the test suite: its tokenizer needs ``mistral-common``.
+    Its tokenizer needs ``mistral-common`` (``pip install -e '.[voxtral]'``).
     """
 
     name = "voxtral"
     model_types = ("voxtral",)
+
+    def load_processor(self, path: str, *, trust_remote_code: bool = False) -> Any:
+        """The Voxtral processor; one line naming the extra when mistral-common is missing."""
+        from transformers.utils import is_mistral_common_available
+
+        if not is_mistral_common_available():
+            raise ImportError("Voxtral's tokenizer needs mistral-common: pip install -e '.[voxtral]'")
+        return super().load_processor(path, trust_remote_code=trust_remote_code)
 
     def conversation(self, prompt: Prompt) -> list[dict[str, Any]]:
         """Audio part (base64 WAV of ``prompt.audio``) first, then the text."""
@@ -361,15 +387,42 @@ class VoxtralAdapter(FamilyAdapter):
         return processor.apply_chat_template([self.conversation(p) for p in prompts])
 
 
-def resolve_device(device: str | None) -> torch.device:
-    """The device to run on: as given, else CUDA when available, else CPU."""
-    if device in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+ATTN_IMPLEMENTATIONS: tuple[str, ...] = ("sdpa", "flash_attention_2", "flash_attention_3", "flex_attention", "eager")
+"""Values ``attn`` takes (transformers' ``attn_implementation``); None lets transformers choose (SDPA where it can)."""
 
 
-def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
-    """The weights' dtype: as given, else bfloat16 on CUDA (float16 where bf16 is unsupported) and float32 on CPU.
+def resolve_device(device: str | None) -> tuple[torch.device, str | None]:
+    """Where to run: ``(device for the inputs, device_map or None)``.
+
+    ``auto`` spreads the model over every visible GPU with accelerate (``device_map="auto"``; on a machine without a
+    GPU that is the CPU). None: the one GPU when there is one, ``auto`` when there are several, else the CPU.
+    """
+    if device is None:
+        if not torch.cuda.is_available():
+            return torch.device("cpu"), None
+        device = "auto" if torch.cuda.device_count() > 1 else "cuda"
+    if device == "auto":
+        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu"), "auto"
+    return torch.device(device), None
+
+
+def checkpoint_dtype(config: Any) -> torch.dtype | None:
+    """The dtype a checkpoint's config names (top level, else its text config), or None."""
+    for cfg in (config, getattr(config, "text_config", None), getattr(config, "thinker_config", None)):
+        value = getattr(cfg, "dtype", None) or getattr(cfg, "torch_dtype", None) if cfg is not None else None
+        if isinstance(value, str):
+            value = getattr(torch, value, None)
+        if isinstance(value, torch.dtype):
+            return value
+    return None
+
+
+def resolve_dtype(
+    dtype: str | torch.dtype | None, device: torch.device, checkpoint: torch.dtype | None = None
+) -> torch.dtype:
+    """The weights' dtype: as given, else the checkpoint's own on CUDA and float32 on CPU.
+
+    On CUDA a checkpoint that names no dtype, or float32, runs in bfloat16 (float16 where the GPU has no bf16).
 
     Raises:
         ValueError: For an unknown dtype name.
@@ -377,13 +430,57 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype in (None, "auto"):
-        if device.type == "cuda":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32
+        if device.type != "cuda":
+            return torch.float32
+        bf16 = torch.cuda.is_bf16_supported()
+        if checkpoint == torch.float16 or (checkpoint == torch.bfloat16 and not bf16):
+            return torch.float16
+        return torch.bfloat16 if bf16 else torch.float16
     try:
         return DTYPES[dtype.lower()]
     except KeyError:
         raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPES)} or auto") from None
+
+
+def _load_options(device_map: str | None, attn: str | None) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments for ``device_map`` and ``attn``; one-line errors when unavailable.
+
+    Raises:
+        ValueError: For an unknown ``attn``, flash attention without flash-attn installed, or a device map without
+            accelerate.
+    """
+    from transformers.utils import is_accelerate_available, is_flash_attn_2_available
+
+    options: dict[str, Any] = {}
+    if device_map is not None:
+        if not is_accelerate_available():
+            raise ValueError("device 'auto' (device_map) needs accelerate: pip install -e '.[gpu]'")
+        options["device_map"] = device_map
+    if attn not in (None, "auto"):
+        if attn not in ATTN_IMPLEMENTATIONS:
+            raise ValueError(f"unknown attention {attn!r}; use one of {', '.join(ATTN_IMPLEMENTATIONS)} or auto")
+        if attn == "flash_attention_2" and not is_flash_attn_2_available():
+            raise ValueError("attention flash_attention_2 needs the flash-attn package and a CUDA GPU; use sdpa")
+        options["attn_implementation"] = attn
+    return options
+
+
+def _config_error(spec: str, path: str, exc: BaseException) -> str:
+    """One line saying why a checkpoint's config could not be read, and what to do."""
+    import os
+
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if not _is_local(path):
+        if os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}:
+            return (
+                f"{spec}: {path!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set; download it "
+                f"once with network (hf download {path}) or give the checkpoint's folder"
+            )
+        return (
+            f"{spec}: cannot fetch {path!r} from the Hugging Face hub ({first[:160]}); check the id and the network, "
+            "or give the checkpoint's folder"
+        )
+    return f"{spec}: cannot read the checkpoint's config ({first[:200]})"
 
 
 def _audio_problem(prompt: Prompt) -> str | None:
@@ -421,10 +518,20 @@ class HFAudioLM:
         path: Local folder or hub id of the checkpoint (a hub id downloads unless ``HF_HUB_OFFLINE=1``).
         batch_size: Prompts per ``generate`` call (lowered for the rest of the model's life after an out-of-memory
             error).
-        device: ``cuda``, ``cuda:1``, ``cpu``...; None: CUDA when available, else CPU.
-        dtype: ``bf16``, ``fp16``, ``fp32`` (or torch names); None: bfloat16 on CUDA, float32 on CPU.
+        device: ``cuda``, ``cuda:1``, ``cpu``, or ``auto`` (spread over all GPUs with accelerate's
+            ``device_map="auto"``, for checkpoints larger than one GPU); None: the GPU when there is one, ``auto`` when
+            there are several, else the CPU.
+        dtype: ``bf16``, ``fp16``, ``fp32`` (or torch names); None or ``auto``: the checkpoint's own on CUDA
+            (bfloat16 when it names none), float32 on CPU.
         family: Adapter to use (``qwen2_audio``, ``qwen2_5_omni``, ...); None: chosen from ``config.model_type``.
         trust_remote_code: Allow the checkpoint's own Python code (needed by some hub models).
+        attn: Attention kernel (``sdpa``, ``flash_attention_2``, ``eager``...); None or ``auto``: transformers'
+            choice (SDPA where the model supports it).
+
+    Raises:
+        SpecError: In one line naming the checkpoint and what to do: a hub id that cannot be fetched (offline or
+            unknown), a path that is not a checkpoint, a model type no adapter serves, a processor whose package is
+            missing, an unknown dtype or attention, a device map without accelerate.
     """
 
     def __init__(
@@ -436,6 +543,7 @@ class HFAudioLM:
         dtype: str | None = None,
         family: str | None = None,
         trust_remote_code: bool = False,
+        attn: str | None = None,
     ):
         from transformers import AutoConfig
 
@@ -448,32 +556,42 @@ class HFAudioLM:
         self.path = str(Path(path).expanduser()) if _is_local(path) else path
         path = self.path
         self.batch_size = batch_size
-        self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
         self._batch_cap: int | None = None
         try:
             config = AutoConfig.from_pretrained(
                 path, trust_remote_code=trust_remote_code, local_files_only=_is_local(path)
             )
-        except OSError as exc:  # not on the hub, not in the cache offline, an unreadable config: one line
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise SpecError(f"{self.spec}: cannot load the checkpoint's config: {first}") from None
+        except (OSError, ValueError) as exc:  # not on the hub, not in the cache offline, an unreadable config
+            raise SpecError(_config_error(self.spec, path, exc)) from None
         self.model_type: str = config.model_type
-        self.adapter = adapter_for(self.model_type, family)
+        try:
+            self.adapter = adapter_for(self.model_type, family)
+            self.device, self.device_map = resolve_device(device)
+            self.dtype = resolve_dtype(dtype, self.device, checkpoint_dtype(config))
+            load = _load_options(self.device_map, attn)
+        except (UnsupportedFamily, ValueError, RuntimeError) as exc:  # RuntimeError: a bad device string
+            raise SpecError(f"{self.spec}: {exc}") from None
+        self.attn = attn
         self.family = self.adapter.name
-        self.processor = self.adapter.load_processor(path, trust_remote_code=trust_remote_code)
-        model = self.adapter.load_model(path, config, dtype=self.dtype, trust_remote_code=trust_remote_code)
-        self.model = model.to(self.device).eval()
+        try:
+            self.processor = self.adapter.load_processor(path, trust_remote_code=trust_remote_code)
+        except ImportError as exc:
+            raise SpecError(f"{self.spec}: {str(exc).strip().splitlines()[0]}") from None
+        model = self.adapter.load_model(path, config, dtype=self.dtype, trust_remote_code=trust_remote_code, **load)
+        self.model = (model if self.device_map else model.to(self.device)).eval()
+        if self.device_map:  # inputs go where the embeddings are
+            self.device = self.model.get_input_embeddings().weight.device
         self._generator = self.adapter.generator(self.model)
         self._tokenizer = self.adapter.tokenizer(self.processor)
         self._eos_ids = self._stop_ids()
         logger.info(
-            "%s: %s (%s) on %s in %s, %.1fM parameters",
+            "%s: %s (%s) on %s in %s, attention %s, %.1fM parameters",
             self.spec,
             type(self.model).__name__,
             self.family,
-            self.device,
+            f"device_map {self.device_map}" if self.device_map else self.device,
             str(self.dtype).removeprefix("torch."),
+            getattr(self.model.config, "_attn_implementation", None),
             sum(p.numel() for p in self.model.parameters()) / 1e6,
         )
 
