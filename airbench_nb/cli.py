@@ -487,6 +487,16 @@ def infer(
     ] = None,
     data_root_dir: Annotated[Path | None, typer.Option("--data-root", help=DATA_ROOT_HELP)] = None,
     api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(help="hf: cpu, cuda, cuda:1, or auto (spread over all GPUs; default with several GPUs)."),
+    ] = None,
+    dtype: Annotated[
+        str | None, typer.Option(help="hf: bf16, fp16, fp32 (default: the checkpoint's on CUDA, fp32 on CPU).")
+    ] = None,
+    attn: Annotated[
+        str | None, typer.Option(help="hf: attention kernel: sdpa, flash_attention_2, eager (default: transformers').")
+    ] = None,
 ) -> None:
     """Answer a manifest with a model, appending one response per item (a rerun resumes and retries errors).
 
@@ -518,6 +528,7 @@ def infer(
                 seed=seed,
                 official_out=official_out,
                 api_key_env=api_key_env,
+                model_options={"device": device, "dtype": dtype, "attn": attn},
             )
     except Exception as exc:
         if is_fatal_api_error(exc) or isinstance(exc, SpecError | FileNotFoundError | ValueError):

@@ -727,6 +727,7 @@ def infer(
     official_out: str | Path | None = None,
     api_key_env: str | None = None,
     progress: bool = True,
+    model_options: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Load a model from its spec and answer a manifest into ``out`` (resumable); the CLI's ``infer``.
 
@@ -747,6 +748,8 @@ def infer(
         official_out: Also write the official result format (meta fields + ``response``) here.
         api_key_env: Environment variable holding the key of an ``openai:`` model (the backend's default when None).
         progress: Show a progress bar.
+        model_options: More backend options (``hf:``: ``device``, ``dtype``, ``attn``), ignored by backends that
+            do not take them.
 
     Returns:
         The run's :class:`RunSummary`.
@@ -764,7 +767,14 @@ def infer(
     check_output_file(out, Response)
     items = read_manifest(manifest)
     with output_lock(out):
-        model = load_model(spec, batch_size=batch_size, concurrency=concurrency, seed=seed, api_key_env=api_key_env)
+        model = load_model(
+            spec,
+            batch_size=batch_size,
+            concurrency=concurrency,
+            seed=seed,
+            api_key_env=api_key_env,
+            **(model_options or {}),
+        )
         try:
             summary = run_model(
                 model,
