@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set airbench-nb up on a fresh machine. Called by the Makefile; safe to run again.
-#   scripts/setup.sh python   venv at $VENV, torch (CPU wheel) first, then the kit with its dev extra, kernel
+#   scripts/setup.sh python   venv at $VENV, torch (CPU wheel) first, then the kit with dev, voxtral, gpu; kernel
 #   scripts/setup.sh system   espeak-ng, sox and chromium (the browser tests' browser): installed with apt-get when
 #                             missing and running as root
 set -euo pipefail
@@ -24,8 +24,9 @@ python_setup() {
         echo ">> installing $TORCH_SPEC"
         "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
     fi
-    echo ">> installing airbench-nb (editable, with the dev extra)"
-    "$VENV/bin/python" -m pip install --quiet -e ".[dev]"
+    # voxtral and gpu are light (mistral-common, accelerate: a few MB): with them every model adapter is tested.
+    echo ">> installing airbench-nb (editable, with the dev, voxtral and gpu extras)"
+    "$VENV/bin/python" -m pip install --quiet -e ".[dev,voxtral,gpu]"
     "$VENV/bin/python" -m ipykernel install --sys-prefix --name airbench-nb \
         --display-name "Python (airbench-nb)" >/dev/null
     echo ">> ready: $VENV ($("$VENV/bin/python" --version))"
