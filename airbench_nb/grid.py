@@ -1,0 +1,803 @@
+"""Grids of runs: ``airbench-nb run --grid GRID.yaml`` runs the pipeline once per parameter set.
+
+A grid file is YAML, in one of two forms. The **product form** maps parameter names to lists of values and runs
+every combination::
+
+    name: seeds-by-model               # optional: a label shown on the grid page
+    notebooks: [01_build_data, 03_run_model, 04_judge]   # optional: notebook stems (default: the pipeline)
+    fixed:                             # optional: parameters given to every run, as single values
+      judges: [rule]
+    preset: [tiny]                     # every other top-level key is a parameter with a list of values
+    seed: [0, 1]
+    models: [[baseline:oracle], [baseline:random]]       # a list-valued parameter takes a list of lists
+
+gives 1 x 2 x 2 = 4 runs (the last key varies fastest). The **runs form** lists the parameter sets themselves::
+
+    fixed: {preset: tiny}
+    runs:
+      - {seed: 0, models: [baseline:oracle]}
+      - {seed: 1, snr_grid: [0, 5]}
+
+``name``, ``notebooks``, ``fixed`` and ``runs`` are the only reserved keys; a file uses either ``runs:`` or
+parameter lists, never both. A parameter may not be both fixed and varied, two runs may not have equal
+parameters, and every parameter must be declared by one of the notebooks run (the check ``run_pipeline`` makes),
+so that a misspelt name is refused before anything runs. Every error is one line naming the file and the key.
+
+Each parameter set runs, through :func:`~airbench_nb.pipeline.run_pipeline` in a process of its own, into
+``reports/<grid_id>/<run_id>/``, where ``run_id`` is the set's index and a slug of the parameters that vary across
+the grid (``01-seed0-models-baseline_oracle``). ``jobs`` runs go at a time; a failing run never stops the others.
+All runs share one cache folder (built data, judge calls), which is safe across processes. The grid folder holds
+``grid.json`` (:class:`GridInfo`, rewritten as each run ends), ``logs/<run_id>.log`` (each run's log) and the
+comparison page ``index.html`` with its ``README.md`` twin (:mod:`airbench_nb.grid_page`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import logging
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field
+
+from airbench_nb.records import Record
+
+logger = logging.getLogger(__name__)
+
+RESERVED_KEYS: tuple[str, ...] = ("name", "notebooks", "fixed", "runs")
+"""Top-level keys of a grid file that are not parameters."""
+
+MAX_RUNS = 999
+"""Most parameter sets a grid may hold (a larger product is almost always a mistake)."""
+
+GRID_JSON = "grid.json"
+"""File name of the grid's record inside the grid folder."""
+
+LOGS = "logs"
+"""Folder of the grid folder holding each run's log (``<run_id>.log``)."""
+
+SLUG_VALUE_CHARS = 40
+"""Longest slug of one parameter value in a run id (the index keeps ids unique whatever is cut)."""
+
+POLL_S = 0.2
+"""Seconds between checks of the running runs."""
+
+
+class GridError(ValueError):
+    """A grid file that cannot run: unreadable, malformed, empty, or naming a parameter no notebook declares."""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A grid file, read and checked: the parameter sets to run, in order."""
+
+    source: Path
+    """The grid file."""
+    sets: list[dict[str, Any]]
+    """Every run's full parameters (``fixed`` included), in run order."""
+    varying: list[str]
+    """Names of the parameters whose values differ between sets, in order of first appearance."""
+    fixed: dict[str, Any] = field(default_factory=dict)
+    """Parameters every run gets with the same value (``fixed:``, ``-p``, single-value lists)."""
+    name: str | None = None
+    """The file's ``name:``, if any."""
+    notebooks: list[str] | None = None
+    """Notebook stems to run (None: the whole pipeline)."""
+    form: Literal["product", "runs"] = "product"
+    """Which form the file used."""
+
+    def run_ids(self) -> list[str]:
+        """The run folder names, one per set: see :func:`run_slug`."""
+        width = max(2, len(str(len(self.sets))))
+        return [run_slug(i + 1, s, self.varying, width=width) for i, s in enumerate(self.sets)]
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives the same key twice (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: PyYAML's own error says so
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(None, None, f"key {key!r} given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _json_like(value: Any, source: Path, key: str) -> None:
+    """Refuse values papermill and ``run.json`` cannot carry (YAML dates, sets, non-string mapping keys)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise GridError(f"{source}: key {key!r}: mapping keys must be strings, got {k!r}")
+            _json_like(v, source, key)
+    elif isinstance(value, list):
+        for v in value:
+            _json_like(v, source, key)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise GridError(f"{source}: key {key!r}: {value} is not a usable value (quote it to pass a string)")
+    elif value is not None and not isinstance(value, str | int | float | bool):
+        raise GridError(
+            f"{source}: key {key!r}: {value!r} is a YAML {type(value).__name__}, not a number, string, list or "
+            "mapping; quote it to pass a string"
+        )
+
+
+def _parameter_map(value: Any, source: Path, key: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise GridError(f"{source}: key {key!r}: give a mapping of parameter names to values, got {_describe(value)}")
+    for name, v in value.items():
+        if not isinstance(name, str) or not name:
+            raise GridError(f"{source}: key {key!r}: parameter names must be strings, got {name!r}")
+        _json_like(v, source, f"{key}.{name}" if key != "runs" else name)
+    return dict(value)
+
+
+def parse_grid(data: Any, source: str | Path, *, extra: dict[str, Any] | None = None) -> Grid:
+    """Expand the content of a grid file into parameter sets (no notebook is read: see :func:`check_grid`).
+
+    Args:
+        data: The file's content as YAML loads it.
+        source: The file, for error messages.
+        extra: Parameters added to ``fixed`` (the command line's ``-p``), overriding the file's.
+
+    Returns:
+        The :class:`Grid`.
+
+    Raises:
+        GridError: Naming the file and the key, for anything but the schema of the module docstring.
+    """
+    source = Path(source)
+    if data is None or data == {} or data == []:
+        raise GridError(f"{source}: empty grid: give parameter lists (seed: [0, 1]) or runs: [...]")
+    if isinstance(data, list):  # a bare list of parameter sets is the runs form without options
+        data = {"runs": data}
+    if not isinstance(data, dict):
+        raise GridError(
+            f"{source}: a grid is a mapping of parameter names to lists of values, or runs: [...]; "
+            f"got {_describe(data)}"
+        )
+    for key in data:
+        if not isinstance(key, str) or not key:
+            raise GridError(f"{source}: key {key!r}: top-level keys must be parameter names or {RESERVED_KEYS}")
+
+    name = data.get("name")
+    if name is not None and not isinstance(name, str | int | float):
+        raise GridError(f"{source}: key 'name': give a short label, got {_describe(name)}")
+    notebooks = data.get("notebooks")
+    if isinstance(notebooks, str):
+        notebooks = [s.strip() for s in notebooks.split(",") if s.strip()]
+    if notebooks is not None and (
+        not isinstance(notebooks, list) or not notebooks or not all(isinstance(s, str) and s for s in notebooks)
+    ):
+        raise GridError(f"{source}: key 'notebooks': give a list of notebook stems, got {_describe(notebooks)}")
+    fixed = _parameter_map(data.get("fixed"), source, "fixed")
+    extra = dict(extra or {})
+
+    lists = {k: v for k, v in data.items() if k not in RESERVED_KEYS}
+    if "runs" in data and lists:
+        first = next(iter(lists))
+        raise GridError(
+            f"{source}: key {first!r}: give either runs: or parameter lists at the top level, not both "
+            "(put parameters common to every run under fixed:)"
+        )
+    sets: list[dict[str, Any]]
+    if "runs" in data:
+        form: Literal["product", "runs"] = "runs"
+        runs = data["runs"]
+        if not isinstance(runs, list):
+            raise GridError(f"{source}: key 'runs': give a list of parameter sets, got {_describe(runs)}")
+        if not runs:
+            raise GridError(f"{source}: key 'runs': empty grid: give at least one parameter set")
+        variable = []
+        for i, entry in enumerate(runs, 1):
+            if not isinstance(entry, dict):
+                raise GridError(
+                    f"{source}: key 'runs[{i}]': a parameter set is a mapping name: value, got {_describe(entry)}"
+                )
+            params = _parameter_map(entry, source, "runs")
+            for k in params:
+                if k in fixed:
+                    raise GridError(
+                        f"{source}: key 'runs[{i}].{k}': {k} is also under fixed:, which every run gets unchanged"
+                    )
+            variable.append(params)
+        for k in extra:
+            for i, params in enumerate(variable, 1):
+                if k in params:
+                    raise GridError(f"{source}: key 'runs[{i}].{k}': -p {k} cannot override a parameter a run sets")
+    else:
+        form = "product"
+        if not lists:
+            raise GridError(
+                f"{source}: empty grid: no parameter lists (only {', '.join(k for k in data if k in RESERVED_KEYS)}); "
+                "give e.g. seed: [0, 1], or runs: [...]"
+            )
+        for k, values in lists.items():
+            if not isinstance(values, list):
+                raise GridError(
+                    f"{source}: key {k!r}: give a list of values ({k}: [{_describe(values)}]), got "
+                    f"{_describe(values)}; a parameter whose value is a list takes a list of lists"
+                )
+            if not values:
+                raise GridError(f"{source}: key {k!r}: empty list: the product would have no runs")
+            _json_like(values, source, k)
+            seen: set[str] = set()
+            for v in values:
+                canonical = json.dumps(v, sort_keys=True)
+                if canonical in seen:
+                    raise GridError(f"{source}: key {k!r}: value {_describe(v)} listed twice")
+                seen.add(canonical)
+            if k in fixed:
+                raise GridError(f"{source}: key {k!r}: also under fixed:; a parameter is either fixed or varied")
+            if k in extra:
+                raise GridError(f"{source}: key {k!r}: the grid varies {k}; -p {k} cannot fix it")
+        total = math.prod(len(v) for v in lists.values())
+        if total > MAX_RUNS:
+            raise GridError(
+                f"{source}: the product of {', '.join(f'{k} ({len(v)})' for k, v in lists.items())} is {total} "
+                f"runs, more than {MAX_RUNS}; use fewer values or the runs: form"
+            )
+        names = list(lists)
+        variable = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*lists.values())]
+
+    fixed = {**fixed, **extra}
+    sets = [{**fixed, **params} for params in variable]
+    if len(sets) > MAX_RUNS:
+        raise GridError(f"{source}: key 'runs': {len(sets)} parameter sets, more than {MAX_RUNS}")
+    if form == "runs":
+        first_seen: dict[str, int] = {}
+        for i, params in enumerate(sets, 1):
+            canonical = json.dumps(params, sort_keys=True)
+            if canonical in first_seen:
+                raise GridError(
+                    f"{source}: key 'runs[{i}]': same parameters as runs[{first_seen[canonical]}]; "
+                    "each run of a grid must differ"
+                )
+            first_seen[canonical] = i
+    varying = _varying(sets)
+    return Grid(
+        source=source,
+        sets=sets,
+        varying=varying,
+        fixed={k: v for k, v in sets[0].items() if k not in varying},
+        name=None if name is None else str(name),
+        notebooks=notebooks,
+        form=form,
+    )
+
+
+def _varying(sets: Sequence[dict[str, Any]]) -> list[str]:
+    """Names whose value differs between sets (or that some sets lack), in order of first appearance."""
+    names = list(dict.fromkeys(k for s in sets for k in s))
+    missing = object()
+    return [k for k in names if len({json.dumps(s.get(k, missing), sort_keys=True, default=repr) for s in sets}) > 1]
+
+
+def read_grid(path: str | Path, *, extra: dict[str, Any] | None = None) -> Grid:
+    """Read and expand a grid file (see the module docstring for its schema).
+
+    Raises:
+        GridError: One line naming the file (and the key, or the line for bad YAML).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GridError(f"{path}: no such grid file") from None
+    except IsADirectoryError:
+        raise GridError(f"{path}: is a folder; give a grid file (YAML)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GridError(f"{path}: unreadable grid file ({exc})") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise GridError(f"{path}: not valid YAML: {where}{problem}") from None
+    except RecursionError:
+        raise GridError(f"{path}: not valid YAML: nested too deeply") from None
+    return parse_grid(data, path, extra=extra)
+
+
+def check_grid(grid: Grid, *, notebook_dir: str | Path | None = None) -> list[str]:
+    """Make the checks ``run_pipeline`` makes, for every set, before any run starts.
+
+    Every notebook must exist, every parameter must be declared by one of them, and no parameter may look like a
+    secret.
+
+    Returns:
+        The notebook stems the runs will execute.
+
+    Raises:
+        GridError: Naming the file and the key.
+    """
+    from airbench_nb.pipeline import PIPELINE, PipelineError, check_no_secrets, notebook_parameters, notebooks_dir
+
+    source = Path(notebook_dir) if notebook_dir else notebooks_dir()
+    stems = list(grid.notebooks or PIPELINE)
+    declared: set[str] = set()
+    for stem in stems:
+        path = source / f"{stem}.ipynb"
+        if not path.is_file():
+            raise GridError(
+                f"{grid.source}: key 'notebooks': no notebook {stem!r} in {source} "
+                f"(pipeline notebooks: {', '.join(PIPELINE)})"
+            )
+        declared |= set(notebook_parameters(path))
+    declared.discard("run_dir")
+    for params in grid.sets:
+        for name in params:
+            if name not in declared:
+                raise GridError(
+                    f"{grid.source}: key {name!r}: declared by none of {', '.join(stems)}; "
+                    f"known parameters: {', '.join(sorted(declared)) or '(none)'}"
+                )
+        try:
+            check_no_secrets(params)
+        except PipelineError as exc:
+            bad = next((n for n in params if repr(n) in str(exc)), "?")
+            raise GridError(f"{grid.source}: key {bad!r}: {exc}") from None
+    return stems
+
+
+def _slug_value(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return "_".join(_slug_value(v) for v in value) or "empty"
+    if isinstance(value, dict):
+        return "_".join(f"{k}-{_slug_value(v)}" for k, v in value.items()) or "empty"
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", str(value)).strip("_.-")
+
+
+def run_slug(index: int, params: dict[str, Any], varying: Sequence[str], *, width: int = 2) -> str:
+    """A readable, valid run id for one set: its index, then ``name<number>`` or ``name-<value>`` per varying one.
+
+    ``run_slug(1, {"seed": 0, "models": ["baseline:oracle"]}, ["seed", "models"])`` is
+    ``01-seed0-models-baseline_oracle``. Values are cut to :data:`SLUG_VALUE_CHARS` characters and the id to 128;
+    the index keeps ids unique. A parameter a set lacks is left out.
+    """
+    from airbench_nb.pipeline import check_run_id
+
+    parts = [f"{index:0{width}d}"]
+    for name in varying:
+        if name not in params:
+            continue
+        value = params[name]
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            parts.append(f"{name}{value}")  # seed0, snr_db-5, background_s2.5
+            continue
+        text = _slug_value(value)[:SLUG_VALUE_CHARS].strip("_.-") or ("empty" if value in ("", []) else "x")
+        parts.append(f"{name}-{text}")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
+    slug = re.sub(r"_{2,}", "_", slug)[:128].rstrip("_.-")
+    return check_run_id(slug)
+
+
+RunStatus = Literal["pending", "running", "ok", "failed"]
+
+
+class GridRun(Record):
+    """One parameter set of a grid and what became of its run."""
+
+    index: int
+    """Position of the set in the grid (from 1)."""
+    run_id: str
+    """Name of the run folder inside the grid folder."""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    """Every parameter of the run (fixed ones included)."""
+    varying: dict[str, Any] = Field(default_factory=dict)
+    """The parameters that vary across the grid, with this run's values."""
+    status: RunStatus = "pending"
+    """``pending`` (not started), ``running``, ``ok`` (every notebook ran) or ``failed``."""
+    started: datetime | None = None
+    """When its process started (UTC)."""
+    ended: datetime | None = None
+    """When its process ended (UTC)."""
+    duration_s: float | None = None
+    """Wall-clock seconds of its process."""
+    error: str | None = None
+    """Why it failed: the failing notebook and its exception, or why the run could not start or finish."""
+    log: str | None = None
+    """Its log, relative to the grid folder."""
+
+
+class GridInfo(Record):
+    """The ``grid.json`` of a grid: the file it came from, how it ran, and each run."""
+
+    grid_id: str
+    """Name of the grid folder under the reports folder."""
+    name: str | None = None
+    """The grid file's ``name:``."""
+    source: str
+    """Path of the grid file."""
+    started: datetime
+    """Start of the grid (UTC)."""
+    ended: datetime | None = None
+    """End of the grid (UTC); None while running."""
+    status: Literal["running", "ok", "failed"] = "running"
+    """``ok`` when every run is ok, ``failed`` when one failed (or the grid was interrupted)."""
+    notebooks: list[str] = Field(default_factory=list)
+    """Notebook stems each run executes."""
+    fixed: dict[str, Any] = Field(default_factory=dict)
+    """Parameters common to every run."""
+    varying: list[str] = Field(default_factory=list)
+    """Names of the parameters that differ between runs."""
+    jobs: int = 1
+    """How many runs went at a time."""
+    cache_dir: str | None = None
+    """The cache folder every run shared (None: the runs' default)."""
+    runs: list[GridRun] = Field(default_factory=list)
+    """One entry per parameter set, in grid order."""
+
+    @property
+    def failed(self) -> int:
+        """How many runs did not end ``ok``."""
+        return sum(r.status != "ok" for r in self.runs)
+
+
+def new_grid_id(reports_dir: Path) -> str:
+    """A fresh grid folder name: ``grid-`` and the UTC time, with a counter if that folder exists."""
+    base = "grid-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    grid_id, n = base, 1
+    while (reports_dir / grid_id).exists():
+        n += 1
+        grid_id = f"{base}-{n}"
+    return grid_id
+
+
+def _default_cache(cache_dir: str | Path | None) -> str | None:
+    """The cache folder the runs will share: ``cache_dir``, else the kit's default one (None if it has none)."""
+    if cache_dir:
+        return str(Path(cache_dir).expanduser().resolve())
+    try:
+        from airbench_nb.build.cache import cache_root
+    except ImportError:  # a kit without the data cache: each notebook keeps its own default
+        return None
+    return str(cache_root(None).resolve())
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+"""Terminal colour codes, which IPython puts in tracebacks."""
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    text = re.sub(r"\s+", " ", ANSI.sub("", text)).strip()
+    text = re.sub(r"-{5,}", "", text).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def notebook_error(path: Path) -> str | None:
+    """``Name: message`` of the last exception an executed notebook shows (None when it shows none).
+
+    ``run.json`` keeps papermill's exception, whose text starts with the traceback and is cut at 2,000 characters;
+    the failing cell's error output names the exception itself.
+    """
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    found = None
+    for cell in notebook.get("cells") or [] if isinstance(notebook, dict) else []:
+        for output in cell.get("outputs") or [] if isinstance(cell, dict) else []:
+            if isinstance(output, dict) and output.get("output_type") == "error":
+                found = _one_line(f"{output.get('ename', 'Error')}: {output.get('evalue', '')}")
+    return found
+
+
+def _run_error(run_json: Path, returncode: int, log: Path) -> tuple[RunStatus, str | None]:
+    """Status and error of a finished run process, from its ``run.json`` (its record) or else its log."""
+    record: dict[str, Any] | None = None
+    try:
+        record = json.loads(run_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = None
+    if isinstance(record, dict) and record.get("status") == "ok" and returncode == 0:
+        return "ok", None
+    if isinstance(record, dict) and record.get("status") == "failed":
+        for nb in record.get("notebooks") or []:
+            if nb.get("status") == "failed":
+                output = run_json.parent / str(nb.get("output") or f"{nb.get('name')}.ipynb")
+                why = notebook_error(output) or _one_line(nb.get("error") or "no error recorded")
+                return "failed", f"{nb.get('name')}: {why}"
+        return "failed", "failed (run.json names no failing notebook)"
+    tail = ""
+    try:
+        lines = [ln for ln in log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+        tail = lines[-1].strip() if lines else ""
+    except OSError:
+        pass
+    why = "killed by a signal" if returncode < 0 else f"exit code {returncode}"
+    where = "before it finished" if isinstance(record, dict) else "before writing run.json"
+    return "failed", f"the run's process ended ({why}) {where}" + (f": {_one_line(tail)}" if tail else "")
+
+
+def run_grid(
+    grid: Grid,
+    *,
+    grid_id: str | None = None,
+    reports_dir: str | Path = "reports",
+    jobs: int = 1,
+    cache_dir: str | Path | None = None,
+    kernel_name: str | None = None,
+    html: bool = True,
+    notebook_dir: str | Path | None = None,
+    on_run_end: Callable[[GridRun, GridInfo], None] | None = None,
+) -> GridInfo:
+    """Run every parameter set of ``grid`` into ``reports_dir/grid_id/<run_id>/``, ``jobs`` at a time.
+
+    Each run is :func:`~airbench_nb.pipeline.run_pipeline` in a process of its own (``python -m airbench_nb.grid``,
+    its parameters on stdin, its log in ``logs/<run_id>.log``): runs share nothing but the cache folder, a run that
+    fails or dies leaves the others running, and its ``run.json`` says how far it got. ``grid.json`` and the
+    comparison page are rewritten as each run ends.
+
+    Args:
+        grid: The grid (see :func:`read_grid`).
+        grid_id: Name of the grid folder (default: ``grid-<UTC time>``).
+        reports_dir: Parent of the grid folder.
+        jobs: Runs at a time (1 or more).
+        cache_dir: Cache folder shared by every run (default: the kit's, ``$AIRBENCH_CACHE`` or
+            ``~/.cache/airbench-nb``).
+        kernel_name: Jupyter kernel of every notebook (default: each notebook's own).
+        html: Also export each executed notebook to HTML.
+        notebook_dir: Where the notebooks are (default: :func:`~airbench_nb.pipeline.notebooks_dir`).
+        on_run_end: Called with each run's entry as it ends (for progress lines).
+
+    Returns:
+        The final :class:`GridInfo`, also written to ``grid.json``.
+
+    Raises:
+        GridError: Before anything runs: a grid :func:`check_grid` refuses, a bad grid id, a grid folder that holds
+            a grid already or cannot be made, or ``jobs`` under 1.
+    """
+    from airbench_nb.grid_page import write_grid_page
+    from airbench_nb.pipeline import PipelineError, check_run_id
+
+    if jobs < 1:
+        raise GridError(f"jobs must be 1 or more, got {jobs}")
+    stems = check_grid(grid, notebook_dir=notebook_dir)
+    reports = Path(reports_dir)
+    if grid_id is not None:
+        try:
+            check_run_id(grid_id)
+        except PipelineError as exc:
+            raise GridError(f"grid id: {exc}") from None
+    grid_id = grid_id or new_grid_id(reports)
+    grid_dir = (reports / grid_id).resolve()
+    if (grid_dir / GRID_JSON).exists():
+        raise GridError(f"{reports / grid_id} already holds a grid ({GRID_JSON}); choose another --run-id")
+    try:
+        (grid_dir / LOGS).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GridError(f"cannot make the grid folder {reports / grid_id}: {exc.strerror or exc}") from None
+
+    run_ids = grid.run_ids()
+    shared_cache = _default_cache(cache_dir)
+    info = GridInfo(
+        grid_id=grid_id,
+        name=grid.name,
+        source=str(grid.source),
+        started=datetime.now(UTC),
+        notebooks=stems,
+        fixed=grid.fixed,
+        varying=grid.varying,
+        jobs=jobs,
+        cache_dir=shared_cache,
+        runs=[
+            GridRun(
+                index=i + 1,
+                run_id=run_id,
+                parameters=params,
+                varying={k: params[k] for k in grid.varying if k in params},
+                log=f"{LOGS}/{run_id}.log",
+            )
+            for i, (run_id, params) in enumerate(zip(run_ids, grid.sets, strict=True))
+        ],
+    )
+
+    def save() -> None:
+        (grid_dir / GRID_JSON).write_text(info.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        try:
+            write_grid_page(grid_dir)
+        except Exception as exc:  # noqa: BLE001 - the page is a summary; grid.json and the runs are the record
+            logger.warning("grid page of %s not written: %s: %s", grid_dir, type(exc).__name__, exc)
+
+    save()
+    pending = list(info.runs)
+    active: dict[str, tuple[GridRun, subprocess.Popen[bytes], float, Any]] = {}
+
+    def start(entry: GridRun) -> None:
+        payload = {
+            "parameters": entry.parameters,
+            "notebooks": stems,
+            "run_id": entry.run_id,
+            "reports_dir": str(grid_dir),
+            "notebook_dir": str(notebook_dir) if notebook_dir else None,
+            "kernel_name": kernel_name,
+            "html": html,
+            "cache_dir": shared_cache,
+        }
+        log = (grid_dir / entry.log).open("wb")  # type: ignore[operator]
+        process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "airbench_nb.grid"], stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT
+        )
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(payload).encode("utf-8"))
+        process.stdin.close()
+        entry.status, entry.started = "running", datetime.now(UTC)
+        active[entry.run_id] = (entry, process, time.perf_counter(), log)
+        logger.info("grid %s: started %s (pid %d)", grid_id, entry.run_id, process.pid)
+
+    def finish(entry: GridRun, returncode: int, t0: float, log: Any) -> None:
+        log.close()
+        entry.ended = datetime.now(UTC)
+        entry.duration_s = round(time.perf_counter() - t0, 3)
+        entry.status, entry.error = _run_error(grid_dir / entry.run_id / "run.json", returncode, grid_dir / entry.log)
+        save()
+        if on_run_end is not None:
+            on_run_end(entry, info)
+
+    try:
+        while pending or active:
+            while pending and len(active) < jobs:
+                start(pending.pop(0))
+                save()
+            time.sleep(POLL_S)
+            for run_id, (entry, process, t0, log) in list(active.items()):
+                returncode = process.poll()
+                if returncode is not None:
+                    del active[run_id]
+                    finish(entry, returncode, t0, log)
+    except BaseException:  # KeyboardInterrupt, or a bug here: stop our runs, record where the grid stopped
+        for entry, process, t0, log in active.values():
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.close()
+            entry.status, entry.error = "failed", "interrupted: the grid was stopped while it ran"
+            entry.ended, entry.duration_s = datetime.now(UTC), round(time.perf_counter() - t0, 3)
+        for entry in pending:
+            entry.error = "not started: the grid was stopped"
+        info.status, info.ended = "failed", datetime.now(UTC)
+        save()
+        raise
+    info.status = "ok" if info.failed == 0 else "failed"
+    info.ended = datetime.now(UTC)
+    save()
+    logger.info("grid %s %s: %d of %d runs failed", grid_id, info.status, info.failed, len(info.runs))
+    return info
+
+
+def run_grid_command(
+    grid_file: str | Path,
+    parameters: dict[str, Any],
+    notebooks: list[str] | None,
+    *,
+    show: Callable[[Any], None],
+    table: Callable[[str, list[dict[str, Any]]], Any],
+    grid_id: str | None = None,
+    reports_dir: str | Path = "reports",
+    jobs: int = 1,
+    cache_dir: str | Path | None = None,
+    kernel_name: str | None = None,
+    html: bool = True,
+) -> GridInfo:
+    """What ``airbench-nb run --grid`` does: read, check and run a grid, printing a line per run and a table.
+
+    ``parameters`` (``-p``) are added to every run, ``notebooks`` (``--notebooks``) replace the file's. ``show``
+    prints (a rich console's ``print``) and ``table`` makes a table from a title and rows.
+
+    Returns:
+        The grid's :class:`GridInfo` (the command exits with the number of failed runs, capped at 125).
+
+    Raises:
+        GridError: Before anything runs (one line, naming the file and the key).
+    """
+    from rich.markup import escape
+
+    grid = read_grid(grid_file, extra=parameters)
+    if notebooks:
+        grid = replace(grid, notebooks=list(notebooks))
+    total = len(grid.sets)
+    width = len(str(total))
+
+    def progress(entry: GridRun, info: GridInfo) -> None:
+        done = sum(r.status in ("ok", "failed") for r in info.runs)
+        colour = "green" if entry.status == "ok" else "red"
+        error = f" {entry.error[:200]}" if entry.error else ""
+        show(
+            f"[{done:>{width}}/{total}] {escape(entry.run_id)}: [{colour}]{entry.status}[/{colour}] "
+            f"({entry.duration_s or 0:.0f} s){escape(error)}"
+        )
+
+    show(f"grid {escape(str(grid_file))}: {total} runs, {jobs} at a time")
+    info = run_grid(
+        grid,
+        grid_id=grid_id,
+        reports_dir=reports_dir,
+        jobs=jobs,
+        cache_dir=cache_dir,
+        kernel_name=kernel_name,
+        html=html,
+        on_run_end=progress,
+    )
+    rows = [
+        {
+            "run": escape(r.run_id),
+            **{k: escape(_slug_free(r.varying.get(k, "-"))) for k in info.varying},
+            "status": r.status,
+            "seconds": f"{r.duration_s:.0f}" if r.duration_s is not None else "",
+            "error": escape((r.error or "")[:100]),
+        }
+        for r in info.runs
+    ]
+    show(table(f"grid {escape(info.grid_id)}: {info.status}, {info.failed} of {total} runs failed", rows))
+    page = Path(reports_dir) / info.grid_id / "index.html"
+    show(f"grid page: {escape(str(page))}")
+    return info
+
+
+def _slug_free(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _worker() -> int:
+    """One run of a grid (``python -m airbench_nb.grid``, its job as JSON on stdin); exit 0 ok, 1 failed, 2 refused."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from airbench_nb.pipeline import PipelineError, run_pipeline
+
+    job = json.loads(sys.stdin.read())
+    options: dict[str, Any] = {
+        "notebooks": job["notebooks"],
+        "run_id": job["run_id"],
+        "reports_dir": job["reports_dir"],
+        "notebook_dir": job["notebook_dir"],
+        "kernel_name": job["kernel_name"],
+        "html": job["html"],
+        "progress": False,
+    }
+    if job.get("cache_dir") and "cache_dir" in inspect.signature(run_pipeline).parameters:
+        options["cache_dir"] = job["cache_dir"]
+    logger.info("run %s (pid %d): %s", job["run_id"], os.getpid(), json.dumps(job["parameters"]))
+    try:
+        info = run_pipeline(job["parameters"], **options)
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0 if info.status == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(_worker())

@@ -1,0 +1,341 @@
+"""The landing page of a grid folder: ``index.html`` (and ``README.md``) comparing the grid's runs.
+
+One row per run: its varying parameters, status, duration and main scores per model — Foundation accuracy and the
+Chat judge's mean score, each with its 95% interval, under the strict protocol first and the official one below —
+and, when notebook 05 ran, its weighted total. Each row links to the run's own page; a failed run shows its error.
+Everything is read from ``grid.json`` and the files each run wrote (``scores_summary.csv``,
+``analysis/analysis.json``), so the page can be rewritten at any time: the grid rewrites it as each run ends.
+Rendered with Jinja2 like :mod:`airbench_nb.report_page`: styled inline, no JavaScript.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+INDEX = "index.html"
+"""File name of the grid page inside the grid folder."""
+
+README = "README.md"
+"""File name of its markdown twin."""
+
+PROTOCOLS: tuple[str, ...] = ("strict", "official")
+"""Protocols shown, in order (the first one carries status, duration and errors)."""
+
+NO_JUDGE = "-"
+"""``chat_judge`` of ``scores_summary.csv`` when no Chat judge scored."""
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>airbench-nb grid {{ grid_id }}</title>
+<style>
+body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; max-width: 1400px;
+       margin: 2em auto; padding: 0 1em; color: #1d2125; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #d0d7de; padding-bottom: 0.2em; }
+.status { display: inline-block; padding: 0.1em 0.6em; border-radius: 0.8em; color: white; font-weight: 600; }
+.ok { background: #1a7f37; } .failed { background: #cf222e; } .running { background: #9a6700; }
+.pending { background: #8c959f; }
+table { border-collapse: collapse; font-size: 0.86em; margin: 0.6em 0 1.2em; }
+th, td { border: 1px solid #d0d7de; padding: 0.25em 0.55em; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; } td.num { text-align: right; white-space: nowrap; }
+td.num small { color: #57606a; } tr.error td { color: #cf222e; background: #fff5f5; font-size: 0.95em; }
+.meta { color: #57606a; font-size: 0.92em; } code { font-size: 0.92em; }
+</style>
+</head>
+<body>
+<h1>airbench-nb grid <code>{{ grid_id }}</code> <span class="status {{ status }}">{{ status }}</span></h1>
+<p class="meta">{% if name %}{{ name }} · {% endif %}{{ counts }} · started {{ started }} · ended {{ ended }}</p>
+
+<h2>What was run</h2>
+<table>
+{% for key, value in what %}<tr><th>{{ key }}</th><td>{{ value }}</td></tr>
+{% endfor %}</table>
+
+{% for table in tables %}
+<h2>{{ table.title }}</h2>
+<p class="meta">{{ table.note }}</p>
+<table>
+<tr>{% for head in table.head %}<th rowspan="{{ 2 if table.models else 1 }}">{{ head }}</th>{% endfor %}
+{% for model in table.models %}<th colspan="{{ table.sub | length }}">{{ model }}</th>{% endfor %}</tr>
+{% if table.models %}<tr>{% for model in table.models %}{% for sub in table.sub %}<th>{{ sub }}</th>{% endfor %}
+{% endfor %}</tr>{% endif %}
+{% for row in table.rows %}<tr>
+<td class="num">{{ row.index }}</td>
+<td>{% if row.link %}<a href="{{ row.link }}">{{ row.run_id }}</a>{% else %}{{ row.run_id }}{% endif %}</td>
+{% for value in row.params %}<td>{{ value }}</td>{% endfor %}
+{% if table.with_status %}<td><span class="status {{ row.status }}">{{ row.status }}</span></td>
+<td class="num">{{ row.seconds }}</td>{% endif %}
+{% for cell in row.cells %}<td class="num">{{ cell.value }}
+{%- if cell.ci %}<br><small>{{ cell.ci }}</small>{% endif %}</td>
+{% endfor %}</tr>
+{% if table.with_status and row.error %}<tr class="error"><td></td>
+<td colspan="{{ table.width - 1 }}">{{ row.error }}</td></tr>{% endif %}
+{% endfor %}</table>
+{% endfor %}
+
+<h2>Files</h2>
+<ul>{% for path in files %}<li><a href="{{ path }}">{{ path }}</a></li>{% endfor %}</ul>
+</body>
+</html>
+"""
+"""Jinja2 template of the grid's ``index.html`` (autoescaped)."""
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        if path.exists():
+            logger.warning("%s: unreadable (%s); left out of the grid page", path, exc)
+        return None
+
+
+def _number(text: Any) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if value == value else None
+
+
+def _interval(text: Any) -> tuple[float | None, float | None]:
+    """``(low, high)`` from a ``scores_summary.csv`` interval cell such as ``(0.24, 0.41)``."""
+    numbers = re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", str(text or ""))
+    if len(numbers) != 2:
+        return None, None
+    return float(numbers[0]), float(numbers[1])
+
+
+def run_scores(run_dir: Path) -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    """The main scores of one run folder, by protocol and ``(model, chat judge)``.
+
+    Returns:
+        ``{protocol: {(model, chat_judge): {"foundation": (mean, low, high, partial), "chat": (...)}}}`` from
+        ``scores_summary.csv`` (Foundation as a fraction, Chat on the judge's 1-10 scale); empty without the file.
+    """
+    path = run_dir / "scores_summary.csv"
+    out: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    if not path.is_file():
+        return out
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        logger.warning("%s: unreadable (%s); left out of the grid page", path, exc)
+        return out
+    for row in rows:
+        key = (row.get("model") or "?", row.get("chat_judge") or NO_JUDGE)
+        entry: dict[str, Any] = {}
+        for bench in ("foundation", "chat"):
+            low, high = _interval(row.get(f"{bench}_ci"))
+            partial = str(row.get(f"{bench}_partial")).lower() == "true"
+            entry[bench] = (_number(row.get(f"{bench}_average")), low, high, partial)
+        out.setdefault(row.get("protocol") or "?", {})[key] = entry
+    return out
+
+
+def run_totals(run_dir: Path) -> tuple[dict[str, float], str | None]:
+    """Notebook 05's weighted total per model (``analysis.json``'s ranking) and the protocol it was read with."""
+    analysis = _read_json(run_dir / "analysis" / "analysis.json")
+    if not isinstance(analysis, dict):
+        return {}, None
+    totals = {
+        r["model"]: r["score"]
+        for r in analysis.get("ranking") or []
+        if isinstance(r, dict) and r.get("model") and isinstance(r.get("score"), int | float)
+    }
+    detail = analysis.get("ranking_detail") or {}
+    return totals, (detail.get("protocol") if isinstance(detail, dict) else None) or analysis.get("protocol")
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _cell(score: tuple | None, bench: str) -> dict[str, str]:
+    if score is None or score[0] is None:
+        return {"value": "–", "ci": ""}
+    mean, low, high, partial = score
+    scale, digits = (100.0, 1) if bench == "foundation" else (1.0, 2)
+    mark = "†" if partial else ""
+    ci = f"[{low * scale:.{digits}f}, {high * scale:.{digits}f}]" if low is not None and high is not None else ""
+    return {"value": f"{mean * scale:.{digits}f}{mark}", "ci": ci}
+
+
+def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
+    runs = [r for r in grid.get("runs") or [] if isinstance(r, dict)]
+    varying = list(grid.get("varying") or [])
+    scores = {r.get("run_id"): run_scores(grid_dir / str(r.get("run_id"))) for r in runs}
+    totals = {r.get("run_id"): run_totals(grid_dir / str(r.get("run_id"))) for r in runs}
+    keys = sorted({key for by_protocol in scores.values() for table in by_protocol.values() for key in table})
+    judges = sorted({judge for _, judge in keys if judge != NO_JUDGE})
+    several_judges = len(judges) > 1
+    labels = [f"{model} · {judge}" if several_judges else model for model, judge in keys]
+    total_protocols = {protocol for _, protocol in totals.values() if protocol}
+    any_total = any(t for t, _ in totals.values())
+
+    base_rows = []
+    for r in runs:
+        run_id = str(r.get("run_id"))
+        folder = grid_dir / run_id
+        link = f"{run_id}/" if folder.is_dir() else ""
+        if (folder / "index.html").is_file():
+            link = f"{run_id}/index.html"
+        seconds = r.get("duration_s")
+        base_rows.append(
+            {
+                "index": r.get("index", ""),
+                "run_id": run_id,
+                "link": link,
+                "params": [_short((r.get("varying") or {}).get(k, "–")) for k in varying],
+                "status": r.get("status", "pending"),
+                "seconds": f"{seconds:.0f}" if isinstance(seconds, int | float) else "",
+                "error": r.get("error") if r.get("status") == "failed" else "",
+            }
+        )
+
+    tables = []
+    for n, protocol in enumerate(PROTOCOLS):
+        first = n == 0
+        sub = ["Foundation %", "Chat"] + (["total"] if first and any_total else [])
+        rows = []
+        for base, r in zip(base_rows, runs, strict=True):
+            by_key = scores[r.get("run_id")].get(protocol, {})
+            run_totals_, _ = totals[r.get("run_id")]
+            cells = []
+            for model, judge in keys:
+                entry = by_key.get((model, judge)) or {}
+                cells.append(_cell(entry.get("foundation"), "foundation"))
+                cells.append(_cell(entry.get("chat"), "chat"))
+                if "total" in sub:
+                    total = run_totals_.get(model)
+                    cells.append({"value": f"{total:.1f}" if total is not None else "–", "ci": ""})
+            rows.append({**base, "cells": cells})
+        head = ["#", "run", *varying] + (["status", "seconds"] if first else [])
+        notes = {
+            "strict": "Strict protocol: unreadable answers count wrong. Foundation: accuracy in % with its 95% "
+            "bootstrap interval; Chat: the judge's mean score (1-10) with its 95% interval. † marks an Average over "
+            "fewer categories than the benchmark has; – means no score (the run did not get that far).",
+            "official": "Official protocol: the official scripts' rules (unreadable answers dropped from the "
+            "denominator). Same cells as above.",
+        }
+        note = notes[protocol]
+        if first and any_total:
+            note += (
+                " total: notebook 05's weighted total over categories (UG-Bench style, 0-100), read with the "
+                f"{', '.join(sorted(total_protocols)) or '?'} protocol."
+            )
+        if judges:
+            note += f" Chat judged by {', '.join(judges)}."
+        tables.append(
+            {
+                "title": f"Runs ({protocol} protocol)" if first else f"The {protocol} protocol",
+                "note": note,
+                "head": head,
+                "models": labels,
+                "sub": sub,
+                "rows": rows,
+                "with_status": first,
+                "width": len(head) + len(labels) * len(sub),
+            }
+        )
+    if not keys:  # no scores at all: one table of runs, no empty protocol table
+        tables = tables[:1]
+
+    failed = sum(r.get("status") == "failed" for r in runs)
+    done = sum(r.get("status") in ("ok", "failed") for r in runs)
+    counts = f"{len(runs)} runs, {done} done, {failed} failed"
+    fixed = grid.get("fixed") or {}
+    what = [
+        ("grid file", grid.get("source", "?")),
+        ("notebooks", ", ".join(grid.get("notebooks") or []) or "the pipeline"),
+        ("varying", ", ".join(varying) or "nothing (one run)"),
+        ("fixed", ", ".join(f"{k}={_short(v)}" for k, v in fixed.items()) or "the notebooks' defaults"),
+        ("jobs", str(grid.get("jobs", 1))),
+        ("cache folder", grid.get("cache_dir") or "each notebook's default"),
+    ]
+    files = ["grid.json"] + [
+        str(r.get("log")) for r in runs if r.get("log") and (grid_dir / str(r.get("log"))).is_file()
+    ]
+    return {
+        "grid_id": grid.get("grid_id", grid_dir.name),
+        "name": grid.get("name") or "",
+        "status": grid.get("status", "running"),
+        "started": grid.get("started", "?"),
+        "ended": grid.get("ended") or "not finished",
+        "counts": counts,
+        "what": what,
+        "tables": tables,
+        "files": files,
+        "keys": keys,
+        "labels": labels,
+        "base_rows": base_rows,
+        "varying": varying,
+    }
+
+
+def write_grid_page(grid_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``index.html`` and ``README.md`` into a grid folder from its ``grid.json`` and its runs' files.
+
+    Returns:
+        The paths of ``index.html`` and ``README.md``.
+
+    Raises:
+        FileNotFoundError: When the folder has no readable ``grid.json``.
+    """
+    import jinja2
+
+    grid_dir = Path(grid_dir)
+    grid = _read_json(grid_dir / "grid.json")
+    if not isinstance(grid, dict):
+        raise FileNotFoundError(f"{grid_dir}: no readable grid.json (is this a grid folder?)")
+    context = _context(grid_dir, grid)
+    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    index = grid_dir / INDEX
+    index.write_text(environment.from_string(TEMPLATE).render(**context), encoding="utf-8")
+    readme = grid_dir / README
+    readme.write_text(_markdown(context), encoding="utf-8")
+    return index, readme
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(context: dict[str, Any]) -> str:
+    lines = [
+        f"# airbench-nb grid `{context['grid_id']}`: {context['status']}",
+        "",
+        f"{context['name'] + ': ' if context['name'] else ''}{context['counts']}; started {context['started']}, "
+        f"ended {context['ended']}. The full page, with intervals and the official protocol, is "
+        "[index.html](index.html).",
+        "",
+        *[f"- **{key}**: {_md(value)}" for key, value in context["what"]],
+        "",
+        "## Runs (strict protocol)",
+        "",
+    ]
+    table = context["tables"][0]
+    score_heads = [f"{label} {sub}" for label in context["labels"] for sub in table["sub"]]
+    head = ["#", "run", *context["varying"], "status", "seconds", *score_heads]
+    lines += ["| " + " | ".join(_md(h) for h in head) + " |", "|" + "---|" * len(head)]
+    for row in table["rows"]:
+        run = f"[{row['run_id']}]({row['link']})" if row["link"] else row["run_id"]
+        cells = [str(row["index"]), run, *row["params"], row["status"], row["seconds"]]
+        cells += [c["value"] for c in row["cells"]]
+        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    errors = [row for row in table["rows"] if row["error"]]
+    if errors:
+        lines += ["", "## Failed runs", ""]
+        lines += [f"- `{row['run_id']}`: {_md(row['error'])}" for row in errors]
+    lines += ["", "## Files", "", *[f"- [{p}]({p})" for p in context["files"]], ""]
+    return "\n".join(lines)
