@@ -579,6 +579,27 @@ class HFAudioLM:
             raise SpecError(f"{self.spec}: {str(exc).strip().splitlines()[0]}") from None
         model = self.adapter.load_model(path, config, dtype=self.dtype, trust_remote_code=trust_remote_code, **load)
         self.model = (model if self.device_map else model.to(self.device)).eval()
+        self._finish_setup()
+
+    @classmethod
+    def from_model(
+        cls, model: Any, processor: Any, *, family: str, spec: str = "hf:<in memory>", batch_size: int = 8
+    ) -> HFAudioLM:
+        """Wrap a model and processor built in memory (benchmarks of random-weight architectures; nothing is read).
+
+        The model stays where it is and in its dtype; inputs go to the device of its input embeddings.
+        """
+        self = cls.__new__(cls)
+        self.spec, self.path, self.batch_size, self._batch_cap = spec, spec.removeprefix("hf:"), batch_size, None
+        self.adapter = adapter_for(None, family)
+        self.family, self.model_type, self.attn = self.adapter.name, model.config.model_type, None
+        self.processor, self.model, self.device_map = processor, model.eval(), None
+        self.device = model.get_input_embeddings().weight.device
+        self.dtype = next(model.parameters()).dtype
+        self._finish_setup()
+        return self
+
+    def _finish_setup(self) -> None:
         if self.device_map:  # inputs go where the embeddings are
             self.device = self.model.get_input_embeddings().weight.device
         self._generator = self.adapter.generator(self.model)
