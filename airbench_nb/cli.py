@@ -237,21 +237,76 @@ def run(
     ),
     kernel: Annotated[str | None, typer.Option(help="Jupyter kernel name (default: the notebooks' own).")] = None,
     html: Annotated[bool, typer.Option("--html/--no-html", help="Export executed notebooks to HTML.")] = True,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            help="Re-execute the run REPORTS/RESUME in place with its parameters (updated by --param), reusing "
+            "every response, verdict and cache entry already there.",
+        ),
+    ] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Shared cache of built data and judge calls (default: $AIRBENCH_CACHE or ~/.cache/airbench-nb)."
+        ),
+    ] = None,
+    grid: Annotated[
+        Path | None,
+        typer.Option(
+            help="YAML grid of parameter sets (see grids/example.yaml): run the pipeline once per set into "
+            "REPORTS/RUN_ID/<NN-slug>/ (RUN_ID: grid-<UTC time> by default) and compare them in RUN_ID/index.html; "
+            "--param is added to every set. Exits with the number of failed runs."
+        ),
+    ] = None,
+    jobs: Annotated[int | None, typer.Option(help="With --grid: runs at a time (default 1).", min=1)] = None,
 ) -> None:
-    """Execute the pipeline notebooks with papermill into REPORTS/RUN_ID/ and write run.json."""
+    """Execute the pipeline notebooks with papermill into REPORTS/RUN_ID/ and write run.json.
+
+    Built datasets and judge calls are cached across runs (see --cache-dir); --resume RUN_ID re-executes a run in
+    place and redoes only what its changed parameters invalidate. --grid GRID.yaml runs once per parameter set of
+    the grid, --jobs at a time, sharing the cache; the exit code is the number of failed runs (capped at 125).
+    """
     from airbench_nb.pipeline import PipelineError, run_pipeline
 
+    if resume and run_id and resume != run_id:
+        raise _refuse("give either --run-id (a new run) or --resume (an existing run), not both")
     parameters = dict(_parse_param(p) for p in param or [])
     stems = [s.strip() for s in notebooks.split(",") if s.strip()] if notebooks else None
+    if jobs is not None and grid is None:
+        raise _refuse("--jobs sets how many runs of a grid go at a time: give --grid GRID.yaml too")
+    if grid is not None:
+        from airbench_nb.grid import GridError, run_grid_command
+
+        if resume:
+            raise _refuse("--resume re-executes one run; it cannot be combined with --grid")
+        try:
+            grid_info = run_grid_command(
+                grid,
+                parameters,
+                stems,
+                show=console.print,
+                table=_table,
+                grid_id=run_id,
+                reports_dir=reports,
+                jobs=jobs or 1,
+                cache_dir=cache_dir,
+                kernel_name=kernel,
+                html=html,
+            )
+        except GridError as exc:
+            raise _refuse(str(exc)) from None
+        raise typer.Exit(min(grid_info.failed, 125))
     try:
         info = run_pipeline(
             parameters,
             notebooks=stems,
-            run_id=run_id,
+            run_id=resume or run_id,
             reports_dir=reports,
             kernel_name=kernel,
             html=html,
             progress=True,
+            cache_dir=cache_dir,
+            resume=resume is not None,
         )
     except PipelineError as exc:
         raise _refuse(str(exc)) from None

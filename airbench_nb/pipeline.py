@@ -186,6 +186,27 @@ def new_run_id(reports_dir: Path) -> str:
     return run_id
 
 
+def _previous_run(reports: Path, run_id: str | None) -> RunInfo:
+    """The ``run.json`` of the run to resume.
+
+    Raises:
+        PipelineError: For no run id, no such run folder, or a ``run.json`` that cannot be read.
+    """
+    if run_id is None:
+        raise PipelineError("resume needs the id of the run to resume (a folder under the reports folder)")
+    run_json = reports / run_id / "run.json"
+    if not run_json.is_file():
+        known = sorted(p.parent.name for p in reports.glob("*/run.json"))[-5:]
+        raise PipelineError(
+            f"cannot resume {run_id!r}: no {run_json}" + (f" (recent runs: {', '.join(known)})" if known else "")
+        )
+    try:
+        return RunInfo.model_validate_json(run_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise PipelineError(f"cannot resume {run_id!r}: {run_json} is not a readable run.json ({first})") from None
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -212,6 +233,8 @@ def run_pipeline(
     kernel_name: str | None = None,
     html: bool = True,
     progress: bool = False,
+    cache_dir: str | Path | None = None,
+    resume: bool = False,
 ) -> RunInfo:
     """Execute notebooks in order with papermill into ``reports_dir/run_id/``.
 
@@ -227,6 +250,14 @@ def run_pipeline(
         kernel_name: Jupyter kernel to use (default: the one each notebook names).
         html: Also export each executed notebook to HTML.
         progress: Show papermill's progress bar.
+        cache_dir: Shared cache folder passed as ``cache_dir`` to the notebooks that declare it (built data, judge
+            calls), unless ``parameters`` sets it; None leaves their default (``$AIRBENCH_CACHE`` or
+            ``~/.cache/airbench-nb``).
+        resume: Re-execute the notebooks of the existing run ``run_id`` in its folder, with its parameters updated
+            by ``parameters`` (and its notebooks unless ``notebooks`` is given). Every response, verdict and cache
+            entry already there is reused; what a changed parameter invalidates is redone (a new model: its
+            responses; a new judge: its verdicts; new data: the responses to changed items, whose prompt hash
+            covers the audio's SHA-256).
 
     Returns:
         The final :class:`RunInfo`, also written to ``run.json``.
@@ -234,7 +265,8 @@ def run_pipeline(
     Raises:
         PipelineError: Before running anything, for an unknown notebook, a parameter that no notebook declares,
             a parameter that looks like a secret, a run id that is not a plain folder name, or a reports folder
-            that cannot be made (it is a file, or under one).
+            that cannot be made (it is a file, or under one); with ``resume``, for a missing run id or a run folder
+            without a readable ``run.json``.
     """
     import papermill
 
@@ -242,6 +274,12 @@ def run_pipeline(
     check_no_secrets(parameters)
     if run_id is not None:
         check_run_id(run_id)
+    previous = _previous_run(Path(reports_dir), run_id) if resume else None
+    if previous is not None:
+        parameters = {**previous.parameters, **parameters}
+        notebooks = notebooks or [n.name for n in previous.notebooks]
+        if cache_dir is None and previous.cache_dir:
+            cache_dir = previous.cache_dir
     source = Path(notebook_dir) if notebook_dir else notebooks_dir()
     stems = list(notebooks or PIPELINE)
     declared: dict[str, dict[str, dict[str, Any]]] = {}
@@ -273,6 +311,8 @@ def run_pipeline(
         git_commit=git_commit(),
         platform=f"{platform.system()} {platform.release()} {platform.machine()}",
         notebooks=[NotebookStatus(name=s, status="skipped", error="not reached") for s in stems],
+        resumed=previous.resumed + 1 if previous is not None else 0,
+        cache_dir=str(Path(cache_dir).expanduser().resolve()) if cache_dir else None,
     )
     run_json = run_dir / "run.json"
 
@@ -289,6 +329,8 @@ def run_pipeline(
         nb_params = {k: v for k, v in parameters.items() if k in declared[stem]}
         if "run_dir" in declared[stem]:
             nb_params["run_dir"] = str(run_dir)
+        if info.cache_dir and "cache_dir" in declared[stem] and "cache_dir" not in parameters:
+            nb_params["cache_dir"] = info.cache_dir
         output = run_dir / f"{stem}.ipynb"
         status.parameters = nb_params
         status.output = output.name

@@ -525,6 +525,11 @@ class RunInfo(Record):
     """Operating system and machine."""
     notebooks: list[NotebookStatus] = Field(default_factory=list)
     """One entry per notebook of the pipeline, in order."""
+    resumed: int = 0
+    """How many times the run was resumed (``airbench-nb run --resume``): notebooks re-executed in place, reusing
+    the responses, verdicts and cache entries already there."""
+    cache_dir: str | None = None
+    """Shared cache folder given to the notebooks (built data, judge calls); None: their default."""
 
 
 class AnnotationPair(Record):
