@@ -102,6 +102,8 @@ class ListenView:
     """Problems met (missing audio, components unavailable, ...)."""
     onsets: dict[str, float] = field(default_factory=dict)
     """Onsets (s) of the components, marked on the waveform."""
+    files: dict[str, Path] = field(default_factory=dict)
+    """The file each signal was loaded from, when it was (static players link it under :func:`link_audio`)."""
     widget: Any = None
     """The ipywidgets container in interactive mode; None when rendered statically."""
 
@@ -186,15 +188,18 @@ def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path 
     from airbench_nb.manifests import resolve_audio
 
     try:
-        audio = load_audio(resolve_audio(root, item.audio), sr=sr)
+        file = resolve_audio(root, item.audio)
+        audio = load_audio(file, sr=sr)
     except (AudioError, ValueError) as exc:
         view.notes.append(f"audio unavailable: {exc}")
         return view
     if not (isinstance(item, ChatItem) and item.mix is not None):
         view.signals["audio"] = audio
+        view.files["audio"] = file
         return view
     # A mixed item: play the file as the mix, and rebuild the components from the sources it records.
     view.signals["mix"] = audio
+    view.files["mix"] = file
     try:
         result = remix(item.mix, sources_root if sources_root is not None else root)
     except (AudioError, MixError, ValueError) as exc:
@@ -249,6 +254,7 @@ def prepare(
         path = Path(target)
         view = ListenView(title=path.name, sr=sr, info={"path": str(target)})
         view.signals["audio"] = load_audio(path, sr=sr)
+        view.files["audio"] = path
     elif isinstance(target, np.ndarray):
         from airbench_nb.audio import check_samples
 
@@ -339,15 +345,83 @@ def plot_audio(
     return fig
 
 
-def _audio_player(signal: np.ndarray, sr: int) -> Any:
+AUDIO_FOLDER = "listen_audio"
+"""Folder (under the :func:`link_audio` base) where linked players' audio that is not a file there is written."""
+
+_LINK_BASE: list[Path] = []
+"""The base folder of linked players (empty: players embed their audio)."""
+
+
+def link_audio(base_dir: str | Path | None) -> None:
+    """Make static players link audio files relative to ``base_dir`` instead of embedding them (None: embed).
+
+    Headless runs (``airbench-nb run``) call this with the run folder, where the executed notebooks and their HTML
+    live: a player then links the file its signal was loaded from, by a path relative to ``base_dir`` (through a
+    link such as the run's ``data/`` into the data cache), so the HTML stays small and the audio plays when the
+    folder is opened locally or served. A signal that is no file under ``base_dir`` (a component at its level in
+    a mix, a remix, a file elsewhere) is written once, as 16-bit WAV named by its content hash, into
+    ``base_dir/listen_audio/``. Widgets in a live front end always embed.
+    """
+    _LINK_BASE.clear()
+    if base_dir is not None:
+        _LINK_BASE.append(Path(base_dir))
+
+
+def _relative_link(file: Path, base: Path) -> str | None:
+    """``file`` as a path relative to ``base``, directly or through a symbolic link that is a child of ``base``."""
+    target, root = file.resolve(), base.resolve()
+    if target.is_relative_to(root):
+        return target.relative_to(root).as_posix()
+    for child in sorted(base.iterdir()) if base.is_dir() else []:
+        if child.is_symlink() and target.is_relative_to(child.resolve()):
+            return (Path(child.name) / target.relative_to(child.resolve())).as_posix()
+    return None
+
+
+class LinkedAudio:
+    """A player that links an audio file (HTML ``<audio>`` with a relative ``src``) instead of embedding it."""
+
+    def __init__(self, src: str) -> None:
+        """Args: src: The file's path relative to the notebook's folder."""
+        self.src = src
+
+    def _repr_html_(self) -> str:
+        from urllib.parse import quote
+
+        return f'<audio controls preload="none" src="{html.escape(quote(self.src))}"></audio>'
+
+    def __repr__(self) -> str:
+        return f"audio: {self.src}"
+
+
+def _linked_player(signal: np.ndarray, sr: int, file: Path | None, base: Path) -> LinkedAudio:
+    import hashlib
+
+    import soundfile as sf
+
+    src = _relative_link(file, base) if file is not None else None
+    if src is None:
+        pcm = (np.clip(signal, -1.0, 1.0) * 32767.0).astype("<i2")
+        name = f"{hashlib.sha256(pcm.tobytes() + str(sr).encode()).hexdigest()[:20]}.wav"
+        path = base / AUDIO_FOLDER / name
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            sf.write(path, pcm, sr, subtype="PCM_16")
+        src = f"{AUDIO_FOLDER}/{name}"
+    return LinkedAudio(src)
+
+
+def _audio_player(signal: np.ndarray, sr: int, file: Path | None = None, *, static: bool = False) -> Any:
     from IPython.display import Audio
 
+    if static and _LINK_BASE:
+        return _linked_player(signal, sr, file, _LINK_BASE[0])
     peak = float(np.max(np.abs(signal))) if signal.size else 0.0
     # Not normalised, so that components keep their level in the mix; louder-than-full-scale audio must be.
     return Audio(signal, rate=sr, normalize=peak > 1.0 or peak == 0.0)
 
 
-def _show_signal(view: ListenView, label: str) -> None:
+def _show_signal(view: ListenView, label: str, *, static: bool = False) -> None:
     import matplotlib.pyplot as plt
     from IPython.display import display
 
@@ -355,7 +429,7 @@ def _show_signal(view: ListenView, label: str) -> None:
     _show_html(
         f"<b>{html.escape(label)}</b> ({signal.size / view.sr:.2f} s)", f"{label} ({signal.size / view.sr:.2f} s)"
     )
-    display(_audio_player(signal, view.sr))
+    display(_audio_player(signal, view.sr, view.files.get(label), static=static))
     components = {k: v for k, v in view.signals.items() if k in ("A", "B")} if label == "mix" else None
     # Drawn with pyplot's interactive mode off and one figure at a time: in JupyterLab 4 with ipykernel 7 a widget
     # callback may run on another kernel thread while the inline backend flushes figures, which leaves a figure blank.
@@ -398,9 +472,9 @@ def render(view: ListenView, *, interactive: bool | None = None) -> ListenView:
                 _show_html(
                     f"<b>component {label}</b> (level as in the mix)", f"component {label} (level as in the mix)"
                 )
-                display(_audio_player(view.signals[label], view.sr))
+                display(_audio_player(view.signals[label], view.sr, view.files.get(label), static=True))
             else:
-                _show_signal(view, label)
+                _show_signal(view, label, static=True)
         return view
     import ipywidgets as widgets
 

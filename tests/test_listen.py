@@ -174,3 +174,45 @@ def test_widgets_wanted(monkeypatch):
 def test_mix_of_arrays_is_listenable():
     result = mix(_tone(200, 1.0), _tone(700, 0.5), gain_a_db=0.0, gain_b_db=-6.0, offset_s=0.2)
     assert prepare(result).info["loudness B"].endswith("LUFS")
+
+
+def test_static_players_link_files_under_the_run_folder(data, tmp_path, capsys):
+    """Headless runs link audio (relative paths, through the run's data link) instead of embedding it."""
+    from airbench_nb.listen import AUDIO_FOLDER, link_audio
+
+    root, items, mixed = data
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "data").symlink_to(root, target_is_directory=True)
+    link_audio(run)
+    try:
+        capsys.readouterr()
+        listen(items[0], root=run / "data", interactive=False)  # the item's own file: linked through data/
+        listen(items[2], root=root, interactive=False)  # a mixed item: the mix file, its components written once
+        listen(mixed, interactive=False)  # a mix in memory: all three written
+        again = listen(mixed, interactive=False)  # same signals: same files, nothing new
+    finally:
+        link_audio(None)
+    shown = capsys.readouterr().out
+    assert "audio: data/low.wav" in shown and "audio: data/mix.wav" in shown
+    written = sorted((run / AUDIO_FOLDER).iterdir())
+    # components A and B (the Chat item's equal those of `mixed`: written once) and the in-memory mix; the mix
+    # file is linked, not rewritten; everything linked exists relative to the run folder
+    assert len(written) == 3
+    for line in shown.splitlines():
+        if line.startswith("audio: "):
+            assert (run / line.removeprefix("audio: ")).is_file(), line
+    assert "base64" not in shown and again.signals
+    one = sf.read(str(written[0]), dtype="int16")[0]
+    assert one.dtype == np.int16 and one.size > 0
+    from airbench_nb.listen import LinkedAudio
+
+    assert LinkedAudio("a b/x.wav")._repr_html_() == '<audio controls preload="none" src="a%20b/x.wav"></audio>'
+
+
+def test_players_embed_by_default(data):
+    from airbench_nb.listen import _audio_player
+
+    root, _, _ = data
+    player = _audio_player(_tone(440, 0.1), SR, root / "low.wav", static=True)
+    assert "base64" in player._repr_html_()  # no link_audio(): embedded, as in a live session

@@ -97,10 +97,14 @@ def show(section: Section) -> None:
         return
     if not section.frame.empty:
         display(section.frame)
-    if section.figure is not None:
-        display(section.figure)
-    for figure in section.extra_figures.values():
-        display(figure)
+    import matplotlib.pyplot as plt
+
+    # Each figure is displayed once and closed: left open, the inline backend would show it a second time at the
+    # end of the cell (twice the PNG bytes in the notebook and its HTML). A closed figure can still be saved.
+    for figure in [section.figure, *section.extra_figures.values()]:
+        if figure is not None:
+            display(figure)
+            plt.close(figure)
 
 
 class RunAnalysis:
