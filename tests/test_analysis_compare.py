@@ -201,7 +201,11 @@ def test_holm_by_hand():
 
 def test_wilcoxon_and_verdict_rules():
     d = np.array([1.0, 2.0, 0.0, 1.5, -0.5, 3.0, 2.5, 1.0, 0.5, 2.0])
-    assert wilcoxon_signed_rank(d) == pytest.approx(stats.wilcoxon(d).pvalue)
+    assert wilcoxon_signed_rank(d) == pytest.approx(stats.wilcoxon(d, method="approx").pvalue)  # ties: normal
+    no_ties = np.array([1.0, 2.0, -0.5, 1.5, 3.0, 2.5, 0.25, 4.0])
+    assert wilcoxon_signed_rank(no_ties) == pytest.approx(stats.wilcoxon(no_ties, method="exact").pvalue)
+    # exact by hand: the negative difference has rank 2, so W- = 2; sign patterns with W- <= 2 are {}, {1}, {2}
+    assert wilcoxon_signed_rank(no_ties) == pytest.approx(2 * 3 / 2**8)
     assert wilcoxon_signed_rank(np.zeros(6)) == 1.0
     assert verdict(0.1, 0.001) == A_BETTER and verdict(-0.1, 0.001) == B_BETTER
     assert verdict(0.1, 0.05) == NO_DIFFERENCE and verdict(0.1, None) == NO_DIFFERENCE
@@ -317,7 +321,7 @@ def test_chat_wilcoxon_on_planted_score_differences(tmp_path: Path):
     d = np.array([gain[u] for u in uids])
     average = by_key(ab, "chat", "average", "average")
     assert average["test"] == WILCOXON_POOLED and average["n"] == len(uids)
-    assert average["p_value"] == pytest.approx(stats.wilcoxon(d).pvalue)
+    assert average["p_value"] == pytest.approx(stats.wilcoxon(d, method="approx").pvalue)  # integer scores: ties
     assert average["verdict"] == A_BETTER and average["ci_low"] > 0
     task = by_key(ab, "chat", "task", "music_QA")
     music = np.array([gain[f"music_QA-{k:02d}"] for k in range(CHAT_PER_TASK)])

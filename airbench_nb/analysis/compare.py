@@ -165,6 +165,10 @@ def mcnemar_exact(a_correct: Sequence[bool] | np.ndarray, b_correct: Sequence[bo
 def wilcoxon_signed_rank(differences: Sequence[float] | np.ndarray) -> float:
     """Wilcoxon signed-rank test of paired differences (scipy, two-sided, zero differences dropped).
 
+    As R's ``wilcox.test``: the exact null distribution for up to 50 nonzero differences without ties, else the
+    normal approximation with the tie correction. (scipy's default falls back to a permutation test when there are
+    ties, which takes seconds per test and adds nothing at the sizes where ties occur: judge scores are integers.)
+
     Args:
         differences: Per-item ``a - b``.
 
@@ -177,7 +181,10 @@ def wilcoxon_signed_rank(differences: Sequence[float] | np.ndarray) -> float:
         return 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a single nonzero difference: normal approximation warns
-        return float(stats.wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
+        nonzero = np.abs(d[d != 0])
+        exact = nonzero.size <= 50 and np.unique(nonzero).size == nonzero.size
+        method = "exact" if exact else "approx"
+        return float(stats.wilcoxon(d, zero_method="wilcox", alternative="two-sided", method=method).pvalue)
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

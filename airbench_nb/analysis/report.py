@@ -88,6 +88,10 @@ def _plain_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return plain
 
 
+SHOW_DPI = 80
+"""Resolution of the figures shown in notebook 05 (and so in its HTML); the saved PNGs use :data:`plots.DPI`."""
+
+
 def show(section: Section) -> None:
     """Display a section in a notebook: the reason when empty, else its frame and figure."""
     from IPython.display import Markdown, display
@@ -99,11 +103,14 @@ def show(section: Section) -> None:
         display(section.frame)
     import matplotlib.pyplot as plt
 
-    # Each figure is displayed once and closed: left open, the inline backend would show it a second time at the
-    # end of the cell (twice the PNG bytes in the notebook and its HTML). A closed figure can still be saved.
+    from airbench_nb.listen import figure_png
+
+    # Each figure is displayed once, as a PNG at SHOW_DPI, and closed: left open, the inline backend would show it
+    # a second time at the end of the cell (twice the bytes in the notebook and its HTML). A closed figure can
+    # still be saved (the files under analysis/figures/ are written at full resolution).
     for figure in [section.figure, *section.extra_figures.values()]:
         if figure is not None:
-            display(figure)
+            display(figure_png(figure, dpi=SHOW_DPI))
             plt.close(figure)
 
 
