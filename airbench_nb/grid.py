@@ -27,8 +27,9 @@ Each parameter set runs, through :func:`~airbench_nb.pipeline.run_pipeline` in a
 ``reports/<grid_id>/<run_id>/``, where ``run_id`` is the set's index and a slug of the parameters that vary across
 the grid (``01-seed0-models-baseline_oracle``). ``jobs`` runs go at a time; a failing run never stops the others.
 All runs share one cache folder (built data, judge calls), which is safe across processes. The grid folder holds
-``grid.json`` (:class:`GridInfo`, rewritten as each run ends), ``logs/<run_id>.log`` (each run's log) and the
-comparison page ``index.html`` with its ``README.md`` twin (:mod:`airbench_nb.grid_page`).
+``grid.json`` (:class:`GridInfo`, rewritten as each run ends), ``grid.yaml`` (a copy of the grid file),
+``logs/<run_id>.log`` (each run's log) and the comparison page ``index.html`` with its ``README.md`` twin
+(:mod:`airbench_nb.grid_page`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import logging
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -64,6 +66,9 @@ MAX_RUNS = 999
 
 GRID_JSON = "grid.json"
 """File name of the grid's record inside the grid folder."""
+
+GRID_COPY = "grid.yaml"
+"""File name of the copy of the grid file kept in the grid folder."""
 
 LOGS = "logs"
 """Folder of the grid folder holding each run's log (``<run_id>.log``)."""
@@ -599,6 +604,8 @@ def run_grid(
     except OSError as exc:
         raise GridError(f"cannot make the grid folder {reports / grid_id}: {exc.strerror or exc}") from None
 
+    if grid.source.is_file():  # the file as it was run: it may change after
+        shutil.copyfile(grid.source, grid_dir / GRID_COPY)
     run_ids = grid.run_ids()
     shared_cache = _default_cache(cache_dir)
     info = GridInfo(
@@ -726,6 +733,8 @@ def run_grid_command(
     """
     from rich.markup import escape
 
+    from airbench_nb.grid_page import _short as short
+
     grid = read_grid(grid_file, extra=parameters)
     if notebooks:
         grid = replace(grid, notebooks=list(notebooks))
@@ -755,7 +764,7 @@ def run_grid_command(
     rows = [
         {
             "run": escape(r.run_id),
-            **{k: escape(_slug_free(r.varying.get(k, "-"))) for k in info.varying},
+            **{k: escape(short(r.varying.get(k, "-"))) for k in info.varying},
             "status": r.status,
             "seconds": f"{r.duration_s:.0f}" if r.duration_s is not None else "",
             "error": escape((r.error or "")[:100]),
@@ -766,11 +775,6 @@ def run_grid_command(
     page = Path(reports_dir) / info.grid_id / "index.html"
     show(f"grid page: {escape(str(page))}")
     return info
-
-
-def _slug_free(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _worker() -> int:

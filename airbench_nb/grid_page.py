@@ -156,8 +156,21 @@ def run_totals(run_dir: Path) -> tuple[dict[str, float], str | None]:
     return totals, (detail.get("protocol") if isinstance(detail, dict) else None) or analysis.get("protocol")
 
 
+def _time(value: Any) -> str:
+    """``2026-12-01 13:10:31 UTC`` from an ISO time of ``grid.json`` (the text itself when it is not one)."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(value)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except ValueError:
+        return str(value)
+
+
 def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
+    if isinstance(value, list) and value and all(isinstance(v, str | int | float) for v in value):
+        text = ", ".join(str(v) for v in value)  # models, judges, tasks: as a reader writes them
+    else:
+        text = value if isinstance(value, str) else json.dumps(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -263,15 +276,15 @@ def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
         ("jobs", str(grid.get("jobs", 1))),
         ("cache folder", grid.get("cache_dir") or "each notebook's default"),
     ]
-    files = ["grid.json"] + [
+    files = [name for name in ("grid.json", "grid.yaml") if (grid_dir / name).is_file()] + [
         str(r.get("log")) for r in runs if r.get("log") and (grid_dir / str(r.get("log"))).is_file()
     ]
     return {
         "grid_id": grid.get("grid_id", grid_dir.name),
         "name": grid.get("name") or "",
         "status": grid.get("status", "running"),
-        "started": grid.get("started", "?"),
-        "ended": grid.get("ended") or "not finished",
+        "started": _time(grid.get("started", "?")),
+        "ended": _time(grid["ended"]) if grid.get("ended") else "not finished",
         "counts": counts,
         "what": what,
         "tables": tables,

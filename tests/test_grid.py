@@ -1,0 +1,325 @@
+"""Grids of runs: the YAML schema, its expansion and run ids, its errors, and `airbench-nb run --grid --jobs`."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from typer.testing import CliRunner
+
+from airbench_nb.cli import app
+from airbench_nb.grid import (
+    GridError,
+    _run_error,
+    check_grid,
+    parse_grid,
+    read_grid,
+    run_grid,
+    run_slug,
+)
+from airbench_nb.grid_page import write_grid_page
+from airbench_nb.pipeline import check_run_id
+
+ORACLE, RANDOM = ["baseline:oracle"], ["baseline:random"]
+
+
+def _write(tmp_path: Path, text: str, name: str = "grid.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- the two forms ---------------------------------------------------------------------------------------------------
+
+
+def test_product_form_expands_every_combination_last_key_fastest(tmp_path):
+    path = _write(
+        tmp_path,
+        "name: demo\nnotebooks: [01_build_data, 03_run_model]\nfixed: {judges: [rule]}\n"
+        "preset: [tiny]\nseed: [0, 1]\nmodels: [[baseline:oracle], [baseline:random]]\n",
+    )
+    grid = read_grid(path)
+    assert grid.form == "product" and grid.name == "demo" and grid.notebooks == ["01_build_data", "03_run_model"]
+    assert [(s["seed"], s["models"]) for s in grid.sets] == [(0, ORACLE), (0, RANDOM), (1, ORACLE), (1, RANDOM)]
+    assert all(s["preset"] == "tiny" and s["judges"] == ["rule"] for s in grid.sets)
+    assert grid.varying == ["seed", "models"]  # preset has one value: it is common, not varying
+    assert grid.fixed == {"judges": ["rule"], "preset": "tiny"}
+    assert grid.run_ids() == [
+        "01-seed0-models-baseline_oracle",
+        "02-seed0-models-baseline_random",
+        "03-seed1-models-baseline_oracle",
+        "04-seed1-models-baseline_random",
+    ]
+
+
+def test_runs_form_and_a_bare_list(tmp_path):
+    path = _write(
+        tmp_path,
+        "fixed: {preset: tiny}\nruns:\n  - {seed: 0, models: [baseline:oracle]}\n  - {seed: 1}\n"
+        "  - {seed: 1, snr_grid: [0, 5]}\n",
+    )
+    grid = read_grid(path)
+    assert grid.form == "runs" and len(grid.sets) == 3
+    assert grid.sets[1] == {"preset": "tiny", "seed": 1}
+    assert grid.varying == ["seed", "models", "snr_grid"]  # a key some runs lack varies too
+    assert grid.run_ids() == ["01-seed0-models-baseline_oracle", "02-seed1", "03-seed1-snr_grid-0_5"]
+    bare = parse_grid([{"seed": 0}, {"seed": 1}], "bare.yaml")
+    assert bare.form == "runs" and bare.run_ids() == ["01-seed0", "02-seed1"]
+
+
+def test_command_line_parameters_join_every_run_and_cannot_fix_a_varied_one(tmp_path):
+    grid = parse_grid({"fixed": {"preset": "mini"}, "seed": [0, 1]}, "g.yaml", extra={"preset": "tiny"})
+    assert all(s["preset"] == "tiny" for s in grid.sets)
+    with pytest.raises(GridError, match=r"^g\.yaml: key 'seed': the grid varies seed"):
+        parse_grid({"seed": [0, 1]}, "g.yaml", extra={"seed": 3})
+
+
+def test_run_ids_are_valid_unique_and_readable_for_awkward_values():
+    values = [
+        "hf:/models/Qwen2-Audio-7B-Instruct",
+        "openai:gpt-4o-audio-preview?x=1&y=2",
+        "../../etc/passwd",
+        "",
+        "é" * 10,
+        "x" * 300,
+        True,
+        None,
+        -5,
+        0.5,
+        {"speech": 0.4, "sound": 0.6},
+        [[3, -3], [0, 0]],
+        [],
+    ]
+    grid = parse_grid({"official_root": values, "seed": [0, 1]}, "g.yaml")
+    ids = grid.run_ids()
+    assert len(ids) == len(set(ids)) == 2 * len(values)
+    for run_id in ids:
+        assert check_run_id(run_id) == run_id and len(run_id) <= 128 and ".." not in run_id.split("-")[1]
+    assert ids[::2] == [
+        "01-official_root-hf_models_Qwen2-Audio-7B-Instruct-seed0",
+        "03-official_root-openai_gpt-4o-audio-preview_x_1_y_2-seed0",
+        "05-official_root-etc_passwd-seed0",
+        "07-official_root-empty-seed0",
+        "09-official_root-x-seed0",
+        "11-official_root-" + "x" * 40 + "-seed0",
+        "13-official_root-true-seed0",
+        "15-official_root-none-seed0",
+        "17-official_root-5-seed0",
+        "19-official_root0.5-seed0",
+        "21-official_root-speech-0.4_sound-0.6-seed0",
+        "23-official_root-3_-3_0_0-seed0",
+        "25-official_root-empty-seed0",
+    ]
+    assert run_slug(7, {"snr_db": -5}, ["snr_db"]) == "07-snr_db-5"
+    assert run_slug(1, {"seed": 0}, []) == "01"
+    many = parse_grid({"seed": list(range(120))}, "g.yaml").run_ids()
+    assert many[0] == "001-seed0" and many[-1] == "120-seed119"
+
+
+# --- errors: one line naming the file and the key ------------------------------------------------------------------
+
+BAD = [
+    ("seed: [0, 1]\nsed: [2]\n", "key 'sed': declared by none of"),
+    ("seed: 0\n", "key 'seed': give a list of values"),
+    ("models: [baseline:oracle, baseline:random]\nseed: 3\n", "key 'seed': give a list of values"),
+    ("", "empty grid"),
+    ("name: nothing\nfixed: {seed: 0}\n", "empty grid"),
+    ("runs: []\n", "key 'runs': empty grid"),
+    ("seed: []\n", "key 'seed': empty list"),
+    ("seed: [0, 1\n", "not valid YAML: line 2"),
+    ("seed: [0]\nseed: [1]\n", "not valid YAML: line 2, column 1: key 'seed' given twice"),
+    ("- 1\n- 2\n", "key 'runs[1]': a parameter set is a mapping"),
+    ("42\n", "a grid is a mapping"),
+    ("runs: [{seed: 0}]\nseed: [1]\n", "key 'seed': give either runs: or parameter lists"),
+    ("fixed: {seed: 0}\nseed: [1, 2]\n", "key 'seed': also under fixed:"),
+    ("fixed: {seed: 0}\nruns: [{seed: 1}]\n", "key 'runs[1].seed': seed is also under fixed:"),
+    ("runs: [{seed: 0}, {seed: 1}, {seed: 0}]\n", "key 'runs[3]': same parameters as runs[1]"),
+    ("seed: [0, 0]\n", "key 'seed': value 0 listed twice"),
+    ("fixed: [seed]\nseed: [0]\n", "key 'fixed': give a mapping"),
+    ("notebooks: [01_build_data, 99_nope]\nseed: [0]\n", "key 'notebooks': no notebook '99_nope'"),
+    ("notebooks: 3\nseed: [0]\n", "key 'notebooks': give a list of notebook stems"),
+    ("official_root: [2024-01-01]\n", "key 'official_root': datetime.date(2024, 1, 1) is a YAML date"),
+    ("official_root: ['sk-abc123def456']\n", "key 'official_root': the value of parameter 'official_root' looks"),
+    ("seed: [0]\n3: [1]\n", "key 3: top-level keys must be parameter names"),
+    ("seed: [0, 1]\nlimit: " + str(list(range(600))) + "\n", "1200 runs, more than 999"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD, ids=[m.split(":")[0][:30] for _, m in BAD])
+def test_bad_grid_files_are_refused_with_one_line_naming_the_file_and_key(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(GridError) as caught:
+        check_grid(read_grid(path))
+    text = str(caught.value)
+    assert text.startswith(f"{path}: ") and "\n" not in text
+    assert message in text, text
+
+
+def test_missing_or_folder_grid_file(tmp_path):
+    with pytest.raises(GridError, match="no such grid file"):
+        read_grid(tmp_path / "nope.yaml")
+    with pytest.raises(GridError, match="is a folder"):
+        read_grid(tmp_path)
+
+
+def test_the_example_grid_is_valid():
+    grid = read_grid(Path(__file__).resolve().parent.parent / "grids" / "example.yaml")
+    assert check_grid(grid) == grid.notebooks and len(grid.sets) == 4
+
+
+# --- running: a toy notebook, so that the grid machinery is checked in seconds -------------------------------------
+
+
+def _toy_notebooks(folder: Path) -> Path:
+    """A one-notebook pipeline: ``x`` is a parameter; ``x == 3`` fails; the run writes a scores file."""
+    folder.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    params = nbformat.v4.new_code_cell('x = 0  # a number\nrun_dir = ""  # the run folder')
+    params.metadata["tags"] = ["parameters"]
+    body = nbformat.v4.new_code_cell(
+        "from pathlib import Path\n"
+        "assert x != 3, 'planted failure'\n"
+        "Path(run_dir, 'scores_summary.csv').write_text(\n"
+        "    'model,chat_judge,protocol,foundation_average,foundation_ci,foundation_partial,chat_average,chat_ci\\n'\n"
+        '    f\'toy,-,strict,{x / 10},"({x / 20}, {x / 10})",False,,"(None, None)"\\n\')\n'
+    )
+    nb.cells = [params, body]
+    nbformat.write(nb, str(folder / "toy.ipynb"))
+    return folder
+
+
+@pytest.mark.slow
+def test_a_failing_run_leaves_the_others_and_is_recorded_with_its_exception(tmp_path):
+    notebooks = _toy_notebooks(tmp_path / "notebooks")
+    grid = parse_grid({"notebooks": ["toy"], "x": [1, 2, 3]}, tmp_path / "toy.yaml")
+    seen = []
+    info = run_grid(
+        grid,
+        grid_id="toy",
+        reports_dir=tmp_path / "reports",
+        jobs=2,
+        html=False,
+        notebook_dir=notebooks,
+        cache_dir=tmp_path / "cache",
+        on_run_end=lambda entry, _: seen.append(entry.run_id),
+    )
+    folder = tmp_path / "reports" / "toy"
+    assert sorted(seen) == ["01-x1", "02-x2", "03-x3"]
+    assert [r.status for r in info.runs] == ["ok", "ok", "failed"] and info.status == "failed" and info.failed == 1
+    assert info.runs[2].error == "toy: AssertionError: planted failure"
+    saved = json.loads((folder / "grid.json").read_text())
+    assert saved["status"] == "failed" and [r["status"] for r in saved["runs"]] == ["ok", "ok", "failed"]
+    assert saved["cache_dir"] == str((tmp_path / "cache").resolve()) and saved["varying"] == ["x"]
+    assert all(r["duration_s"] > 0 for r in saved["runs"]) and (folder / "logs" / "03-x3.log").is_file()
+    assert not (folder / "grid.yaml").exists()  # parsed from a mapping: no file to keep
+    page = (folder / "index.html").read_text()
+    assert '<a href="01-x1/index.html">01-x1</a>' in page and "toy: AssertionError: planted failure" in page
+    assert "20.0<br><small>[10.0, 20.0]</small>" in page  # run 2: 0.2 with its interval, in %
+    assert "<script" not in page
+    readme = (folder / "README.md").read_text()
+    assert "| 2 | [02-x2](02-x2/index.html) | 2 | ok |" in readme and "planted failure" in readme
+    with pytest.raises(GridError, match="already holds a grid"):
+        run_grid(grid, grid_id="toy", reports_dir=tmp_path / "reports", notebook_dir=notebooks)
+
+
+def test_a_run_that_dies_is_failed_with_its_last_log_line(tmp_path):
+    log = _write(tmp_path, "INFO starting\nerror: cannot make the run folder\n", "run.log")
+    status, error = _run_error(tmp_path / "missing" / "run.json", 2, log)
+    assert status == "failed" and error.startswith("the run's process ended (exit code 2) before writing run.json")
+    assert error.endswith("error: cannot make the run folder")
+    (tmp_path / "run.json").write_text(json.dumps({"status": "running", "notebooks": []}))
+    assert "killed by a signal) before it finished" in _run_error(tmp_path / "run.json", -9, log)[1]
+
+
+def test_the_page_of_a_grid_without_runs_done(tmp_path):
+    grid = {"grid_id": "g", "status": "running", "varying": ["seed"], "runs": [{"index": 1, "run_id": "01-seed0"}]}
+    (tmp_path / "grid.json").write_text(json.dumps(grid))
+    index, readme = write_grid_page(tmp_path)
+    assert "01-seed0" in index.read_text() and "pending" in readme.read_text()
+
+
+# --- the command line ----------------------------------------------------------------------------------------------
+
+
+def test_cli_refusals_are_one_line_and_exit_2(tmp_path):
+    runner = CliRunner()
+    missing = runner.invoke(app, ["run", "--grid", str(tmp_path / "nope.yaml"), "--reports", str(tmp_path)])
+    assert missing.exit_code == 2 and "no such grid file" in missing.output
+    bad = _write(tmp_path, "seed: [0]\nsed: [1]\n")
+    result = runner.invoke(app, ["run", "--grid", str(bad), "--reports", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "key 'sed'" in result.output and not (tmp_path / "r").exists()
+    alone = runner.invoke(app, ["run", "--jobs", "2", "--reports", str(tmp_path)])
+    assert alone.exit_code == 2 and "--grid" in alone.output
+
+
+def _run_cli(args: list[str]) -> tuple[int, str, float]:
+    t0 = time.perf_counter()
+    result = CliRunner().invoke(app, args)
+    return result.exit_code, result.output, time.perf_counter() - t0
+
+
+@pytest.mark.slow
+def test_acceptance_a_2x2_grid_with_jobs_2_then_one_planted_failure(tmp_path, monkeypatch):
+    """The issue's acceptance test, on the tiny preset with three notebooks and a shared tmp cache."""
+    monkeypatch.delenv("AIRBENCH_JUDGE", raising=False)
+    common = (  # show_items/show 0: no listening widgets, which take seconds each
+        "notebooks: [01_build_data, 03_run_model, 04_judge]\n"
+        "fixed: {judges: [rule], preset: tiny, show_items: 0, show: 0}\n"
+    )
+    reports, cache = tmp_path / "reports", tmp_path / "cache"
+    options = ["--reports", str(reports), "--cache-dir", str(cache), "--no-html", "--jobs", "2"]
+
+    good = _write(tmp_path, common + "seed: [0, 1]\nmodels: [[baseline:oracle], [baseline:random]]\n", "good.yaml")
+    code, output, seconds = _run_cli(["run", "--grid", str(good), "--run-id", "g1", *options])
+    print(f"grid 1: {seconds:.0f} s")
+    assert code == 0, output
+    folder = reports / "g1"
+    runs = sorted(p.name for p in folder.iterdir() if (p / "run.json").is_file())
+    assert runs == [
+        "01-seed0-models-baseline_oracle",
+        "02-seed0-models-baseline_random",
+        "03-seed1-models-baseline_oracle",
+        "04-seed1-models-baseline_random",
+    ]
+    for run in runs:
+        record = json.loads((folder / run / "run.json").read_text())
+        assert record["status"] == "ok" and (folder / run / "scores_summary.csv").is_file()
+    page = (folder / "index.html").read_text()
+    assert all(f'<a href="{run}/index.html">' in page for run in runs)
+    assert "baseline:oracle" in page and "100.0" in page and 'class="status ok"' in page
+    assert f"grid page: {folder / 'index.html'}" in re.sub(r"\s*\n\s*", "", output)
+    assert (folder / "grid.yaml").read_text() == good.read_text()  # the file as it was run
+    assert any((cache / "data").iterdir())  # the runs' data was built into the shared cache
+
+    planted = _write(
+        tmp_path,
+        common + "runs:\n  - {seed: 0, models: [baseline:oracle]}\n  - {seed: 0, models: [baseline:random]}\n"
+        "  - {seed: 1, models: [baseline:does-not-exist]}\n  - {seed: 1, models: [baseline:random]}\n",
+        "planted.yaml",
+    )
+    code, output, seconds = _run_cli(["run", "--grid", str(planted), "--run-id", "g2", *options])
+    print(f"grid 2: {seconds:.0f} s")
+    assert code == 1, output
+    saved = json.loads((reports / "g2" / "grid.json").read_text())
+    statuses = {r["run_id"]: r["status"] for r in saved["runs"]}
+    assert statuses == {
+        "01-seed0-models-baseline_oracle": "ok",
+        "02-seed0-models-baseline_random": "ok",
+        "03-seed1-models-baseline_does-not-exist": "failed",
+        "04-seed1-models-baseline_random": "ok",
+    }
+    for run_id, status in statuses.items():
+        assert json.loads((reports / "g2" / run_id / "run.json").read_text())["status"] == status
+    failed = saved["runs"][2]["error"]
+    assert (
+        failed
+        == "03_run_model: ValueError: unknown baseline 'does-not-exist'; choose one of random, first, oracle, dsp"
+    )
+    page = (reports / "g2" / "index.html").read_text()
+    assert "unknown baseline" in page and 'class="status failed"' in page
+    assert "03-seed1-models-baseline_does-not-exist" in output and "1 of 4 runs failed" in output
