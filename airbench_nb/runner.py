@@ -22,6 +22,10 @@ Failures. An item whose audio cannot be read gets a :class:`~airbench_nb.records
 the run goes on; so does a batch whose backend raises. A fatal API error (``FatalAPIError`` of
 :mod:`airbench_nb.api_client`: a rejected or missing key, a server refusing every connection) stops the run at
 once: what was answered is kept, nothing more is sent, and the exception reaches the caller.
+
+Replicas. For a model with ``replica_stats()`` (``openai:<model>@<url1>,<url2>,...``), the summary carries what this
+run did on each replica (:attr:`RunSummary.replicas`: attempts sent, succeeded, failed, requests retried elsewhere,
+times marked down), and the log shows it as a table (:meth:`RunSummary.replica_text`).
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ FIRST_LINE_LIMIT = 4 * 1024 * 1024
 """Bytes read to find an existing output's first line; a longer first line is not one the kit wrote."""
 DATA_DEFECTS = (AudioStatus.missing, AudioStatus.empty, AudioStatus.corrupt)
 """Audio statuses that make an item unusable: an error response once, never retried, left out of scoring."""
+REPLICA_COUNTS = ("sent", "succeeded", "failed", "retried_elsewhere", "marked_down")
+"""The counters of a replica in :attr:`RunSummary.replicas` (a model's ``replica_stats()`` records)."""
 
 
 # ------------------------------------------------------------------------------------------------ outputs
@@ -380,6 +386,10 @@ class RunSummary:
     repaired_lines: int = 0
     """Lines taken out of the output before resuming: a final line cut by a crash dropped, unreadable lines moved
     to ``<out>.rejected``."""
+    replicas: list[dict[str, Any]] = field(default_factory=list)
+    """Per replica of an ``openai:<model>@<url1>,<url2>,...`` model, what this run did there: ``url``, attempts
+    ``sent``, ``succeeded``, ``failed``, requests ``retried_elsewhere``, times ``marked_down``, and whether it is
+    ``down`` at the end (see :mod:`airbench_nb.api_client.replicas`); empty for other models."""
 
     @property
     def failed(self) -> int:
@@ -420,7 +430,40 @@ class RunSummary:
             "seconds": round(self.seconds, 3),
             "items_per_s": self.items_per_s,
             "repaired_lines": self.repaired_lines,
+            **({"replicas": [dict(r) for r in self.replicas]} if self.replicas else {}),
         }
+
+    def replica_text(self) -> str:
+        """The per-replica counts as a small fixed-width table (empty when the model has no replicas)."""
+        if not self.replicas:
+            return ""
+        width = max(len("replica"), *(len(str(r["url"])) for r in self.replicas))
+        head = f"{'replica':<{width}}  " + "  ".join(f"{c:>{len(c)}}" for c in (*REPLICA_COUNTS, "down"))
+        rows = [
+            f"{str(r['url']):<{width}}  "
+            + "  ".join(f"{r[c]:>{len(c)}}" for c in REPLICA_COUNTS)
+            + f"  {'yes' if r['down'] else 'no':>4}"
+            for r in self.replicas
+        ]
+        return "\n".join([head, *rows])
+
+
+def replica_counts(model: AudioLM) -> list[dict[str, Any]]:
+    """A model's per-replica records as dicts (``replica_stats()``, records or dicts); [] for models without."""
+    stats = getattr(model, "replica_stats", None)
+    if not callable(stats):
+        return []
+    return [dict(r.as_dict() if hasattr(r, "as_dict") else r) for r in stats()]
+
+
+def _replica_delta(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a run added to each replica's counters (``after`` minus ``before``, matched by URL)."""
+    earlier = {r["url"]: r for r in before}
+    out = []
+    for row in after:
+        base = earlier.get(row["url"], {})
+        out.append({**row, **{c: row[c] - base.get(c, 0) for c in REPLICA_COUNTS if c in row}})
+    return out
 
 
 def _failure_kinds(error_kinds: Mapping[str, int]) -> Counter[str]:
@@ -539,8 +582,14 @@ def run_model(
                 summary.retried,
                 summary.changed_prompt,
             )
-        _answer(model, pending, root, out, texts, hashes, params, system, summary, progress, tqdm)
+        before = replica_counts(model)
+        try:
+            _answer(model, pending, root, out, texts, hashes, params, system, summary, progress, tqdm)
+        finally:
+            summary.replicas = _replica_delta(before, replica_counts(model))
     logger.info("%s: %s", model.spec, summary.as_dict())
+    if summary.replicas:
+        logger.info("%s: requests per replica in this run:\n%s", model.spec, summary.replica_text())
     return summary
 
 

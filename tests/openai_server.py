@@ -12,6 +12,12 @@ header, as a careless server might). :func:`unused_base_url` gives a URL where n
 Batch API: ``POST /v1/files`` (multipart), ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and
 ``GET /v1/batches/{id}`` (a batch completes after ``batch_polls_before_done`` retrievals).
 
+For replica tests and benchmarks: ``capacity`` caps the chat requests handled at once (the others queue, as on a
+server whose batch is full); ``hold_after=n`` answers the first n chat requests and holds the later ones in flight
+until :meth:`OpenAITestServer.release` or :meth:`OpenAITestServer.kill` (a replica dying mid-run: it stops
+listening and drops every open connection, held requests included, without an answer);
+:meth:`OpenAITestServer.wait_for` waits on what the server has seen without sleeping.
+
     with OpenAITestServer(latency_s=0.1) as server:
         client = APIClient(base_url=server.base_url)
 
@@ -89,6 +95,10 @@ class Seen:
     """``GET /v1/batches/{id}`` requests received."""
     connections_closed: int = 0
     """Connections closed without an answer (mode ``refused``)."""
+    held: int = 0
+    """Chat requests held in flight (after the first ``hold_after``) until a release or a kill."""
+    dropped: int = 0
+    """Chat requests in flight when the server was killed (never answered)."""
 
 
 class BadRequest(Exception):
@@ -156,17 +166,27 @@ class OpenAITestServer:
         batch_polls_before_done: int = 1,
         mode: ServerMode | None = None,
         trickle_s: float = 2.0,
+        capacity: int | None = None,
+        hold_after: int | None = None,
     ) -> None:
         """Set a fixed latency per chat answer, how many batch retrievals report ``in_progress`` first, a
-        server-wide failure ``mode`` (None: serve normally) and how long a ``trickle`` answer's body takes."""
+        server-wide failure ``mode`` (None: serve normally), how long a ``trickle`` answer's body takes, how many
+        chat requests are handled at once (``capacity``; None: no limit) and after how many chat requests the
+        later ones are held in flight (``hold_after``; None: never)."""
         if mode is not None and mode not in SERVER_MODES:
             raise ValueError(f"mode {mode!r} is not one of {', '.join(SERVER_MODES)}")
         self.latency_s = latency_s
         self.batch_polls_before_done = batch_polls_before_done
         self.mode = mode
         self.trickle_s = trickle_s
+        self.hold_after = hold_after
+        self.capacity = threading.BoundedSemaphore(capacity) if capacity else None
         self.plan: dict[str, list[Fault | None]] = {}
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.released = threading.Event()
+        self.killed = False
+        self.connections: set[socket.socket] = set()
         self.seen = Seen()
         self.files: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, dict[str, Any]] = {}
@@ -185,11 +205,41 @@ class OpenAITestServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        """Stop serving."""
+        """Stop serving (held requests are let go first)."""
         assert self._httpd is not None and self._thread is not None
+        self.released.set()
+        if not self.killed:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def release(self) -> None:
+        """Let the held chat requests (and every later one) be answered."""
+        self.released.set()
+
+    def kill(self) -> None:
+        """Die as a crashed replica does: stop listening (new connections are refused) and drop every open
+        connection without an answer, held requests included. The port stays closed."""
+        assert self._httpd is not None
+        with self.lock:
+            self.killed = True
+            open_connections = list(self.connections)
         self._httpd.shutdown()
         self._httpd.server_close()
-        self._thread.join(timeout=5)
+        for connection in open_connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+        self.released.set()  # the held handlers wake up, see the kill and go without answering
+
+    def wait_for(self, condition: Any, timeout_s: float = 30.0) -> None:
+        """Wait until ``condition(seen)`` holds (checked whenever a chat request arrives or ends).
+
+        Raises:
+            TimeoutError: It did not hold within ``timeout_s``.
+        """
+        with self.changed:
+            if not self.changed.wait_for(lambda: condition(self.seen), timeout=timeout_s):
+                raise TimeoutError(f"the server did not reach the condition within {timeout_s:g} s: {self.seen}")
 
     @property
     def base_url(self) -> str:
@@ -323,6 +373,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server_state.lock:
+            self.server_state.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server_state.lock:
+            self.server_state.connections.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
 
     def handle(self) -> None:
         """Serve the connection, or (mode ``refused``) close it at once without reading or answering."""
@@ -491,32 +552,52 @@ class _Handler(BaseHTTPRequestHandler):
             if self.headers.get("Authorization"):
                 seen.authorization.add(self.headers["Authorization"])
             seen.bodies.append(_redacted(body))
+            hold = state.hold_after is not None and seen.chat_requests > state.hold_after
+            if hold:
+                seen.held += 1
+            state.changed.notify_all()
         try:
-            if state.latency_s:
-                time.sleep(state.latency_s)
-            fault = state.fault_for(text, attempt)
-            if fault is not None and fault.kind not in ("delay", "trickle"):
-                self._fault(fault)
+            if hold:
+                state.released.wait()
+            if state.killed:
+                with state.lock:
+                    seen.dropped += 1
+                self.close_connection = True
                 return
-            if fault is not None and fault.kind == "delay":
-                time.sleep(fault.delay_s)
-            try:
-                completion = state.answer(body)
-            except BadRequest as exc:
-                self._error(400, str(exc))
-                return
-            if state.mode == "echo-key":
-                message = completion["choices"][0]["message"]
-                message["content"] = f"{message['content']} (you sent the key {self._key()})"
-            with state.lock:
-                seen.answered[text] += 1
-            if state.mode == "trickle" or (fault is not None and fault.kind == "trickle"):
-                self._trickle(completion, fault.delay_s if fault is not None else state.trickle_s)
-                return
-            self._json(200, completion)
+            if state.capacity is not None:
+                with state.capacity:
+                    self._answer_chat(state, seen, body, text, attempt)
+            else:
+                self._answer_chat(state, seen, body, text, attempt)
         finally:
             with state.lock:
                 seen.in_flight -= 1
+                state.changed.notify_all()
+
+    def _answer_chat(self, state: OpenAITestServer, seen: Seen, body: dict[str, Any], text: str, attempt: int) -> None:
+        """Answer one chat request: latency, the fault plan, the completion (or its mode's twist)."""
+        if state.latency_s:
+            time.sleep(state.latency_s)
+        fault = state.fault_for(text, attempt)
+        if fault is not None and fault.kind not in ("delay", "trickle"):
+            self._fault(fault)
+            return
+        if fault is not None and fault.kind == "delay":
+            time.sleep(fault.delay_s)
+        try:
+            completion = state.answer(body)
+        except BadRequest as exc:
+            self._error(400, str(exc))
+            return
+        if state.mode == "echo-key":
+            message = completion["choices"][0]["message"]
+            message["content"] = f"{message['content']} (you sent the key {self._key()})"
+        with state.lock:
+            seen.answered[text] += 1
+        if state.mode == "trickle" or (fault is not None and fault.kind == "trickle"):
+            self._trickle(completion, fault.delay_s if fault is not None else state.trickle_s)
+            return
+        self._json(200, completion)
 
     def _fault(self, fault: Fault) -> None:
         if fault.kind in {"429", "500", "503"}:
@@ -550,12 +631,19 @@ def unused_base_url() -> str:
 
 
 @contextlib.contextmanager
-def served_in_subprocess(latency_ms: float = 0.0, mode: ServerMode | None = None) -> Iterator[str]:
-    """Run the server in its own process (its threads then do not share the caller's GIL); yields the base URL."""
+def served_in_subprocess(
+    latency_ms: float = 0.0, mode: ServerMode | None = None, capacity: int | None = None
+) -> Iterator[str]:
+    """Run the server in its own process (its threads then do not share the caller's GIL); yields the base URL.
+
+    ``capacity`` caps the chat requests it handles at once (None: no limit).
+    """
     repo = Path(__file__).resolve().parent.parent
     command = [sys.executable, "-m", "tests.openai_server", "--latency-ms", str(latency_ms)]
     if mode is not None:
         command += ["--mode", mode]
+    if capacity is not None:
+        command += ["--capacity", str(capacity)]
     process = subprocess.Popen(command, cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -583,8 +671,11 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0, help="fixed latency per chat answer")
     parser.add_argument("--mode", choices=SERVER_MODES, default=None, help="fail every request this way")
     parser.add_argument("--trickle-s", type=float, default=2.0, help="seconds a trickled body takes (mode trickle)")
+    parser.add_argument("--capacity", type=int, default=None, help="chat requests handled at once (others queue)")
     args = parser.parse_args()
-    with OpenAITestServer(latency_s=args.latency_ms / 1000.0, mode=args.mode, trickle_s=args.trickle_s) as server:
+    with OpenAITestServer(
+        latency_s=args.latency_ms / 1000.0, mode=args.mode, trickle_s=args.trickle_s, capacity=args.capacity
+    ) as server:
         print(server.base_url, flush=True)
         sys.stdin.read()
 

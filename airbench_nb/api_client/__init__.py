@@ -37,7 +37,8 @@ Example:
 
 The package, one module per concern: :mod:`.errors`, :mod:`.records` (requests, results, prices, usage),
 :mod:`.cache` (SQLite), :mod:`.endpoints` (URLs and keys), :mod:`.helpers` (completion checks, retry predicate),
-:mod:`.client` (:class:`APIClient`) and :mod:`.batch` (:class:`BatchAPI`). Import from here: every public name is
+:mod:`.client` (:class:`APIClient`), :mod:`.batch` (:class:`BatchAPI`) and :mod:`.replicas` (:class:`ReplicaPool`:
+several replicas of one model, least-outstanding dispatch and failover). Import from here: every public name is
 re-exported.
 """
 
@@ -69,6 +70,7 @@ from airbench_nb.api_client.endpoints import (
     check_base_url,
     check_key_env,
     is_local_url,
+    parse_openai_replicas,
     parse_openai_spec,
     redact_url,
     resolve_endpoint,
@@ -100,6 +102,7 @@ from airbench_nb.api_client.records import (
     Usage,
     check_params,
 )
+from airbench_nb.api_client.replicas import COOL_OFF_S, DOWN_AFTER, ReplicaPool, ReplicaStats
 
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",
@@ -109,8 +112,10 @@ __all__ = [
     "BATCH_MAX_LINES",
     "BATCH_TERMINAL",
     "CHARS_PER_TOKEN",
+    "COOL_OFF_S",
     "DEFAULT_KEY_ENV",
     "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DOWN_AFTER",
     "LOCAL_NETWORKS",
     "MAX_REFUSALS",
     "MESSAGE_OVERHEAD_TOKENS",
@@ -133,6 +138,8 @@ __all__ = [
     "MissingAPIKeyError",
     "ModelPrice",
     "PriceTable",
+    "ReplicaPool",
+    "ReplicaStats",
     "ResponseCache",
     "Usage",
     "audio_seconds_of",
@@ -144,6 +151,7 @@ __all__ = [
     "is_local_url",
     "is_retryable",
     "parse_completion",
+    "parse_openai_replicas",
     "parse_openai_spec",
     "redact_url",
     "resolve_endpoint",

@@ -5,6 +5,9 @@ The rules, stated once:
 - ``openai:MODEL@URL`` names the endpoint ``URL``; ``openai:MODEL`` names OpenAI's (``https://api.openai.com/v1``),
   or the URL in ``OPENAI_BASE_URL`` when that is set (as the ``openai`` package does). A model part that is itself
   a URL (``openai:http://host:8000/v1``) is refused with the hint ``openai:MODEL@URL``.
+- ``openai:MODEL@URL1,URL2,...`` names several replicas of one model (:func:`parse_openai_replicas`): each entry is
+  checked as a single URL is, and each gets its key by the rules below, as if it were named alone. An empty entry
+  or the same endpoint twice is refused. (Only ``openai:`` models take a list: :mod:`.replicas`.)
 - A URL must be ``http://`` or ``https://`` with a host. A URL carrying credentials (``https://user:pass@host``, or
   a query parameter named like a key, token, secret, password or signature) is refused, never used: it would be
   copied into every record's model spec, file names (slugs) and logs. Keys belong in environment variables.
@@ -157,6 +160,60 @@ def parse_openai_spec(rest: str) -> tuple[str, str | None]:
     if not sep:
         return model, None
     return model, check_base_url(base_url, where=f"openai:{model}@URL")
+
+
+def _url_identity(url: str) -> tuple[str, str, int | None, str, str]:
+    """What makes two base URLs the same endpoint.
+
+    Scheme and host in lower case, the port (default ones filled in), the path without a trailing ``/``, the query.
+    """
+    parsed = urlparse(url)
+    default = {"http": 80, "https": 443}.get(parsed.scheme.lower())
+    return (
+        parsed.scheme.lower(),
+        _host(url),
+        parsed.port or default,
+        parsed.path.rstrip("/"),
+        parsed.query,
+    )
+
+
+def parse_openai_replicas(rest: str) -> tuple[str, list[str]]:
+    """Split an ``openai:`` spec's rest into ``(model, base URLs)``; several URLs (``@URL1,URL2``) are replicas.
+
+    A rest with no ``,`` after its ``@`` is read by :func:`parse_openai_spec`, unchanged (``[]`` for no
+    ``@URL``, ``[URL]`` for one). With a ``,``, every entry is checked as a single URL is (:func:`check_base_url`),
+    and the list is refused when an entry is empty or names the same endpoint as an earlier one (case of scheme
+    and host, default ports and a trailing ``/`` do not make two URLs differ).
+
+    Raises:
+        EndpointError: One line naming the entry (by position, credentials redacted) and the fix.
+    """
+    model_part, sep, tail = rest.partition("@")
+    if not sep or "," not in tail:
+        model, url = parse_openai_spec(rest)
+        return model, [url] if url else []
+    model, _ = parse_openai_spec(model_part)  # the model part's own checks (no model, a URL as the model)
+    entries = tail.split(",")
+    where = f"openai:{model}@URL1,URL2,..."
+    urls: list[str] = []
+    first_seen: dict[tuple[str, str, int | None, str, str], int] = {}
+    for number, entry in enumerate(entries, start=1):
+        if not entry.strip():
+            raise EndpointError(
+                f"{where}: entry {number} of {len(entries)} is empty; write the base URLs separated by single "
+                "commas, with no comma at the start or the end"
+            )
+        url = check_base_url(entry, where=f"{where} entry {number} of {len(entries)}")
+        identity = _url_identity(url)
+        if identity in first_seen:
+            raise EndpointError(
+                f"{where}: entry {number} ({redact_url(url)!r}) repeats entry {first_seen[identity]}; list each "
+                "replica once (its requests would be counted twice)"
+            )
+        first_seen[identity] = number
+        urls.append(url)
+    return model, urls
 
 
 def check_key_env(name: str) -> str:

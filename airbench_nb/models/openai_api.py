@@ -13,6 +13,13 @@ named (``api_key_env``, ``--api-key-env NAME``), except ``api.openai.com``; a lo
 generation parameters raise :class:`~airbench_nb.api_client.FatalAPIError` out of :meth:`OpenAIAudioLM.generate`
 (the run must stop); other failures are per-item errors.
 
+Replicas: ``openai:<model>@<url1>,<url2>,...`` spreads the requests over several servers of one model (one vLLM
+per machine) through a :class:`~airbench_nb.api_client.ReplicaPool`: least outstanding requests first, failover
+to another replica, replicas marked down and tried again later, an error per item only when none is left
+(:mod:`airbench_nb.api_client.replicas` states the rules). ``concurrency`` is then the total in flight over all
+replicas, and :meth:`OpenAIAudioLM.replica_stats` the per-replica counts the runner writes into its summary. One
+URL (or none) works exactly as without replicas.
+
 Example:
     >>> from airbench_nb.models import load_model
     >>> model = load_model("openai:Qwen/Qwen2-Audio-7B-Instruct@http://127.0.0.1:8000/v1")  # doctest: +SKIP
@@ -35,6 +42,9 @@ from airbench_nb.api_client import (
     ChatResult,
     InvalidParameterError,
     PriceTable,
+    ReplicaPool,
+    ReplicaStats,
+    parse_openai_replicas,
     parse_openai_spec,
 )
 from airbench_nb.models.base import Generation, GenerationParams, Prompt
@@ -109,8 +119,8 @@ class OpenAIAudioLM:
     Args:
         rest: ``<model>`` or ``<model>@<base_url>`` (the spec after ``openai:``); the model name may itself hold
             ``/`` (``Qwen/Qwen2-Audio-7B-Instruct``); the base URL ends in ``/v1``. Without ``@<base_url>``:
-            ``OPENAI_BASE_URL`` when set, else OpenAI's endpoint.
-        concurrency: Most requests in flight at once.
+            ``OPENAI_BASE_URL`` when set, else OpenAI's endpoint. ``<model>@<url1>,<url2>,...``: replicas.
+        concurrency: Most requests in flight at once (over all replicas together).
         batch_size: Prompts per :meth:`generate` call from the runner (they are sent concurrently).
         cache_path: SQLite cache of answers (a rerun sends no request); None for none.
         timeout_s: Deadline of one attempt in seconds, whole answer included (audio requests to a busy server
@@ -119,10 +129,13 @@ class OpenAIAudioLM:
             default rules (``OPENAI_API_KEY`` to OpenAI or ``OPENAI_BASE_URL`` unless local; no key elsewhere).
         max_retries: Retries after the first attempt.
         prices: Optional price table for cost accounting (see :class:`airbench_nb.api_client.PriceTable`).
+        down_after: With replicas: failed attempts in a row that mark a replica down.
+        cool_off_s: With replicas: seconds a replica marked down gets no requests before it is tried again.
 
     Raises:
         airbench_nb.api_client.EndpointError: A URL as the model part, a bad base URL or one with credentials,
-            or a key variable name that is not a name (a ``ValueError``; the message never repeats secrets).
+            a replica list with an empty or repeated entry, or a key variable name that is not a name (a
+            ``ValueError``; the message never repeats secrets).
     """
 
     def __init__(
@@ -136,27 +149,51 @@ class OpenAIAudioLM:
         api_key_env: str | None = None,
         max_retries: int = 5,
         prices: PriceTable | None = None,
+        down_after: int = 3,
+        cool_off_s: float = 30.0,
     ) -> None:
-        self.model, self.base_url = parse_openai_spec(rest)
+        model, base_urls = parse_openai_replicas(rest)
         self.spec = f"openai:{rest}"
         self.batch_size = int(batch_size)
-        self.client = APIClient(
-            base_url=self.base_url,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            cache_path=cache_path,
-            prices=prices,
-        )
+        self.base_urls = base_urls
+        """Every base URL of the spec (empty without ``@``; several for replicas)."""
+        self.client: APIClient | ReplicaPool
+        if len(base_urls) <= 1:
+            self.model, self.base_url = parse_openai_spec(rest)
+            self.client = APIClient(
+                base_url=self.base_url,
+                api_key_env=api_key_env,
+                concurrency=concurrency,
+                timeout_s=timeout_s,
+                max_retries=max_retries,
+                cache_path=cache_path,
+                prices=prices,
+            )
+        else:
+            self.model, self.base_url = model, None
+            self.client = ReplicaPool(
+                base_urls,
+                api_key_env=api_key_env,
+                concurrency=concurrency,
+                timeout_s=timeout_s,
+                max_retries=max_retries,
+                cache_path=cache_path,
+                prices=prices,
+                down_after=down_after,
+                cool_off_s=cool_off_s,
+            )
 
     def __repr__(self) -> str:
         return f"OpenAIAudioLM({self.spec!r}, concurrency={self.client.concurrency}, batch_size={self.batch_size})"
 
     @property
     def endpoint(self) -> str:
-        """The endpoint requests go to (the spec's ``@<base_url>``, ``OPENAI_BASE_URL``, or OpenAI's)."""
+        """Where requests go (``@<base_url>``, ``OPENAI_BASE_URL``, or OpenAI's); replicas: URLs, comma-joined."""
         return self.client.endpoint
+
+    def replica_stats(self) -> list[ReplicaStats]:
+        """Per-replica counts (sent, succeeded, failed, retried elsewhere, marked down); [] for one endpoint."""
+        return self.client.replica_stats() if isinstance(self.client, ReplicaPool) else []
 
     def request(self, prompt: Prompt, params: GenerationParams) -> ChatRequest:
         """The chat request for one prompt: optional system message, then audio and text in one user message.
