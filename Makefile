@@ -6,8 +6,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.airbench-installed
 ARGS ?=
+DEMO_ID ?= demo
 
-.PHONY: setup sysdeps demo test lab lint format clean-reports
+.PHONY: setup sysdeps demo example test lab lint format clean-reports
 
 setup: $(STAMP) sysdeps
 
@@ -18,8 +19,18 @@ $(STAMP): pyproject.toml scripts/setup.sh
 sysdeps:
 	@bash scripts/setup.sh system
 
+# The demo runs into reports/$(DEMO_ID); a second `make demo` resumes it (every response, verdict and cached
+# dataset reused). `make clean-reports` or DEMO_ID=<new id> starts afresh.
 demo: setup
-	$(BIN)/airbench-nb run $(ARGS)
+	@if [ -f reports/$(DEMO_ID)/run.json ]; then \
+		echo "$(BIN)/airbench-nb run --resume $(DEMO_ID) $(ARGS)"; $(BIN)/airbench-nb run --resume $(DEMO_ID) $(ARGS); \
+	else \
+		echo "$(BIN)/airbench-nb run --run-id $(DEMO_ID) $(ARGS)"; $(BIN)/airbench-nb run --run-id $(DEMO_ID) $(ARGS); \
+	fi
+
+# The committed example report (reports/example: page, figures, tables; no audio), regenerated from scratch.
+example: setup
+	$(BIN)/python -m airbench_nb.example_report reports/example
 
 test: setup
 	$(BIN)/python -m pytest $(ARGS)

@@ -1,0 +1,153 @@
+"""The committed example report ``reports/example/``: what a run's landing page looks like, without running anything.
+
+:func:`make_example` runs the pipeline's data, model, judge and analysis notebooks (01, 03, 04, 05) on the ``mini``
+preset with the four baselines and the offline judges, then keeps only the small, audio-free part of the run folder
+(the scores, the analysis tables and JSON, the figures) and writes the landing page over it. Absolute paths of the
+temporary run folder are replaced by ``.``. ``make example`` calls it; a test regenerates it and checks it against the
+committed copy with :func:`comparable` (timestamps, durations, versions and the commit aside; figures compared by
+their pixels).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+EXAMPLE_DIR = Path("reports") / "example"
+"""Where ``make example`` writes the example."""
+
+PARAMETERS: dict[str, Any] = {"preset": "mini", "seed": 0}
+"""Parameters of the example run (the notebooks' defaults otherwise: the four baselines, the rule and proxy judges)."""
+
+NOTEBOOKS: tuple[str, ...] = ("01_build_data", "03_run_model", "04_judge", "05_analyze")
+"""Notebooks the example runs (no tutorial, mixing or annotation: they add audio, not results)."""
+
+KEPT_FILES: tuple[str, ...] = (
+    "run.json",
+    "summary.json",
+    "scores_summary.csv",
+    "analysis/analysis.json",
+    "analysis/leaderboard.md",
+    "analysis/tables.csv",
+)
+"""Files of the run folder copied into the example (plus ``analysis/figures/*.png``)."""
+
+MARKER = ".airbench-example"
+"""File marking a folder as an example written by :func:`make_example` (the only kind it replaces)."""
+
+_VOLATILE = [
+    (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), "<time>"),
+    (re.compile(r"\b[0-9a-f]{40}(-dirty)?\b"), "<commit>"),
+    (re.compile(r"\d+(\.\d+)? ?(s|min|h)\b"), "<duration>"),
+]
+
+
+@contextmanager
+def _without_llm_judge() -> Iterator[None]:
+    """Leave ``AIRBENCH_JUDGE`` out while the example runs: it must not depend on a server or a key."""
+    saved = os.environ.pop("AIRBENCH_JUDGE", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["AIRBENCH_JUDGE"] = saved
+
+
+def make_example(out: str | Path = EXAMPLE_DIR, *, cache_dir: str | Path | None = None) -> Path:
+    """Run the example pipeline and write the example report folder.
+
+    Args:
+        out: The folder to (re)write; an existing one must be an earlier example (it holds :data:`MARKER`).
+        cache_dir: Shared cache folder (built data) for the run.
+
+    Returns:
+        ``out``.
+
+    Raises:
+        FileExistsError: When ``out`` exists and is not an example folder.
+        RuntimeError: When a notebook of the example run fails (its error is in the message).
+    """
+    from airbench_nb.pipeline import run_pipeline
+    from airbench_nb.report_page import write_report_page
+
+    out = Path(out)
+    if out.exists() and not (out / MARKER).is_file():
+        raise FileExistsError(f"{out} exists and is not an example folder (no {MARKER}); choose another folder")
+    with tempfile.TemporaryDirectory(prefix="airbench-example-") as tmp, _without_llm_judge():
+        info = run_pipeline(
+            dict(PARAMETERS), notebooks=NOTEBOOKS, run_id="example", reports_dir=tmp, html=False, cache_dir=cache_dir
+        )
+        if info.status != "ok":
+            failed = [f"{n.name}: {n.error}" for n in info.notebooks if n.status == "failed"]
+            raise RuntimeError(f"the example run failed: {'; '.join(failed)}")
+        run_dir = Path(tmp) / "example"
+        if out.exists():
+            shutil.rmtree(out)
+        (out / "analysis" / "figures").mkdir(parents=True)
+        absolute = str(run_dir.resolve())
+        for name in KEPT_FILES:
+            source = run_dir / name
+            if source.is_file():
+                text = source.read_text(encoding="utf-8").replace(absolute, ".")
+                (out / name).write_text(text, encoding="utf-8")
+        for figure in sorted((run_dir / "analysis" / "figures").glob("*.png")):
+            shutil.copyfile(figure, out / "analysis" / "figures" / figure.name)
+    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    run["cache_dir"] = None
+    (out / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    (out / MARKER).write_text("written by airbench_nb.example_report.make_example (make example)\n", encoding="utf-8")
+    write_report_page(out)
+    logger.info("example report: %s", out / "index.html")
+    return out
+
+
+def comparable(path: str | Path) -> Any:
+    """What of an example file must not change between two runs of :func:`make_example`.
+
+    Text files with timestamps, commits and durations masked; ``run.json`` without its times, versions, commit and
+    platform; a PNG as its pixels (an ``(h, w, 4)`` uint8 array), since encoders may differ in bytes.
+    """
+    path = Path(path)
+    if path.suffix == ".png":
+        import matplotlib.image as mpimg
+        import numpy as np
+
+        return np.round(mpimg.imread(str(path)) * 255).astype("uint8")
+    text = path.read_text(encoding="utf-8")
+    if path.name == "run.json":
+        run = json.loads(text)
+        for key in ("started", "ended", "versions", "git_commit", "platform"):
+            run.pop(key, None)
+        for nb in run.get("notebooks", []):
+            for key in ("started", "ended", "duration_s"):
+                nb.pop(key, None)
+        return run
+    if path.name in ("index.html", "README.md"):
+        text = re.sub(r"<summary>Versions</summary>.*?</details>", "<versions>", text, flags=re.S)
+        text = re.sub(r'<td class="num">[\d.]*</td>', "<seconds>", text)
+    for pattern, mask in _VOLATILE:
+        text = pattern.sub(mask, text)
+    return text
+
+
+def main() -> None:
+    """``python -m airbench_nb.example_report [OUT]``: write the example (default ``reports/example``)."""
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    out = make_example(sys.argv[1] if len(sys.argv) > 1 else EXAMPLE_DIR)
+    print(f"example report: {out / 'index.html'}")
+
+
+if __name__ == "__main__":
+    main()
