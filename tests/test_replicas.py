@@ -211,6 +211,17 @@ def test_5xx_is_retried_on_its_replica_then_elsewhere_and_400_nowhere(three):
     check_counts([s.as_dict() for s in stats.values()])
 
 
+def test_an_attempt_past_its_deadline_goes_elsewhere_at_once(three):
+    a, b, _ = three
+    a.plan = {"slow": [Fault("delay", delay_s=3.0)]}  # a hangs on this one; the pool's deadline is 0.3 s
+    pool = ReplicaPool([a.base_url, b.base_url], concurrency=1, timeout_s=0.3, max_retries=5)
+    [result] = pool.run_sync([make_request("slow one")])
+    assert result.ok and result.attempts == 2 and result.latency_s < 2.0  # no retry on a: straight to b
+    assert (a.seen.attempts["slow one"], b.seen.answered["slow one"]) == (1, 1)
+    stats_a, stats_b = pool.replica_stats()
+    assert (stats_a.failed, stats_a.retried_elsewhere, stats_b.succeeded) == (1, 1, 1) and not stats_a.down
+
+
 def make_request(text: str):
     return OpenAIAudioLM(f"tiny-audio@{unused_base_url()}").request(make_prompt("r", 0.1, text), GenerationParams())
 

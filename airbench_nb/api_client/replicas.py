@@ -110,10 +110,6 @@ class _Replica:
         return self.client.endpoint
 
 
-class _Failover(Exception):
-    """A request's attempts on one replica ended without an answer that another replica might give."""
-
-
 class ReplicaPool:
     """Send chat requests to several replicas of one model (see the module docstring for the rules).
 
@@ -284,11 +280,10 @@ class ReplicaPool:
         for replica in self.replicas:
             if replica.index in tried:
                 parts.append(f"{replica.url}: {tried[replica.index]}")
-            elif replica.down_until is not None:
-                left = max(0.0, replica.down_until - now)
-                parts.append(f"{replica.url}: down (tried again in {left:.0f} s)")
+            elif replica.down_until is not None and replica.down_until > now:
+                parts.append(f"{replica.url}: down (tried again in {replica.down_until - now:.0f} s)")
             else:
-                parts.append(f"{replica.url}: busy trying again after its cool-off")
+                parts.append(f"{replica.url}: down (being tried again with another request)")
         if all(r.down_until is not None for r in self.replicas):
             head = f"all {len(self.replicas)} replicas are down"
         else:
