@@ -352,7 +352,10 @@ def run_pipeline(
         except Exception as exc:  # noqa: BLE001 - recorded in run.json; later notebooks are skipped
             failed = True
             status.status = "failed"
-            status.error = f"{type(exc).__name__}: {exc}".strip()[:2000]
+            # papermill's message starts with the cell's traceback: record the exception line itself first
+            ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+            head = f"{ename}: {evalue}" if ename else f"{type(exc).__name__}: {exc}"
+            status.error = head.strip()[:2000]
             logger.error("%s failed: %s", stem, status.error)
         status.ended = _now()
         status.duration_s = round(time.perf_counter() - t0, 3)

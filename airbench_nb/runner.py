@@ -398,8 +398,9 @@ class RunSummary:
 
     @property
     def failed_every_item(self) -> bool:
-        """True when the model was asked for answers and every one failed (none answered in this run)."""
-        return self.failed > 0 and self.answered == 0
+        """True when the model was asked for answers and every one failed: none answered in this run, and none kept
+        from an earlier one (a resumed run that only retries a few failed items is not a model failing everywhere)."""
+        return self.failed > 0 and self.answered == 0 and self.skipped_existing == 0
 
     @property
     def items_per_s(self) -> float | None:
@@ -703,7 +704,10 @@ def _answer(
 
 
 def models_failing_every_item(summaries: Iterable[RunSummary | Mapping[str, Any]]) -> list[str]:
-    """The models that were asked for answers and failed on every item (none answered), over all their runs.
+    """The models that were asked for answers and failed on every item, over all their runs.
+
+    An item answered earlier and kept (``skipped_existing``) counts as answered: resuming a run whose model failed on a
+    few items, which fail again, is a run with failed items, not a model failing on every item.
 
     Notebook 03 raises with these, so that ``airbench-nb run`` marks the run ``failed`` rather than ``ok``.
 
@@ -719,7 +723,7 @@ def models_failing_every_item(summaries: Iterable[RunSummary | Mapping[str, Any]
     kinds: dict[str, Counter[str]] = {}
     for summary in summaries:
         row = summary.as_dict() if isinstance(summary, RunSummary) else summary
-        answered[row["model"]] += row["answered"]
+        answered[row["model"]] += row["answered"] + row.get("skipped_existing", 0)  # kept from an earlier run
         failed[row["model"]] += row["failed"]
         kinds.setdefault(row["model"], Counter()).update(_failure_kinds(row["error_kinds"]))
     return [

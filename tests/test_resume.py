@@ -152,6 +152,11 @@ def test_a_model_that_fails_every_item_says_so(data):
     folder, _, items = data
     summary = run_model(Scripted({}, fail={"f0", "f1", "f2", "f3"}), items, folder, folder / "r.jsonl", progress=False)
     assert summary.failed_every_item and summary.failed == 4 and summary.unusable == 1
+    healthy = folder / "healthy.jsonl"
+    run_model(Scripted({}, fail={"f0"}), items, folder, healthy, progress=False)
+    resumed = run_model(Scripted({}, fail={"f0"}), items, folder, healthy, progress=False)  # f0 fails again
+    assert resumed.failed == 1 and resumed.answered == 0 and resumed.skipped_existing > 0
+    assert not resumed.failed_every_item  # the other answers were kept from the first run
 
 
 # ------------------------------------------------------------------------------------------------ fatal API errors
@@ -524,6 +529,8 @@ def test_stage_failure_helpers_name_what_failed_on_every_item():
         {"model": "dead", "answered": 0, "failed": 1, "error_kinds": {"audio unreadable": 1}},
         {"model": "half", "answered": 3, "failed": 3, "error_kinds": {"backend": 3}},
         {"model": "fine", "answered": 0, "failed": 0, "error_kinds": {}},  # resumed: nothing left to do
+        # resumed: the one item that failed before failed again, the other 259 answers are kept from before
+        {"model": "kept", "answered": 0, "skipped_existing": 259, "failed": 1, "error_kinds": {"backend": 1}},
     ]
     assert models_failing_every_item(runs) == ["dead: 3 items ended in error (backend: 2, audio unreadable: 1)"]
     rows = [
