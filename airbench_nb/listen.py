@@ -43,6 +43,8 @@ _FIGURE_LOCK = threading.Lock()
 
 ALL = "(all)"
 """Filter value meaning no filter."""
+LISTEN_DPI = 64
+"""Resolution of the waveform and spectrogram figures (small: a report shows several per notebook)."""
 MEL_BANDS = 64
 """Mel bands of the spectrogram."""
 HOP_S = 0.01
@@ -435,7 +437,7 @@ def _show_signal(view: ListenView, label: str, *, static: bool = False) -> None:
     # callback may run on another kernel thread while the inline backend flushes figures, which leaves a figure blank.
     with _FIGURE_LOCK, plt.ioff():
         fig = plot_audio(signal, view.sr, title=f"{view.title}: {label}", components=components, onsets=view.onsets)
-        image = figure_png(fig)
+        image = figure_png(fig, dpi=LISTEN_DPI)
         plt.close(fig)
     display(image)
 

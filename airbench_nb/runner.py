@@ -398,8 +398,11 @@ class RunSummary:
 
     @property
     def failed_every_item(self) -> bool:
-        """True when the model was asked for answers and every one failed: none answered in this run, and none kept
-        from an earlier one (a resumed run that only retries a few failed items is not a model failing everywhere)."""
+        """True when the model was asked for answers and every one failed.
+
+        None answered in this run and none kept from an earlier one: a resumed run that only retries a few failed
+        items is not a model failing everywhere.
+        """
         return self.failed > 0 and self.answered == 0 and self.skipped_existing == 0
 
     @property

@@ -14,8 +14,8 @@ import torch
 from airbench_nb.models import AudioLM, GenerationParams, Prompt, load_model
 from airbench_nb.models.hf import (
     ADAPTERS,
-    AudioOnlyProcessor,
     UNSUPPORTED,
+    AudioOnlyProcessor,
     FamilyAdapter,
     HFAudioLM,
     Qwen2AudioAdapter,
