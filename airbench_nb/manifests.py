@@ -595,22 +595,32 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
         workers: Threads used for hashing and decoding.
 
     Returns:
-        New items with ``audio_status`` and ``audio_sha256`` filled in (and a note explaining a bad status).
+        New items with ``audio_status`` and ``audio_sha256`` filled in (and a note explaining a bad status). An
+        item with several clips has each probed: ``audios_sha256`` gets every hash, ``audio_status`` the first bad
+        status met (``ok`` when all are), and each bad clip its own note.
     """
+
+    def probe(relative: str, notes: list[str]) -> tuple[AudioStatus, str | None]:
+        try:
+            path = resolve_audio(root, relative)
+        except ValueError as exc:
+            notes.append(f"audio missing: {exc}")
+            return AudioStatus.missing, None
+        found = probe_audio(path)
+        if found.detail:
+            # Name the file by its manifest path: absolute paths differ between machines.
+            notes.append(f"audio {found.status.value}: {found.detail.replace(str(path), relative)}")
+        return found.status, found.sha256
 
     def one(item: AnyItem) -> AnyItem:
         # Drop the status note of an earlier check (only that one: other notes may also mention audio).
         notes = [n for n in item.notes if not _STATUS_NOTE.match(n)]
-        try:
-            path = resolve_audio(root, item.audio)
-        except ValueError as exc:
-            notes.append(f"audio missing: {exc}")
-            return item.model_copy(update={"audio_status": AudioStatus.missing, "audio_sha256": None, "notes": notes})
-        probe = probe_audio(path)
-        if probe.detail:
-            # Name the file by its manifest path: absolute paths differ between machines.
-            notes.append(f"audio {probe.status.value}: {probe.detail.replace(str(path), item.audio)}")
-        return item.model_copy(update={"audio_status": probe.status, "audio_sha256": probe.sha256, "notes": notes})
+        found = [probe(relative, notes) for relative in item.clips]
+        status = next((st for st, _ in found if st != AudioStatus.ok), AudioStatus.ok)
+        update: dict[str, Any] = {"audio_status": status, "audio_sha256": found[0][1], "notes": notes}
+        if item.audios:
+            update["audios_sha256"] = [digest for _, digest in found]
+        return item.model_copy(update=update)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         return list(pool.map(one, items))

@@ -21,8 +21,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-"""Version of the record shapes below. Bump it when a field changes meaning or type."""
+SCHEMA_VERSION = 2
+"""Version of the record shapes below. Bump it when a field changes meaning or type.
+
+2: items may carry several clips (``audios``) and Chat items several turns (``turns``); responses carry the
+answer to each turn and the generation settings; verdicts the turn they judged. Every version-1 line still reads,
+with the same meaning (``tests/test_schema_v1.py``)."""
 
 FOUNDATION_TASKS: dict[str, str] = {
     # speech (9)
@@ -62,8 +66,27 @@ CHAT_TASKS: dict[str, str] = {
 }
 """The 8 Chat task names of the official release mapped to their category."""
 
-FoundationCategory = Literal["speech", "sound", "music"]
-ChatCategory = Literal["speech", "sound", "music", "mixed"]
+KIT_FOUNDATION_TASKS: dict[str, str] = {
+    "kit_pitch_compare": "multi-clip",
+    "kit_same_speaker": "multi-clip",
+    "kit_more_events": "multi-clip",
+    "kit_louder_clip": "multi-clip",
+}
+"""The kit's own Foundation tasks, outside the official list (``kit_`` prefix): questions about several clips.
+
+Their category, ``multi-clip``, is not one of AIR-Bench's: tables show it apart and official-shaped averages leave
+it out."""
+
+KIT_CHAT_TASKS: dict[str, str] = {"kit_followup_QA": "multi-turn"}
+"""The kit's own Chat tasks: follow-up questions about one mix (category ``multi-turn``, outside the averages)."""
+
+ALL_FOUNDATION_TASKS: dict[str, str] = {**FOUNDATION_TASKS, **KIT_FOUNDATION_TASKS}
+"""Every Foundation task an item may name: the official ones and the kit's own."""
+ALL_CHAT_TASKS: dict[str, str] = {**CHAT_TASKS, **KIT_CHAT_TASKS}
+"""Every Chat task an item may name: the official ones and the kit's own."""
+
+FoundationCategory = Literal["speech", "sound", "music", "multi-clip"]
+ChatCategory = Literal["speech", "sound", "music", "mixed", "multi-turn"]
 
 
 class UnknownTaskError(ValueError):
@@ -76,39 +99,40 @@ def _unknown_task(task: str, valid: dict[str, str], benchmark: str) -> UnknownTa
 
 
 def foundation_category(task: str) -> str:
-    """Return the category (speech, sound or music) of a Foundation task.
+    """Return the category (speech, sound, music, or multi-clip for the kit's own tasks) of a Foundation task.
 
     Args:
-        task: An official Foundation task name, e.g. ``"Speaker_Gender_Recognition"``.
+        task: An official Foundation task name, e.g. ``"Speaker_Gender_Recognition"``, or one of
+            :data:`KIT_FOUNDATION_TASKS`.
 
     Returns:
         The category name.
 
     Raises:
-        UnknownTaskError: If ``task`` is not an official Foundation task; the message lists the valid names.
+        UnknownTaskError: If ``task`` is neither; the message lists the valid names.
     """
     try:
-        return FOUNDATION_TASKS[task]
+        return ALL_FOUNDATION_TASKS[task]
     except KeyError:
-        raise _unknown_task(task, FOUNDATION_TASKS, "Foundation") from None
+        raise _unknown_task(task, ALL_FOUNDATION_TASKS, "Foundation") from None
 
 
 def chat_category(task: str) -> str:
-    """Return the category (speech, sound, music or mixed) of a Chat task.
+    """Return the category (speech, sound, music, mixed, or multi-turn for the kit's own tasks) of a Chat task.
 
     Args:
-        task: An official Chat task name, e.g. ``"speech_and_music_QA"``.
+        task: An official Chat task name, e.g. ``"speech_and_music_QA"``, or one of :data:`KIT_CHAT_TASKS`.
 
     Returns:
         The category name.
 
     Raises:
-        UnknownTaskError: If ``task`` is not an official Chat task; the message lists the valid names.
+        UnknownTaskError: If ``task`` is neither; the message lists the valid names.
     """
     try:
-        return CHAT_TASKS[task]
+        return ALL_CHAT_TASKS[task]
     except KeyError:
-        raise _unknown_task(task, CHAT_TASKS, "Chat") from None
+        raise _unknown_task(task, ALL_CHAT_TASKS, "Chat") from None
 
 
 class AudioStatus(StrEnum):
@@ -284,20 +308,72 @@ class _ItemBase(Record):
     dataset: str
     """Source dataset name (the official ``dataset_name``; ``synthetic`` for built items)."""
     audio: str
-    """Path of the audio file, relative to the manifest's data root, with forward slashes."""
+    """Path of the audio file, relative to the manifest's data root, with forward slashes (the first clip of an
+    item with several)."""
     question: str
     """The question asked about the audio."""
     audio_status: AudioStatus | None = None
-    """What the last audio check found; None when the audio has not been checked."""
+    """What the last audio check found (the worst over all clips); None when the audio has not been checked."""
     audio_sha256: str | None = None
-    """SHA-256 of the audio file's bytes; None when missing or unchecked."""
+    """SHA-256 of the audio file's bytes (the first clip's); None when missing or unchecked."""
     notes: list[str] = Field(default_factory=list)
     """Remarks made while importing or building the item (e.g. an extension rule applied)."""
+    audios: list[str] = Field(default_factory=list)
+    """Every clip of an item about several (2 or more), in the order the question names them ("the first clip",
+    ...), each checked like ``audio``, whose value is the first; empty for a one-clip item (every version-1 item)."""
+    audios_sha256: list[str | None] = Field(default_factory=list)
+    """SHA-256 of each clip of ``audios``, in its order (None for a missing one); empty when ``audios`` is."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _first_clip(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("audios") and not data.get("audio"):
+            clips = data["audios"]
+            if isinstance(clips, list) and clips and isinstance(clips[0], str):
+                data = {**data, "audio": clips[0]}
+        return data
 
     @field_validator("audio")
     @classmethod
     def _audio_relative(cls, value: str) -> str:
         return check_relative_audio_path(value)
+
+    @field_validator("audios")
+    @classmethod
+    def _audios_relative(cls, value: list[str]) -> list[str]:
+        if len(value) == 1:
+            raise ValueError("audios lists the clips of an item about several (2 or more); give one clip as audio")
+        return [check_relative_audio_path(v) for v in value]
+
+    @model_validator(mode="after")
+    def _clips_consistent(self) -> Any:
+        if self.audios:
+            if self.audios[0] != self.audio:
+                raise ValueError(f"audio {self.audio!r} must be the first of audios {self.audios!r}")
+            if self.audios_sha256 and len(self.audios_sha256) != len(self.audios):
+                raise ValueError(f"audios_sha256 has {len(self.audios_sha256)} entries for {len(self.audios)} clips")
+            if self.audios_sha256 and self.audio_sha256 is not None and self.audios_sha256[0] != self.audio_sha256:
+                raise ValueError("audio_sha256 must be the first of audios_sha256")
+        elif self.audios_sha256:
+            raise ValueError("audios_sha256 given without audios")
+        return self
+
+    @property
+    def clips(self) -> list[str]:
+        """Every clip's path in order: ``audios``, or ``[audio]`` for a one-clip item."""
+        return list(self.audios) if self.audios else [self.audio]
+
+    @property
+    def clips_sha256(self) -> list[str | None]:
+        """SHA-256 of every clip in order (``audios_sha256``, or ``[audio_sha256]``; None entries when unknown)."""
+        if self.audios:
+            return list(self.audios_sha256) if self.audios_sha256 else [None] * len(self.audios)
+        return [self.audio_sha256]
+
+    @property
+    def multi_clip(self) -> bool:
+        """Whether the item is about several clips."""
+        return len(self.audios) > 1
 
     @field_validator("uid")
     @classmethod
@@ -311,9 +387,11 @@ class FoundationItem(_ItemBase):
     kind: Literal["foundation"] = "foundation"
     """Record kind, so that a manifest line says what it holds."""
     task: str
-    """Official Foundation task name (e.g. ``Speaker_Gender_Recognition``)."""
+    """Official Foundation task name (e.g. ``Speaker_Gender_Recognition``), or one of the kit's own
+    (:data:`KIT_FOUNDATION_TASKS`)."""
     category: FoundationCategory | None = None
-    """speech, sound or music; derived from ``task`` when omitted and checked against it when given."""
+    """speech, sound, music (or multi-clip for the kit's tasks); derived from ``task`` when omitted and checked
+    against it when given."""
     choices: Annotated[list[str], Field(min_length=2, max_length=4)]
     """The 2 to 4 answer options, in the order shown to the model (A, B, C, D)."""
     answer: StrictInteger
@@ -338,7 +416,7 @@ class FoundationItem(_ItemBase):
 
     @model_validator(mode="after")
     def _consistent(self) -> FoundationItem:
-        expected = FOUNDATION_TASKS[self.task]
+        expected = ALL_FOUNDATION_TASKS[self.task]
         if self.category is None:
             object.__setattr__(self, "category", expected)
         elif self.category != expected:
@@ -353,15 +431,27 @@ class FoundationItem(_ItemBase):
         return "ABCD"[self.answer]
 
 
+class ChatTurn(BaseModel):
+    """One turn of a multi-turn Chat item: a user question and its reference answer."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+
+    question: str = Field(min_length=1)
+    """The user's question in this turn (the model has seen the earlier questions and its own answers)."""
+    reference: str = Field(min_length=1)
+    """The reference answer the judge compares this turn's answer with."""
+
+
 class ChatItem(_ItemBase):
-    """A Chat open question about one audio clip, with a reference answer and the audio's description."""
+    """A Chat open question about one audio clip (or several turns), with reference answers and a description."""
 
     kind: Literal["chat"] = "chat"
     """Record kind, so that a manifest line says what it holds."""
     task: str
-    """Official Chat task name (e.g. ``speech_and_music_QA``)."""
+    """Official Chat task name (e.g. ``speech_and_music_QA``), or one of the kit's own (:data:`KIT_CHAT_TASKS`)."""
     category: ChatCategory | None = None
-    """speech, sound, music or mixed; derived from ``task`` when omitted and checked against it when given."""
+    """speech, sound, music, mixed (or multi-turn for the kit's tasks); derived from ``task`` when omitted and
+    checked against it when given."""
     reference: str
     """Reference answer the judge compares with (GPT-4-written in the official release)."""
     meta_info: str
@@ -370,6 +460,18 @@ class ChatItem(_ItemBase):
     """How the audio was mixed, for mixed items the kit built; None otherwise."""
     meta: dict[str, Any] = Field(default_factory=dict)
     """Ground truth used to make the item (transcript, events, ...); judges read ``meta_info``, not this."""
+    turns: list[ChatTurn] = Field(default_factory=list)
+    """Every turn of a multi-turn item (2 or more), in order; the first is ``question`` and ``reference``. Empty for
+    a one-turn item (every version-1 item)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _first_turn(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("turns") and not (data.get("question") or data.get("reference")):
+            first = data["turns"][0]
+            if isinstance(first, dict):
+                data = {**data, "question": first.get("question"), "reference": first.get("reference")}
+        return data
 
     @field_validator("task")
     @classmethod
@@ -379,12 +481,28 @@ class ChatItem(_ItemBase):
 
     @model_validator(mode="after")
     def _consistent(self) -> ChatItem:
-        expected = CHAT_TASKS[self.task]
+        expected = ALL_CHAT_TASKS[self.task]
         if self.category is None:
             object.__setattr__(self, "category", expected)
         elif self.category != expected:
             raise ValueError(f"category {self.category!r} does not match task {self.task!r} (expected {expected!r})")
+        if len(self.turns) == 1:
+            raise ValueError("turns lists the turns of a multi-turn item (2 or more); give one turn as question")
+        if self.turns and (self.turns[0].question, self.turns[0].reference) != (self.question, self.reference):
+            raise ValueError("the first of turns must be the item's question and reference")
         return self
+
+    @property
+    def conversation(self) -> list[tuple[str, str]]:
+        """Every turn as ``(question, reference)``, in order (one for a one-turn item)."""
+        if self.turns:
+            return [(t.question, t.reference) for t in self.turns]
+        return [(self.question, self.reference)]
+
+    @property
+    def multi_turn(self) -> bool:
+        """Whether the item has several turns."""
+        return len(self.turns) > 1
 
 
 Item = Annotated[FoundationItem | ChatItem, Field(discriminator="kind")]
@@ -420,19 +538,32 @@ class Response(Record):
     """Prompt tokens, when the backend reports them."""
     output_tokens: StrictInteger | None = None
     """Generated tokens, when the backend reports them."""
+    turns: list[str] = Field(default_factory=list)
+    """Multi-turn Chat: the answer to each turn, in order (``text`` is the first); empty for one-turn items. When a
+    later turn fails, the answers so far are kept here and ``error`` says which turn failed."""
+    generation: dict[str, Any] = Field(default_factory=dict)
+    """The decoding settings the answer was made with (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``,
+    greedy when temperature is 0); empty in files written before the field existed."""
+    prompt_set: str | None = None
+    """Name (or template file) of the prompt set the prompt was made from, so that it can be rebuilt from this
+    record and the item (:func:`airbench_nb.prompts.item_prompt`); None in older files."""
     created: datetime = Field(default_factory=_now)
     """When the response was recorded (UTC)."""
 
     def content_hash(self) -> str:
-        """SHA-256 of what a judge judges: uid, model, prompt hash, text and error (not the time or latency).
+        """SHA-256 of what a judge judges: uid, model, prompt hash, text, error and each turn's answer.
 
-        A verdict records it (:attr:`Verdict.response_hash`), so a re-inferred answer is re-judged and a verdict
-        of an older answer never scores a newer one; the same answer given again keeps its verdict.
+        Not the time, latency or settings. A verdict records it (:attr:`Verdict.response_hash`), so a re-inferred
+        answer is re-judged and a verdict of an older answer never scores a newer one; the same answer given again
+        keeps its verdict. A one-turn response hashes exactly as in schema version 1, so that older verdicts keep
+        matching.
         """
         import hashlib
         import json
 
-        fields = [self.uid, self.model, self.prompt_hash, self.text, self.error]
+        fields: list[Any] = [self.uid, self.model, self.prompt_hash, self.text, self.error]
+        if self.turns:
+            fields.append(list(self.turns))
         return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
@@ -473,6 +604,8 @@ class Verdict(Record):
     """Judge reply tokens, when reported."""
     cached: bool = False
     """True when the reply came from the judge cache rather than a new request."""
+    turn: StrictInteger | None = None
+    """Multi-turn Chat: index of the turn judged (0 for the first); None for one-turn items and Foundation."""
     response_hash: str | None = None
     """:meth:`Response.content_hash` of the response judged; a verdict whose hash is not that of the model's
     latest response for the item is stale (re-judged, never scored). None in files written before the field

@@ -1,0 +1,81 @@
+"""Files written by schema version 1 still read, validate and score identically (see tests/fixtures/schema_v1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from airbench_nb.manifests import read_manifest, read_records
+from airbench_nb.records import Response, Verdict
+from airbench_nb.scoring.tables import score_run_folder
+
+V1 = Path(__file__).resolve().parent / "fixtures" / "schema_v1"
+
+
+def test_every_v1_line_reads_and_keeps_its_meaning():
+    foundation = read_manifest(V1 / "manifests" / "foundation.jsonl")
+    chat = read_manifest(V1 / "manifests" / "chat.jsonl")
+    assert foundation and chat
+    for path, items in ((V1 / "manifests" / "foundation.jsonl", foundation), (V1 / "manifests" / "chat.jsonl", chat)):
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        assert {line["schema_version"] for line in lines} == {1}
+        for line, item in zip(lines, items, strict=True):
+            assert item.uid == line["uid"] and item.audio == line["audio"] and item.question == line["question"]
+            assert item.clips == [line["audio"]]  # one clip, as every v1 item
+            if item.kind == "chat":
+                assert item.reference == line["reference"] and item.conversation == [(item.question, item.reference)]
+    for path in sorted((V1 / "responses").rglob("*.jsonl")):
+        assert read_records(path, Response)
+    for path in sorted((V1 / "verdicts").rglob("*.jsonl")):
+        verdicts = read_records(path, Verdict)
+        assert verdicts and all(v.turn is None for v in verdicts)
+
+
+def test_v1_files_validate_with_the_cli():
+    from typer.testing import CliRunner
+
+    from airbench_nb.cli import app
+
+    for name in ("foundation.jsonl", "chat.jsonl"):
+        result = CliRunner().invoke(app, ["validate", str(V1 / "manifests" / name), "--no-audio"])
+        assert result.exit_code == 0, result.output
+
+
+def test_v1_run_scores_identically():
+    manifests = {"foundation": V1 / "manifests" / "foundation.jsonl", "chat": V1 / "manifests" / "chat.jsonl"}
+    summary, _ = score_run_folder(manifests, V1 / "responses", V1 / "verdicts", reps=200)
+    expected = pd.read_json(V1 / "expected_scores.json", orient="records")
+    got = summary[expected.columns].reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False, atol=1e-9)
+
+
+def test_v2_fields_are_checked():
+    import pytest
+    from pydantic import ValidationError
+
+    from airbench_nb.records import ChatItem, FoundationItem, Response
+
+    base = dict(uid="m1", dataset="synthetic", question="Which clip is higher?", choices=["first", "second"], answer=0)
+    item = FoundationItem(task="kit_pitch_compare", audios=["a/1.wav", "a/2.wav"], **base)
+    assert item.audio == "a/1.wav" and item.clips == ["a/1.wav", "a/2.wav"] and item.category == "multi-clip"
+    assert item.multi_clip and item.clips_sha256 == [None, None]
+    for bad, match in [
+        ({"audio": "a/3.wav", "audios": ["a/1.wav", "a/2.wav"]}, "must be the first"),
+        ({"audios": ["a/1.wav"]}, "2 or more"),
+        ({"audios": ["a/1.wav", "../x.wav"]}, r"\.\."),
+        ({"audios": ["a/1.wav", "a/2.wav"], "audios_sha256": ["x"]}, "1 entries for 2 clips"),
+        ({"audio": "a/1.wav", "audios_sha256": ["x", "y"]}, "without audios"),
+    ]:
+        with pytest.raises(ValidationError, match=match):
+            FoundationItem(task="kit_pitch_compare", **base, **bad)
+    turns = [{"question": "What plays?", "reference": "A piano."}, {"question": "How fast?", "reference": "Slowly."}]
+    chat = ChatItem(uid="t1", dataset="synthetic", audio="a/m.wav", task="kit_followup_QA", meta_info="x", turns=turns)
+    assert chat.question == "What plays?" and chat.conversation[1] == ("How fast?", "Slowly.") and chat.multi_turn
+    assert chat.category == "multi-turn"
+    with pytest.raises(ValidationError, match="first of turns"):
+        ChatItem(**{**chat.model_dump(), "question": "Other?"})
+    one = Response(uid="u", model="m", text="A")
+    assert one.content_hash() == Response(uid="u", model="m", text="A", generation={"temperature": 0}).content_hash()
+    assert one.content_hash() != Response(uid="u", model="m", text="A", turns=["A", "B"]).content_hash()
