@@ -110,6 +110,11 @@ class ListenView:
     """The ipywidgets container in interactive mode; None when rendered statically."""
 
     @property
+    def side_by_side(self) -> bool:
+        """Whether the signals are the clips of a multi-clip item (shown side by side, not switched)."""
+        return len(self.signals) > 1 and all(label.startswith("clip ") for label in self.signals)
+
+    @property
     def html(self) -> str:
         """The metadata as an HTML fragment."""
         return _info_html(self.title, self.info, self.notes)
@@ -189,6 +194,15 @@ def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path 
         return view
     from airbench_nb.manifests import resolve_audio
 
+    if item.multi_clip:  # several clips: each offered as "clip k", shown side by side
+        for k, relative in enumerate(item.clips, start=1):
+            try:
+                file = resolve_audio(root, relative)
+                view.signals[f"clip {k}"] = load_audio(file, sr=sr)
+                view.files[f"clip {k}"] = file
+            except (AudioError, ValueError) as exc:
+                view.notes.append(f"clip {k} unavailable: {exc}")
+        return view
     try:
         file = resolve_audio(root, item.audio)
         audio = load_audio(file, sr=sr)
@@ -305,6 +319,7 @@ def plot_audio(
     title: str = "",
     components: dict[str, np.ndarray] | None = None,
     onsets: dict[str, float] | None = None,
+    figsize: tuple[float, float] = (9, 4.2),
 ) -> Any:
     """Figure with the waveform (components overlaid, onsets marked) and a log-mel spectrogram of ``signal``.
 
@@ -314,6 +329,7 @@ def plot_audio(
         title: Figure title.
         components: Signals drawn over the waveform in colour (e.g. ``{"A": a, "B": b}``).
         onsets: Times (s) to mark with a dashed line, by label.
+        figsize: Figure size in inches (smaller for clips shown side by side).
 
     Returns:
         A matplotlib Figure (close it after displaying it).
@@ -322,7 +338,7 @@ def plot_audio(
     import librosa.display
     import matplotlib.pyplot as plt
 
-    fig, (ax_wave, ax_spec) = plt.subplots(2, 1, figsize=(9, 4.2), sharex=True, height_ratios=(1, 1.4))
+    fig, (ax_wave, ax_spec) = plt.subplots(2, 1, figsize=figsize, sharex=True, height_ratios=(1, 1.4))
     t, low, high = _envelope(np.asarray(signal, dtype=np.float32), sr)
     ax_wave.fill_between(t, low, high, color="0.45", linewidth=0.5, label=None if components else "audio")
     colours = {"A": "tab:blue", "B": "tab:orange"}
@@ -442,6 +458,38 @@ def _show_signal(view: ListenView, label: str, *, static: bool = False) -> None:
     display(image)
 
 
+CLIP_FIGSIZE = (5.0, 3.4)
+"""Figure size (inches) of each clip of a multi-clip item, so that two or three fit side by side."""
+
+
+def _clip_column(view: ListenView, label: str, *, static: bool) -> tuple[str, str]:
+    """HTML and text of one clip's column: its label, player and figure (PNG inline)."""
+    import base64
+
+    import matplotlib.pyplot as plt
+
+    signal = view.signals[label]
+    player = _audio_player(signal, view.sr, view.files.get(label), static=static)
+    with _FIGURE_LOCK, plt.ioff():
+        fig = plot_audio(signal, view.sr, title=f"{view.title}: {label}", figsize=CLIP_FIGSIZE)
+        png = figure_png(fig, dpi=LISTEN_DPI).data
+        plt.close(fig)
+    head = f"{label} ({signal.size / view.sr:.2f} s)"
+    data = base64.b64encode(png).decode()
+    image = f"<img alt='{html.escape(head)}' style='max-width:100%' src='data:image/png;base64,{data}'>"
+    column = f"<div style='flex:1;min-width:0'><b>{html.escape(head)}</b><br>{player._repr_html_()}<br>{image}</div>"
+    return column, f"{head}: {player!r}"
+
+
+def _show_side_by_side(view: ListenView, *, static: bool) -> None:
+    """Display every clip of a multi-clip item in one row: label, player and figure per column."""
+    columns = [_clip_column(view, label, static=static) for label in view.signals]
+    _show_html(
+        "<div style='display:flex;gap:1em;align-items:flex-start'>" + "".join(c for c, _ in columns) + "</div>",
+        "\n".join(t for _, t in columns),
+    )
+
+
 def figure_png(fig: Any, dpi: int = 80) -> Any:
     """A figure as an IPython PNG image: shown the same under any matplotlib backend (inline, Agg, ...)."""
     import io
@@ -469,6 +517,9 @@ def render(view: ListenView, *, interactive: bool | None = None) -> ListenView:
         interactive = widgets_wanted()
     if not interactive:
         _show_html(view.html, view.text)
+        if view.side_by_side:
+            _show_side_by_side(view, static=True)
+            return view
         for label in view.signals:
             if label in ("A", "B"):  # components: players only, the mix's figure overlays them
                 _show_html(
@@ -482,6 +533,12 @@ def render(view: ListenView, *, interactive: bool | None = None) -> ListenView:
 
     out = widgets.Output()
     children: list[Any] = [widgets.HTML(view.html)]
+    if view.side_by_side:
+        with out:
+            _show_side_by_side(view, static=False)
+        view.widget = widgets.VBox([*children, out])
+        display(view.widget)
+        return view
     if view.signals:
         selector = widgets.ToggleButtons(options=list(view.signals), description="play", value=next(iter(view.signals)))
 

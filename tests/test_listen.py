@@ -216,3 +216,31 @@ def test_players_embed_by_default(data):
     root, _, _ = data
     player = _audio_player(_tone(440, 0.1), SR, root / "low.wav", static=True)
     assert "base64" in player._repr_html_()  # no link_audio(): embedded, as in a live session
+
+
+def test_a_multi_clip_item_shows_every_clip_side_by_side(data, capsys):
+    """Issue 14: the clips of an item about several are offered and shown side by side, in their order."""
+    root, _, _ = data
+    item = FoundationItem(
+        uid="pair",
+        dataset="synthetic",
+        audios=["low.wav", "high.wav"],
+        task="kit_pitch_compare",
+        question="Which clip has the higher pitch?",
+        choices=["the first clip", "the second clip"],
+        answer=1,
+    )
+    view = listen(item, root=root, interactive=False)
+    assert list(view.signals) == ["clip 1", "clip 2"] and view.side_by_side and not view.notes
+    assert view.signals["clip 1"].size == int(0.8 * SR) and view.signals["clip 2"].size == int(0.6 * SR)
+    shown = capsys.readouterr().out
+    assert shown.index("clip 1 (0.80 s)") < shown.index("clip 2 (0.60 s)")
+    from airbench_nb.listen import _clip_column
+
+    column, _ = _clip_column(view, "clip 2", static=True)
+    assert "<audio" in column and "data:image/png;base64," in column
+    live = listen(item, root=root, interactive=True)
+    assert type(live.widget.children[-1]).__name__ == "Output"  # the row is drawn there (in a kernel)
+    broken = item.model_copy(update={"audios": ["low.wav", "missing.wav"]})
+    partial = listen(broken, root=root, interactive=False)
+    assert list(partial.signals) == ["clip 1"] and "clip 2 unavailable" in partial.notes[0]
