@@ -175,7 +175,8 @@ def _with_mix(view: ListenView, result: MixResult) -> None:
 
 
 def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path | None, sr: int) -> ListenView:
-    info: dict[str, Any] = {"task": f"{item.task} ({item.category})", "audio": item.audio, "question": item.question}
+    audio = ", ".join(item.clips) if item.multi_clip else item.audio
+    info: dict[str, Any] = {"task": f"{item.task} ({item.category})", "audio": audio, "question": item.question}
     if isinstance(item, FoundationItem):
         info["choices"] = list(item.choices)
         info["answer"] = item.answer_letter
@@ -281,8 +282,9 @@ def prepare(
     if title:
         view.title = title
     main = next(iter(view.signals.values()), None)
-    if main is not None:
+    if main is not None and not view.side_by_side:
         view.info["duration_s"] = round(main.size / view.sr, 3)
+    if main is not None:
         for label, signal in view.signals.items():
             view.info[f"loudness {label}"] = _loudness_text(signal, view.sr)
     return view
@@ -359,6 +361,10 @@ def plot_audio(
     db = librosa.power_to_db(power, ref=np.max(power) if np.any(power) else 1.0, top_db=80.0)
     image = librosa.display.specshow(db, sr=sr, hop_length=hop, x_axis="time", y_axis="mel", ax=ax_spec)
     ax_spec.set(xlabel="time (s)", ylabel="mel frequency (Hz)")
+    if figsize[0] < 7:  # a narrow figure (clips side by side): fewer time ticks, so that their labels do not overlap
+        from matplotlib.ticker import MaxNLocator
+
+        ax_spec.xaxis.set_major_locator(MaxNLocator(nbins=4))
     fig.colorbar(image, ax=[ax_wave, ax_spec], format="%+.0f dB", shrink=0.6, pad=0.01)
     return fig
 
