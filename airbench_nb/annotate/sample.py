@@ -45,8 +45,9 @@ class SampleReport:
     strata: dict[str, dict[str, int]] = field(default_factory=dict)
     """``{stratum: {"eligible": n, "sampled": k}}``, strata sorted."""
     excluded: dict[str, int] = field(default_factory=dict)
-    """What was left out, by reason: items for ``audio_not_ok``, ``graded_copies`` and ``rotated_copies``;
-    (model, item) pairs for ``no_response`` and ``error_or_empty_response``."""
+    """What was left out, by reason: items for ``audio_not_ok``, ``graded_copies``, ``rotated_copies`` and
+    ``multi_clip_or_multi_turn`` (the kit's items about several clips or turns: a pair shows one clip and one
+    answer); (model, item) pairs for ``no_response`` and ``error_or_empty_response``."""
     models: list[str] = field(default_factory=list)
     """Models whose responses were read."""
     path: Path | None = None
@@ -172,6 +173,7 @@ def draw_sample(
         "audio_not_ok": 0,
         "graded_copies": 0,
         "rotated_copies": 0,
+        "multi_clip_or_multi_turn": 0,
         "no_response": 0,
         "error_or_empty_response": 0,
     }
@@ -186,6 +188,9 @@ def draw_sample(
             excluded["graded_copies"] += 1
         elif (item.meta or {}).get("rotation_of"):
             excluded["rotated_copies"] += 1
+        elif item.multi_clip or (isinstance(item, ChatItem) and item.multi_turn):
+            # the kit's own items about several clips or turns: the tool shows one clip and one answer per pair
+            excluded["multi_clip_or_multi_turn"] += 1
         else:
             items.append(item)
     eligible: dict[str, list[tuple[str, str, FoundationItem | ChatItem, str]]] = {}
