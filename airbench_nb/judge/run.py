@@ -13,11 +13,19 @@ Judge specs:
 Verdicts are appended to a JSONL file and flushed per chunk; the output is checked, locked and repaired as the
 model runs' are (:mod:`airbench_nb.runner`). Responses are read latest-wins per (uid, model): a retried answer
 supersedes its error. Every verdict records the :meth:`~airbench_nb.records.Response.content_hash` of the response
-it judged. A rerun skips a (uid, model, judge, order) whose latest verdict judged the model's latest response and
-did not fail; it judges again (appending) when the response changed since (a re-inferred answer: the old verdict
+it judged. A rerun skips a (uid, model, judge, order, turn) whose latest verdict judged the model's latest response
+and did not fail; it judges again (appending) when the response changed since (a re-inferred answer: the old verdict
 is stale) or when the judge call failed (failures heal on rerun). Abstentions and unparseable replies are
 outcomes, not failures: they are kept. A response that is an error gets a verdict with ``parse_error`` saying so,
 without a judge call. A fatal API error stops the loop at once (see :func:`~airbench_nb.runner.is_fatal_api_error`).
+
+Items about several clips (the kit's ``multi-clip`` Foundation tasks) are judged as any Foundation item: the judges
+read the answer against the options ("the first clip", "the second clip") and never the audio. Multi-turn Chat
+items (``ChatItem.turns``) are judged turn by turn: one verdict per (turn, order), with ``Verdict.turn`` set (see
+:func:`chat_turn_question` for what the judge sees of earlier turns). The answer to turn ``k`` is
+``Response.turns[k]``; a turn the model did not answer (a later turn failed, and ``Response.error`` names it) gets a
+``no response`` verdict without a judge call, and the turns before it are judged. A one-turn item is judged exactly
+as before: two verdicts with ``turn`` None.
 """
 
 from __future__ import annotations
@@ -76,6 +84,47 @@ class Task:
     """Chat order."""
     messages: list[dict[str, Any]] | None = None
     """Judge messages (LLM judges)."""
+    turn: int | None = None
+    """Multi-turn Chat: index of the turn judged (0 for the first); None for one-turn items and Foundation."""
+
+    @property
+    def question(self) -> str:
+        """The question of the turn judged (the item's question for a one-turn item)."""
+        if self.turn is None or not isinstance(self.item, ChatItem):
+            return self.item.question
+        return self.item.conversation[self.turn][0]
+
+    @property
+    def reference(self) -> str:
+        """The reference answer of the turn judged (Chat)."""
+        assert isinstance(self.item, ChatItem)
+        return self.item.reference if self.turn is None else self.item.conversation[self.turn][1]
+
+    @property
+    def answer(self) -> str | None:
+        """The model's answer to the turn judged; None when it gave none (an error, or a turn after a failed one)."""
+        return turn_answer(self.response, self.turn)
+
+
+def turn_answer(response: Response, turn: int | None) -> str | None:
+    """The answer of ``response`` to ``turn`` (None: the one-turn answer), or None when there is none.
+
+    A one-turn response (or turn 0 of a response without ``turns``) is ``text``, None when the response is an error.
+    Turn ``k`` of a multi-turn response is ``turns[k]``, which is kept even when a later turn failed.
+    """
+    if turn is None or (turn == 0 and not response.turns):
+        return None if response.error is not None else response.text
+    if turn < len(response.turns):
+        return response.turns[turn]
+    return None
+
+
+def turn_failure(response: Response, turn: int | None) -> str:
+    """Why ``response`` has no answer to ``turn`` (the ``no response`` verdict's reason)."""
+    if turn is None:
+        return f"no response: {response.error}"
+    why = response.error or "the response holds no answer to it"
+    return f"no response: turn {turn + 1} not answered ({why})"
 
 
 def _options(item: FoundationItem) -> str:
@@ -91,10 +140,53 @@ def foundation_judge_messages(item: FoundationItem, answer: str) -> list[dict[st
     return [{"role": "user", "content": text}]
 
 
-def chat_judge_messages(item: ChatItem, answer: str, order: Order) -> list[dict[str, Any]]:
-    """Messages of AIR-Bench's Chat judge with the reference first or the hypothesis first."""
-    first, second = (item.reference, answer) if order == "reference_first" else (answer, item.reference)
-    text = CHAT_JUDGE_TEMPLATE.format(meta_info=item.meta_info, question=item.question, answer_1=first, answer_2=second)
+CHAT_EARLIER_QUESTIONS_TEMPLATE = (
+    "Earlier questions of this conversation (already answered; rate only the answers to the follow-up):\n"
+    "{earlier}\nFollow-up question: {question}"
+)
+"""What the ``[Question]`` slot of AIR-Bench's Chat judge prompt holds for turn 2 and later of a multi-turn item:
+the earlier questions, numbered, then the turn's question (see :func:`chat_turn_question`)."""
+
+
+def chat_turn_question(item: ChatItem, turn: int | None) -> str:
+    """The text put in the ``[Question]`` slot of the Chat judge prompt for one turn.
+
+    Turn 0 (and a one-turn item) is the question itself, so the prompt is byte for byte AIR-Bench's. A later turn
+    carries the earlier *questions* before its own (:data:`CHAT_EARLIER_QUESTIONS_TEMPLATE`), and no earlier answer:
+
+    - the questions, because a follow-up often means nothing alone ("And the second one?", "Is it fast?"); both
+      assistants were asked them, so they do not favour either;
+    - not the model's earlier answers, because each is judged in its own turn: shown again, an earlier mistake
+      would weigh on the follow-up twice (or a wrong premise the follow-up repeats would look consistent), and the
+      judge would see a history the reference answer never had;
+    - not the earlier reference answers, which would hand the judge an answer key it has in the audio description
+      already, and make the follow-up's rating depend on how the reference phrased earlier turns.
+
+    The judge still rates two answers to one question with AIR-Bench's wording, so a turn's scores read like a
+    one-turn item's.
+    """
+    if turn is None or turn == 0:
+        return item.question
+    conversation = item.conversation
+    earlier = "\n".join(f"{k + 1}. {question}" for k, (question, _) in enumerate(conversation[:turn]))
+    return CHAT_EARLIER_QUESTIONS_TEMPLATE.format(earlier=earlier, question=conversation[turn][0])
+
+
+def chat_judge_messages(item: ChatItem, answer: str, order: Order, turn: int | None = None) -> list[dict[str, Any]]:
+    """Messages of AIR-Bench's Chat judge with the reference first or the hypothesis first.
+
+    Args:
+        item: The Chat item.
+        answer: The model's answer (to ``turn``).
+        order: ``reference_first`` or ``hypothesis_first``.
+        turn: Multi-turn items: the turn judged (its question and reference; see :func:`chat_turn_question`);
+            None for a one-turn item.
+    """
+    reference = item.reference if turn is None else item.conversation[turn][1]
+    first, second = (reference, answer) if order == "reference_first" else (answer, reference)
+    text = CHAT_JUDGE_TEMPLATE.format(
+        meta_info=item.meta_info, question=chat_turn_question(item, turn), answer_1=first, answer_2=second
+    )
     return [{"role": "user", "content": text}]
 
 
@@ -114,6 +206,8 @@ def parse_judge_letter(reply: str | None, n_choices: int) -> tuple[int | None, s
 
 def _verdict(task: Task, judge: str, **fields: Any) -> Verdict:
     fields.setdefault("response_hash", task.response.content_hash())
+    if task.turn is not None:
+        fields["turn"] = task.turn
     return Verdict(uid=task.item.uid, model=task.response.model, judge=judge, order=task.order, **fields)
 
 
@@ -169,7 +263,7 @@ class JudgeSummary:
     judge: str
     """Judge spec."""
     tasks: int = 0
-    """Verdicts needed (responses × orders) for the given items."""
+    """Verdicts needed (responses × orders, × turns for multi-turn Chat items) for the given items."""
     skipped_existing: int = 0
     """Verdicts already in the output that judged the latest response and did not fail (resumed)."""
     written: int = 0
@@ -189,7 +283,8 @@ class JudgeSummary:
     duplicates: int = 0
     """Responses given that a later response of the same (uid, model) superseded (latest wins)."""
     duplicate_verdicts: int = 0
-    """Verdict records already in the output superseded by a later one of the same (uid, model, judge, order)."""
+    """Verdict records already in the output superseded by a later one of the same (uid, model, judge, order,
+    turn)."""
     repaired_lines: int = 0
     """Lines taken out of the output before resuming (see :func:`~airbench_nb.runner.repair_jsonl`)."""
     usage: dict[str, Any] = field(default_factory=dict)
@@ -347,7 +442,7 @@ def judge_responses(
     batch_poll_s: float = 30.0,
     progress: bool = True,
 ) -> JudgeSummary:
-    """Judge responses into ``out`` (resumable): one verdict per Foundation response, two per Chat response.
+    """Judge responses into ``out`` (resumable): one verdict per Foundation response, two per Chat turn.
 
     Args:
         judge: Judge spec.
@@ -439,7 +534,7 @@ def _judge(
 
     t0 = time.perf_counter()
     by_uid = {i.uid: i for i in items}
-    latest_verdicts = {(v.uid, v.model, v.judge, v.order): v for v in existing}
+    latest_verdicts = {(v.uid, v.model, v.judge, v.order, v.turn): v for v in existing}
     latest_responses = {(r.uid, r.model): r for r in responses}
     summary = JudgeSummary(
         judge=judge,
@@ -458,19 +553,23 @@ def _judge(
         if judge == "proxy" and isinstance(item, FoundationItem):
             continue
         judged = response.content_hash()
-        for order in orders:
-            summary.tasks += 1
-            previous = latest_verdicts.get((item.uid, response.model, judge, order))
-            if previous is None:
-                pass
-            elif previous.response_hash is not None and previous.response_hash != judged:
-                summary.stale += 1
-            elif (previous.parse_error or "").startswith(JUDGE_CALL_FAILED):
-                summary.retried += 1
-            else:
-                summary.skipped_existing += 1
-                continue
-            tasks.append(Task(item, response, order))
+        turns: Sequence[int | None] = (
+            range(len(item.turns)) if isinstance(item, ChatItem) and item.multi_turn else (None,)
+        )
+        for turn in turns:
+            for order in orders:
+                summary.tasks += 1
+                previous = latest_verdicts.get((item.uid, response.model, judge, order, turn))
+                if previous is None:
+                    pass
+                elif previous.response_hash is not None and previous.response_hash != judged:
+                    summary.stale += 1
+                elif (previous.parse_error or "").startswith(JUDGE_CALL_FAILED):
+                    summary.retried += 1
+                else:
+                    summary.skipped_existing += 1
+                    continue
+                tasks.append(Task(item, response, order, turn=turn))
     if summary.stale or summary.retried:
         logger.info(
             "judge %s: %d verdict(s) of a changed response judged again, %d failed call(s) retried",
@@ -489,17 +588,18 @@ def _judge(
     def decide_locally(task: Task) -> Verdict | None:
         """A verdict without an LLM call, or None when the LLM must be asked (and its messages set)."""
         item, response = task.item, task.response
-        if response.error is not None or response.text is None:
-            return _verdict(task, judge, parse_error=f"no response: {response.error}")
+        answer = task.answer
+        if answer is None:
+            return _verdict(task, judge, parse_error=turn_failure(response, task.turn))
         if isinstance(item, FoundationItem):
             ruled = rule_verdict(item, response, judge=judge)
             if llm is None or (foundation_mode == "abstentions" and ruled.choice is not None):
                 return ruled
-            task.messages = foundation_judge_messages(item, response.text)
+            task.messages = foundation_judge_messages(item, answer)
             return None
         if judge == "proxy":
             return None
-        task.messages = chat_judge_messages(item, response.text, task.order)
+        task.messages = chat_judge_messages(item, answer, task.order, task.turn)
         return None
 
     if dry_run:
