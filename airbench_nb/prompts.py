@@ -4,6 +4,18 @@ Foundation prompts follow AIR-Bench: an instruction to choose one of the lettere
 then only the options that exist. Chat prompts are the question alone. A template file (JSON with the keys of
 :class:`PromptSet`) or explicit strings override them; the chain-of-thought variant asks the model to reason
 first and end with ``Answer: <letter>`` (SSEU-Bench found step-by-step prompting helps joint tasks).
+
+Several clips. The audio parts of a multi-clip item come first, in order (see :mod:`airbench_nb.models.base`), and
+the text begins with a line naming them (:data:`MULTI_CLIP_INTRO`): "Clip 1 is the first clip, Clip 2 the second"
+ties the numbers some chat templates print before each audio part (Qwen2-Audio's ``Audio 1:``) and the ordinals
+the questions use ("Which clip has the higher pitch?", options "the first clip", "the second clip").
+
+Several turns. Every turn of a multi-turn Chat item is rendered by the Chat template, one text per turn
+(:func:`item_prompts`); the model sees its own earlier answers between them.
+
+Reproducible. :func:`item_prompt_hash` hashes the system text, every turn's text and every clip's SHA-256; for a
+one-clip, one-turn item it is the hash of schema version 1 (:func:`prompt_hash`). A response records it with the
+prompt set's name (:func:`prompt_set_name`), so its prompt can be rebuilt from the record and the item.
 """
 
 from __future__ import annotations
@@ -50,11 +62,19 @@ CHAT_TEMPLATE = "{question}"
 CHAT_COT_TEMPLATE = "{question}\nThink step by step about what you hear before you answer."
 """Chain-of-thought variant of the Chat prompt."""
 
+MULTI_CLIP_INTRO = "You are given {count} audio clips, in this order: {clips}."
+"""First line of the text of a multi-clip item; ``{clips}`` is filled by :func:`clip_names` ("Clip 1 is the first
+clip, Clip 2 is the second clip")."""
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+"""How the questions name clips in order ("the first clip", ...)."""
+
 
 TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
     "foundation_instruction": frozenset({"letters_and", "letters_or"}),
     "foundation_template": frozenset({"instruction", "question", "options"}),
     "chat_template": frozenset({"question"}),
+    "multi_clip_intro": frozenset({"count", "clips"}),
 }
 """The ``{fields}`` each template of a :class:`PromptSet` may use (literal braces are written ``{{`` and ``}}``)."""
 
@@ -108,7 +128,11 @@ class PromptSet:
     foundation_template: str = FOUNDATION_TEMPLATE
     """Layout of ``{instruction}``, ``{question}`` and ``{options}``."""
     chat_template: str = CHAT_TEMPLATE
-    """Layout of a Chat prompt (``{question}``)."""
+    """Layout of a Chat prompt (``{question}``), used for every turn of a multi-turn item."""
+    multi_clip_intro: str = MULTI_CLIP_INTRO
+    """First line of a multi-clip item's text (``{count}`` clips, ``{clips}`` named in order)."""
+    source: str | None = None
+    """What :meth:`named` was given, when it was a template file's path (the name alone would not find it again)."""
 
     def __post_init__(self) -> None:
         """Check every template (see :func:`check_template`), so that a bad one fails before any model call."""
@@ -157,7 +181,7 @@ class PromptSet:
             )
         for key, template in data.items():
             check_template(key, template, str(path))
-        return replace(cls(), name=path.stem, **data)
+        return replace(cls(), name=path.stem, source=str(path), **data)
 
 
 def _letters(n: int) -> tuple[str, str]:
@@ -178,20 +202,78 @@ def foundation_prompt(item: FoundationItem, prompts: PromptSet | None = None) ->
     return prompts.foundation_template.format(instruction=instruction, question=item.question, options=options)
 
 
-def chat_prompt(item: ChatItem, prompts: PromptSet | None = None) -> str:
-    """The text prompt of a Chat item."""
-    return (prompts or PromptSet()).chat_template.format(question=item.question)
+def chat_prompt(item: ChatItem, prompts: PromptSet | None = None, turn: int = 0) -> str:
+    """The text prompt of a Chat item's turn (the first by default)."""
+    question = item.conversation[turn][0]
+    return (prompts or PromptSet()).chat_template.format(question=question)
+
+
+def clip_names(count: int) -> str:
+    """How :data:`MULTI_CLIP_INTRO` names ``count`` clips: ``Clip 1 is the first clip, Clip 2 is the second clip``."""
+    return ", ".join(
+        f"Clip {n} is the {ORDINALS[n - 1] if n <= len(ORDINALS) else f'{n}th'} clip" for n in range(1, count + 1)
+    )
+
+
+def multi_clip_intro(count: int, prompts: PromptSet | None = None) -> str:
+    """The line naming the clips of a multi-clip item."""
+    return (prompts or PromptSet()).multi_clip_intro.format(count=count, clips=clip_names(count))
+
+
+def item_prompts(item: FoundationItem | ChatItem, prompts: PromptSet | None = None) -> list[str]:
+    """The user text of every turn of an item, in order (one for a Foundation item or a one-turn Chat item).
+
+    A multi-clip item's first text begins with the line naming its clips (:func:`multi_clip_intro`).
+    """
+    if isinstance(item, FoundationItem):
+        texts = [foundation_prompt(item, prompts)]
+    else:
+        texts = [chat_prompt(item, prompts, turn) for turn in range(len(item.conversation))]
+    if item.multi_clip:
+        texts[0] = multi_clip_intro(len(item.clips), prompts) + "\n" + texts[0]
+    return texts
 
 
 def item_prompt(item: FoundationItem | ChatItem, prompts: PromptSet | None = None) -> str:
-    """The text prompt of either kind of item."""
-    return foundation_prompt(item, prompts) if isinstance(item, FoundationItem) else chat_prompt(item, prompts)
+    """The text prompt of either kind of item (its first turn's; see :func:`item_prompts` for every turn)."""
+    return item_prompts(item, prompts)[0]
 
 
-def prompt_hash(text: str, audio_sha256: str | None = None, system: str | None = None) -> str:
-    """SHA-256 of what a model is sent (system text, prompt text and the audio's hash)."""
-    payload = json.dumps({"system": system, "text": text, "audio": audio_sha256}, sort_keys=True)
+def prompt_hash(
+    text: str,
+    audio_sha256: str | list[str | None] | None = None,
+    system: str | None = None,
+    turns: list[str] | None = None,
+) -> str:
+    """SHA-256 of what a model is sent: system text, prompt text, the audio's hash(es) and any later turns.
+
+    Args:
+        text: The (first turn's) text.
+        audio_sha256: The clip's SHA-256, or every clip's in order for a multi-clip item.
+        system: The system text.
+        turns: Multi-turn: the text of every turn after the first, in order.
+
+    A one-clip, one-turn prompt hashes exactly as in schema version 1.
+    """
+    fields: dict[str, object] = {"system": system, "text": text, "audio": audio_sha256}
+    if turns:
+        fields["turns"] = list(turns)
+    payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def item_prompt_hash(
+    item: FoundationItem | ChatItem, prompts: PromptSet | None = None, system: str | None = None
+) -> str:
+    """The :func:`prompt_hash` of an item: every turn's text and every clip's SHA-256 (the runner records it)."""
+    texts = item_prompts(item, prompts)
+    audio: str | list[str | None] | None = item.clips_sha256 if item.multi_clip else item.audio_sha256
+    return prompt_hash(texts[0], audio, system, texts[1:])
+
+
+def prompt_set_name(prompts: PromptSet) -> str:
+    """What a response records as its prompt set: the built-in name, or the template file's path as given."""
+    return prompts.source or prompts.name
 
 
 JUDGE_PROMPTS_VERSION = "1"

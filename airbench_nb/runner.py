@@ -1,7 +1,14 @@
 """The resumable item loop shared by model runs and judges, and the rules that keep its outputs safe.
 
 Results are appended to a JSONL file and flushed (and fsynced) after every batch, so an interrupted run loses at
-most the batch in flight. Every response records the model spec, the prompt hash, its latency and token counts.
+most the batch in flight. Every response records the model spec, the prompt hash, the prompt set, the decoding
+settings (``generation``), its latency and token counts.
+
+Several clips and turns. Every clip of an item is loaded (one unreadable clip makes the item's error response,
+naming the clip) and sent in order (see :mod:`airbench_nb.models.base`). A multi-turn item is asked turn by turn,
+each prompt carrying the earlier questions and the model's own answers; its response holds every answer
+(``turns``). When a later turn fails, the answers so far are kept and ``error`` names the turn
+(``backend: turn 2 of 3: ...``); such an item is asked again, from its first turn, on a rerun.
 
 Resuming. Responses are keyed by (uid, model spec, prompt hash) and the *latest* record of a uid wins, here as in
 the judge loop, scoring and the analysis frames. A rerun with the same output file skips an item when its latest
@@ -46,8 +53,8 @@ from pydantic import BaseModel, ValidationError
 
 from airbench_nb.audio import AudioError, load_audio
 from airbench_nb.manifests import AnyItem, dumps_record, resolve_audio
-from airbench_nb.models.base import AudioLM, GenerationParams, Prompt
-from airbench_nb.prompts import PromptSet, item_prompt, prompt_hash
+from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt
+from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
 from airbench_nb.records import AudioStatus, Response
 
 logger = logging.getLogger(__name__)
@@ -484,7 +491,7 @@ def _duration_key(root: Path, item: AnyItem) -> float:
     import soundfile as sf
 
     try:
-        return float(sf.info(str(resolve_audio(root, item.audio))).duration)
+        return float(sum(sf.info(str(resolve_audio(root, clip))).duration for clip in item.clips))
     except Exception:  # noqa: BLE001 - unknown length sorts last; the item's real error comes when loading it
         return float("inf")
 
@@ -521,7 +528,8 @@ def run_model(
         items: Items to answer (Foundation and/or Chat).
         root: Data root of their audio.
         out: Responses JSONL (created, or resumed).
-        params: Decoding parameters (default greedy, 256 new tokens).
+        params: Decoding parameters (default greedy, with each item's length bound: see
+            :func:`~airbench_nb.models.base.default_max_new_tokens`); recorded in each response's ``generation``.
         prompts: Prompt templates (default AIR-Bench's).
         system: Optional system text.
         limit: Only the first ``limit`` items of the manifest.
@@ -562,12 +570,12 @@ def run_model(
             repaired_lines=repaired,
             duplicates=len(existing) - len(latest),
         )
-        texts: dict[str, str] = {}
+        texts: dict[str, list[str]] = {}
         hashes: dict[str, str] = {}
         pending: list[AnyItem] = []
         for item in chosen:
-            texts[item.uid] = item_prompt(item, prompts)
-            hashes[item.uid] = prompt_hash(texts[item.uid], item.audio_sha256, system)
+            texts[item.uid] = item_prompts(item, prompts)
+            hashes[item.uid] = item_prompt_hash(item, prompts, system)
             previous = latest.get(item.uid)
             if previous is None:
                 pending.append(item)
@@ -588,7 +596,7 @@ def run_model(
             )
         before = replica_counts(model)
         try:
-            _answer(model, pending, root, out, texts, hashes, params, system, summary, progress, tqdm)
+            _answer(model, pending, root, out, texts, hashes, params, prompts, system, summary, progress, tqdm)
         finally:
             summary.replicas = _replica_delta(before, replica_counts(model))
     logger.info("%s: %s", model.spec, summary.as_dict())
@@ -597,25 +605,111 @@ def run_model(
     return summary
 
 
+@dataclass
+class _Asking:
+    """An item being answered by :func:`_answer`: its prompt texts, clips, and what each turn gave so far."""
+
+    item: AnyItem
+    texts: list[str]
+    """The user text of every turn."""
+    params: GenerationParams
+    """Decoding parameters with this item's length bound."""
+    audios: list[Any]
+    paths: list[Path]
+    answers: list[str] = field(default_factory=list)
+    error: str | None = None
+    latency: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    def prompt(self, turn: int, system: str | None) -> Prompt:
+        history = list(zip(self.texts[:turn], self.answers[:turn], strict=True))
+        return Prompt.of(self.item, self.texts[turn], self.audios, self.paths, system=system, history=history)
+
+    def fail(self, turn: int, detail: str) -> None:
+        where = f"turn {turn + 1} of {len(self.texts)}: " if len(self.texts) > 1 else ""
+        self.error = f"backend: {where}{detail}"
+
+    def answered(self, generation: Generation) -> None:
+        self.answers.append(generation.text or "")
+        for name in ("input_tokens", "output_tokens"):
+            value = getattr(generation, name)
+            if value is not None:
+                setattr(self, name, (getattr(self, name) or 0) + int(value))
+
+
+def _load_clips(root: Path, item: AnyItem) -> tuple[list[Any], list[Path]]:
+    """Every clip of an item, loaded in order; raises naming the clip when one cannot be read."""
+    audios, paths = [], []
+    clips = item.clips
+    for number, clip in enumerate(clips, start=1):
+        try:
+            path = resolve_audio(root, clip)
+            audios.append(load_audio(path))
+        except (AudioError, ValueError) as exc:
+            if len(clips) == 1:
+                raise
+            raise AudioError(f"clip {number} of {len(clips)} ({clip}): {exc}") from None
+        paths.append(path)
+    return audios, paths
+
+
+def _ask_turn(model: AudioLM, asking: list[_Asking], turn: int, system: str | None, on_fatal: Any) -> None:
+    """Ask one turn of every item in ``asking`` (one ``generate`` call per set of decoding parameters)."""
+    groups: dict[GenerationParams, list[_Asking]] = {}
+    for entry in asking:
+        groups.setdefault(entry.params, []).append(entry)
+    for params, members in groups.items():
+        prompts = [entry.prompt(turn, system) for entry in members]
+        t_call = time.perf_counter()
+        failure = None
+        try:
+            generations = model.generate(prompts, params)
+            if len(generations) != len(prompts):
+                raise RuntimeError(f"backend returned {len(generations)} answers for {len(prompts)} prompts")
+        except Exception as exc:  # noqa: BLE001 - the batch fails, the run goes on; counted per item
+            if is_fatal_api_error(exc):
+                on_fatal()
+                raise
+            logger.error("%s: batch of %d failed: %s: %s", model.spec, len(prompts), type(exc).__name__, exc)
+            generations, failure = [], f"{type(exc).__name__}: {exc}"
+        share = (time.perf_counter() - t_call) / len(prompts)
+        for index, entry in enumerate(members):
+            entry.latency += share
+            if failure is not None:
+                entry.fail(turn, failure)
+            elif generations[index].error is not None:
+                entry.fail(turn, str(generations[index].error))
+            else:
+                entry.answered(generations[index])
+
+
 def _answer(
     model: AudioLM,
     pending: list[AnyItem],
     root: Path,
     out: Path,
-    texts: dict[str, str],
+    texts: dict[str, list[str]],
     hashes: dict[str, str],
     params: GenerationParams,
+    prompts: PromptSet,
     system: str | None,
     summary: RunSummary,
     progress: bool,
     tqdm: Any,
 ) -> None:
-    """The batch loop of :func:`run_model`: answers ``pending`` into ``out`` and fills ``summary``."""
+    """The batch loop of :func:`run_model`: answers ``pending`` into ``out`` and fills ``summary``.
+
+    Each batch is asked turn by turn: every item's first turn, then the second turn of the items that have one
+    (each prompt carrying the earlier turns and the model's own answers), and so on; an item whose turn fails is
+    asked no further, and its response keeps the answers so far.
+    """
     kinds: Counter[str] = Counter()
     t0 = time.perf_counter()
     # Sorting by audio length makes batches of similar lengths: less padding for batched backends.
     pending.sort(key=lambda i: _duration_key(root, i))
     batch_size = max(1, int(getattr(model, "batch_size", 1)))
+    prompt_set = prompt_set_name(prompts)
 
     def count(records: list[Response]) -> None:
         for record in records:
@@ -625,79 +719,60 @@ def _answer(
                 summary.errors += 1
                 kinds[_error_kind(record.error)] += 1
 
+    def response(item: AnyItem, item_params: GenerationParams, **fields: Any) -> Response:
+        return Response(
+            uid=item.uid,
+            model=model.spec,
+            prompt_hash=hashes[item.uid],
+            generation=item_params.as_record(),
+            prompt_set=prompt_set,
+            **fields,
+        )
+
     try:
         with JsonlAppender(out) as sink, tqdm(total=len(pending), desc=model.spec, disable=not progress) as bar:
             for start in range(0, len(pending), batch_size):
                 batch = pending[start : start + batch_size]
                 records: list[Response] = []
-                ready: list[Prompt] = []
+                ready: list[_Asking] = []
                 for item in batch:
+                    item_params = params.for_item(item, prompts.name)
                     defect = _defect_error(item)
                     if defect is not None:
                         summary.unusable += 1
-                        records.append(
-                            Response(uid=item.uid, model=model.spec, prompt_hash=hashes[item.uid], error=defect)
-                        )
+                        records.append(response(item, item_params, error=defect))
                         continue
                     try:
-                        path = resolve_audio(root, item.audio)
-                        ready.append(
-                            Prompt(
-                                item=item, text=texts[item.uid], audio=load_audio(path), audio_path=path, system=system
-                            )
-                        )
+                        audios, paths = _load_clips(root, item)
                     except (AudioError, ValueError) as exc:
-                        records.append(
-                            Response(
-                                uid=item.uid,
-                                model=model.spec,
-                                prompt_hash=hashes[item.uid],
-                                error=f"audio unreadable: {exc}",
-                            )
+                        records.append(response(item, item_params, error=f"audio unreadable: {exc}"))
+                        continue
+                    ready.append(_Asking(item, texts[item.uid], item_params, audios, paths))
+
+                def keep_what_is_done(records: list[Response] = records) -> None:
+                    sink.write(records)
+                    count(records)
+                    # the caller prints the error once; the log only says how far the run got
+                    logger.info("%s: stopped after %d answered item(s)", model.spec, summary.answered)
+
+                for turn in range(max((len(entry.texts) for entry in ready), default=0)):
+                    asking = [e for e in ready if e.error is None and turn < len(e.texts)]
+                    if asking:
+                        _ask_turn(model, asking, turn, system, keep_what_is_done)
+                for entry in ready:
+                    multi_turn = len(entry.texts) > 1
+                    records.append(
+                        response(
+                            entry.item,
+                            entry.params,
+                            text=entry.answers[0] if entry.answers else None,
+                            error=entry.error,
+                            latency_s=round(entry.latency, 6),
+                            input_tokens=entry.input_tokens,
+                            output_tokens=entry.output_tokens,
+                            turns=list(entry.answers) if multi_turn else [],
                         )
-                if ready:
-                    t_batch = time.perf_counter()
-                    try:
-                        generations = model.generate(ready, params)
-                        if len(generations) != len(ready):
-                            raise RuntimeError(f"backend returned {len(generations)} answers for {len(ready)} prompts")
-                        failure = None
-                    except Exception as exc:  # noqa: BLE001 - the batch fails, the run goes on; counted per item
-                        if is_fatal_api_error(exc):
-                            sink.write(records)
-                            count(records)
-                            # the caller prints the error once; the log only says how far the run got
-                            logger.info("%s: stopped after %d answered item(s)", model.spec, summary.answered)
-                            raise
-                        logger.error("%s: batch of %d failed: %s: %s", model.spec, len(ready), type(exc).__name__, exc)
-                        generations, failure = [], f"backend: {type(exc).__name__}: {exc}"
-                    latency = (time.perf_counter() - t_batch) / len(ready)
-                    for index, prompt in enumerate(ready):
-                        if failure is not None:
-                            records.append(
-                                Response(
-                                    uid=prompt.uid,
-                                    model=model.spec,
-                                    prompt_hash=hashes[prompt.uid],
-                                    error=failure,
-                                    latency_s=round(latency, 6),
-                                )
-                            )
-                            continue
-                        gen = generations[index]
-                        error = None if gen.error is None else f"backend: {gen.error}"
-                        records.append(
-                            Response(
-                                uid=prompt.uid,
-                                model=model.spec,
-                                text=gen.text,
-                                error=error,
-                                prompt_hash=hashes[prompt.uid],
-                                latency_s=round(latency, 6),
-                                input_tokens=gen.input_tokens,
-                                output_tokens=gen.output_tokens,
-                            )
-                        )
+                    )
                 sink.write(records)
                 count(records)
                 bar.update(len(batch))
@@ -776,7 +851,7 @@ def infer(
     batch_size: int | None = None,
     concurrency: int | None = None,
     limit: int | None = None,
-    max_new_tokens: int = 256,
+    max_new_tokens: int | None = None,
     temperature: float = 0.0,
     prompt_set: str = "airbench",
     seed: int = 0,
@@ -797,7 +872,8 @@ def infer(
         batch_size: Prompts per backend call (backend default when None).
         concurrency: Requests in flight for ``openai:`` models.
         limit: Only the first ``limit`` items.
-        max_new_tokens: Generation length bound.
+        max_new_tokens: Generation length bound per turn; None: each item's kind decides
+            (:data:`~airbench_nb.models.base.DEFAULT_MAX_NEW_TOKENS`: Foundation 64, Chat 512, ``cot`` 512).
         temperature: 0 for greedy decoding.
         prompt_set: ``airbench``, ``cot`` or a template file.
         seed: Seed of ``baseline:random`` and of sampling.

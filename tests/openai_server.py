@@ -2,7 +2,8 @@
 
 It answers ``POST /v1/chat/completions`` deterministically (``<model> heard <seconds>s: <prompt text>``), checks
 each request (JSON, model, messages; an ``input_audio`` part must decode to a real wav with samples, else 400),
-records what it saw (attempts per prompt, audio durations, requests in flight, Authorization headers), and
+records what it saw (attempts per prompt, audio durations, per request every clip's duration in order and the
+messages' roles, requests in flight, Authorization headers), and
 follows a fault plan: for requests whose prompt text contains a marker, the n-th attempt gets the n-th
 :class:`Fault` (429 with Retry-After, 5xx, a delay past the client timeout, a body trickled past it, a malformed
 body, a 400). A server-wide ``mode`` (:data:`ServerMode`) makes every request fail the same way instead: ``401`` and
@@ -83,6 +84,12 @@ class Seen:
     """Successful (200, well-formed) answers per prompt text."""
     audio_seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     """Durations of the wav audio received per prompt text."""
+    clips: list[tuple[str, list[float]]] = field(default_factory=list)
+    """Per valid chat request, in arrival order: its prompt text and the duration of each ``input_audio`` part it
+    carried, in the order of the request (so that a test can check every clip arrived, in order)."""
+    conversations: list[list[tuple[str, str]]] = field(default_factory=list)
+    """Per valid chat request, in arrival order: ``(role, text)`` of each message (text parts joined, audio parts
+    written ``<audio>``), to check that a multi-turn request carries the history."""
     in_flight: int = 0
     """Chat requests being handled now."""
     max_in_flight: int = 0
@@ -140,6 +147,20 @@ def _audio_seconds(body: dict[str, Any]) -> list[float]:
                 raise BadRequest("input_audio has no samples")
             out.append(samples.shape[0] / sr)
     return out
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    """A message's text parts joined with spaces, each audio part written ``<audio>``."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return " ".join(
+        "<audio>" if p.get("type") == "input_audio" else str(p.get("text", ""))
+        for p in content
+        if isinstance(p, dict) and p.get("type") in ("text", "input_audio")
+    )
 
 
 def _redacted(body: dict[str, Any]) -> dict[str, Any]:
@@ -271,9 +292,11 @@ class OpenAITestServer:
                 raise BadRequest(f"bad message {message!r:.80}")
         seconds = _audio_seconds(body)
         text = prompt_text(body)
-        if seconds:
-            with self.lock:
+        with self.lock:
+            if seconds:
                 self.seen.audio_seconds[text].extend(seconds)
+            self.seen.clips.append((text, list(seconds)))
+            self.seen.conversations.append([(m["role"], _message_text(m)) for m in messages])
         heard = f"{sum(seconds):.3f}s" if seconds else "no audio"
         reply = f"{body['model']} heard {heard}: {text}"
         prompt_tokens = sum(len(json.dumps(m.get("content", ""))) // 4 for m in messages)

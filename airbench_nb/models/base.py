@@ -1,11 +1,25 @@
-"""The interface every model backend implements, and what flows through it."""
+"""The interface every model backend implements, and what flows through it.
+
+The prompt protocol. A :class:`Prompt` carries every clip of its item, in the order the question names them
+(:attr:`Prompt.audios`; :attr:`Prompt.audio` is the first, for code that takes one), and, for a later turn of a
+multi-turn item, the conversation so far (:attr:`Prompt.history`: each earlier turn's text and the model's own
+answer to it). A backend sends the clips as audio parts, in order, at the start of the first user message, then that
+turn's text; then each earlier answer as an assistant message and each later turn's text as a user message
+(:func:`chat_messages`). A backend that cannot take several clips answers such a prompt with an error of its own
+(``"<family> takes one clip per prompt; this item has 2"``), never an exception.
+
+Decoding (:class:`GenerationParams`) is greedy by default. When no length bound is given, each item gets the bound of
+its kind (:func:`default_max_new_tokens`): a Foundation answer is a letter, a Chat answer a few sentences, a
+chain-of-thought answer a paragraph.
+"""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -13,13 +27,31 @@ from airbench_nb.records import ChatItem, FoundationItem
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"foundation": 64, "chat": 512, "cot": 512}
+"""Length bound used when none is given: ``foundation`` (the answer is a letter, perhaps with its option's text or a
+short sentence), ``chat`` (one answer of a few sentences, per turn), ``cot`` (any item under the chain-of-thought
+prompt set, whose answer reasons before it concludes). An explicit ``max_new_tokens`` overrides all three."""
 
-@dataclass
+
+def default_max_new_tokens(item: FoundationItem | ChatItem, prompt_set: str | None = None) -> int:
+    """The length bound of an item when none is given (see :data:`DEFAULT_MAX_NEW_TOKENS`).
+
+    Args:
+        item: The item.
+        prompt_set: Name of the prompt set (``cot`` asks for reasoning first: the longer bound).
+    """
+    if prompt_set == "cot":
+        return DEFAULT_MAX_NEW_TOKENS["cot"]
+    return DEFAULT_MAX_NEW_TOKENS["foundation" if isinstance(item, FoundationItem) else "chat"]
+
+
+@dataclass(frozen=True)
 class GenerationParams:
     """Decoding parameters shared by all backends."""
 
-    max_new_tokens: int = 256
-    """Upper bound on generated tokens."""
+    max_new_tokens: int | None = None
+    """Upper bound on generated tokens (per turn); None: the bound of each item's kind
+    (:func:`default_max_new_tokens`)."""
     temperature: float = 0.0
     """0 means greedy decoding (the default: deterministic answers)."""
     top_p: float = 1.0
@@ -32,28 +64,139 @@ class GenerationParams:
         """Whether decoding is greedy."""
         return self.temperature <= 0.0
 
+    def for_item(self, item: FoundationItem | ChatItem, prompt_set: str | None = None) -> GenerationParams:
+        """These parameters with the length bound filled in for ``item`` when none is set."""
+        if self.max_new_tokens is not None:
+            return self
+        return replace(self, max_new_tokens=default_max_new_tokens(item, prompt_set))
+
+    def as_record(self) -> dict[str, Any]:
+        """What :attr:`~airbench_nb.records.Response.generation` records: every setting, and whether it was greedy."""
+        return {
+            "greedy": self.greedy,
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+        }
+
 
 @dataclass
 class Prompt:
-    """One item as a backend sees it."""
+    """One item (one turn of it, for a multi-turn item) as a backend sees it."""
 
     item: FoundationItem | ChatItem
     """The item (baselines read its choices; the oracle its answer)."""
     text: str
-    """The full user text (instruction, question, options)."""
+    """The user text of this turn (instruction, question, options; for a multi-clip item, the line naming the
+    clips first)."""
     audio: np.ndarray
-    """Mono float32 samples at ``sample_rate``."""
+    """Mono float32 samples at ``sample_rate``: the first clip (the only one of a one-clip item)."""
     audio_path: Path
-    """The audio file, for backends that send files."""
+    """The first clip's file, for backends that send files."""
     sample_rate: int = 16000
-    """Sample rate of ``audio`` in Hz."""
+    """Sample rate of every clip in Hz."""
     system: str | None = None
     """Optional system text."""
+    extra_audios: list[np.ndarray] = field(default_factory=list)
+    """The clips after the first, in order (empty for a one-clip item); :attr:`audios` lists them all."""
+    extra_audio_paths: list[Path] = field(default_factory=list)
+    """The files of :attr:`extra_audios`, in order."""
+    history: list[tuple[str, str]] = field(default_factory=list)
+    """Multi-turn: each earlier turn as ``(user text as sent, the model's own answer)``, in order; empty for the
+    first turn (and for a one-turn item)."""
+
+    @classmethod
+    def of(
+        cls,
+        item: FoundationItem | ChatItem,
+        text: str,
+        audios: list[np.ndarray],
+        paths: list[Path],
+        **kwargs: Any,
+    ) -> Prompt:
+        """A prompt from every clip of an item in order (``audios[0]`` becomes :attr:`audio`)."""
+        if not audios or len(audios) != len(paths):
+            raise ValueError(f"{item.uid}: {len(audios)} clips for {len(paths)} paths; one or more of each expected")
+        return cls(
+            item=item,
+            text=text,
+            audio=audios[0],
+            audio_path=paths[0],
+            extra_audios=list(audios[1:]),
+            extra_audio_paths=list(paths[1:]),
+            **kwargs,
+        )
 
     @property
     def uid(self) -> str:
         """The item's uid."""
         return self.item.uid
+
+    @property
+    def audios(self) -> list[np.ndarray]:
+        """Every clip in order: :attr:`audio`, then :attr:`extra_audios`."""
+        return [self.audio, *self.extra_audios]
+
+    @property
+    def audio_paths(self) -> list[Path]:
+        """Every clip's file in order."""
+        return [self.audio_path, *self.extra_audio_paths]
+
+    @property
+    def turn(self) -> int:
+        """Index of the turn this prompt asks (0 for the first)."""
+        return len(self.history)
+
+    @property
+    def turn_texts(self) -> list[str]:
+        """The user text of every turn so far, this one last."""
+        return [text for text, _ in self.history] + [self.text]
+
+    def with_audios(self, audios: list[np.ndarray], sample_rate: int | None = None) -> Prompt:
+        """A copy holding other samples for every clip (e.g. resampled), in the same order."""
+        if len(audios) != len(self.audios):
+            raise ValueError(f"{self.uid}: {len(audios)} clips given for {len(self.audios)}")
+        return replace(
+            self,
+            audio=audios[0],
+            extra_audios=list(audios[1:]),
+            sample_rate=self.sample_rate if sample_rate is None else sample_rate,
+        )
+
+
+def chat_messages(
+    prompt: Prompt,
+    audio_parts: list[dict[str, Any]],
+    *,
+    text_part: Callable[[str], Any] = lambda text: {"type": "text", "text": text},
+    assistant: Callable[[str], Any] = lambda text: [{"type": "text", "text": text}],
+) -> list[dict[str, Any]]:
+    """The chat messages of a prompt, in the order of the protocol (see the module docstring).
+
+    System text; the first user turn (every audio part in order, then its text); then, for each earlier turn, the
+    model's answer and the next turn's text.
+
+    Args:
+        prompt: The prompt.
+        audio_parts: One content part per clip, in order (each backend's own form of an audio part).
+        text_part: How a text content part is written.
+        assistant: How an assistant message's content is written.
+
+    Returns:
+        The messages, ready for a chat template or a chat-completions request.
+    """
+    if len(audio_parts) != len(prompt.audios):
+        raise ValueError(f"{prompt.uid}: {len(audio_parts)} audio parts for {len(prompt.audios)} clips")
+    messages: list[dict[str, Any]] = []
+    if prompt.system:
+        messages.append({"role": "system", "content": prompt.system})
+    texts = prompt.turn_texts
+    messages.append({"role": "user", "content": [*audio_parts, text_part(texts[0])]})
+    for (_, answer), text in zip(prompt.history, texts[1:], strict=True):
+        messages.append({"role": "assistant", "content": assistant(answer)})
+        messages.append({"role": "user", "content": [text_part(text)]})
+    return messages
 
 
 @dataclass
@@ -75,7 +218,9 @@ class AudioLM(Protocol):
     """A model under test: turns a batch of prompts into one :class:`Generation` each, in order.
 
     A failure that concerns one item is returned as ``Generation(error=...)`` for that item; an exception means
-    the whole batch failed (the runner records it for every item of the batch and goes on).
+    the whole batch failed (the runner records it for every item of the batch and goes on). Prompts may carry
+    several clips and a conversation so far (see the module docstring); ``params.max_new_tokens`` may be None, which
+    means each prompt's :func:`default_max_new_tokens`.
     """
 
     spec: str

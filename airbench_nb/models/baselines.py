@@ -4,6 +4,13 @@ They need no model and no network, and they calibrate a table: ``random`` is cha
 in scoring, ``oracle`` checks the pipeline end to end (it must score 100%), and ``dsp`` shows how far plain
 signal processing gets on the tasks whose answer is measurable (pitch, velocity, gender, number of voices, event
 count). Where a baseline cannot answer, it says so (``I cannot tell.``): it never guesses, so the judge abstains.
+
+Several clips and turns. ``random`` and ``first`` answer a multi-clip item like any Foundation item (a seeded letter,
+``A``), and every turn of a multi-turn item as they answer Chat (``I cannot tell.``); ``oracle`` answers the gold
+letter, and on each turn that turn's reference. ``dsp`` compares the clips of the kit's multi-clip tasks by
+measurement: the higher (or lower) pitch by median F0, the louder (or quieter) clip by BS.1770 loudness, the clip
+with more (or fewer) events by onset counting, and same-or-different speaker only when the two voices' median F0
+differ by more than :data:`DIFFERENT_SPEAKER_F0_RATIO` (a voice of the other gender); otherwise it cannot tell.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ class Baseline:
     def _answer(self, prompt: Prompt) -> str:
         item = prompt.item
         if not isinstance(item, FoundationItem):
-            return item.reference if self.name == "oracle" else CANNOT_TELL
+            return item.conversation[prompt.turn][1] if self.name == "oracle" else CANNOT_TELL
         if self.name == "oracle":
             return item.answer_letter
         if self.name == "first":
@@ -169,10 +176,23 @@ def _speakers(prompt: Prompt) -> str:
 
 
 def _event_count(prompt: Prompt) -> str:
+    count = _count_events(prompt.audio, prompt.sample_rate)
+    words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+    numbers = [words.get(c.strip().lower(), None) for c in prompt.item.choices]
+    if all(v is not None for v in numbers):
+        return "ABCD"[min(range(len(numbers)), key=lambda i: abs(numbers[i] - count))]  # type: ignore[operator]
+    return _closest(prompt.item.choices, count)
+
+
+def _count_events(samples: np.ndarray, sr: int) -> int:
+    """Onsets in a clip.
+
+    A 10 ms RMS envelope (high-passed at 100 Hz) rising 7 dB over its median starts an event, 30 ms under 3 dB over
+    it ends one.
+    """
     from scipy.signal import butter, sosfilt
 
-    sr = prompt.sample_rate
-    x = sosfilt(butter(2, 100.0, "highpass", fs=sr, output="sos"), prompt.audio.astype(np.float64))
+    x = sosfilt(butter(2, 100.0, "highpass", fs=sr, output="sos"), samples.astype(np.float64))
     hop, frame = sr // 400, sr // 100
     n = 1 + (x.size - frame) // hop
     idx = np.arange(frame)[None, :] + hop * np.arange(n)[:, None]
@@ -187,11 +207,7 @@ def _event_count(prompt: Prompt) -> str:
             quiet = quiet + 1 if r < off else 0
             if quiet * hop / sr >= 0.03:
                 active = False
-    words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
-    numbers = [words.get(c.strip().lower(), None) for c in prompt.item.choices]
-    if all(v is not None for v in numbers):
-        return "ABCD"[min(range(len(numbers)), key=lambda i: abs(numbers[i] - count))]  # type: ignore[operator]
-    return _closest(prompt.item.choices, count)
+    return count
 
 
 DSP_TASKS: dict[str, Callable[[Prompt], str]] = {
@@ -203,10 +219,93 @@ DSP_TASKS: dict[str, Callable[[Prompt], str]] = {
 """Tasks the DSP baseline answers by measurement (Sound_AQA counting questions too)."""
 
 
+# ------------------------------------------------------------------------------------------------ DSP, several clips
+
+ORDINAL_WORDS: dict[str, int] = {"first": 0, "second": 1, "third": 2, "fourth": 3, "1": 0, "2": 1, "3": 2, "4": 3}
+"""Words a choice may name a clip by ("the first clip", "Clip 2")."""
+
+LOUDER_TOLERANCE_DB = 1.0
+"""Loudness difference (LU or dB) at or under which the DSP baseline cannot tell the louder clip."""
+PITCH_TOLERANCE_SEMITONES = 0.5
+"""Pitch difference at or under which the DSP baseline cannot tell the higher clip."""
+DIFFERENT_SPEAKER_F0_RATIO = 1.35
+"""Median-F0 ratio above which two voices are called different speakers (male voices of espeak-ng lie at 89-111 Hz,
+female at 173-221 Hz); under it the DSP baseline cannot tell (two voices of one gender overlap)."""
+
+
+def _clip_choice(choices: list[str], clip: int) -> str:
+    """The letter of the choice naming clip ``clip`` (0-based), or :data:`CANNOT_TELL` when none or several do."""
+    found = []
+    for i, choice in enumerate(choices):
+        words = re.findall(r"[a-z0-9]+", choice.lower())
+        named = {ORDINAL_WORDS[w] for w in words if w in ORDINAL_WORDS}
+        if named == {clip}:
+            found.append(i)
+    return "ABCD"[found[0]] if len(found) == 1 else CANNOT_TELL
+
+
+def _which(prompt: Prompt, values: list[float], tolerance: float, more: str, less: str) -> str:
+    """The choice naming the clip with the largest value (smallest when the question asks ``less``)."""
+    if len(values) < 2:
+        raise ValueError(f"{prompt.uid}: a comparison of clips needs two or more, this prompt has {len(values)}")
+    question = prompt.item.question.lower()
+    wants_less = re.search(less, question) is not None and re.search(more, question) is None
+    order = sorted(range(len(values)), key=lambda i: values[i], reverse=not wants_less)
+    if abs(values[order[0]] - values[order[1]]) <= tolerance:
+        return CANNOT_TELL
+    return _clip_choice(prompt.item.choices, order[0])
+
+
+def _pitch_compare(prompt: Prompt) -> str:
+    import librosa
+
+    midi = [
+        float(librosa.hz_to_midi(_median_f0(a[: 2 * prompt.sample_rate], prompt.sample_rate, 60.0, 1400.0)))
+        for a in prompt.audios
+    ]
+    return _which(prompt, midi, PITCH_TOLERANCE_SEMITONES, r"\b(higher|highest)\b", r"\b(lower|lowest)\b")
+
+
+def _louder_clip(prompt: Prompt) -> str:
+    from airbench_nb.audio import loudness, lufs_applicable
+
+    clips = prompt.audios
+    unit = "LUFS" if all(lufs_applicable(a, prompt.sample_rate) for a in clips) else "dBFS"
+    values = [loudness(a, prompt.sample_rate, unit=unit).value for a in clips]
+    return _which(prompt, values, LOUDER_TOLERANCE_DB, r"\b(louder|loudest)\b", r"\b(quieter|quietest|softer)\b")
+
+
+def _more_events(prompt: Prompt) -> str:
+    counts = [float(_count_events(a, prompt.sample_rate)) for a in prompt.audios]
+    return _which(prompt, counts, 0.0, r"\bmore\b", r"\b(fewer|less)\b")
+
+
+def _same_speaker(prompt: Prompt) -> str:
+    f0 = [_median_f0(a, prompt.sample_rate, 60.0, 400.0) for a in prompt.audios]
+    if max(f0) / min(f0) <= DIFFERENT_SPEAKER_F0_RATIO:
+        return CANNOT_TELL  # one gender: F0 alone does not tell two voices apart
+    for i, choice in enumerate(prompt.item.choices):
+        text = choice.strip().lower()
+        if text in ("no", "different", "different speakers") or text.startswith(("no,", "no.", "different")):
+            return "ABCD"[i]
+    return CANNOT_TELL
+
+
+MULTI_CLIP_DSP_TASKS: dict[str, Callable[[Prompt], str]] = {
+    "kit_pitch_compare": _pitch_compare,
+    "kit_louder_clip": _louder_clip,
+    "kit_more_events": _more_events,
+    "kit_same_speaker": _same_speaker,
+}
+"""The kit's multi-clip tasks the DSP baseline answers by measuring each clip."""
+
+
 def dsp_answer(prompt: Prompt) -> str:
     """Answer by signal processing when the task allows it, else :data:`CANNOT_TELL`."""
     item = prompt.item
     assert isinstance(item, FoundationItem)
+    if item.task in MULTI_CLIP_DSP_TASKS:
+        return MULTI_CLIP_DSP_TASKS[item.task](prompt)
     if item.task in DSP_TASKS:
         return DSP_TASKS[item.task](prompt)
     if item.task == "Sound_AQA" and re.search(r"\b(how many|count|number of|how often)\b", item.question, re.I):

@@ -11,12 +11,18 @@ the checkpoint's ``config.model_type``. A new family is one adapter class passed
 runner does not change. Families (each tested with a tiny random model built offline, :mod:`airbench_nb.models.tiny`,
 answering a batch through the real processor and ``generate``):
 
-- ``qwen2_audio``: Qwen2-Audio through its chat template, audio part first.
+Several clips are several audio parts of the first user message, in order; a multi-turn prompt is alternating
+user and assistant messages (the model's own earlier answers), the protocol of :mod:`airbench_nb.models.base`.
+A family whose processor takes one clip per prompt (:attr:`FamilyAdapter.max_clips`) answers a multi-clip prompt
+with an error of its own.
+
+- ``qwen2_audio``: Qwen2-Audio through its chat template, audio part first (``Audio 1:``, ``Audio 2:``, ...).
 - ``qwen2_5_omni``: the thinker of Qwen2.5-Omni, text answers only. Without torchvision the full
   ``Qwen2_5OmniProcessor`` cannot be built; the adapter then composes the tokenizer and the feature extractor
   itself, the same token expansion for audio-only prompts.
-- ``audioflamingo3``: Audio Flamingo 3 (``<sound>`` placeholder), audio padded to whole 30 s windows.
-- ``voxtral``: Voxtral through mistral-common's tokenizer (the ``[voxtral]`` extra), audio sent as base64 WAV.
+- ``audioflamingo3``: Audio Flamingo 3 (``<sound>`` placeholder), audio padded to whole 30 s windows; one clip per
+  prompt (its processor pairs each text with one audio).
+- ``voxtral``: Voxtral through mistral-common's tokenizer (the ``[voxtral]`` extra), each clip sent as base64 WAV.
 
 Any other model type is refused with one line naming the supported families; :data:`UNSUPPORTED` says why the
 families the design names but this kit cannot run here (Granite Speech, Gemma 3n, Phi-4-multimodal) are left out.
@@ -37,14 +43,13 @@ import gc
 import io
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from airbench_nb.models.base import Generation, GenerationParams, Prompt
+from airbench_nb.models.base import Generation, GenerationParams, Prompt, chat_messages
 
 logger = logging.getLogger(__name__)
 
@@ -77,15 +82,6 @@ def _is_local(path: str) -> bool:
     return Path(path).expanduser().is_dir()
 
 
-def _user_turn(prompt: Prompt, audio_part: dict[str, Any]) -> list[dict[str, Any]]:
-    """System turn (when the prompt has one) and a user turn whose content is the audio part, then the text."""
-    messages: list[dict[str, Any]] = []
-    if prompt.system:
-        messages.append({"role": "system", "content": prompt.system})
-    messages.append({"role": "user", "content": [audio_part, {"type": "text", "text": prompt.text}]})
-    return messages
-
-
 class FamilyAdapter:
     """How one family of models is loaded, prompted and called.
 
@@ -98,6 +94,8 @@ class FamilyAdapter:
     """Family name (what ``family=`` takes); subclasses set their own."""
     model_types: ClassVar[tuple[str, ...]] = ()
     """``config.model_type`` values this adapter serves."""
+    max_clips: ClassVar[int | None] = None
+    """Most clips one prompt may carry (None: any number); a prompt with more gets an error of its own."""
 
     def load_processor(self, path: str, *, trust_remote_code: bool = False) -> Any:
         """Load the processor (tokenizer + audio feature extractor), padding on the left."""
@@ -132,9 +130,17 @@ class FamilyAdapter:
         """The tokenizer that decodes answers."""
         return getattr(processor, "tokenizer", processor)
 
+    def audio_part(self, audio: np.ndarray) -> dict[str, Any]:
+        """The content part of one clip."""
+        return {"type": "audio", "audio": audio}
+
     def conversation(self, prompt: Prompt) -> list[dict[str, Any]]:
-        """The chat messages of one prompt: optional system turn, then the user turn with the audio part first."""
-        return _user_turn(prompt, {"type": "audio", "audio": prompt.audio})
+        """The chat messages of one prompt (:func:`~airbench_nb.models.base.chat_messages`).
+
+        Optional system turn; the first user turn with every clip's audio part in order, then its text; then the
+        model's earlier answers as assistant turns, each followed by the next user turn.
+        """
+        return chat_messages(prompt, [self.audio_part(a) for a in prompt.audios])
 
     def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
         """Tensors for ``generate`` for a batch of prompts (left-padded), through the processor's chat template."""
@@ -201,6 +207,7 @@ class AudioFlamingo3Adapter(FamilyAdapter):
 
     name = "audioflamingo3"
     model_types = ("audioflamingo3",)
+    max_clips = 1  # AudioFlamingo3Processor pairs texts and audios 1:1 ("Got 1 text but 2 audios")
 
     def model_class(self, config: Any) -> Any:
         """``AudioFlamingo3ForConditionalGeneration``."""
@@ -225,7 +232,11 @@ class AudioFlamingo3Adapter(FamilyAdapter):
 
 @register_adapter
 class Qwen2AudioAdapter(FamilyAdapter):
-    """Qwen2-Audio (7B and 7B-Instruct): chat template, ``Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>`` first."""
+    """Qwen2-Audio (7B and 7B-Instruct): chat template, ``Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>`` first.
+
+    Several clips are several audio parts of the first user message: the template numbers them (``Audio 1:``,
+    ``Audio 2:``) and the processor expands each placeholder by its own clip's length.
+    """
 
     name = "qwen2_audio"
     model_types = ("qwen2_audio",)
@@ -351,8 +362,8 @@ class Qwen25OmniAdapter(FamilyAdapter):
 
     def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
         """Through the official processor, or the audio-only one."""
-        if isinstance(processor, AudioOnlyProcessor):
-            return processor([self.conversation(p) for p in prompts], [p.audio for p in prompts])
+        if isinstance(processor, AudioOnlyProcessor):  # the clips in the order their placeholders appear
+            return processor([self.conversation(p) for p in prompts], [a for p in prompts for a in p.audios])
         return super().encode(processor, prompts)
 
 
@@ -374,13 +385,13 @@ class VoxtralAdapter(FamilyAdapter):
             raise ImportError("Voxtral's tokenizer needs mistral-common: pip install -e '.[voxtral]'")
         return super().load_processor(path, trust_remote_code=trust_remote_code)
 
-    def conversation(self, prompt: Prompt) -> list[dict[str, Any]]:
-        """Audio part (base64 WAV of ``prompt.audio``) first, then the text."""
+    def audio_part(self, audio: np.ndarray) -> dict[str, Any]:
+        """A base64 WAV of the clip (mistral-common takes several in one message, and earlier turns)."""
         import soundfile as sf
 
         buffer = io.BytesIO()
-        sf.write(buffer, prompt.audio, SAMPLE_RATE, format="WAV", subtype="FLOAT")
-        return _user_turn(prompt, {"type": "audio", "base64": base64.b64encode(buffer.getvalue()).decode("ascii")})
+        sf.write(buffer, audio, SAMPLE_RATE, format="WAV", subtype="FLOAT")
+        return {"type": "audio", "base64": base64.b64encode(buffer.getvalue()).decode("ascii")}
 
     def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
         """Voxtral's processor tokenizes, pads and extracts features in ``apply_chat_template``."""
@@ -483,28 +494,36 @@ def _config_error(spec: str, path: str, exc: BaseException) -> str:
     return f"{spec}: cannot read the checkpoint's config ({first[:200]})"
 
 
-def _audio_problem(prompt: Prompt) -> str | None:
-    """Why a prompt's audio cannot be sent, or None."""
-    audio = prompt.audio
-    if not isinstance(audio, np.ndarray):
-        return f"audio of {prompt.uid} is a {type(audio).__name__}, not a numpy array"
-    if audio.ndim != 1:
-        return f"audio of {prompt.uid} has shape {audio.shape}; mono (one dimension) expected"
-    if audio.size == 0:
-        return f"audio of {prompt.uid} is empty"
-    if not np.all(np.isfinite(audio)):
-        return f"audio of {prompt.uid} contains NaN or infinite samples"
+def _audio_problem(prompt: Prompt, max_clips: int | None = None, family: str = "") -> str | None:
+    """Why a prompt's audio cannot be sent (naming the clip of a multi-clip prompt), or None."""
+    clips = prompt.audios
+    if max_clips is not None and len(clips) > max_clips:
+        takes = "one clip" if max_clips == 1 else f"at most {max_clips} clips"
+        return f"{family} takes {takes} per prompt; this item has {len(clips)}"
+    for number, audio in enumerate(clips, start=1):
+        what = f"audio of {prompt.uid}" if len(clips) == 1 else f"clip {number} of {prompt.uid}"
+        if not isinstance(audio, np.ndarray):
+            return f"{what} is a {type(audio).__name__}, not a numpy array"
+        if audio.ndim != 1:
+            return f"{what} has shape {audio.shape}; mono (one dimension) expected"
+        if audio.size == 0:
+            return f"{what} is empty"
+        if not np.all(np.isfinite(audio)):
+            return f"{what} contains NaN or infinite samples"
     return None
 
 
 def _prepared(prompt: Prompt) -> Prompt:
-    """The prompt with float32 audio at :data:`SAMPLE_RATE`."""
-    audio = prompt.audio.astype(np.float32, copy=False)
+    """The prompt with every clip in float32 at :data:`SAMPLE_RATE`."""
+    clips = [audio.astype(np.float32, copy=False) for audio in prompt.audios]
     if prompt.sample_rate != SAMPLE_RATE:
         import soxr  # what librosa.resample (and so airbench_nb.audio) uses, without librosa's slow import
 
-        audio = soxr.resample(audio, prompt.sample_rate, SAMPLE_RATE, quality="HQ").astype(np.float32, copy=False)
-    return replace(prompt, audio=audio, sample_rate=SAMPLE_RATE)
+        clips = [
+            soxr.resample(audio, prompt.sample_rate, SAMPLE_RATE, quality="HQ").astype(np.float32, copy=False)
+            for audio in clips
+        ]
+    return prompt.with_audios(clips, SAMPLE_RATE)
 
 
 def _describe(exc: BaseException) -> str:
@@ -698,13 +717,29 @@ class HFAudioLM:
         results: list[Generation | None] = [None] * len(prompts)
         ready: dict[int, Prompt] = {}
         for i, prompt in enumerate(prompts):
-            problem = _audio_problem(prompt)
+            problem = _audio_problem(prompt, self.adapter.max_clips, self.family)
             if problem is None:
                 ready[i] = _prepared(prompt)
             else:
                 results[i] = Generation(error=problem)
+        # One generate call per length bound (None in params: each prompt's kind decides).
+        groups: dict[GenerationParams, list[int]] = {}
+        for i, prompt in ready.items():
+            groups.setdefault(params.for_item(prompt.item), []).append(i)
+        for group_params, indices in groups.items():
+            self._generate_group(ready, indices, group_params, results)
+        return [r if r is not None else Generation(error="not answered") for r in results]
+
+    def _generate_group(
+        self,
+        ready: dict[int, Prompt],
+        indices: list[int],
+        params: GenerationParams,
+        results: list[Generation | None],
+    ) -> None:
+        """Answer ``ready[i]`` for ``i`` in ``indices`` into ``results``, in chunks (see :meth:`generate`)."""
         # Longest first: the largest batch meets the out-of-memory check at once, and similar lengths pad little.
-        order = sorted(ready, key=lambda i: ready[i].audio.size, reverse=True)
+        order = sorted(indices, key=lambda i: sum(a.size for a in ready[i].audios), reverse=True)
         start = 0
         while start < len(order):
             chunk = order[start : start + self.effective_batch_size]
@@ -732,7 +767,6 @@ class HFAudioLM:
             for i, generation in zip(chunk, generations, strict=True):
                 results[i] = generation
             start += len(chunk)
-        return [r if r is not None else Generation(error="not answered") for r in results]
 
     def _empty_cache(self) -> None:
         gc.collect()

@@ -1,9 +1,13 @@
 """``openai:<model>[@<base_url>]``: a model under test behind any OpenAI-compatible chat endpoint.
 
 Each prompt becomes one chat-completion request whose user message carries the audio as a base64 16-bit PCM
-wav in an ``input_audio`` part, followed by the prompt text. This is how the kit reaches OpenAI audio models and
-models served by vLLM (``vllm serve Qwen/Qwen2-Audio-7B-Instruct`` speaks this API), Ollama or llama.cpp; requests
-go through :class:`airbench_nb.api_client.APIClient` (bounded concurrency, retries, optional SQLite cache).
+wav in an ``input_audio`` part, followed by the prompt text. A multi-clip prompt sends every clip as its own
+``input_audio`` part, in order, before the text; a later turn of a multi-turn item sends the conversation so far
+(the first user message with the audio, then the model's own answers as assistant messages between the user turns).
+This is how the kit reaches OpenAI audio models and models served by vLLM (``vllm serve
+Qwen/Qwen2-Audio-7B-Instruct`` speaks this API; several clips per prompt need ``--limit-mm-per-prompt``), Ollama or
+llama.cpp; requests go through :class:`airbench_nb.api_client.APIClient` (bounded concurrency, retries, optional
+SQLite cache).
 
 Endpoints and keys follow :mod:`airbench_nb.api_client.endpoints`: ``openai:<model>`` goes to OpenAI's endpoint
 (or ``OPENAI_BASE_URL`` when set) with ``OPENAI_API_KEY``; an ``@<base_url>`` gets no key unless its variable is
@@ -47,7 +51,7 @@ from airbench_nb.api_client import (
     parse_openai_replicas,
     parse_openai_spec,
 )
-from airbench_nb.models.base import Generation, GenerationParams, Prompt
+from airbench_nb.models.base import Generation, GenerationParams, Prompt, chat_messages
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +91,8 @@ def check_generation_params(params: GenerationParams) -> None:
     if not _number(params.top_p) or not 0 < params.top_p <= 1:
         problems.append(f"top_p={params.top_p!r} (a number in (0, 1])")
     max_new = params.max_new_tokens
-    if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
-        problems.append(f"max_new_tokens={max_new!r} (a whole number >= 1)")
+    if max_new is not None and (isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1):
+        problems.append(f"max_new_tokens={max_new!r} (a whole number >= 1, or None for the bound of the item's kind)")
     if params.seed is not None and (isinstance(params.seed, bool) or not isinstance(params.seed, int)):
         problems.append(f"seed={params.seed!r} (a whole number)")
     if problems:
@@ -102,6 +106,8 @@ def generation_params(params: GenerationParams) -> dict[str, object]:
         InvalidParameterError: For nonsense values (see :func:`check_generation_params`).
     """
     check_generation_params(params)
+    if params.max_new_tokens is None:
+        raise InvalidParameterError("max_new_tokens is None: resolve it for the item first (GenerationParams.for_item)")
     body: dict[str, object] = {
         "temperature": float(params.temperature),
         "max_tokens": int(params.max_new_tokens),
@@ -196,23 +202,28 @@ class OpenAIAudioLM:
         return self.client.replica_stats() if isinstance(self.client, ReplicaPool) else []
 
     def request(self, prompt: Prompt, params: GenerationParams) -> ChatRequest:
-        """The chat request for one prompt: optional system message, then audio and text in one user message.
+        """The chat request for one prompt (:func:`~airbench_nb.models.base.chat_messages`).
+
+        Optional system message, then every clip (one ``input_audio`` part each, in order) and the text in one user
+        message; for a later turn, the model's earlier answers as assistant messages and the later turns' texts as
+        user messages.
 
         Raises:
             InvalidParameterError: For nonsense decoding parameters (see :func:`check_generation_params`).
-            ValueError: When the prompt's audio cannot be encoded (see :func:`wav_base64`).
+            ValueError: When a clip cannot be encoded (see :func:`wav_base64`), naming it when there are several.
         """
-        messages: list[dict] = []
-        if prompt.system:
-            messages.append({"role": "system", "content": prompt.system})
-        audio = {"data": wav_base64(prompt.audio, prompt.sample_rate), "format": "wav"}
-        messages.append(
-            {
-                "role": "user",
-                "content": [{"type": "input_audio", "input_audio": audio}, {"type": "text", "text": prompt.text}],
-            }
-        )
-        return ChatRequest(model=self.model, messages=messages, params=generation_params(params))
+        parts = []
+        clips = prompt.audios
+        for number, audio in enumerate(clips, start=1):
+            try:
+                data = wav_base64(audio, prompt.sample_rate)
+            except ValueError as exc:
+                if len(clips) == 1:
+                    raise
+                raise ValueError(f"clip {number} of {len(clips)}: {exc}") from None
+            parts.append({"type": "input_audio", "input_audio": {"data": data, "format": "wav"}})
+        messages = chat_messages(prompt, parts, assistant=lambda text: text)
+        return ChatRequest(model=self.model, messages=messages, params=generation_params(params.for_item(prompt.item)))
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer prompts concurrently; a prompt that fails (bad audio, HTTP error) gets its own error.
