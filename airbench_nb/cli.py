@@ -532,7 +532,13 @@ def infer(
     limit: Annotated[
         int | None, typer.Option(help="Only the first N items (0 or more).", callback=_not_negative)
     ] = None,
-    max_new_tokens: Annotated[int, typer.Option(help="Generation length bound.")] = 256,
+    max_new_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="Generation length bound per turn. Default: by kind, Foundation 64, Chat 512, --prompt-set cot 512.",
+            min=1,
+        ),
+    ] = None,
     concurrency: Annotated[int, typer.Option(help="Requests in flight (openai: models).")] = 8,
     temperature: Annotated[float, typer.Option(help="0 for greedy decoding.")] = 0.0,
     prompt_set: Annotated[str, typer.Option(help="airbench, cot, or a JSON template file.")] = "airbench",
