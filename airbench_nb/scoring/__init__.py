@@ -45,6 +45,25 @@ or corrupt (``unusable_items``: a data defect, not a model failure) and noise-gr
 (``meta.rotation_of``) whose original item is among the items scored (``rotated_items``: analysed by circular
 evaluation; a manifest that holds only rotations, as ``airbench-nb rotate`` writes, is scored as it is).
 
+The kit's own tasks (``kit_`` prefix, :data:`~airbench_nb.records.KIT_FOUNDATION_TASKS` and
+:data:`~airbench_nb.records.KIT_CHAT_TASKS`) are scored like the others and shown in categories of their own,
+``multi-clip`` (Foundation items about several clips) and ``multi-turn`` (Chat conversations), after the official
+ones; the Averages (Foundation over speech, sound and music; Chat over speech, sound, music and mixed), their n,
+failures and intervals leave them out, so adding kit items to a run changes no official-shaped number. A section
+with kit tasks says so in ``kit`` (tasks, n, failures, why).
+
+Multi-turn Chat items are judged turn by turn, in both orders (``Verdict.turn``). Each (turn, order) is a unit of
+its task, and the turns of one conversation are resampled together. A conversation's score is the mean over its
+turns of the turn's score (both orders averaged, as for a one-turn item); the task's value is the mean over its
+scored (turn, order) units (under ``official``, per order and then the two orders averaged), which is the mean of
+the conversations' scores when they have equal numbers of turns and every unit is scored. ``turns`` of the Chat
+section holds one entry per (task, turn) (``"<task> turn <k>"``, k from 1): does the score fall on follow-ups? A
+failed turn (the model gave no answer to it, or no order of it was scored): ``official`` drops the failed units
+and scores the conversation on the rest, as the official script drops unparsed replies; ``strict`` scores a
+conversation only when every turn has a score in at least one order, and otherwise counts all its units as
+failures (left out of the mean; see :func:`~airbench_nb.scoring.run.chat_outcomes_of`), because a conversation
+scored on its first turns alone would reward breaking down on the follow-ups.
+
 Every :class:`Score` carries ``n`` (the number of units its value is computed over: items for Foundation,
 (item, order) pairs for Chat), ``failures`` (units that failed: dropped from ``n`` in ``official`` and in strict
 Chat, inside ``n`` as wrong answers in strict Foundation) and a percentile bootstrap 95% confidence interval:
@@ -75,6 +94,8 @@ from airbench_nb.scoring.aggregate import (
     CONFIDENCE,
     DEFAULT_REPS,
     FOUNDATION_CATEGORIES,
+    KIT_CHAT_CATEGORIES,
+    KIT_FOUNDATION_CATEGORIES,
     MIXED_TASKS,
     Score,
 )
@@ -106,6 +127,7 @@ from airbench_nb.scoring.run import (
     ROTATED_KEY,
     ROTATED_WHY,
     _foundation_verdicts,
+    chat_outcomes_of,
     foundation_verdicts,
     score_run,
 )
@@ -122,6 +144,8 @@ __all__ = [
     "FOUNDATION_FILE_FIELDS",
     "FRAME_COLUMNS",
     "GRADED_KEY",
+    "KIT_CHAT_CATEGORIES",
+    "KIT_FOUNDATION_CATEGORIES",
     "GRADED_WHY",
     "ROTATED_KEY",
     "ROTATED_WHY",
@@ -140,6 +164,7 @@ __all__ = [
     "_official_chat",
     "_strict_chat",
     "_strict_foundation",
+    "chat_outcomes_of",
     "failure_text",
     "foundation_verdicts",
     "official_chat",

@@ -11,7 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS
+from airbench_nb.records import (
+    ALL_CHAT_TASKS,
+    ALL_FOUNDATION_TASKS,
+    FOUNDATION_TASKS,
+    KIT_CHAT_TASKS,
+    KIT_FOUNDATION_TASKS,
+)
 from airbench_nb.scoring.outcomes import CHAT_ORDERS, PROTOCOLS, ChatOutcome, FoundationOutcome
 
 logger = logging.getLogger(__name__)
@@ -27,6 +33,18 @@ FOUNDATION_CATEGORIES: tuple[str, ...] = ("speech", "sound", "music")
 
 CHAT_CATEGORIES: tuple[str, ...] = ("speech", "sound", "music", "mixed")
 """Chat categories, in report order."""
+
+KIT_FOUNDATION_CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(KIT_FOUNDATION_TASKS.values()))
+"""The kit's own Foundation categories (``multi-clip``): shown in their own rows, left out of the Average."""
+
+KIT_CHAT_CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(KIT_CHAT_TASKS.values()))
+"""The kit's own Chat categories (``multi-turn``): shown in their own rows, left out of the Average."""
+
+KIT_WHY = (
+    "the kit's own tasks (kit_ prefix: multi-clip Foundation, multi-turn Chat) are not AIR-Bench's: they get their "
+    "own category rows and are left out of the Average, which stays comparable with the leaderboard"
+)
+"""Why kit categories are outside the Averages (``kit["why"]`` of a section that has kit tasks)."""
 
 MIXED_TASKS: tuple[str, ...] = ("speech_and_sound_QA", "speech_and_music_QA")
 """Chat tasks whose task means are averaged (unweighted) into the Mixed category."""
@@ -140,12 +158,13 @@ def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, re
 
     categories: dict[str, Any] = {}
     category_values: list[np.ndarray] = []
-    for category in FOUNDATION_CATEGORIES:
-        members = [t for t in tasks_order if FOUNDATION_TASKS.get(t) == category]
+    for category in (*FOUNDATION_CATEGORIES, *KIT_FOUNDATION_CATEGORIES):
+        members = [t for t in tasks_order if ALL_FOUNDATION_TASKS.get(t) == category]
         if not members:
             continue
         values = _nanmean([task_values[t] for t in members], size)
-        category_values.append(values)
+        if category in FOUNDATION_CATEGORIES:  # the kit's categories stay out of the official-shaped Average
+            category_values.append(values)
         categories[category] = _accuracy(_score(values, *_sum_stats(task_stats[t] for t in members)))
     known = [t for t in tasks_order if t in FOUNDATION_TASKS]
     average = _accuracy(_score(_nanmean(category_values, size), *_sum_stats(task_stats[t] for t in known)))
@@ -160,11 +179,20 @@ def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, re
         "failed": failures,
         "failure_reasons": dict(Counter(o.reason for o in outcomes if o.correct is None).most_common()),
     }
-    uncategorised = [t for t in tasks_order if t not in FOUNDATION_TASKS]
+    kit = [t for t in tasks_order if t in KIT_FOUNDATION_TASKS]
+    if kit:
+        section["kit"] = _kit_counts(kit, task_stats, "items")
+    uncategorised = [t for t in tasks_order if t not in ALL_FOUNDATION_TASKS]
     if uncategorised:
         logger.warning("Foundation tasks outside the official list, left out of categories: %s", uncategorised)
         section["uncategorised_tasks"] = uncategorised
     return section
+
+
+def _kit_counts(tasks: Sequence[str], stats: dict[str, tuple[int, int, int]], unit: str) -> dict[str, Any]:
+    """What a section holds outside its Average: the kit's tasks, their n and failures, and why."""
+    n, failures, _ = _sum_stats(stats[t] for t in tasks)
+    return {"tasks": list(tasks), "n": n, "failures": failures, "unit": unit, "why": KIT_WHY}
 
 
 def _sum_stats(stats: Iterable[tuple[int, int, int]]) -> tuple[int, int, int]:
@@ -251,19 +279,29 @@ def _chat_section(outcomes: Sequence[ChatOutcome], protocol: str, reps: int, see
     ``official``: every task group (a task, a category) is the mean of its per-order means, as if the official
     script ran on each order's judge file apart and the two results were averaged. ``strict``: the mean over
     the group's scored (item, order) units of both orders pooled. Mixed is the mean of its task values and the
-    Average the mean of the category values, in both protocols.
+    Average the mean of the official category values, in both protocols (the kit's ``multi-turn`` category has its
+    own row and stays out of the Average, its n and its failures).
+
+    Multi-turn items (outcomes with a ``turn``): every (turn, order) is a unit of its task, and the turns of one
+    conversation are resampled together; the task's value is the mean over its scored (turn, order) units (per order
+    first, then the orders averaged, under ``official``). ``turns`` holds one entry per (task, turn): the same
+    rule over that turn's units alone.
     """
     size = reps + 1
     by_task: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
+    by_turn: dict[tuple[str, int], dict[str, np.ndarray]] = defaultdict(dict)
     for outcome in outcomes:
-        units = by_task[outcome.task]
-        row = units.setdefault(outcome.unit, np.zeros(_CHAT_COLUMNS))
-        if outcome.model is None or outcome.reference is None:
-            row[-1] += 1
-        else:
-            k = 3 * CHAT_ORDERS.index(outcome.order)
-            row[k : k + 3] += (outcome.model, outcome.reference, 1.0)
-    order = sorted(by_task, key=lambda t: _task_order(t, CHAT_TASKS))
+        targets = [by_task[outcome.task]]
+        if outcome.turn is not None:
+            targets.append(by_turn[(outcome.task, outcome.turn)])
+        for units in targets:
+            row = units.setdefault(outcome.unit, np.zeros(_CHAT_COLUMNS))
+            if outcome.model is None or outcome.reference is None:
+                row[-1] += 1
+            else:
+                k = 3 * CHAT_ORDERS.index(outcome.order)
+                row[k : k + 3] += (outcome.model, outcome.reference, 1.0)
+    order = sorted(by_task, key=lambda t: _task_order(t, ALL_CHAT_TASKS))
 
     sums: dict[str, _ChatSums] = {}
     task_values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -273,11 +311,19 @@ def _chat_section(outcomes: Sequence[ChatOutcome], protocol: str, reps: int, see
         task_values[task] = sums[task].values(protocol)
         tasks[task] = _chat_entry(*task_values[task], sums[task].n, sums[task].failures, sums[task].orders)
 
+    turns: dict[str, Any] = {}
+    for task, turn in sorted(by_turn, key=lambda k: (order.index(k[0]), k[1])):
+        stratum = f"chat/{task}/turn {turn + 1}"
+        turn_sums = _ChatSums(_resampled(np.vstack(list(by_turn[(task, turn)].values())), reps, seed, stratum))
+        entry = _chat_entry(*turn_sums.values(protocol), turn_sums.n, turn_sums.failures, turn_sums.orders)
+        entry.update(task=task, turn=turn, conversations=len(by_turn[(task, turn)]))
+        turns[f"{task} turn {turn + 1}"] = entry
+
     categories: dict[str, Any] = {}
     model_values: list[np.ndarray] = []
     reference_values: list[np.ndarray] = []
-    for category in CHAT_CATEGORIES:
-        members = [t for t in order if CHAT_TASKS.get(t) == category]
+    for category in (*CHAT_CATEGORIES, *KIT_CHAT_CATEGORIES):
+        members = [t for t in order if ALL_CHAT_TASKS.get(t) == category]
         if not members:
             continue
         pooled = _ChatSums(sum(sums[t].sums for t in members))
@@ -286,18 +332,21 @@ def _chat_section(outcomes: Sequence[ChatOutcome], protocol: str, reps: int, see
             reference = _nanmean([task_values[t][1] for t in members], size)
         else:
             model, reference = pooled.values(protocol)
-        model_values.append(model)
-        reference_values.append(reference)
+        if category in CHAT_CATEGORIES:  # the kit's categories stay out of the official-shaped Average
+            model_values.append(model)
+            reference_values.append(reference)
         categories[category] = _chat_entry(model, reference, pooled.n, pooled.failures, pooled.orders)
-    everything = _ChatSums(sum((sums[t].sums for t in order), np.zeros((size, _CHAT_COLUMNS))))
+    zero = np.zeros((size, _CHAT_COLUMNS))
+    official = _ChatSums(sum((sums[t].sums for t in order if t not in KIT_CHAT_TASKS), zero))
+    everything = _ChatSums(sum((sums[t].sums for t in order), zero))
     average = _chat_entry(
         _nanmean(model_values, size),
         _nanmean(reference_values, size),
-        everything.n,
-        everything.failures,
-        everything.orders,
+        official.n,
+        official.failures,
+        official.orders,
     )
-    return {
+    section: dict[str, Any] = {
         "tasks": tasks,
         "categories": categories,
         "average": _with_partial(average, categories, CHAT_CATEGORIES),
@@ -308,6 +357,13 @@ def _chat_section(outcomes: Sequence[ChatOutcome], protocol: str, reps: int, see
         "failed": everything.failures,
         "failure_reasons": dict(Counter(o.reason for o in outcomes if o.model is None).most_common()),
     }
+    if turns:
+        section["turns"] = turns
+    kit = [t for t in order if t in KIT_CHAT_TASKS]
+    if kit:
+        stats = {t: (sums[t].n, sums[t].failures, 0) for t in kit}
+        section["kit"] = _kit_counts(kit, stats, "(item, turn, order) judgments")
+    return section
 
 
 def _protocols(protocol: str) -> tuple[str, ...]:

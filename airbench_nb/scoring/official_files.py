@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from airbench_nb.judge.chat_parse import parse_scores_official, parse_scores_str
 from airbench_nb.judge.extract import extract_choice
 from airbench_nb.manifests import ManifestError, json_problem, parse_json_bytes
 from airbench_nb.official import normalise_choice
-from airbench_nb.records import CHAT_TASKS
+from airbench_nb.records import CHAT_TASKS, KIT_CHAT_TASKS, KIT_FOUNDATION_TASKS
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _chat_section, _foundation_section, _log_summary
 from airbench_nb.scoring.outcomes import PROTOCOLS, ChatOutcome, FoundationOutcome, official_foundation_correct
 
@@ -74,12 +75,21 @@ def _holds_rows(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
+KIT_ROWS_WHY = (
+    "rows of the kit's own tasks (kit_ prefix: multi-clip Foundation, multi-turn Chat) are not AIR-Bench's: the "
+    "official scripts know no such task, so these files are scored without them"
+)
+"""Why rows of the kit's tasks are left out of official-format files (``kit_rows`` of a section)."""
+
+
 class _Problems:
-    """Invalid lines of the official files: counted and described, or raised at once."""
+    """Invalid lines of the official files: counted and described, or raised at once; kit rows counted apart."""
 
     def __init__(self, raise_on_error: bool) -> None:
         self.raise_on_error = raise_on_error
         self.errors: list[ManifestError] = []
+        self.kit: Counter[str] = Counter()
+        """Rows of the kit's own tasks, left out, by task."""
 
     def add(self, path: Path, line: int, message: str, field: str | None = None) -> None:
         error = ManifestError(str(path), line, message, field=field)
@@ -122,6 +132,9 @@ def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[Foundati
             problems.add(path, line, f"missing or not text: {', '.join(missing)}", field=missing[0])
             continue
         task, dataset = str(row["task_name"]), str(row["dataset_name"])
+        if task in KIT_FOUNDATION_TASKS:
+            problems.kit[task] += 1
+            continue
         choices = [str(row["choice_a"]), str(row["choice_b"])]
         extra = [_as_text(row.get("choice_c")), _as_text(row.get("choice_d"))]
         if extra[0] is None and extra[1] is not None:
@@ -157,6 +170,9 @@ def _chat_file(path: Path, order: str, problems: _Problems) -> dict[str, list[Ch
             problems.add(path, line, f"expected a JSON object, got {type(row).__name__}")
             continue
         task = row.get("task_name")
+        if isinstance(task, str) and task in KIT_CHAT_TASKS:
+            problems.kit[task] += 1
+            continue
         if task not in CHAT_TASKS:
             message = "missing 'task_name'" if task is None else f"unknown Chat task {task!r}"
             problems.add(path, line, message, field="task_name")
@@ -214,6 +230,8 @@ def score_official_files(
         ``{"official": table, "strict": table}``; each table has ``foundation`` (``subsets``, ``tasks``,
         ``categories``, ``average``, ``failed``, ``invalid``, ``errors``) and ``chat`` (``tasks``, ``categories``,
         ``average``, ``failed``, ``invalid``, ``errors``), a section being None when its files were not given.
+        Rows of the kit's own tasks (``kit_*``: multi-clip, multi-turn) are left out, neither scored nor invalid,
+        and counted in the section's ``kit_rows`` (``count``, per task, ``why``; absent when there are none).
         The official protocol uses :func:`official_extract` and :func:`parse_scores_official`, the strict one
         :func:`extract_choice` and :func:`parse_scores_strict`.
 
@@ -246,12 +264,16 @@ def score_official_files(
         if f_outcomes is not None:
             section = _foundation_section(f_outcomes[name], name, reps, seed)
             section.update(invalid=len(f_problems.errors), errors=[str(e) for e in f_problems.errors])
+            if f_problems.kit:
+                section["kit_rows"] = {"count": sum(f_problems.kit.values()), **f_problems.kit, "why": KIT_ROWS_WHY}
             section["source"] = str(foundation)
             table["foundation"] = section
         table["chat"] = None
         if chat is not None or chat_swapped is not None:
             section = _chat_section(c_outcomes[name], name, reps, seed)
             section.update(invalid=len(c_problems.errors), errors=[str(e) for e in c_problems.errors])
+            if c_problems.kit:
+                section["kit_rows"] = {"count": sum(c_problems.kit.values()), **c_problems.kit, "why": KIT_ROWS_WHY}
             section["source"] = [str(p) for p in (chat, chat_swapped) if p is not None]
             table["chat"] = section
         _log_summary(name, table)

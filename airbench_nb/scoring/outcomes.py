@@ -66,6 +66,9 @@ class ChatOutcome:
     """The reference answer's score; None for a failure."""
     reason: str
     """Where the scores came from, or why there are none."""
+    turn: int | None = None
+    """Multi-turn items: index of the turn (0 for the first); None for a one-turn item. The turns of one
+    conversation share its ``unit``: they are resampled together."""
 
 
 STALE_WHY = (
@@ -73,7 +76,9 @@ STALE_WHY = (
     "later one of the same (model, judge, uid, order): the latest wins; stale verdicts judged an answer that is no "
     "longer the latest one (the item was answered again since): they are not used"
 )
-"""Why duplicate and stale records are counted (``duplicates["why"]`` of every score table)."""
+"""Why duplicate and stale records are counted (``duplicates["why"]`` of every score table). A verdict of a
+multi-turn item is keyed by its turn too; the wording is kept as it was so that reports of one-turn runs do not
+change."""
 
 
 def latest_responses(responses: Iterable[Response]) -> tuple[dict[str, Response], int]:
@@ -96,7 +101,7 @@ def latest_responses(responses: Iterable[Response]) -> tuple[dict[str, Response]
 def current_verdicts(
     verdicts: Iterable[Verdict], responses: Mapping[str, Response]
 ) -> tuple[list[Verdict], dict[str, Any]]:
-    """The verdicts that count: the latest per (model, uid, judge, order), and only if it judged the latest response.
+    """The verdicts that count: the latest per (model, uid, judge, order, turn), if it judged the latest response.
 
     A verdict whose ``response_hash`` is not the :meth:`~airbench_nb.records.Response.content_hash` of the model's
     latest response for its item is *stale*: it judged an older answer, and never scores a newer one (the item is
@@ -110,11 +115,11 @@ def current_verdicts(
         ``(verdicts, counts)``: the verdicts that count, in first-seen key order, and
         ``{"verdicts": records superseded, "stale_verdicts": latest verdicts left out as stale}``.
     """
-    latest: dict[tuple[str, str, str, str], Verdict] = {}
+    latest: dict[tuple[str, str, str, str, int | None], Verdict] = {}
     seen = 0
     for verdict in verdicts:
         seen += 1
-        latest[(verdict.model, verdict.uid, verdict.judge, verdict.order)] = verdict
+        latest[(verdict.model, verdict.uid, verdict.judge, verdict.order, verdict.turn)] = verdict
     hashes: dict[str, str] = {}
     kept: list[Verdict] = []
     stale = 0
@@ -130,17 +135,23 @@ def current_verdicts(
     return kept, {"verdicts": seen - len(latest), "stale_verdicts": stale}
 
 
-def failure_text(response: Response | None) -> str | None:
+def failure_text(response: Response | None, turn: int | None = None) -> str | None:
     """Why a response cannot be scored at all (missing, an error, no text), or None when it has text.
 
     Args:
         response: The model's response to one item (None when there is none).
+        turn: Multi-turn Chat: the turn asked about. Its answer is ``turns[turn]``, kept when a *later* turn failed
+            (``error`` then names that turn), so only a turn without an answer fails. None: the whole response.
 
     Returns:
         The failure reason, or None.
     """
     if response is None:
         return "no response"
+    if turn is not None:
+        from airbench_nb.judge.run import turn_answer, turn_failure
+
+        return None if turn_answer(response, turn) is not None else turn_failure(response, turn)
     if response.error is not None:
         return f"response error: {response.error}"
     if response.text is None:
@@ -199,7 +210,9 @@ def strict_foundation(response: Response | None, verdict: Verdict | None) -> tup
     return bool(verdict.correct), f"judge {verdict.judge}"
 
 
-def official_chat(response: Response | None, verdict: Verdict | None) -> tuple[float | None, float | None, str]:
+def official_chat(
+    response: Response | None, verdict: Verdict | None, turn: int | None = None
+) -> tuple[float | None, float | None, str]:
     """Read one Chat (item, order) verdict the way the official ``cal_score.py`` does.
 
     The judge's raw reply goes through :func:`parse_scores_official`; a scores-only judge
@@ -208,11 +221,13 @@ def official_chat(response: Response | None, verdict: Verdict | None) -> tuple[f
     Args:
         response: The model's response (None when there is none).
         verdict: The judge's verdict for this order, or None.
+        turn: Multi-turn items: the turn the verdict judged (a turn the model answered is scored even when a later
+            turn failed); None for a one-turn item.
 
     Returns:
         ``(model score, reference score, reason)``; both scores None for a failure, which is dropped.
     """
-    failed = failure_text(response)
+    failed = failure_text(response, turn)
     if failed is not None:
         return None, None, failed
     if verdict is None:
@@ -232,18 +247,21 @@ def official_chat(response: Response | None, verdict: Verdict | None) -> tuple[f
     return second, first, "official parser"
 
 
-def strict_chat(response: Response | None, verdict: Verdict | None) -> tuple[float | None, float | None, str]:
+def strict_chat(
+    response: Response | None, verdict: Verdict | None, turn: int | None = None
+) -> tuple[float | None, float | None, str]:
     """Read one Chat (item, order) verdict under the strict protocol: the verdict's parsed scores.
 
     Args:
         response: The model's response (None when there is none).
         verdict: The judge's verdict for this order, or None.
+        turn: Multi-turn items: the turn the verdict judged; None for a one-turn item.
 
     Returns:
         ``(model score, reference score, reason)``; both scores None for a failure, which is left out of the mean
         and counted.
     """
-    failed = failure_text(response)
+    failed = failure_text(response, turn)
     if failed is not None:
         return None, None, failed
     if verdict is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from airbench_nb.records import AudioStatus, ChatItem, FoundationItem, Response, Verdict
@@ -96,7 +96,7 @@ _foundation_verdicts = foundation_verdicts  # the older, underscored name (airbe
 
 def _chat_verdicts(
     verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
-) -> dict[tuple[str, str], Verdict]:
+) -> dict[tuple[str, str, int | None], Verdict]:
     relevant = [v for v in verdicts if v.uid in uids and v.order in CHAT_ORDERS]
     present = sorted({v.judge for v in relevant})
     if not present:
@@ -111,7 +111,67 @@ def _chat_verdicts(
             logger.warning("no Chat verdicts by %s (present: %s)", list(judges), present)
             return {}
         judge = usable[0]
-    return {(v.uid, v.order): v for v in relevant if v.judge == judge}
+    return {(v.uid, v.order, v.turn): v for v in relevant if v.judge == judge}
+
+
+INCOMPLETE_CONVERSATION = "strict: conversation left out, a turn has no score"
+"""Reason of the scored units of a multi-turn conversation that strict scoring leaves out (see
+:func:`chat_outcomes_of`)."""
+
+
+def chat_outcomes_of(
+    item: ChatItem,
+    response: Response | None,
+    verdicts: Mapping[tuple[str, str, int | None], Verdict],
+    protocol: str,
+) -> list[ChatOutcome]:
+    """The outcomes of one Chat item under one protocol: one per order, or per (turn, order) for a multi-turn item.
+
+    A multi-turn conversation is scored turn by turn (:func:`~airbench_nb.scoring.outcomes.strict_chat` /
+    :func:`~airbench_nb.scoring.outcomes.official_chat` on each turn's verdict, with the turn's own answer). A turn
+    the model did not answer (a later turn failed: the answers before it are kept) or whose verdicts are unscored
+    is a *failed turn*:
+
+    - ``official``: each failed (turn, order) is dropped, as the official script drops an unparsed reply; the
+      conversation counts with the turns that were scored.
+    - ``strict``: a conversation counts only when every turn has a score in at least one order (for a one-turn
+      item, the rule strict already applies: an item with no scored order is a failure). Otherwise every unit of
+      the conversation is a failure, left out of the mean and counted (reason :data:`INCOMPLETE_CONVERSATION` for
+      the units that had scores): scored on its first turns alone, a model that breaks down on follow-ups would be
+      rated on the easier part of the conversation only. Per-turn scores (``turns`` of the section) are computed
+      from the same units, so a turn left out here is left out there too.
+
+    Args:
+        item: The Chat item.
+        response: The model's latest response (None when there is none).
+        verdicts: The chosen judge's verdicts by ``(uid, order, turn)``.
+        protocol: ``official`` or ``strict``.
+
+    Returns:
+        The outcomes, turns in order, each turn's two orders together.
+    """
+    parse = official_chat if protocol == "official" else strict_chat
+    if not item.multi_turn:
+        out = []
+        for order in CHAT_ORDERS:
+            m, r, reason = parse(response, verdicts.get((item.uid, order, None)))
+            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason))
+        return out
+    out = []
+    for turn in range(len(item.turns)):
+        for order in CHAT_ORDERS:
+            m, r, reason = parse(response, verdicts.get((item.uid, order, turn)), turn)
+            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason, turn=turn))
+    if protocol == "strict":
+        scored_turns = {o.turn for o in out if o.model is not None and o.reference is not None}
+        if len(scored_turns) < len(item.turns):
+            out = [
+                o
+                if o.model is None
+                else ChatOutcome(o.task, o.unit, o.order, None, None, INCOMPLETE_CONVERSATION, o.turn)
+                for o in out
+            ]
+    return out
 
 
 PROXY_SHORT = "proxy (embedding similarity, not an LLM)"
@@ -135,8 +195,9 @@ def score_run(
     Args:
         items: The benchmark items (Foundation and/or Chat); uids must be unique.
         responses: Model responses; the last response per uid wins (a resumed run may append a retry).
-        verdicts: Judge verdicts (Foundation: ``single``; Chat: both orders); the last per (uid, judge, order)
-            wins, and one that judged an older response than the latest (its ``response_hash``) is stale and unused.
+        verdicts: Judge verdicts (Foundation: ``single``; Chat: both orders, per turn for multi-turn items); the
+            last per (uid, judge, order, turn) wins, and one that judged an older response than the latest (its
+            ``response_hash``) is stale and unused.
         protocol: ``official``, ``strict`` or ``both``.
         model: Model spec to score; None when the responses come from a single model.
         seed: Seed of the bootstrap.
@@ -221,11 +282,8 @@ def score_run(
         table["chat"] = None
         if answered_chat:
             chat_outcomes = []
-            parse = official_chat if name == "official" else strict_chat
             for item in chat:
-                for order in CHAT_ORDERS:
-                    m, r, reason = parse(by_uid.get(item.uid), c_verdicts.get((item.uid, order)))
-                    chat_outcomes.append(ChatOutcome(item.task, item.uid, order, m, r, reason))
+                chat_outcomes += chat_outcomes_of(item, by_uid.get(item.uid), c_verdicts, name)
             table["chat"] = _chat_section(chat_outcomes, name, reps, seed)
         result[name] = table
         _log_summary(name, table)

@@ -41,6 +41,8 @@ def scores_frame(result: dict[str, Any]) -> Any:
         A ``pandas.DataFrame`` with one row per score and the columns of :data:`FRAME_COLUMNS`: ``benchmark``
         (foundation/chat), ``level`` (subset/task/category/average), ``name``, ``protocol``, ``value``, ``n``,
         ``failures``, ``ci_low``, ``ci_high``, ``correct`` (Foundation), ``reference`` and ``relative`` (Chat).
+        Multi-turn Chat tasks add level ``turn`` rows named ``"<task> turn <k>"`` (k from 1). The kit's categories
+        (``multi-clip``, ``multi-turn``) are ``category`` rows like the others; the ``average`` row leaves them out.
     """
     import pandas as pd
 
@@ -52,7 +54,7 @@ def scores_frame(result: dict[str, Any]) -> Any:
             section = table.get(benchmark)
             if not section:
                 continue
-            levels = [("subset", "subsets"), ("task", "tasks"), ("category", "categories")]
+            levels = [("subset", "subsets"), ("task", "tasks"), ("turn", "turns"), ("category", "categories")]
             entries = [(level, name, entry) for level, key in levels for name, entry in section.get(key, {}).items()]
             entries.append(("average", "average", section["average"]))
             for level, name, entry in entries:
@@ -97,7 +99,9 @@ def score_run_folder(
     Returns:
         ``(summary, results)``: a DataFrame with one row per (model, Chat judge, protocol) and the averages and
         category scores with their n, failures and CI (``foundation_partial`` / ``chat_partial`` say whether an
-        Average covers fewer categories than the benchmark has); and the full :func:`score_run` results keyed by
+        Average covers fewer categories than the benchmark has; ``*_n`` and ``*_failed`` are the Average's, so
+        the kit's categories, in columns of their own such as ``foundation_multi-clip``, do not change them); and
+        the full :func:`score_run` results keyed by
         ``"<model> | chat judge <judge>"``.
     """
     from airbench_nb.manifests import read_manifest, read_records
@@ -171,7 +175,8 @@ def score_models(
                     row[f"{bench}_ci"] = (average.get("ci_low"), average.get("ci_high"))
                     row[f"{bench}_n"] = average.get("n")
                     row[f"{bench}_partial"] = average.get("partial")
-                    row[f"{bench}_failed"] = section.get("failed")
+                    # the failures of the units the Average rests on (the kit's tasks have their own columns)
+                    row[f"{bench}_failed"] = average.get("failures", section.get("failed"))
                     for category, entry in (section.get("categories") or {}).items():
                         row[f"{bench}_{category}"] = entry.get("value") if entry else None
                 rows.append(row)
