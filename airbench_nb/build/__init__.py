@@ -2,8 +2,9 @@
 
 Modules: :mod:`~airbench_nb.build.core` (recipes, seeding, choice order, drafts), one module of task makers per
 category (:mod:`~airbench_nb.build.speech`, :mod:`~airbench_nb.build.sounds`, :mod:`~airbench_nb.build.music`,
-:mod:`~airbench_nb.build.chat`), :mod:`~airbench_nb.build.builder` (:func:`build`, the task registries and the
-report). The names below are the package's public interface.
+:mod:`~airbench_nb.build.chat`, and :mod:`~airbench_nb.build.multi` for the kit's own tasks about several clips or
+turns), :mod:`~airbench_nb.build.builder` (:func:`build`, the task registries and the report). The names below
+are the package's public interface.
 """
 
 from airbench_nb.build.builder import (
@@ -39,6 +40,13 @@ from airbench_nb.build.core import (
     gold_position,
     item_rng,
     load_recipes,
+)
+from airbench_nb.build.multi import (
+    make_followup,
+    make_louder_clip,
+    make_more_events,
+    make_pitch_compare,
+    make_same_speaker,
 )
 from airbench_nb.build.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
 from airbench_nb.build.sounds import make_audio_grounding, make_sound_aqa
@@ -84,15 +92,20 @@ __all__ = [
     "make_chat_sound",
     "make_chat_speech",
     "make_entity",
+    "make_followup",
     "make_gender",
     "make_instrument",
     "make_intent",
     "make_language_id",
+    "make_louder_clip",
     "make_mood",
+    "make_more_events",
     "make_music_aqa",
     "make_pitch",
+    "make_pitch_compare",
+    "make_same_speaker",
+    "make_sound_aqa",
     "make_speaker_number",
     "make_speech_grounding",
-    "make_sound_aqa",
     "make_velocity",
 ]

@@ -5,6 +5,9 @@ under ``out/audio/``. What varies (texts, voices, pools, phrasings, sizes) is re
 ``data_manifests/mini/``; seeding and choice order are described in :mod:`airbench_nb.build.core`. With an SNR
 grid (the preset's ``snr_grid``, or the ``snr_grid`` argument), speech items are also built again mixed over noise
 or music at each SNR (:mod:`airbench_nb.build.snr`); they follow the clean items in ``foundation.jsonl``.
+The kit's own tasks (:mod:`airbench_nb.build.multi`) are built with the official ones: their Foundation items have
+two clips each (``<uid>-1.wav``, ``<uid>-2.wav``), their Chat items several turns; SNR-graded copies are made of
+official speech tasks only, so never of them, while circular rotations are made of them as of every task.
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ from airbench_nb.build.core import (
     item_rng,
     load_recipes,
 )
+from airbench_nb.build.multi import (
+    make_followup,
+    make_louder_clip,
+    make_more_events,
+    make_pitch_compare,
+    make_same_speaker,
+)
 from airbench_nb.build.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
 from airbench_nb.build.snr import build_graded, parse_snr_grid
 from airbench_nb.build.sounds import make_audio_grounding, make_sound_aqa
@@ -52,7 +62,7 @@ from airbench_nb.build.speech import (
     make_speech_grounding,
 )
 from airbench_nb.manifests import DatasetCard, write_dataset_card, write_manifest
-from airbench_nb.records import AudioStatus, ChatItem, FoundationItem
+from airbench_nb.records import AudioStatus, ChatItem, ChatTurn, FoundationItem
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +80,13 @@ FOUNDATION_MAKERS: dict[str, Callable[[Ctx], FoundationDraft]] = {
     "Music_Midi_Velocity_Analysis": make_velocity,
     "Music_AQA": make_music_aqa,
     "Music_Mood_Recognition": make_mood,
+    "kit_pitch_compare": make_pitch_compare,
+    "kit_same_speaker": make_same_speaker,
+    "kit_more_events": make_more_events,
+    "kit_louder_clip": make_louder_clip,
 }
-"""Foundation tasks the builder makes, by official name."""
+"""Foundation tasks the builder makes: official names, then the kit's own about two clips
+(:data:`~airbench_nb.records.KIT_FOUNDATION_TASKS`, :mod:`airbench_nb.build.multi`)."""
 
 NOT_BUILT: dict[str, str] = {
     "Speaker_Emotion_Recontion": "espeak-ng has no emotional prosody: labels would not be audible",
@@ -93,8 +108,10 @@ CHAT_MAKERS: dict[str, Callable[[Ctx], ChatDraft]] = {
     "music_generation_analysis_QA": lambda ctx: make_chat_music(ctx, "music_generation_analysis_QA"),
     "speech_and_sound_QA": lambda ctx: make_chat_mixed(ctx, "speech_and_sound_QA"),
     "speech_and_music_QA": lambda ctx: make_chat_mixed(ctx, "speech_and_music_QA"),
+    "kit_followup_QA": make_followup,
 }
-"""Chat tasks the builder makes (all eight official ones)."""
+"""Chat tasks the builder makes: all eight official ones, then the kit's own with several turns
+(:data:`~airbench_nb.records.KIT_CHAT_TASKS`)."""
 
 
 @dataclass
@@ -181,6 +198,19 @@ def _write_audio(out: Path, rel: str, samples: np.ndarray) -> str:
         samples = samples / peak
     write_wav(out / rel, samples, SR)
     return sha256_file(out / rel)
+
+
+def _write_clips(out: Path, rel: str, draft: FoundationDraft) -> dict[str, Any]:
+    """Write a draft's clip (``rel``) or clips (``<uid>-1.wav``, ``<uid>-2.wav``, ...): the item's audio fields."""
+    if not draft.clips:
+        digest = _write_audio(out, rel, draft.audio)
+        return {"audio": rel, "audio_sha256": digest, "audios": [], "audios_sha256": []}
+    if len(draft.clips) < 2 or draft.clips[0] is not draft.audio:
+        raise ValueError(f"a draft's clips must be 2 or more with audio the first, got {len(draft.clips)}")
+    stem = rel.removesuffix(".wav")
+    paths = [f"{stem}-{k}.wav" for k in range(1, len(draft.clips) + 1)]
+    digests = [_write_audio(out, path, clip) for path, clip in zip(paths, draft.clips, strict=True)]
+    return {"audio": paths[0], "audio_sha256": digests[0], "audios": paths, "audios_sha256": digests}
 
 
 def llm_references(
@@ -351,19 +381,21 @@ def build(
                 draft = FOUNDATION_MAKERS[task](ctx)
                 position = gold_position(len(draft.distractors) + 1, seed, task, index)
                 choices, answer = arrange(draft.gold, draft.distractors, position, ctx.rng)
-                digest = _write_audio(out, rel, draft.audio)
+                clips = _write_clips(out, rel, draft)
                 foundation.append(
                     FoundationItem(
                         uid=uid,
                         task=task,
                         dataset=DATASET,
-                        audio=rel,
+                        audio=clips["audio"],
                         question=draft.question,
                         choices=choices,
                         answer=answer,
                         meta=draft.meta,
                         audio_status=AudioStatus.ok,
-                        audio_sha256=digest,
+                        audio_sha256=clips["audio_sha256"],
+                        audios=clips["audios"],
+                        audios_sha256=clips["audios_sha256"],
                     )
                 )
             else:
@@ -382,6 +414,7 @@ def build(
                         meta=chat_draft.meta,
                         audio_status=AudioStatus.ok,
                         audio_sha256=digest,
+                        turns=[ChatTurn(question=q, reference=r) for q, r in chat_draft.turns],
                     )
                 )
         except Exception as exc:  # noqa: BLE001 - one bad item never stops a build; counted in the report

@@ -36,6 +36,7 @@ RECIPE_FILES = (
     "music.json",
     "chat.json",
     "snr.json",
+    "multi.json",
 )
 """Recipe files read by the builder."""
 DATASET = "synthetic"
@@ -72,6 +73,8 @@ class Recipes:
     """Chat questions, reference templates and the mixing grid."""
     snr: dict[str, Any]
     """SNR-graded items: tasks to grade, background noise colours and music settings."""
+    multi: dict[str, Any]
+    """The kit's own tasks about several clips or several turns: phrasings, pools and ranges."""
     sha256: str
     """Hash of the recipe files' bytes, recorded in ``dataset.json``."""
 
@@ -95,11 +98,19 @@ def load_recipes(folder: str | Path = RECIPE_DIR) -> Recipes:
             parsed[name.removesuffix(".json")] = json.loads(data)
         except json.JSONDecodeError as exc:
             raise RecipeError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    for task, phrasings in parsed["phrasings"].items():
-        if task.startswith("_"):
-            continue
-        if not isinstance(phrasings, list) or len(phrasings) < 5:
-            raise RecipeError(f"{folder / 'phrasings.json'}: task {task!r} needs at least 5 phrasings")
+    multi = parsed["multi"]
+    tables = {
+        "phrasings.json": parsed["phrasings"],
+        "multi.json": multi.get("phrasings") if isinstance(multi, dict) else None,
+    }
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            raise RecipeError(f"{folder / name}: phrasings must be an object of task names to lists of phrasings")
+        for task, phrasings in table.items():
+            if task.startswith("_"):
+                continue
+            if not isinstance(phrasings, list) or len(phrasings) < 5:
+                raise RecipeError(f"{folder / name}: task {task!r} needs at least 5 phrasings")
     return Recipes(folder=folder, sha256=digest.hexdigest(), **parsed)
 
 
@@ -155,6 +166,9 @@ class FoundationDraft:
     """Texts of the wrong choices (1 to 3)."""
     meta: dict[str, Any]
     """Ground truth used to make the item."""
+    clips: list[np.ndarray] = field(default_factory=list)
+    """Every clip of an item about several (2 or more), in the order the question names them, ``audio`` being the
+    first; empty for a one-clip item. The builder writes them as ``<uid>-1.wav``, ``<uid>-2.wav``, ..."""
 
 
 @dataclass
@@ -173,6 +187,9 @@ class ChatDraft:
     """Mix metadata for mixed items."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Ground truth used to make the item (judges read ``meta_info``, not this)."""
+    turns: list[tuple[str, str]] = field(default_factory=list)
+    """``(question, reference)`` of every turn of a multi-turn item (2 or more), the first being ``question`` and
+    ``reference``; empty for a one-turn item."""
 
 
 @dataclass
