@@ -25,7 +25,7 @@ from airbench_nb.build import (
     load_recipes,
 )
 from airbench_nb.manifests import read_manifest
-from airbench_nb.records import FOUNDATION_TASKS, AudioStatus
+from airbench_nb.records import FOUNDATION_TASKS, KIT_FOUNDATION_TASKS, AudioStatus
 from tests.measure import detected_onsets, energy_onsets
 
 SR = 16000
@@ -97,8 +97,9 @@ def test_every_task_built_and_valid(tiny):
     assert set(Counter(i.task for i in report.foundation)) == set(FOUNDATION_MAKERS)
     assert set(Counter(i.task for i in report.chat)) == set(CHAT_MAKERS)
     assert all(n == 2 for n in Counter(i.task for i in report.foundation).values())
-    assert {i.category for i in report.chat} == {"speech", "sound", "music", "mixed"}
-    assert set(FOUNDATION_MAKERS) | set(NOT_BUILT) == set(FOUNDATION_TASKS)
+    assert {i.category for i in report.chat} == {"speech", "sound", "music", "mixed", "multi-turn"}
+    # every official task is built or said why not; the kit's own tasks (kit_ prefix) are built too
+    assert set(FOUNDATION_MAKERS) | set(NOT_BUILT) == set(FOUNDATION_TASKS) | set(KIT_FOUNDATION_TASKS)
     foundation = read_manifest(out / "foundation.jsonl")
     chat = read_manifest(out / "chat.jsonl")
     # the manifest holds the clean items, then their SNR-graded copies (the tiny preset grades one item per task),
@@ -349,7 +350,7 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     for letter in "ABCD":
         assert abs(four.count(letter) / len(four) - 0.25) <= 0.05, Counter(four)
     chat_counts = Counter(i.task for i in read_manifest(tmp_path / "a/chat.jsonl"))
-    assert len(chat_counts) == 8 and all(10 <= n <= 20 for n in chat_counts.values())
+    assert len(chat_counts) == 9 and all(10 <= n <= 20 for n in chat_counts.values())  # 8 official + kit_followup_QA
     assert json.loads((tmp_path / "a/dataset.json").read_text())["counts"]["failures"] == 0
 
 

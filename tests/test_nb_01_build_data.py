@@ -21,11 +21,11 @@ def test_builds_tiny(tmp_path):
     )
     results = read_results(out)["build_data"]
     assert results["source"] == "build:tiny" and results["failures"] == 0
-    assert results["foundation_tasks"] == 13 and results["chat_tasks"] == 8
-    assert set(results["chat_categories"]) == {"speech", "sound", "music", "mixed"}
+    assert results["foundation_tasks"] == 17 and results["chat_tasks"] == 9  # 13 + 4 and 8 + 1 of the kit's own
+    assert set(results["chat_categories"]) == {"speech", "sound", "music", "mixed", "multi-turn"}
     # tiny: 6 speech tasks x 1 item x 2 SNRs graded; 1 item of each of the 13 tasks in every rotation
     assert results["graded_items"] == 12 and results["rotated_items"] > 13
-    assert results["foundation_items"] == 26
+    assert results["foundation_items"] == 34
     assert (tmp_path / "data" / "foundation.jsonl").is_file()
 
 

@@ -30,7 +30,7 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
     assert saved["status"] == "ok" and saved["parameters"] == TINY
 
     built = read_results(run_dir / "01_build_data.ipynb")["build_data"]
-    assert built["failures"] == 0 and built["foundation_tasks"] == 13 and built["chat_tasks"] == 8
+    assert built["failures"] == 0 and built["foundation_tasks"] == 17 and built["chat_tasks"] == 9
     mixed = read_results(run_dir / "02_mix_and_listen.ipynb")
     assert mixed
     runs = read_results(run_dir / "03_run_model.ipynb")["run_model"]["runs"]
