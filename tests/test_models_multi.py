@@ -44,7 +44,7 @@ def _noise(seconds: float, rms: float, seed: int) -> np.ndarray:
 
 def _bursts(count: int, seconds: float = 1.6, seed: int = 0) -> np.ndarray:
     audio = _noise(seconds, 0.001, seed)
-    burst = _noise(0.05, 0.3, seed + 100)
+    burst = _noise(0.05, 0.15, seed + 100)
     for k in range(count):
         start = int((0.1 + 0.3 * k) * SR)
         audio[start : start + burst.size] += burst
