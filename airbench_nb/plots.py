@@ -27,6 +27,8 @@ FIGURE_NAMES: dict[str, str] = {
     "snr": "accuracy-vs-snr",
     "ranking": "capability-ranking",
     "length": "accuracy-vs-answer-length",
+    "multi_clip": "accuracy-single-vs-multi-clip",
+    "multi_turn": "chat-score-by-turn",
 }
 """Caption-ready file stems of the analysis figures (``figures/<stem>.png``)."""
 
@@ -572,5 +574,85 @@ def agreement_bars(frame: pd.DataFrame) -> Any:
     fig.suptitle(
         f"Judge-human agreement with 95% CIs; human vs human = pairwise agreement of annotators (n = votes: {counts})"
     )
+    fig.tight_layout()
+    return fig
+
+
+def clip_accuracy_bars(frame: pd.DataFrame) -> Any:
+    """Accuracy on single-clip vs multi-clip Foundation items per model (strict), with 95% Wilson intervals.
+
+    Args:
+        frame: :func:`airbench_nb.analysis.multi.clip_accuracy`'s frame (``model, clips, n, accuracy, ci_low,
+            ci_high``).
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(frame["model"]))
+    kinds = list(dict.fromkeys(frame["clips"]))
+    palette = dict(zip(kinds, sns.color_palette("colorblind", len(kinds)), strict=False))
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.5 * len(models) + 2.5), 3.8))
+    width = 0.8 / max(len(kinds), 1)
+    for k, kind in enumerate(kinds):
+        sub = frame[frame["clips"] == kind].set_index("model").reindex(models)
+        x = np.arange(len(models)) + (k - (len(kinds) - 1) / 2) * width
+        tops = _ci_bars(ax, x, sub["accuracy"], sub["ci_low"], sub["ci_high"], 100.0, width, palette[kind], kind)
+        for xi, ni, top in zip(x, sub["n"].to_numpy(), tops, strict=True):
+            if not pd.isna(ni) and ni > 0:
+                ax.text(xi, top + 2, f"n={int(ni)}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(np.arange(len(models)), [_short(m) for m in models], rotation=15, ha="right")
+    ax.set_ylim(0, 115)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_xlabel("model")
+    ax.set_ylabel("accuracy (%, strict)")
+    ax.set_title("Foundation accuracy on single-clip vs multi-clip items (strict, 95% Wilson CIs; n on each bar)")
+    ax.legend(title="items about", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def turn_scores_chart(frame: pd.DataFrame) -> Any:
+    """Chat score by turn of the multi-turn conversations, one line per (model, judge), with 95% bootstrap CIs.
+
+    Args:
+        frame: :func:`airbench_nb.analysis.multi.turn_scores`'s frame (``model, chat_judge, turn, value, ci_low,
+            ci_high, conversations``).
+
+    Returns:
+        The figure, or None when empty.
+    """
+    shown = frame.dropna(subset=["value"]) if not frame.empty else frame
+    if shown.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    shown = shown.assign(
+        line=[f"{_short(m)} · {_short(j, 20)}" for m, j in zip(shown["model"], shown["chat_judge"], strict=True)]
+    )
+    lines = list(dict.fromkeys(shown["line"]))
+    palette = dict(zip(lines, sns.color_palette("colorblind", len(lines)), strict=False))
+    turns = sorted(int(t) for t in shown["turn"].unique())
+    fig, ax = plt.subplots(figsize=(7.2, 3.8))
+    offsets = (np.arange(len(lines)) - (len(lines) - 1) / 2) * 0.06
+    for offset, line in zip(offsets, lines, strict=True):
+        sub = shown[shown["line"] == line].sort_values("turn")
+        x = sub["turn"].astype(float).to_numpy() + offset
+        y = sub["value"].astype(float).to_numpy()
+        below = np.nan_to_num(y - sub["ci_low"].astype(float).to_numpy())
+        above = np.nan_to_num(sub["ci_high"].astype(float).to_numpy() - y)
+        ax.errorbar(x, y, yerr=np.vstack([below, above]), marker="o", capsize=3, color=palette[line], label=line)
+    ax.set_xticks(turns, [f"turn {t}" if t == 1 else f"turn {t}\n(follow-up)" for t in turns])
+    ax.set_ylim(1, 10.5)
+    ax.set_xlabel("turn of the conversation")
+    ax.set_ylabel("judge score of the answer (1-10)")
+    n = int(shown["conversations"].max())
+    ax.set_title(f"Multi-turn Chat: score by turn (n = {n} conversations, 95% bootstrap CIs)")
+    ax.legend(title="model · judge", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig

@@ -38,6 +38,8 @@ FIGURE_CAPTIONS: dict[str, str] = {
     "capability-ranking": "Ranks per capability and weighted total (UG-Bench style).",
     "model-differences-with-95-ci": "Differences between models with paired 95% CIs (Holm-corrected tests).",
     "judge-human-agreement": "Agreement of judges with human labels.",
+    "accuracy-single-vs-multi-clip": "Accuracy on single-clip vs multi-clip items (the kit's own tasks), strict.",
+    "chat-score-by-turn": "Multi-turn Chat: the judge's score of each turn (does it fall on follow-ups?).",
 }
 """Captions of the known figures of notebook 05, by file stem (others get their stem)."""
 

@@ -18,7 +18,8 @@ Models come from one run folder or from several (runs made at different times co
   categories present. **Chat** values are judge scores (1-10) of one judge (``chat_judge``): per item, the model's
   score averaged over the orders that were scored; a task is the mean over its items, speech / sound / music the
   mean over the category's items pooled, Mixed the mean of its two task values, the Average the mean of the
-  categories present.
+  categories present. The kit's own categories (``multi-clip``, ``multi-turn``) are compared in rows of their own
+  and left out of the Average; a multi-turn conversation's value is the mean over its turns of each turn's score.
 - **Difference** ``diff = a - b`` at every task, category and the Average, with a paired percentile bootstrap 95%
   CI: items are resampled with replacement within each task, the *same* resampled items for both models, and the
   whole aggregate is recomputed per replicate. Each task draws from its own generator seeded by
@@ -55,7 +56,7 @@ from statsmodels.stats.multitest import multipletests
 
 from airbench_nb.analysis.data import RunData, load_run
 from airbench_nb.analysis.stats import plain
-from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, ChatItem, FoundationItem
+from airbench_nb.records import ALL_CHAT_TASKS, ALL_FOUNDATION_TASKS, ChatItem, FoundationItem
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,12 @@ FOUNDATION_CATEGORIES: tuple[str, ...] = ("speech", "sound", "music")
 
 CHAT_CATEGORIES: tuple[str, ...] = ("speech", "sound", "music", "mixed")
 """Chat categories, in report order (Mixed is the mean of its two tasks)."""
+
+KIT_FOUNDATION_CATEGORIES: tuple[str, ...] = ("multi-clip",)
+"""The kit's own Foundation categories: compared in rows of their own, outside the Average."""
+
+KIT_CHAT_CATEGORIES: tuple[str, ...] = ("multi-turn",)
+"""The kit's own Chat categories: compared in rows of their own, outside the Average."""
 
 MCNEMAR = "McNemar exact"
 """Test of a Foundation task (statsmodels mcnemar, exact=True)."""
@@ -352,11 +359,15 @@ def _kept_items(run: RunData) -> dict[str, FoundationItem | ChatItem]:
 def _fingerprint(item: FoundationItem | ChatItem) -> dict[str, Any]:
     """The fields that must agree for an item of two runs to be the same item."""
     out: dict[str, Any] = {"task": item.task, "question": item.question, "audio_sha256": item.audio_sha256}
+    if item.multi_clip:  # every clip must be the same (one-clip items keep the fields they always had)
+        out["clips_sha256"] = item.clips_sha256
     if isinstance(item, FoundationItem):
         out["choices"] = list(item.choices)
         out["answer"] = item.answer
     else:
         out["reference"] = item.reference
+        if item.multi_turn:
+            out["turns"] = item.conversation
     return out
 
 
@@ -402,12 +413,20 @@ class _RunFrames:
         return set(rows["judge"])
 
     def chat_scores(self, model: str, judge: str) -> dict[str, float]:
-        """``{uid: mean of the scored orders' model scores, NaN none scored}`` over the kept Chat items."""
+        """``{uid: mean of the scored orders' model scores, NaN none scored}`` over the kept Chat items.
+
+        A multi-turn conversation's value is the mean over its scored turns of each turn's mean over its scored
+        orders (the conversation score of :mod:`airbench_nb.scoring`).
+        """
         frame = self.chat
         rows = frame[(frame["model"] == model) & (frame["judge"] == judge) & frame["uid"].isin(self.items)]
         if rows.empty:
             return {}
-        means = rows.groupby("uid", sort=False)["score_model"].mean()  # NaN orders skipped; all NaN -> NaN
+        if "turn" in rows.columns and (rows["turn"].fillna(0) > 0).any():
+            by_turn = rows.assign(turn=rows["turn"].fillna(0)).groupby(["uid", "turn"], sort=False)["score_model"]
+            means = by_turn.mean().groupby(level="uid", sort=False).mean()  # NaN turns skipped
+        else:
+            means = rows.groupby("uid", sort=False)["score_model"].mean()  # NaN orders skipped; all NaN -> NaN
         return {str(u): float(v) for u, v in means.items()}
 
 
@@ -430,8 +449,9 @@ def _levels(
 
     ``sums[task]`` holds the sum of one model's item values (row 0: all items; rows 1..: bootstrap replicates).
     """
-    table = FOUNDATION_TASKS if benchmark == "foundation" else CHAT_TASKS
-    categories = FOUNDATION_CATEGORIES if benchmark == "foundation" else CHAT_CATEGORIES
+    table = ALL_FOUNDATION_TASKS if benchmark == "foundation" else ALL_CHAT_TASKS
+    official = FOUNDATION_CATEGORIES if benchmark == "foundation" else CHAT_CATEGORIES
+    categories = (*official, *(KIT_FOUNDATION_CATEGORIES if benchmark == "foundation" else KIT_CHAT_CATEGORIES))
     task_values = {t: sums[t] / counts[t] for t in tasks}
     out: list[tuple[str, str, np.ndarray, list[str]]] = []
     category_values: list[np.ndarray] = []
@@ -441,12 +461,13 @@ def _levels(
         members = [t for t in tasks if table.get(t) == category]
         if not members:
             continue
-        known.extend(members)
         if benchmark == "foundation" or category == "mixed":
             values = _mean([task_values[t] for t in members])  # unweighted mean of task values
         else:
             values = sum(sums[t] for t in members) / sum(counts[t] for t in members)  # Chat: items pooled
-        category_values.append(values)
+        if category in official:  # the kit's categories get rows of their own, outside the Average
+            known.extend(members)
+            category_values.append(values)
         category_rows.append(("category", category, values, members))
     if category_values:
         out.append(("average", "average", _mean(category_values), known))
@@ -475,7 +496,7 @@ def _pair_rows(
     reps: int,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows of one pair on one benchmark over the uids of ``values_a`` (all scored on both sides)."""
-    table = FOUNDATION_TASKS if benchmark == "foundation" else CHAT_TASKS
+    table = ALL_FOUNDATION_TASKS if benchmark == "foundation" else ALL_CHAT_TASKS
     by_task: dict[str, list[str]] = {}
     for uid in sorted(values_a):
         by_task.setdefault(task_of[uid], []).append(uid)

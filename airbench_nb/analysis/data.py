@@ -10,6 +10,11 @@ Every analysis reads these frames, so the protocol's rules live in one place:
   missing (dropped, as the official script does) and a letter past the item's options is read (``chosen`` >=
   ``n_choices``) and wrong. Chat scores come from the official parser of the judge's raw reply.
 
+Items about several clips (the kit's ``multi-clip`` tasks) are rows like the others, with ``clips`` > 1. Multi-turn
+Chat items have one row per (turn, order) per judge: ``turn`` is the turn's index (0 for the first, and for a
+one-turn item), ``turns`` the conversation's length (1 for a one-turn item); a turn's row reads the verdict of that
+turn and the model's answer to it (a turn the model did not answer is a failure).
+
 Items whose audio is missing, empty or corrupt are left out (they are a data defect, as in scoring); responses
 are the latest per (model, uid); verdicts the latest per (model, judge, uid, order), and a verdict that judged an
 older response than the latest one (its ``response_hash`` differs) is stale and unused, as in scoring
@@ -60,6 +65,7 @@ FOUNDATION_COLUMNS: tuple[str, ...] = (
     "background",
     "rotation_of",
     "rotation",
+    "clips",
 )
 """Columns of :meth:`RunData.foundation_frame`."""
 
@@ -76,6 +82,8 @@ CHAT_COLUMNS: tuple[str, ...] = (
     "reason",
     "response_words",
     "reference_words",
+    "turn",
+    "turns",
 )
 """Columns of :meth:`RunData.chat_frame`."""
 
@@ -213,10 +221,11 @@ class RunData:
                         "background": meta.get("background"),
                         "rotation_of": meta.get("rotation_of"),
                         "rotation": meta.get("rotation"),
+                        "clips": len(item.clips),
                     }
                 )
         frame = pd.DataFrame(rows, columns=list(FOUNDATION_COLUMNS))
-        for column in ("chosen", "rotation", "words"):
+        for column in ("chosen", "rotation", "words", "clips"):
             frame[column] = frame[column].astype("Int64")
         frame["correct"] = frame["correct"].astype("boolean")
         frame["failed"] = frame["failed"].astype(bool)
@@ -224,7 +233,7 @@ class RunData:
         return frame
 
     def chat_frame(self, protocol: str = "strict") -> pd.DataFrame:
-        """One row per (model, judge, Chat item, order) with the model's and the reference's scores.
+        """One row per (model, judge, Chat item, order), and turn for multi-turn items, with both answers' scores.
 
         Args:
             protocol: ``strict`` (the verdict's parsed scores) or ``official`` (the official parser of the raw
@@ -233,6 +242,7 @@ class RunData:
         Returns:
             A DataFrame with :data:`CHAT_COLUMNS`; ``score_*`` are NaN and ``failed`` True where no score was read.
         """
+        from airbench_nb.judge.run import turn_answer
         from airbench_nb.scoring import CHAT_ORDERS, official_chat, strict_chat
 
         if protocol not in ("strict", "official"):
@@ -242,35 +252,41 @@ class RunData:
         rows: list[dict[str, Any]] = []
         for model in self.models:
             by_uid = self.responses[model]
-            latest: dict[tuple[str, str, str], Verdict] = {}
+            latest: dict[tuple[str, str, str, int | None], Verdict] = {}
             for verdict in self.current_verdicts(model):
                 if verdict.uid in items and verdict.order in CHAT_ORDERS:
-                    latest[(verdict.judge, verdict.uid, verdict.order)] = verdict
-            for judge in sorted({j for j, _, _ in latest}):
+                    latest[(verdict.judge, verdict.uid, verdict.order, verdict.turn)] = verdict
+            for judge in sorted({key[0] for key in latest}):
                 for uid, item in items.items():
                     response = by_uid.get(uid)
-                    text = None if response is None or response.error is not None else response.text
-                    for order in CHAT_ORDERS:
-                        model_score, reference_score, reason = parse(response, latest.get((judge, uid, order)))
-                        failed = model_score is None or reference_score is None
-                        rows.append(
-                            {
-                                "model": model,
-                                "judge": judge,
-                                "uid": uid,
-                                "task": item.task,
-                                "category": _category(item),
-                                "order": order,
-                                "score_model": math.nan if failed else float(model_score),
-                                "score_reference": math.nan if failed else float(reference_score),
-                                "failed": failed,
-                                "reason": reason,
-                                "response_words": word_count(text),
-                                "reference_words": word_count(item.reference),
-                            }
-                        )
+                    turns: list[int | None] = list(range(len(item.turns))) if item.multi_turn else [None]
+                    for turn in turns:
+                        text = None if response is None else turn_answer(response, turn)
+                        reference = item.reference if turn is None else item.conversation[turn][1]
+                        for order in CHAT_ORDERS:
+                            verdict = latest.get((judge, uid, order, turn))
+                            model_score, reference_score, reason = parse(response, verdict, turn)
+                            failed = model_score is None or reference_score is None
+                            rows.append(
+                                {
+                                    "model": model,
+                                    "judge": judge,
+                                    "uid": uid,
+                                    "task": item.task,
+                                    "category": _category(item),
+                                    "order": order,
+                                    "score_model": math.nan if failed else float(model_score),
+                                    "score_reference": math.nan if failed else float(reference_score),
+                                    "failed": failed,
+                                    "reason": reason,
+                                    "response_words": word_count(text),
+                                    "reference_words": word_count(reference),
+                                    "turn": turn or 0,
+                                    "turns": len(turns),
+                                }
+                            )
         frame = pd.DataFrame(rows, columns=list(CHAT_COLUMNS))
-        for column in ("response_words", "reference_words"):
+        for column in ("response_words", "reference_words", "turn", "turns"):
             frame[column] = frame[column].astype("Int64")
         frame["failed"] = frame["failed"].astype(bool)
         return frame

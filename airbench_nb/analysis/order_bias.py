@@ -117,9 +117,14 @@ class OrderBiasResults(dict[str, dict[str, OrderBias]]):
 
 
 def _scored(chat_frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows with both scores, the last row per (judge, model, uid, order)."""
+    """Rows with both scores, the last row per (judge, model, uid, turn, order).
+
+    A multi-turn item's turns are paired apart; a frame without ``turn`` is read as one-turn items.
+    """
     frame = chat_frame[chat_frame["order"].isin((SHOWN_FIRST, SHOWN_SECOND))]
-    frame = frame.drop_duplicates(["judge", "model", "uid", "order"], keep="last")
+    if "turn" not in frame.columns:
+        frame = frame.assign(turn=0)
+    frame = frame.drop_duplicates(["judge", "model", "uid", "turn", "order"], keep="last")
     both = frame["score_model"].notna() & frame["score_reference"].notna()
     return frame[both]
 
@@ -135,7 +140,7 @@ def order_pairs(chat_frame: pd.DataFrame) -> pd.DataFrame:
         ``shown_second`` in ``reference_first``. Items missing a score in either order are left out.
     """
     scored = _scored(chat_frame)
-    keys = ["judge", "model", "uid"]
+    keys = ["judge", "model", "uid", "turn"]
     first = scored[scored["order"] == SHOWN_FIRST].set_index(keys)
     second = scored[scored["order"] == SHOWN_SECOND].set_index(keys)
     shown_first = first[["task", "category", "score_model"]].rename(columns={"score_model": "shown_first"})
@@ -143,7 +148,7 @@ def order_pairs(chat_frame: pd.DataFrame) -> pd.DataFrame:
     out = shown_first.join(shown_second, how="inner").reset_index()
     out["shown_first"] = out["shown_first"].astype(float)
     out["shown_second"] = out["shown_second"].astype(float)
-    return out[list(PAIR_COLUMNS)].sort_values(keys, ignore_index=True)
+    return out.sort_values(keys, ignore_index=True)[list(PAIR_COLUMNS)]
 
 
 def _preference(model: np.ndarray, reference: np.ndarray) -> np.ndarray:
@@ -173,8 +178,8 @@ def _length_preference(rows: pd.DataFrame) -> tuple[int, int, float | None]:
 
 def _one(judge: str, model: str, rows: pd.DataFrame, uids: int, seed: int, reps: int) -> OrderBias:
     """Order bias of one (judge, model) from its scored rows; ``uids`` is the number of items it has rows for."""
-    first = rows[rows["order"] == SHOWN_FIRST].set_index("uid")
-    second = rows[rows["order"] == SHOWN_SECOND].set_index("uid")
+    first = rows[rows["order"] == SHOWN_FIRST].set_index(["uid", "turn"])
+    second = rows[rows["order"] == SHOWN_SECOND].set_index(["uid", "turn"])
     paired = first.index.intersection(second.index)
     first, second = first.loc[paired], second.loc[paired]
     n = len(paired)

@@ -15,7 +15,11 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
 - ranking: the category scores of the main table under ``protocol``;
 - comparison: every pair of models on the items they share (:mod:`airbench_nb.analysis.compare`);
 - agreement: judge-human and inter-annotator agreement, when an annotation sample and label files are given
-  (:mod:`airbench_nb.analysis.agreement`; notebook 06 makes them).
+  (:mod:`airbench_nb.analysis.agreement`; notebook 06 makes them);
+- multi-clip: the plain Foundation items under the strict protocol, single-clip against multi-clip
+  (:mod:`airbench_nb.analysis.multi`);
+- multi-turn: the per-turn Chat scores of the score tables under ``protocol``, and the Chat rows of the
+  multi-turn items for the follow-up test.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ SECTIONS: tuple[str, ...] = (
     "ranking",
     "comparison",
     "agreement",
+    "multi_clip",
+    "multi_turn",
 )
 """Sections of ``analysis.json``, in report order."""
 
@@ -409,6 +415,57 @@ class RunAnalysis:
             "agreement", data, frame=frame, figure=plots.agreement_bars(frame), figure_key="judge-human-agreement"
         )
 
+    def multi_clip(self) -> Section:
+        """Accuracy on single-clip vs multi-clip Foundation items per model (strict), Wilson CIs, Fisher's test."""
+        from airbench_nb.analysis import multi
+
+        frame, tests = multi.clip_accuracy(_plain_rows(self.foundation_frame("strict")))
+        if frame.empty:
+            return Section(
+                "multi_clip",
+                {},
+                reason="no multi-clip items answered (the kit's kit_pitch_compare, kit_same_speaker, kit_more_events "
+                "and kit_louder_clip tasks)",
+            )
+        data = {
+            model: {
+                **{row["clips"]: {k: v for k, v in row.items() if k not in ("model", "clips")} for row in rows},
+                **tests.get(model, {}),
+            }
+            for model, rows in _by_model(frame).items()
+        }
+        return Section(
+            "multi_clip",
+            data,
+            frame=frame,
+            figure=plots.clip_accuracy_bars(frame),
+            figure_key="multi_clip",
+            extra_data={"protocol": "strict", "tests": tests},
+        )
+
+    def multi_turn(self) -> Section:
+        """Multi-turn Chat: the score of each turn per model and judge, and whether follow-ups score lower."""
+        from airbench_nb.analysis import multi
+
+        _, results = self.scores()
+        judges = self.judges if self.judges_given else None
+        frame = multi.turn_scores(results, self.protocol, judges)
+        if frame.empty:
+            return Section("multi_turn", {}, reason="no multi-turn Chat items judged (the kit's kit_followup_QA task)")
+        drop = multi.followup_drop(self.chat)
+        data = {
+            "turns": _records(frame),
+            "followup_drop": drop,
+        }
+        return Section(
+            "multi_turn",
+            data,
+            frame=frame,
+            figure=plots.turn_scores_chart(frame),
+            figure_key="multi_turn",
+            extra_data={"protocol": self.protocol},
+        )
+
     def _ranking_judge(self, summary: pd.DataFrame) -> str | None:
 
         present = [j for j in summary["chat_judge"].astype(str).unique() if j != "-"]
@@ -483,6 +540,14 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return str(value)
+
+
+def _by_model(frame: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """Rows of ``frame`` as JSON-ready dicts grouped by ``model``, in order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in _records(frame):
+        out.setdefault(row["model"], []).append(row)
+    return out
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -7,7 +7,9 @@ Foundation frame of :mod:`airbench_nb.analysis.data`.
 - :func:`main_table`: AIR-Bench's main table, one row per (model, Chat judge), Foundation speech / sound / music /
   average and Chat speech / sound / music / mixed / average for the official and the strict protocol side by side.
   A cell reads ``"value [ci_low, ci_high]"``: Foundation accuracy in percent with one decimal, Chat scores (1-10)
-  with two. An average taken over fewer categories than the benchmark has is marked :data:`PARTIAL_MARK`.
+  with two. An average taken over fewer categories than the benchmark has is marked :data:`PARTIAL_MARK`. The kit's
+  own categories (``multi-clip``, ``multi-turn``) get columns after the count when a run has them, outside the
+  Average.
 - :func:`task_table`: per-task accuracy / score per model for one protocol.
 - :func:`format_following`: how Foundation answers were read (the paper's format-following table): by the rule,
   by an LLM judge, by nobody although there was a response, or there was no response (or an error).
@@ -29,6 +31,8 @@ from airbench_nb.analysis.stats import plain, wilson
 from airbench_nb.scoring import (
     CHAT_CATEGORIES,
     FOUNDATION_CATEGORIES,
+    KIT_CHAT_CATEGORIES,
+    KIT_FOUNDATION_CATEGORIES,
     PROTOCOLS,
     PROXY_LABEL,
     PROXY_SHORT,
@@ -50,7 +54,10 @@ COLUMNS: Mapping[str, tuple[str, ...]] = {
     "foundation": (*FOUNDATION_CATEGORIES, "average"),
     "chat": (*CHAT_CATEGORIES, "average"),
 }
-"""Main-table columns of each benchmark."""
+"""Main-table columns of each benchmark (the kit's categories follow, see :data:`KIT_COLUMNS`)."""
+KIT_COLUMNS: Mapping[str, tuple[str, ...]] = {"foundation": KIT_FOUNDATION_CATEGORIES, "chat": KIT_CHAT_CATEGORIES}
+"""Main-table columns of the kit's own categories, after the Average and the count (shown only when a result has
+them): not AIR-Bench's, so outside the Average."""
 COUNT_COLUMN = "n (failed)"
 """Main-table column with the average's n and the section's failures."""
 
@@ -160,6 +167,18 @@ def _rows(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame | None
     )
 
 
+def _kit_present(results: Mapping[str, Mapping[str, Any]], bench: str) -> list[str]:
+    """The kit's categories of ``bench`` that some result has a section entry for, in report order."""
+    found = {
+        name
+        for result in results.values()
+        for table in result.values()
+        if isinstance(table, Mapping)
+        for name in ((table.get(bench) or {}).get("categories") or {})
+    }
+    return [c for c in KIT_COLUMNS[bench] if c in found]
+
+
 def main_table(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame | None = None) -> pd.DataFrame:
     """AIR-Bench's main table, official and strict side by side, cells formatted for reading.
 
@@ -171,15 +190,16 @@ def main_table(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame |
     Returns:
         Index ``(model, chat_judge)``; columns ``(protocol, benchmark, name)`` for the protocols the results
         hold (official first), benchmark ``Foundation`` or ``Chat``, name a category, ``average`` or
-        :data:`COUNT_COLUMN`. Empty (with ``attrs["reason"]``) when
-        there are no results.
+        :data:`COUNT_COLUMN` (the Average's n and failures), then the kit's categories present. Empty (with
+        ``attrs["reason"]``) when there are no results.
     """
     present = [p for p in PROTOCOLS if any(r.get(p) for r in results.values())] or list(PROTOCOLS)
+    kit = {bench: _kit_present(results, bench) for bench in ("foundation", "chat")}
     columns = [
         (protocol, BENCHMARK_LABELS[bench], name)
         for protocol in present
         for bench in ("foundation", "chat")
-        for name in (*COLUMNS[bench], COUNT_COLUMN)
+        for name in (*COLUMNS[bench], COUNT_COLUMN, *kit[bench])
     ]
     index_names = ["model", "chat_judge"]
     records: list[list[str]] = []
@@ -199,7 +219,9 @@ def main_table(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame |
                     else:
                         cells.append(format_cell(categories.get(name), bench))
                 average = section.get("average") or {}
-                cells.append(f"{average['n']} ({section.get('failed', 0)} failed)" if average else MISSING)
+                failed = average.get("failures", section.get("failed", 0))  # the Average's units: no kit task
+                cells.append(f"{average['n']} ({failed} failed)" if average else MISSING)
+                cells.extend(format_cell(categories.get(name), bench) for name in kit[bench])
         records.append(cells)
         index.append((model, judge))
     frame = pd.DataFrame(
@@ -311,7 +333,8 @@ def task_table(results: Mapping[str, Mapping[str, Any]], protocol: str) -> pd.Da
     Raises:
         ValueError: On an unknown protocol.
     """
-    from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS
+    from airbench_nb.records import ALL_CHAT_TASKS as CHAT_TASKS
+    from airbench_nb.records import ALL_FOUNDATION_TASKS as FOUNDATION_TASKS
 
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}: use 'official' or 'strict'")
@@ -339,7 +362,7 @@ def task_table(results: Mapping[str, Mapping[str, Any]], protocol: str) -> pd.Da
         frame.attrs["reason"] = f"no task scores under the {protocol} protocol"
         return frame
     bench_order = list(BENCHMARK_LABELS.values())
-    categories = [*FOUNDATION_CATEGORIES, "mixed", "other"]
+    categories = [*FOUNDATION_CATEGORIES, "mixed", *KIT_FOUNDATION_CATEGORIES, *KIT_CHAT_CATEGORIES, "other"]
 
     def order(index: tuple[str, str, str]) -> tuple[int, int, int, str]:
         bench, category, task = index

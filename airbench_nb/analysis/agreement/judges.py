@@ -96,6 +96,8 @@ def _chat_decisions(run: Any, pairs: Sequence[AnnotationPair], judges: Sequence[
         return []
     keys = pd.Series(list(zip(frame["model"], frame["uid"], strict=True)), index=frame.index)
     frame = frame[keys.isin(set(wanted)) & ~frame["failed"]]
+    if "turn" in frame.columns:  # an annotation pair shows a conversation's first turn: its verdicts decide
+        frame = frame[frame["turn"].fillna(0) == 0]
     if judges is not None:
         frame = frame[frame["judge"].isin(list(judges))]
     rows: list[dict[str, Any]] = []
