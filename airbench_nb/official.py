@@ -48,6 +48,8 @@ from airbench_nb.manifests import (
 from airbench_nb.records import (
     CHAT_TASKS,
     FOUNDATION_TASKS,
+    KIT_CHAT_TASKS,
+    KIT_FOUNDATION_TASKS,
     AudioStatus,
     ChatItem,
     FoundationItem,
@@ -518,7 +520,9 @@ def write_official_results(
 
     Copies made for the kit's own analyses are left out, as the kit's score tables leave them out: SNR-graded copies
     (``meta.clean_uid``) and circular-evaluation copies (``meta.rotation_of``) whose original is among ``items``.
-    The official scripts would otherwise count one question several times.
+    The official scripts would otherwise count one question several times. The kit's own tasks (several clips or
+    turns, :data:`~airbench_nb.records.KIT_FOUNDATION_TASKS` and ``KIT_CHAT_TASKS``) are left out too: the official
+    format has one clip and one answer per row, and the official scripts know only the official task names.
 
     Args:
         items: Items in manifest order.
@@ -534,6 +538,7 @@ def write_official_results(
     with open(path, "w", encoding="utf-8") as handle:
         for item in items:
             derived = "clean_uid" in item.meta or item.meta.get("rotation_of") in uids
-            if item.uid in responses and not derived:
+            kit = item.task in KIT_FOUNDATION_TASKS or item.task in KIT_CHAT_TASKS
+            if item.uid in responses and not derived and not kit:
                 handle.write(json.dumps(official_result_row(item, responses[item.uid]), ensure_ascii=False) + "\n")
     return path

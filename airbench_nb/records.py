@@ -469,6 +469,8 @@ class ChatItem(_ItemBase):
     def _first_turn(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get("turns") and not (data.get("question") or data.get("reference")):
             first = data["turns"][0]
+            if isinstance(first, ChatTurn):
+                first = first.model_dump()
             if isinstance(first, dict):
                 data = {**data, "question": first.get("question"), "reference": first.get("reference")}
         return data

@@ -79,3 +79,35 @@ def test_v2_fields_are_checked():
     one = Response(uid="u", model="m", text="A")
     assert one.content_hash() == Response(uid="u", model="m", text="A", generation={"temperature": 0}).content_hash()
     assert one.content_hash() != Response(uid="u", model="m", text="A", turns=["A", "B"]).content_hash()
+
+
+def test_turn_objects_and_official_export_of_kit_items(tmp_path):
+    import json as _json
+
+    from airbench_nb.official import write_official_results
+    from airbench_nb.records import ChatItem, ChatTurn, FoundationItem
+
+    turns = [ChatTurn(question="What plays?", reference="A piano."), ChatTurn(question="How?", reference="Softly.")]
+    chat = ChatItem(uid="t1", dataset="synthetic", audio="m.wav", task="kit_followup_QA", meta_info="x", turns=turns)
+    assert chat.question == "What plays?" and chat.reference == "A piano."
+    pair = FoundationItem(
+        uid="p1",
+        dataset="synthetic",
+        audios=["a.wav", "b.wav"],
+        task="kit_louder_clip",
+        question="Which clip is louder?",
+        choices=["the first clip", "the second clip"],
+        answer=0,
+    )
+    one = FoundationItem(
+        uid="o1",
+        dataset="synthetic",
+        audio="c.wav",
+        task="Speaker_Gender_Recognition",
+        question="Who?",
+        choices=["male", "female"],
+        answer=0,
+    )
+    out = write_official_results([one, pair, chat], {"o1": "A", "p1": "A", "t1": "piano"}, tmp_path / "r.jsonl")
+    rows = [_json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["task_name"] for r in rows] == ["Speaker_Gender_Recognition"]  # the kit's own tasks are left out
