@@ -107,10 +107,10 @@ def make_items(root: Path) -> dict[str, FoundationItem | ChatItem]:
             root,
             "speaker",
             "kit_same_speaker",
-            "Do the two clips have the same speaker?",
+            "Are the two recordings spoken by the same speaker?",
             ["male.wav", "female.wav"],
             1,
-            choices=("yes", "no"),
+            choices=("the same speaker", "two different speakers"),  # the builder's wording
         ),
         _foundation(
             root,

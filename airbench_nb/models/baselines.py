@@ -284,11 +284,12 @@ def _same_speaker(prompt: Prompt) -> str:
     f0 = [_median_f0(a, prompt.sample_rate, 60.0, 400.0) for a in prompt.audios]
     if max(f0) / min(f0) <= DIFFERENT_SPEAKER_F0_RATIO:
         return CANNOT_TELL  # one gender: F0 alone does not tell two voices apart
-    for i, choice in enumerate(prompt.item.choices):
-        text = choice.strip().lower()
-        if text in ("no", "different", "different speakers") or text.startswith(("no,", "no.", "different")):
-            return "ABCD"[i]
-    return CANNOT_TELL
+    different = [
+        i
+        for i, choice in enumerate(prompt.item.choices)
+        if re.search(r"\b(different|two speakers|two people)\b", choice.lower()) or choice.strip().lower() == "no"
+    ]
+    return "ABCD"[different[0]] if len(different) == 1 else CANNOT_TELL
 
 
 MULTI_CLIP_DSP_TASKS: dict[str, Callable[[Prompt], str]] = {
