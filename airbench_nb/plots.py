@@ -93,6 +93,10 @@ def save(fig: Any, folder: str | Path, key: str) -> Path:
     return path
 
 
+KIT_CATEGORIES = ("multi-clip", "multi-turn")
+"""Categories of the kit's own tasks, drawn after the Average (which leaves them out)."""
+
+
 def category_bars(scores: pd.DataFrame) -> Any:
     """Category scores per model with 95% CI whiskers, Foundation and Chat, each protocol in its own column.
 
@@ -116,6 +120,10 @@ def category_bars(scores: pd.DataFrame) -> Any:
     for row, benchmark in enumerate(benchmarks):
         part = scores[scores["benchmark"] == benchmark]
         names = list(dict.fromkeys(part["name"]))
+        # the kit's own categories (multi-clip, multi-turn) after the Average, which leaves them out
+        kit = [n for n in names if n in KIT_CATEGORIES]
+        names = [n for n in names if n not in KIT_CATEGORIES] + kit
+        labels = [f"{n}\n(kit, not\naveraged)" if n in KIT_CATEGORIES else n for n in names]
         models = list(dict.fromkeys(part["model"]))
         palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
         scale = 100.0 if benchmark == "foundation" else 1.0
@@ -127,7 +135,9 @@ def category_bars(scores: pd.DataFrame) -> Any:
                 rows = sub[sub["model"] == model].drop_duplicates("name").set_index("name").reindex(names)
                 x = np.arange(len(names)) + (k - (len(models) - 1) / 2) * width
                 _ci_bars(ax, x, rows["value"], rows["ci_low"], rows["ci_high"], scale, width, palette[model], model)
-            ax.set_xticks(np.arange(len(names)), names)
+            ax.set_xticks(np.arange(len(names)), labels)
+            if kit:  # a dotted line between the Average and the kit's categories
+                ax.axvline(len(names) - len(kit) - 0.5, color="0.5", linestyle=":", linewidth=1)
             ax.set_ylabel("accuracy (%)" if benchmark == "foundation" else "judge score (1-10)")
             ax.set_ylim(0, 100 if benchmark == "foundation" else 10)
             averages = sub.loc[sub["name"] == "average", "n"]
