@@ -211,13 +211,48 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _export_html(notebook: Path) -> Path:
+SHARED_CSS_MIN = 4000
+"""Style blocks of nbconvert's HTML at least this long (its theme, ~260 KB, the same in every export) are written
+once to ``_static/`` in the run folder and linked, unless the run embeds its audio (a self-contained report)."""
+
+_STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.S)
+
+
+def share_css(body: str, folder: Path) -> str:
+    """Move the long ``<style>`` blocks of an HTML export into ``folder/_static/nbconvert-<hash>.css`` and link them.
+
+    Args:
+        body: The exported HTML.
+        folder: The folder the HTML is written to (the link is relative to it).
+
+    Returns:
+        The HTML with each long style block replaced by a ``<link rel="stylesheet">`` to a file written once.
+    """
+    import hashlib
+
+    def link(match: re.Match[str]) -> str:
+        css = match.group(1)
+        if len(css) < SHARED_CSS_MIN:
+            return match.group(0)
+        name = f"_static/nbconvert-{hashlib.sha256(css.encode('utf-8')).hexdigest()[:12]}.css"
+        path = folder / name
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(css, encoding="utf-8")
+        return f'<link rel="stylesheet" href="{name}">'
+
+    return _STYLE.sub(link, body)
+
+
+def _export_html(notebook: Path, *, shared_css: bool = True) -> Path:
     import nbformat
     from nbconvert import HTMLExporter
 
     # nbconvert warns about images without alt text (matplotlib figures) on every export: not actionable here.
     logging.getLogger("traitlets").setLevel(logging.ERROR)
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(str(notebook), as_version=4))
+    if shared_css:
+        body = share_css(body, notebook.parent)
     html = notebook.with_suffix(".html")
     html.write_text(body, encoding="utf-8")
     return html
@@ -361,7 +396,7 @@ def run_pipeline(
         status.duration_s = round(time.perf_counter() - t0, 3)
         if html and output.is_file():
             try:
-                status.html = _export_html(output).name
+                status.html = _export_html(output, shared_css=not parameters.get("embed_audio")).name
             except Exception as exc:  # noqa: BLE001 - HTML is a convenience; the notebook is the record
                 logger.warning("HTML export of %s failed: %s", output, exc)
         save()

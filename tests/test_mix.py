@@ -387,3 +387,14 @@ def test_demo_sources_are_speech_and_backgrounds(tmp_path):
         assert Clip.from_file(speech, root=tmp_path).duration_s > 1.0
         assert Clip.from_file(background, root=tmp_path).duration_s == pytest.approx(1.0)
     assert source_pairs(tmp_path, 2, seed=0) != []
+
+
+def test_mix_grid_writes_flac_when_asked(source_files, tmp_path):
+    pairs = [("speech/a.wav", "background/b.flac")]
+    done = mix_grid(pairs, tmp_path / "m", root=source_files, snr_grid=[0], gain_pairs=[], fmt="flac")
+    assert [m.path for m in done] == ["pair00_snr+0dB_off+0s.flac"]
+    data, sr = sf.read(str(tmp_path / "m" / done[0].path), dtype="int16")
+    info = sf.info(str(tmp_path / "m" / done[0].path))
+    assert info.format == "FLAC" and info.subtype == "PCM_16" and sr == 16000 and data.size
+    with pytest.raises(ValueError, match="fmt must be one of wav, flac"):
+        mix_grid(pairs, tmp_path / "x", root=source_files, fmt="mp3")

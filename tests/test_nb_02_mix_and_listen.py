@@ -41,7 +41,7 @@ def test_notebook_02_runs_under_papermill(tmp_path):
     assert results["ahead"] == {"meanwhile": 4, "before": 4}
     assert sum(results["louder"].values()) == 8 and results["loudness_units"] == ["LUFS"]
     assert results["browsable_items"] == 8
-    mixes = sorted((run_dir / "mix_and_listen" / "mixes").glob("*.wav"))
+    mixes = sorted((run_dir / "mix_and_listen" / "mixes").glob("*.flac"))  # lossless, smaller than wav
     assert len(mixes) == 8
     peak = max(np.max(np.abs(sf.read(str(p), dtype="int16")[0].astype(int))) for p in mixes)
     assert peak < 32767

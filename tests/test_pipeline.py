@@ -1,4 +1,5 @@
 import json
+import re
 
 import nbformat
 import pytest
@@ -52,6 +53,9 @@ def test_pipeline_runs_tutorial_into_report_folder(tmp_path, monkeypatch):
     assert {"python", "airbench-nb", "papermill", "pydantic"} <= set(saved["versions"])
     assert saved["started"] and saved["ended"] and "git_commit" in saved
     assert (run_dir / "00_tutorial.ipynb").is_file() and (run_dir / "00_tutorial.html").is_file()
+    page = (run_dir / "00_tutorial.html").read_text()  # nbconvert's theme is written once and linked
+    css = re.findall(r'<link rel="stylesheet" href="(_static/nbconvert-[0-9a-f]{12}\.css)">', page)
+    assert css and all((run_dir / c).stat().st_size > 4000 for c in css) and len(page) < 250_000
     executed = nbformat.read(str(run_dir / "00_tutorial.ipynb"), as_version=4)
     assert executed.metadata.papermill.parameters["seed"] == 3
     results = read_results(run_dir / "00_tutorial.ipynb")
@@ -202,3 +206,15 @@ def test_a_judge_failing_on_every_call_marks_the_run_failed(tmp_path):
     assert info.status == "failed" and "judge(s) failed on every call" in info.notebooks[0].error
     assert "4 of 4 judge calls failed" in info.notebooks[0].error
     assert read_results(tmp_path / "r" / "j" / "04_judge.ipynb")["judge"]["judge_errors"] == 4
+
+
+def test_share_css_moves_long_style_blocks_only(tmp_path):
+    from airbench_nb.pipeline import SHARED_CSS_MIN, share_css
+
+    long_css = "body { color: red; }" * (SHARED_CSS_MIN // 10)
+    page = f"<style type='text/css'>{long_css}</style><style>.x {{}}</style><p>hi</p>"
+    first = share_css(page, tmp_path)
+    assert "<style>.x {}</style>" in first and long_css not in first and "<p>hi</p>" in first
+    (written,) = (tmp_path / "_static").iterdir()
+    assert written.read_text() == long_css and f'href="_static/{written.name}"' in first
+    assert share_css(page, tmp_path) == first and len(list((tmp_path / "_static").iterdir())) == 1  # written once

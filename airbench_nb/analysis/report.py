@@ -94,7 +94,7 @@ def _plain_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return plain
 
 
-SHOW_DPI = 80
+SHOW_DPI = 72
 """Resolution of the figures shown in notebook 05 (and so in its HTML); the saved PNGs use :data:`plots.DPI`."""
 
 
