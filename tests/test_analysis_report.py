@@ -199,3 +199,14 @@ def test_cli_agreement_finds_the_runs_sample(planted: Path):
     (empty / "annotation").mkdir(parents=True)
     missing = runner.invoke(app, ["agreement", str(empty), "--labels", str(labels[0])])
     assert missing.exit_code == 2 and "--sample" in missing.output
+
+
+def test_the_rule_judge_in_judges_is_left_out(planted: Path):
+    """04 and 05 share a run's `judges` parameter; `rule` (Foundation only) is no Chat judge to analyse."""
+    from airbench_nb.analysis.report import RunAnalysis
+
+    everything = RunAnalysis(planted, reps=50)
+    chat_judges = everything.judges
+    assert "rule" not in chat_judges and chat_judges
+    shared = RunAnalysis(planted, reps=50, judges=["rule", *chat_judges])
+    assert shared.judges == chat_judges and len(shared.chat) == len(everything.chat)

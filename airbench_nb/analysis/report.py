@@ -185,6 +185,9 @@ class RunAnalysis:
         self._frames: dict[str, pd.DataFrame] = {}
         self.foundation = self.foundation_frame(protocol)
         chat = self.run.chat_frame(protocol)
+        # `rule` judges Foundation only: notebooks 04 and 05 share the `judges` parameter of a run (04: the judges to
+        # run, `rule` among them; here: the Chat judges to analyse), so it is left out rather than refused
+        judges = [j for j in judges if j != "rule"] if judges else judges
         self.judges_given = bool(judges)
         self.judges = list(judges) if judges else sorted(chat["judge"].unique())
         self.chat = chat[chat["judge"].isin(self.judges)] if judges else chat
