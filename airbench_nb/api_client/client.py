@@ -34,6 +34,7 @@ from airbench_nb.api_client.helpers import (
     _text_chars,
     audio_seconds_of,
     check_completion,
+    gather_all,
     is_retryable,
     parse_completion,
 )
@@ -501,7 +502,6 @@ class APIClient:
                 received before are in the cache (when there is one).
         """
         import openai
-        from tqdm.auto import tqdm
 
         requests = list(requests)
         distinct = self._distinct(requests)
@@ -514,23 +514,8 @@ class APIClient:
             sem = asyncio.Semaphore(self.concurrency)
             client = openai.AsyncOpenAI(**self._client_kwargs())
             try:
-                with tqdm(total=len(todo), desc="api", disable=not progress, leave=False) as bar:
-
-                    async def tracked(request: ChatRequest) -> ChatResult:
-                        result = await self._one(client, sem, request)
-                        bar.update(1)
-                        return result
-
-                    tasks = [asyncio.ensure_future(tracked(r)) for r in todo]
-                    try:
-                        for result in await asyncio.gather(*tasks):
-                            by_key[result.key] = result
-                    except BaseException as exc:  # a fatal error (or a cancel): the others need not go on
-                        for task in tasks:
-                            task.cancel()
-                        await asyncio.gather(*tasks, return_exceptions=True)
-                        logger.debug("run stopped: %s: %s", type(exc).__name__, exc)
-                        raise
+                for result in await gather_all(todo, lambda r: self._one(client, sem, r), progress=progress):
+                    by_key[result.key] = result
             finally:
                 await client.close()
         logger.debug(

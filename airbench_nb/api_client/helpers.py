@@ -7,7 +7,7 @@ import email.utils
 import io
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -134,3 +134,41 @@ def _text_chars(messages: Sequence[Mapping[str, Any]]) -> int:
         elif isinstance(content, list):
             chars += sum(len(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text")
     return chars
+
+
+async def gather_all(
+    todo: Sequence[Any], one: Callable[[Any], Awaitable[Any]], *, progress: bool, desc: str = "api"
+) -> list[Any]:
+    """Run ``one`` on every request at once with a tqdm bar.
+
+    On any exception (a fatal API error, a cancel) the others are cancelled and awaited, and it is raised.
+
+    Args:
+        todo: The requests.
+        one: The coroutine function answering one request (it bounds its own concurrency).
+        progress: Show the bar.
+        desc: The bar's label.
+
+    Returns:
+        The results in the order of ``todo``.
+    """
+    import asyncio
+
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(todo), desc=desc, disable=not progress, leave=False) as bar:
+
+        async def tracked(request: Any) -> Any:
+            result = await one(request)
+            bar.update(1)
+            return result
+
+        tasks = [asyncio.ensure_future(tracked(r)) for r in todo]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException as exc:  # a fatal error (or a cancel): the others need not go on
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            logger.debug("run stopped: %s: %s", type(exc).__name__, exc)
+            raise

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 from airbench_nb.api_client.cache import ResponseCache
 from airbench_nb.api_client.client import APIClient, _check_setting
 from airbench_nb.api_client.errors import AttemptTimeoutError, FatalAPIError, MalformedResponseError
-from airbench_nb.api_client.helpers import _describe, _retry_after_s, check_completion, is_retryable
+from airbench_nb.api_client.helpers import _describe, _retry_after_s, check_completion, gather_all, is_retryable
 from airbench_nb.api_client.records import ChatRequest, ChatResult, PriceTable, Usage
 
 if TYPE_CHECKING:
@@ -431,7 +431,6 @@ class ReplicaPool:
                 cancelled (answers received before are in the cache, when there is one).
         """
         import openai
-        from tqdm.auto import tqdm
 
         requests = list(requests)
         distinct = APIClient._distinct(requests)
@@ -445,23 +444,8 @@ class ReplicaPool:
             try:
                 for replica in self.replicas:
                     sessions[replica.index] = openai.AsyncOpenAI(**replica.client._client_kwargs())
-                with tqdm(total=len(todo), desc="api", disable=not progress, leave=False) as bar:
-
-                    async def tracked(request: ChatRequest) -> ChatResult:
-                        result = await self._one(sessions, slots, request)
-                        bar.update(1)
-                        return result
-
-                    tasks = [asyncio.ensure_future(tracked(r)) for r in todo]
-                    try:
-                        for result in await asyncio.gather(*tasks):
-                            by_key[result.key] = result
-                    except BaseException as exc:  # a fatal error (or a cancel): the others need not go on
-                        for task in tasks:
-                            task.cancel()
-                        await asyncio.gather(*tasks, return_exceptions=True)
-                        logger.debug("run stopped: %s: %s", type(exc).__name__, exc)
-                        raise
+                for result in await gather_all(todo, lambda r: self._one(sessions, slots, r), progress=progress):
+                    by_key[result.key] = result
             finally:
                 for session in sessions.values():
                     await session.close()
