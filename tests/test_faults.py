@@ -125,7 +125,9 @@ def test_a_server_that_closes_every_connection_is_fatal():
         client = fast(server.base_url, max_retries=5, concurrency=8)
         with pytest.raises(FatalAPIError, match="cannot connect to"):
             client.run_sync([chat(f"q{i}") for i in range(20)])
-        assert 3 <= server.seen.connections_closed <= 8  # the first wave at most; nothing retried after the third
+        # the first wave of 8, plus the few retries that tasks refused before the third refusal may already have sent
+        # (a loaded machine: 9 or 10 seen); far from the 20 items x 6 attempts a run that did not stop would make
+        assert 3 <= server.seen.connections_closed <= 16
 
 
 def test_a_refusal_after_successes_is_retried():

@@ -1,0 +1,89 @@
+"""The resumable item loop shared by model runs and judges, and the rules that keep its outputs safe.
+
+Results are appended to a JSONL file and flushed (and fsynced) after every batch, so an interrupted run loses at
+most the batch in flight. Every response records the model spec, the prompt hash, the prompt set, the decoding
+settings (``generation``), its latency and token counts.
+
+Several clips and turns. Every clip of an item is loaded (one unreadable clip makes the item's error response,
+naming the clip) and sent in order (see :mod:`airbench_nb.models.base`). A multi-turn item is asked turn by turn,
+each prompt carrying the earlier questions and the model's own answers; its response holds every answer
+(``turns``). When a later turn fails, the answers so far are kept and ``error`` names the turn
+(``backend: turn 2 of 3: ...``); such an item is asked again, from its first turn, on a rerun.
+
+Resuming. Responses are keyed by (uid, model spec, prompt hash) and the *latest* record of a uid wins, here as in
+the judge loop, scoring and the analysis frames. A rerun with the same output file skips an item when its latest
+response was made with the same prompt and has no error; it answers again (appending) an item whose latest
+response is an error (failures heal on rerun) or was made with another prompt (another prompt set, system text or
+audio). Items whose manifest marks the audio missing, empty or corrupt get an error response once and are not
+retried: they are a defect of the data (scoring leaves them out), not a failure of the model. A file holding
+another model's responses is refused: responses are kept one model per file.
+
+Outputs never destroy data. Before anything is written: an existing output whose first line is not a record of the
+expected kind (a manifest, a wav, someone's notes) is refused and left untouched (:func:`check_output_file`); an
+output that is one of the command's inputs is refused (:func:`refuse_input_as_output`); an advisory lock
+(``fcntl.flock`` on ``<out>.lock``) makes a second process writing the same output refuse (:func:`output_lock`).
+:func:`repair_jsonl` then drops only a final line cut short by a crash and moves any other unreadable line to
+``<out>.rejected`` with a warning.
+
+Failures. An item whose audio cannot be read gets a :class:`~airbench_nb.records.Response` with an ``error`` and
+the run goes on; so does a batch whose backend raises. A fatal API error (``FatalAPIError`` of
+:mod:`airbench_nb.api_client`: a rejected or missing key, a server refusing every connection) stops the run at
+once: what was answered is kept, nothing more is sent, and the exception reaches the caller.
+
+Replicas. For a model with ``replica_stats()`` (``openai:<model>@<url1>,<url2>,...``), the summary carries what this
+run did on each replica (:attr:`RunSummary.replicas`: attempts sent, succeeded, failed, requests retried elsewhere,
+times marked down), and the log shows it as a table (:meth:`RunSummary.replica_text`).
+
+The package: :mod:`~airbench_nb.runner.outputs` (refusals, locks, repair, appending) and
+:mod:`~airbench_nb.runner.models` (the model loop, its summary, ``infer``); the names below are its interface.
+"""
+
+from airbench_nb.runner.models import (
+    DATA_DEFECTS,
+    REPLICA_COUNTS,
+    RunSummary,
+    check_official_output,
+    infer,
+    model_slug,
+    models_failing_every_item,
+    replica_counts,
+    run_model,
+)
+from airbench_nb.runner.outputs import (
+    FIRST_LINE_LIMIT,
+    RECORD_START,
+    JsonlAppender,
+    OutputError,
+    OutputLockedError,
+    check_output_file,
+    is_fatal_api_error,
+    output_lock,
+    read_existing,
+    refuse_input_as_output,
+    repair_jsonl,
+    same_file,
+)
+
+__all__ = [
+    "DATA_DEFECTS",
+    "FIRST_LINE_LIMIT",
+    "JsonlAppender",
+    "OutputError",
+    "OutputLockedError",
+    "RECORD_START",
+    "REPLICA_COUNTS",
+    "RunSummary",
+    "check_official_output",
+    "check_output_file",
+    "infer",
+    "is_fatal_api_error",
+    "model_slug",
+    "models_failing_every_item",
+    "output_lock",
+    "read_existing",
+    "refuse_input_as_output",
+    "repair_jsonl",
+    "replica_counts",
+    "run_model",
+    "same_file",
+]
