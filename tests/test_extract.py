@@ -136,3 +136,27 @@ def test_disagreements_are_the_known_flaws():
     assert ("Answer: B", "B", "A") in disagreements
     assert ("A or B", None, "A") in disagreements
     assert len(disagreements) >= 30
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("The first one.", 0),
+        ("Clip 2 is louder.", 1),
+        ("Audio 1 has the higher pitch.", 0),
+        ("The 2nd recording.", 1),
+        ("the second clip", 1),
+        ("B", 1),
+        ("The second clip is louder than the first clip.", None),  # both named: the LLM judge decides
+        ("Clip 1 and clip 2 sound alike.", None),
+        ("I cannot tell which clip is louder.", None),
+        ("Both clips are the same.", None),
+    ],
+)
+def test_clip_ordinals_are_read_for_multi_clip_options(answer, expected):
+    assert extract_choice(answer, ["the first clip", "the second clip"]).choice == expected
+
+
+def test_clip_ordinals_only_for_clip_options():
+    assert extract_choice("The first one.", ["male", "female"]).choice is None
+    assert extract_choice("Clip 2.", ["the same speaker", "two different speakers"]).choice is None

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
 
-EXTRACTOR_VERSION = "1"
-"""Version of the strict rules below; recorded with verdicts through the judge spec."""
+EXTRACTOR_VERSION = "2"
+"""Version of the strict rules below; recorded with verdicts through the judge spec. 2: options that name clips by
+their order ("the first clip", ...) are also read from "the first one", "clip 2", "audio 2"."""
 
 LETTERS = "ABCD"
 """Option letters, in order."""
@@ -66,6 +67,27 @@ class Extraction:
     def letter(self) -> str | None:
         """The chosen letter, or None."""
         return None if self.choice is None else LETTERS[self.choice]
+
+
+_ORDINALS = (r"(?:first|1st)", r"(?:second|2nd)", r"(?:third|3rd)", r"(?:fourth|4th)")
+_CLIP_NOUNS = r"(?:clip|one|recording|audio|sample|track)"
+
+
+def _clip_mentions(text: str, choices: list[str]) -> list[int] | None:
+    """The clips an answer names by their order, for options that are clip ordinals; None for other options.
+
+    The kit's multi-clip tasks offer "the first clip", "the second clip"; answers name them as "the first one",
+    "the 2nd recording", "clip 2" or "audio 2" (Qwen2-Audio's chat template labels the clips "Audio 1", "Audio 2").
+    """
+    if not all(re.fullmatch(rf"the {_ORDINALS[i]} clip\.?", c.strip().casefold()) for i, c in enumerate(choices)):
+        return None
+    found = []
+    for i in range(len(choices)):
+        ordinal = rf"\b{_ORDINALS[i]}\s+{_CLIP_NOUNS}\b"
+        numbered = rf"\b(?:clip|audio|recording|track|sample)\s*#?\s*{i + 1}\b"
+        if re.search(ordinal, text, re.IGNORECASE) or re.search(numbered, text, re.IGNORECASE):
+            found.append(i)
+    return found
 
 
 def _clean(text: str) -> str:
@@ -151,6 +173,12 @@ def extract_choice(response: str | None, choices: list[str]) -> Extraction:
         return Extraction(mentions[0], "text of one option")
     if len(mentions) > 1:
         return Extraction(None, f"names the text of several options ({', '.join(LETTERS[m] for m in mentions)})")
+
+    clips = _clip_mentions(text, choices)
+    if clips is not None and len(clips) == 1:
+        return Extraction(clips[0], "names one clip by its order")
+    if clips is not None and len(clips) > 1:
+        return Extraction(None, f"names several clips ({', '.join(LETTERS[c] for c in clips)})")
 
     standalone = {m.group(1) for m in _STANDALONE_RE.finditer(text)}
     if len(standalone) == 1:
