@@ -71,6 +71,7 @@ th { background: #f6f8fa; } td.num { text-align: right; white-space: nowrap; }
 .warnings li { margin: 0.2em 0; } .warn { color: #9a6700; } .bad { color: #cf222e; }
 figure { margin: 1.2em 0; } figure img { max-width: 100%; border: 1px solid #d0d7de; }
 figcaption { font-size: 0.9em; color: #57606a; }
+.wide { overflow-x: auto; }
 .meta { color: #57606a; font-size: 0.92em; } details { margin: 0.5em 0; } code { font-size: 0.92em; }
 </style>
 </head>
@@ -94,8 +95,11 @@ figcaption { font-size: 0.9em; color: #57606a; }
 <h2>Main table</h2>
 <p class="meta">Foundation: accuracy in % with its 95% bootstrap interval; Chat: the judge's mean score (1-10) with its
 95% interval. <b>official</b> reproduces the official scripts (unreadable answers dropped);
-<b>strict</b> counts them wrong. † marks an Average over fewer categories than the benchmark has.</p>
-{% if main_table %}{{ main_table | safe }}{% else %}<p>No scores (the judging stage did not finish).</p>{% endif %}
+<b>strict</b> counts them wrong. † marks an Average over fewer categories than the benchmark has. The
+<b>multi-clip</b> and <b>multi-turn</b> columns, when present, are the kit's own tasks (several clips, follow-up
+questions): no Average includes them.</p>
+{% if main_table %}<div class="wide">{{ main_table | safe }}</div>
+{% else %}<p>No scores (the judging stage did not finish).</p>{% endif %}
 
 <h2>Figures</h2>
 {% for figure in figures %}<figure>
