@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.report_page import read_json
+
 logger = logging.getLogger(__name__)
 
 INDEX = "index.html"
@@ -89,13 +91,8 @@ td.num small { color: #57606a; } tr.error td { color: #cf222e; background: #fff5
 """Jinja2 template of the grid's ``index.html`` (autoescaped)."""
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        if path.exists():
-            logger.warning("%s: unreadable (%s); left out of the grid page", path, exc)
-        return None
+def _grid_json(path: Path) -> Any:
+    return read_json(path, "the grid page")
 
 
 def _number(text: Any) -> float | None:
@@ -144,7 +141,7 @@ def run_scores(run_dir: Path) -> dict[str, dict[tuple[str, str], dict[str, Any]]
 
 def run_totals(run_dir: Path) -> tuple[dict[str, float], str | None]:
     """Notebook 05's weighted total per model (``analysis.json``'s ranking) and the protocol it was read with."""
-    analysis = _read_json(run_dir / "analysis" / "analysis.json")
+    analysis = _grid_json(run_dir / "analysis" / "analysis.json")
     if not isinstance(analysis, dict):
         return {}, None
     totals = {
@@ -308,7 +305,7 @@ def write_grid_page(grid_dir: str | Path) -> tuple[Path, Path]:
     import jinja2
 
     grid_dir = Path(grid_dir)
-    grid = _read_json(grid_dir / "grid.json")
+    grid = _grid_json(grid_dir / "grid.json")
     if not isinstance(grid, dict):
         raise FileNotFoundError(f"{grid_dir}: no readable grid.json (is this a grid folder?)")
     context = _context(grid_dir, grid)

@@ -255,7 +255,7 @@ def order_scatter(pairs: pd.DataFrame) -> Any:
         ax.set_ylabel("score when shown first (1-10)")
         diff = float((sub["shown_first"] - sub["shown_second"]).mean())
         ax.set_title(
-            f"judge {_short(judge, 30)}: mean first - second {diff:+.2f}\n(n = {len(sub)} model-item pairs)",
+            f"judge {_short(judge, 30)}: mean first - second {diff:+.2f}\n(n = {len(sub)} answers, a turn each)",
             fontsize=10,
         )
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))

@@ -122,12 +122,13 @@ questions): no Average includes them.</p>
 """Jinja2 template of ``index.html`` (autoescaped; the main table is inserted as trusted HTML)."""
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path, page: str = "the report page") -> Any:
+    """The JSON in ``path``, or None when missing or unreadable (warned: the part is left out of ``page``)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         if path.exists():
-            logger.warning("%s: unreadable (%s); left out of the report page", path, exc)
+            logger.warning("%s: unreadable (%s); left out of %s", path, exc, page)
         return None
 
 
@@ -138,7 +139,7 @@ def _duration(run: dict[str, Any]) -> str:
 
 def _what(run: dict[str, Any], analysis: dict[str, Any] | None, run_dir: Path) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
-    card = _read_json(run_dir / "data" / "dataset.json") or {}
+    card = read_json(run_dir / "data" / "dataset.json") or {}
     counts = card.get("counts") or {}
     if card:
         parts = [f"source {card.get('source', '?')}"]
@@ -247,11 +248,11 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
     import jinja2
 
     run_dir = Path(run_dir)
-    run = _read_json(run_dir / "run.json")
+    run = read_json(run_dir / "run.json")
     if not isinstance(run, dict):
         raise FileNotFoundError(f"{run_dir}: no readable run.json (is this a run folder?)")
-    analysis = _read_json(run_dir / "analysis" / "analysis.json")
-    results = _read_json(run_dir / "summary.json")
+    analysis = read_json(run_dir / "analysis" / "analysis.json")
+    results = read_json(run_dir / "summary.json")
     summary_rows = _summary_rows(run_dir)
     notebooks = [
         {

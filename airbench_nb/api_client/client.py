@@ -377,18 +377,7 @@ class APIClient:
     def _account(self, result: ChatResult) -> None:
         """Add a non-cached result to the usage totals."""
         with self._usage_lock:
-            u = self.usage
-            u.calls += 1
-            if result.error is not None:
-                u.failures += 1
-            if result.input_tokens is not None:
-                u.input_tokens += result.input_tokens
-            if result.output_tokens is not None:
-                u.output_tokens += result.output_tokens
-            if result.cost_usd is not None:
-                u.cost_usd += result.cost_usd
-            elif result.error is None:
-                u.unpriced_calls += 1
+            self.usage.add(result)
 
     def _store(self, request: ChatRequest, body: Mapping[str, Any], result: ChatResult) -> None:
         if self.cache is not None and result.ok:

@@ -226,6 +226,20 @@ class Usage:
     unpriced_calls: int = 0
     """Calls that got an answer but could not be priced (model not in the table, or no usage reported)."""
 
+    def add(self, result: ChatResult) -> None:
+        """Count a non-cached result: a call, a failure, its tokens and its cost (or an unpriced success)."""
+        self.calls += 1
+        if result.error is not None:
+            self.failures += 1
+        if result.input_tokens is not None:
+            self.input_tokens += result.input_tokens
+        if result.output_tokens is not None:
+            self.output_tokens += result.output_tokens
+        if result.cost_usd is not None:
+            self.cost_usd += result.cost_usd
+        elif result.error is None:
+            self.unpriced_calls += 1
+
     def as_dict(self) -> dict[str, Any]:
         """The totals as a plain dict (for logs and reports)."""
         return dataclasses.asdict(self)

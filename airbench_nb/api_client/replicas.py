@@ -381,18 +381,7 @@ class ReplicaPool:
     def _account(self, result: ChatResult) -> None:
         """Add a non-cached result to the usage totals."""
         with self._lock:
-            u = self._usage
-            u.calls += 1
-            if result.error is not None:
-                u.failures += 1
-            if result.input_tokens is not None:
-                u.input_tokens += result.input_tokens
-            if result.output_tokens is not None:
-                u.output_tokens += result.output_tokens
-            if result.cost_usd is not None:
-                u.cost_usd += result.cost_usd
-            elif result.error is None:
-                u.unpriced_calls += 1
+            self._usage.add(result)
 
     def _secrets(self) -> list[str]:
         return [r.client._secret for r in self.replicas if r.client._secret]
