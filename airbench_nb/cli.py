@@ -465,9 +465,9 @@ def build(
     ] = None,
 ) -> None:
     """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
-    from airbench_nb.build import RECIPE_DIR, RecipeError
-    from airbench_nb.build import build as run_build
-    from airbench_nb.build.snr import parse_snr_grid
+    from airbench_nb.builders import RECIPE_DIR, RecipeError
+    from airbench_nb.builders import build as run_build
+    from airbench_nb.builders.snr import parse_snr_grid
 
     try:
         report = run_build(

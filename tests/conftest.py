@@ -11,7 +11,7 @@ import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# The shared cache of built data and judge calls (airbench_nb.build.cache): one fresh folder per test session, so
+# The shared cache of built data and judge calls (airbench_nb.builders.cache): one fresh folder per test session, so
 # that tests never read or fill the user's ~/.cache/airbench-nb, and notebooks run by papermill inherit it.
 os.environ["AIRBENCH_CACHE"] = tempfile.mkdtemp(prefix="airbench-cache-")
 

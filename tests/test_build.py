@@ -16,7 +16,7 @@ import pyloudnorm
 import pytest
 import soundfile as sf
 
-from airbench_nb.build import (
+from airbench_nb.builders import (
     CHAT_MAKERS,
     FOUNDATION_MAKERS,
     NOT_BUILT,
@@ -309,7 +309,7 @@ def test_bad_recipe_and_arguments(tmp_path):
 
 
 def test_one_failing_item_is_counted_not_fatal(tmp_path, monkeypatch):
-    import airbench_nb.build as b
+    import airbench_nb.builders as b
 
     calls = {"n": 0}
     original = b.FOUNDATION_MAKERS["Music_Midi_Pitch_Analysis"]

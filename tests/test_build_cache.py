@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from airbench_nb.build import RECIPE_DIR
-from airbench_nb.build.cache import (
+from airbench_nb.builders import RECIPE_DIR
+from airbench_nb.builders.cache import (
     KEY_FILE,
     build_key,
     build_or_reuse,

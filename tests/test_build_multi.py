@@ -15,8 +15,8 @@ import pytest
 import soundfile as sf
 from typer.testing import CliRunner
 
-from airbench_nb.build import CHAT_MAKERS, FOUNDATION_MAKERS, RecipeError, build, load_recipes
-from airbench_nb.build.snr import build_graded
+from airbench_nb.builders import CHAT_MAKERS, FOUNDATION_MAKERS, RecipeError, build, load_recipes
+from airbench_nb.builders.snr import build_graded
 from airbench_nb.cli import app
 from airbench_nb.manifests import check_audio, read_manifest
 from airbench_nb.records import KIT_CHAT_TASKS, KIT_FOUNDATION_TASKS, AudioStatus

@@ -15,8 +15,8 @@ import soundfile as sf
 from scipy.stats import fisher_exact
 from typer.testing import CliRunner
 
-from airbench_nb.build import build, load_recipes
-from airbench_nb.build.snr import parse_snr_grid
+from airbench_nb.builders import build, load_recipes
+from airbench_nb.builders.snr import parse_snr_grid
 from airbench_nb.judge.extract import extract_choice
 from airbench_nb.manifests import read_manifest, read_records
 from airbench_nb.mix import MixError, remix
@@ -248,7 +248,7 @@ def test_cli_snr_options(tmp_path):
 
 
 def test_a_failing_mix_is_counted_not_fatal(tmp_path, monkeypatch):
-    import airbench_nb.build.snr as snr
+    import airbench_nb.builders.snr as snr
 
     original = snr.mix
 

@@ -187,7 +187,7 @@ def read_records_bytes(raw: bytes) -> list[Response]:
 
 
 def test_dsp_baseline_measures_what_it_can(tmp_path):
-    from airbench_nb.build import build
+    from airbench_nb.builders import build
 
     report = build(
         "tiny",

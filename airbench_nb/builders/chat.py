@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from airbench_nb.audio import write_wav
-from airbench_nb.build.core import SR, TURN_GAP_S, ChatDraft, Ctx, _pick, _r
-from airbench_nb.build.music import _instrument_label, _melody
-from airbench_nb.build.sounds import _scene
-from airbench_nb.build.speech import _concat_turns, _peak_normalise, _random_voice, _speak, _trim
+from airbench_nb.builders.core import SR, TURN_GAP_S, ChatDraft, Ctx, _pick, _r
+from airbench_nb.builders.music import _instrument_label, _melody
+from airbench_nb.builders.sounds import _scene
+from airbench_nb.builders.speech import _concat_turns, _peak_normalise, _random_voice, _speak, _trim
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from airbench_nb.build.core import SR, Ctx, FoundationDraft, Recipes, _interval, _pick
+from airbench_nb.builders.core import SR, Ctx, FoundationDraft, Recipes, _interval, _pick
 
 logger = logging.getLogger(__name__)
 

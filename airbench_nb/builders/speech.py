@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from airbench_nb.build.core import (
+from airbench_nb.builders.core import (
     LEAD_S,
     SR,
     TURN_GAP_S,

@@ -2,10 +2,10 @@
 
 ``build(preset, seed, out)`` writes ``out/foundation.jsonl``, ``out/chat.jsonl``, ``out/dataset.json`` and the audio
 under ``out/audio/``. What varies (texts, voices, pools, phrasings, sizes) is read from recipe files under
-``data_manifests/mini/``; seeding and choice order are described in :mod:`airbench_nb.build.core`. With an SNR
+``data_manifests/mini/``; seeding and choice order are described in :mod:`airbench_nb.builders.core`. With an SNR
 grid (the preset's ``snr_grid``, or the ``snr_grid`` argument), speech items are also built again mixed over noise
-or music at each SNR (:mod:`airbench_nb.build.snr`); they follow the clean items in ``foundation.jsonl``.
-The kit's own tasks (:mod:`airbench_nb.build.multi`) are built with the official ones: their Foundation items have
+or music at each SNR (:mod:`airbench_nb.builders.snr`); they follow the clean items in ``foundation.jsonl``.
+The kit's own tasks (:mod:`airbench_nb.builders.multi`) are built with the official ones: their Foundation items have
 two clips each (``<uid>-1.wav``, ``<uid>-2.wav``), their Chat items several turns; SNR-graded copies are made of
 official speech tasks only, so never of them, while circular rotations are made of them as of every task.
 """
@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 
 from airbench_nb.audio import sha256_file, write_wav
-from airbench_nb.build.chat import (
+from airbench_nb.builders.chat import (
     make_chat_dialogue,
     make_chat_mixed,
     make_chat_music,
     make_chat_sound,
     make_chat_speech,
 )
-from airbench_nb.build.core import (
+from airbench_nb.builders.core import (
     DATASET,
     RECIPE_DIR,
     SR,
@@ -43,17 +43,17 @@ from airbench_nb.build.core import (
     item_rng,
     load_recipes,
 )
-from airbench_nb.build.multi import (
+from airbench_nb.builders.multi import (
     make_followup,
     make_louder_clip,
     make_more_events,
     make_pitch_compare,
     make_same_speaker,
 )
-from airbench_nb.build.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
-from airbench_nb.build.snr import build_graded, parse_snr_grid
-from airbench_nb.build.sounds import make_audio_grounding, make_sound_aqa
-from airbench_nb.build.speech import (
+from airbench_nb.builders.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
+from airbench_nb.builders.snr import build_graded, parse_snr_grid
+from airbench_nb.builders.sounds import make_audio_grounding, make_sound_aqa
+from airbench_nb.builders.speech import (
     make_entity,
     make_gender,
     make_intent,
@@ -86,7 +86,7 @@ FOUNDATION_MAKERS: dict[str, Callable[[Ctx], FoundationDraft]] = {
     "kit_louder_clip": make_louder_clip,
 }
 """Foundation tasks the builder makes: official names, then the kit's own about two clips
-(:data:`~airbench_nb.records.KIT_FOUNDATION_TASKS`, :mod:`airbench_nb.build.multi`)."""
+(:data:`~airbench_nb.records.KIT_FOUNDATION_TASKS`, :mod:`airbench_nb.builders.multi`)."""
 
 NOT_BUILT: dict[str, str] = {
     "Speaker_Emotion_Recontion": "espeak-ng has no emotional prosody: labels would not be audible",
@@ -316,7 +316,7 @@ def build(
         reference_cache: SQLite cache for those calls.
         progress: Show a tqdm progress bar.
         snr_grid: SNRs in dB at which speech items of ``snr.json``'s tasks are built again, mixed over noise or
-            music (:mod:`airbench_nb.build.snr`); None: the preset's ``snr_grid`` (none when it has none); empty:
+            music (:mod:`airbench_nb.builders.snr`); None: the preset's ``snr_grid`` (none when it has none); empty:
             no graded items.
         snr_items_per_task: Grade the first N built items of each such task; None: the preset's
             ``snr_items_per_task`` (all items when it has none).

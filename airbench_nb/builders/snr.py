@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from airbench_nb.audio import sha256_file, write_wav
-from airbench_nb.build.core import SR, RecipeError, Recipes, _pick, item_rng
+from airbench_nb.builders.core import SR, RecipeError, Recipes, _pick, item_rng
 from airbench_nb.mix import Clip, mix
 from airbench_nb.records import FOUNDATION_TASKS, AudioStatus, FoundationItem
 

@@ -1,13 +1,13 @@
 """The offline benchmark builder: Foundation and Chat items from synthesized audio with known ground truth.
 
-Modules: :mod:`~airbench_nb.build.core` (recipes, seeding, choice order, drafts), one module of task makers per
-category (:mod:`~airbench_nb.build.speech`, :mod:`~airbench_nb.build.sounds`, :mod:`~airbench_nb.build.music`,
-:mod:`~airbench_nb.build.chat`, and :mod:`~airbench_nb.build.multi` for the kit's own tasks about several clips or
-turns), :mod:`~airbench_nb.build.builder` (:func:`build`, the task registries and the report). The names below
+Modules: :mod:`~airbench_nb.builders.core` (recipes, seeding, choice order, drafts), one module of task makers per
+category (:mod:`~airbench_nb.builders.speech`, :mod:`~airbench_nb.builders.sounds`, :mod:`~airbench_nb.builders.music`,
+:mod:`~airbench_nb.builders.chat`, and :mod:`~airbench_nb.builders.multi` for the kit's own tasks about several clips or
+turns), :mod:`~airbench_nb.builders.builder` (:func:`build`, the task registries and the report). The names below
 are the package's public interface.
 """
 
-from airbench_nb.build.builder import (
+from airbench_nb.builders.builder import (
     CHAT_MAKERS,
     FOUNDATION_MAKERS,
     NOT_BUILT,
@@ -15,14 +15,14 @@ from airbench_nb.build.builder import (
     build,
     llm_references,
 )
-from airbench_nb.build.chat import (
+from airbench_nb.builders.chat import (
     make_chat_dialogue,
     make_chat_mixed,
     make_chat_music,
     make_chat_sound,
     make_chat_speech,
 )
-from airbench_nb.build.core import (
+from airbench_nb.builders.core import (
     DATASET,
     LEAD_S,
     RECIPE_DIR,
@@ -41,16 +41,16 @@ from airbench_nb.build.core import (
     item_rng,
     load_recipes,
 )
-from airbench_nb.build.multi import (
+from airbench_nb.builders.multi import (
     make_followup,
     make_louder_clip,
     make_more_events,
     make_pitch_compare,
     make_same_speaker,
 )
-from airbench_nb.build.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
-from airbench_nb.build.sounds import make_audio_grounding, make_sound_aqa
-from airbench_nb.build.speech import (
+from airbench_nb.builders.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
+from airbench_nb.builders.sounds import make_audio_grounding, make_sound_aqa
+from airbench_nb.builders.speech import (
     NUMBER_WORDS,
     make_entity,
     make_gender,

@@ -1,7 +1,7 @@
 """A shared cache of built datasets, so that reruns and grids build each dataset once.
 
 A build is fully determined by its key: the preset, the seed, the task list, the recipe files (their SHA-256,
-:attr:`~airbench_nb.build.core.Recipes.sha256`), the SNR-grid and rotation options, the source code of everything
+:attr:`~airbench_nb.builders.core.Recipes.sha256`), the SNR-grid and rotation options, the source code of everything
 that makes audio (the builder, the synthesizers, the mixer, audio I/O, records and manifests) and the espeak-ng
 version. Equal keys give byte-identical manifests and audio, so the first run that needs a dataset builds it into
 ``<cache>/data/<preset>-seed<seed>-<hash>/`` and every later run with the same key reuses it; any change to a
@@ -31,8 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from airbench_nb.build.builder import BuildReport, build
-from airbench_nb.build.core import RECIPE_DIR, load_recipes
+from airbench_nb.builders.builder import BuildReport, build
+from airbench_nb.builders.core import RECIPE_DIR, load_recipes
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ KEY_FILE = "cache-key.json"
 """File in a cache entry holding its key (written last: an entry without it is incomplete)."""
 
 _PACKAGE = Path(__file__).resolve().parents[1]
-CODE_PATHS: tuple[str, ...] = ("build", "synth", "mix.py", "audio.py", "records.py", "manifests.py")
+CODE_PATHS: tuple[str, ...] = ("builders", "synth", "mix.py", "audio.py", "records.py", "manifests.py")
 """Package paths (files or folders of ``.py`` files) whose source is part of the key."""
 
 
@@ -93,7 +93,7 @@ def build_key(
         seed: Build seed.
         tasks: Task names to build (None: all; the order does not matter).
         recipe_dir: Folder of the recipe files (hashed by content, not by path).
-        options: Other :func:`~airbench_nb.build.build` options (``snr_grid``, ``snr_items_per_task``,
+        options: Other :func:`~airbench_nb.builders.build` options (``snr_grid``, ``snr_items_per_task``,
             ``circular_items_per_task``); None values are left out.
 
     Raises:
@@ -173,7 +173,7 @@ def cached_build(
     """The dataset of (preset, seed, tasks, recipes, options, code) from the cache, built there first if missing.
 
     Args:
-        preset: Preset name (see :func:`~airbench_nb.build.build`).
+        preset: Preset name (see :func:`~airbench_nb.builders.build`).
         seed: Build seed.
         tasks: Task names (None: all buildable).
         recipe_dir: Recipe folder.

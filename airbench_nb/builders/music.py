@@ -6,7 +6,7 @@ import logging
 
 import numpy as np
 
-from airbench_nb.build.core import Ctx, FoundationDraft, Recipes, _pick, _r
+from airbench_nb.builders.core import Ctx, FoundationDraft, Recipes, _pick, _r
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 Foundation, category ``multi-clip``: every item has two clips, written as ``<uid>-1.wav`` and ``<uid>-2.wav``
 (``audios``; ``audio`` is the first), and two choices naming them (``the first clip``, ``the second clip``, from
 ``multi.json``'s ``clip_names``), always in clip order. Which clip is the gold one is the builder's balanced gold
-position (:func:`~airbench_nb.build.core.gold_position`): the maker puts the higher note, the more events or the
+position (:func:`~airbench_nb.builders.core.gold_position`): the maker puts the higher note, the more events or the
 louder clip there, so gold letters stay balanced and the choices still read in order.
 
 - ``kit_pitch_compare``: one note of one pitched instrument per clip, at MIDI pitches 2 semitones or more apart.
@@ -16,7 +16,7 @@ louder clip there, so gold letters stay balanced and the choices still read in o
   measured after scaling goes into ``meta``.
 
 Chat, category ``multi-turn``: ``kit_followup_QA`` mixes speech with a sound or with music by the same path as the
-mixed Chat tasks (:func:`~airbench_nb.build.chat.make_chat_mixed`: sources, stems and ``MixMeta``) and asks 2 or
+mixed Chat tasks (:func:`~airbench_nb.builders.chat.make_chat_mixed`: sources, stems and ``MixMeta``) and asks 2 or
 3 turns: what is said first, then follow-ups on what plays behind the voice, which is louder (the mix's Louder)
 and which starts first (its Ahead), each with a reference written from that ground truth. ``meta_info`` is the
 mixed tasks' description of the audio.
@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from airbench_nb.build.core import (
+from airbench_nb.builders.core import (
     LEAD_S,
     ChatDraft,
     Ctx,
@@ -114,7 +114,7 @@ def _voice_pairs(ctx: Ctx, same: bool) -> list[tuple[dict[str, Any], dict[str, A
 
 def make_same_speaker(ctx: Ctx) -> FoundationDraft:
     """Two sentences by one voice, or by two voices with clearly different F0 (half the items each)."""
-    from airbench_nb.build.speech import _peak_normalise, _speak, _trim
+    from airbench_nb.builders.speech import _peak_normalise, _speak, _trim
     from airbench_nb.synth.speech import voice_gender
 
     cfg = ctx.recipes.multi["kit_same_speaker"]
@@ -147,7 +147,7 @@ def make_same_speaker(ctx: Ctx) -> FoundationDraft:
 
 def make_more_events(ctx: Ctx) -> FoundationDraft:
     """Two scenes of one event kind with counts 2 or more apart: which clip has more sound events."""
-    from airbench_nb.build.sounds import _scene_onsets
+    from airbench_nb.builders.sounds import _scene_onsets
     from airbench_nb.synth.sounds import scene
 
     cfg = ctx.recipes.multi["kit_more_events"]
@@ -197,14 +197,14 @@ def make_more_events(ctx: Ctx) -> FoundationDraft:
 def _louder_content(ctx: Ctx, kind: str) -> tuple[list[np.ndarray], dict[str, Any]]:
     """Two clips of one kind of content, at whatever level the synthesizers give."""
     if kind == "speech":
-        from airbench_nb.build.speech import _random_voice, _speak, _trim
+        from airbench_nb.builders.speech import _random_voice, _speak, _trim
 
         gender, variant = _random_voice(ctx)
         lines = [str(s) for s in ctx.rng.choice(ctx.recipes.speech["distinct_voices"]["lines"], size=2, replace=False)]
         clips = [_pad(_trim(_speak(line, "en-us", variant))) for line in lines]
         return clips, {"voice": variant, "gender": gender, "transcripts": lines}
     if kind == "music":
-        from airbench_nb.build.music import _melody
+        from airbench_nb.builders.music import _melody
         from airbench_nb.synth.music import pitched_instruments
 
         name = str(_pick(ctx.rng, pitched_instruments()))
@@ -217,7 +217,7 @@ def _louder_content(ctx: Ctx, kind: str) -> tuple[list[np.ndarray], dict[str, An
             melodies.append({"direction": direction, "midis": midis})
         return clips, {"instrument": name, "melodies": melodies}
     if kind == "sound":
-        from airbench_nb.build.sounds import _scene
+        from airbench_nb.builders.sounds import _scene
 
         events = sorted(ctx.recipes.sounds["events"])
         clips, scenes = [], []
@@ -270,8 +270,8 @@ def make_louder_clip(ctx: Ctx) -> FoundationDraft:
 
 def _other_description(ctx: Ctx, meta: dict[str, Any]) -> str:
     """What plays behind the voice, from the mix's ground truth (the words the mixed tasks' meta_info uses)."""
-    from airbench_nb.build.chat import _a
-    from airbench_nb.build.music import _instrument_label
+    from airbench_nb.builders.chat import _a
+    from airbench_nb.builders.music import _instrument_label
 
     if "event" in meta:
         return f"{ctx.recipes.sounds['events'][meta['event']]['answer']} heard three times"
@@ -280,7 +280,7 @@ def _other_description(ctx: Ctx, meta: dict[str, Any]) -> str:
 
 def make_followup(ctx: Ctx) -> ChatDraft:
     """Speech mixed with a sound or music; 2-3 turns: what is said, then follow-ups on the mix's ground truth."""
-    from airbench_nb.build.chat import _ahead_sentence, _louder_sentence, make_chat_mixed
+    from airbench_nb.builders.chat import _ahead_sentence, _louder_sentence, make_chat_mixed
 
     cfg = ctx.recipes.multi["kit_followup_QA"]
     mix_task = str(ctx.cycle(list(cfg["mixes"]), "mix"))
