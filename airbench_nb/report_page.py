@@ -16,12 +16,16 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.records import RunInfo
+from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
+from airbench_nb.score_table import PROXY_SHORT, ScoreTable
+
 logger = logging.getLogger(__name__)
 
-INDEX = "index.html"
+INDEX = INDEX_HTML
 """File name of the landing page inside the run folder."""
 
-README = "README.md"
+README = README_MD
 """File name of its markdown twin (GitHub shows it when the folder is browsed)."""
 
 ALPHA = 0.05
@@ -42,17 +46,6 @@ FIGURE_CAPTIONS: dict[str, str] = {
     "chat-score-by-turn": "Multi-turn Chat: the judge's score of each turn (does it fall on follow-ups?).",
 }
 """Captions of the known figures of notebook 05, by file stem (others get their stem)."""
-
-RAW_FILES: tuple[str, ...] = (
-    "run.json",
-    "scores.csv",
-    "scores_summary.csv",
-    "summary.json",
-    "analysis/analysis.json",
-    "analysis/leaderboard.md",
-    "analysis/tables.csv",
-)
-"""Files linked under "Raw files" when they exist."""
 
 TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
@@ -132,14 +125,14 @@ def read_json(path: Path, page: str = "the report page") -> Any:
         return None
 
 
-def _duration(run: dict[str, Any]) -> str:
-    total = sum(nb.get("duration_s") or 0.0 for nb in run.get("notebooks", []))
+def _duration(run: RunInfo) -> str:
+    total = sum(nb.duration_s or 0.0 for nb in run.notebooks)
     return f"{total:.0f} s of notebooks" if total else "not finished"
 
 
-def _what(run: dict[str, Any], analysis: dict[str, Any] | None, run_dir: Path) -> list[tuple[str, str]]:
+def _what(run: RunInfo, analysis: dict[str, Any] | None, folder: RunFolder) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
-    card = read_json(run_dir / "data" / "dataset.json") or {}
+    card = read_json(folder.dataset_card) or {}
     counts = card.get("counts") or {}
     if card:
         parts = [f"source {card.get('source', '?')}"]
@@ -158,18 +151,16 @@ def _what(run: dict[str, Any], analysis: dict[str, Any] | None, run_dir: Path) -
             )
         )
         rows.append(("analyses read with", f"the {analysis.get('protocol')} protocol (the main table shows both)"))
-    parameters = run.get("parameters") or {}
+    parameters = run.parameters
     rows.append(("parameters", ", ".join(f"{k}={v!r}" for k, v in parameters.items()) or "the notebooks' defaults"))
     return rows
 
 
-def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], analysis: dict[str, Any] | None) -> list[tuple]:
-    from airbench_nb.scoring import PROXY_SHORT
-
+def _warnings(run: RunInfo, summary: list[dict[str, Any]], analysis: dict[str, Any] | None) -> list[tuple]:
     out: list[tuple[str, str]] = []
-    for nb in run.get("notebooks", []):
-        if nb.get("status") == "failed":
-            out.append(("bad", f"notebook {nb['name']} failed: {nb.get('error') or 'no error recorded'}"))
+    for nb in run.notebooks:
+        if nb.status == "failed":
+            out.append(("bad", f"notebook {nb.name} failed: {nb.error or 'no error recorded'}"))
     for row in summary:
         if row.get("protocol") != "strict":
             continue
@@ -209,7 +200,7 @@ def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], analysis: dict
     return list(dict.fromkeys(out))
 
 
-def _main_table_html(results: dict[str, Any] | None) -> str:
+def _main_table_html(results: ScoreTable | None) -> str:
     if not results:
         return ""
     from airbench_nb.analysis.tables import _main_markdown, main_table
@@ -221,14 +212,14 @@ def _main_table_html(results: dict[str, Any] | None) -> str:
     return flat.to_html(index=False, border=0, escape=True, na_rep="–")
 
 
-def _figures(run_dir: Path) -> list[dict[str, str]]:
-    folder = run_dir / "analysis" / "figures"
+def _figures(run: RunFolder) -> list[dict[str, str]]:
+    folder = run.figures_dir
     if not folder.is_dir():
         return []
     order = list(FIGURE_CAPTIONS)
     paths = sorted(folder.glob("*.png"), key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem))
     return [
-        {"path": p.relative_to(run_dir).as_posix(), "caption": FIGURE_CAPTIONS.get(p.stem, p.stem.replace("-", " "))}
+        {"path": p.relative_to(run.path).as_posix(), "caption": FIGURE_CAPTIONS.get(p.stem, p.stem.replace("-", " "))}
         for p in paths
     ]
 
@@ -247,64 +238,55 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
     """
     import jinja2
 
-    run_dir = Path(run_dir)
-    run = read_json(run_dir / "run.json")
-    if not isinstance(run, dict):
+    folder = RunFolder(Path(run_dir))
+    run_dir = folder.path
+    try:
+        run = folder.read_info()
+    except (OSError, ValueError):
+        run = None
+    if run is None:
         raise FileNotFoundError(f"{run_dir}: no readable run.json (is this a run folder?)")
-    analysis = read_json(run_dir / "analysis" / "analysis.json")
-    results = read_json(run_dir / "summary.json")
-    summary_rows = _summary_rows(run_dir)
+    stamps = run.model_dump(mode="json", include={"started", "ended"})
+    analysis = read_json(folder.analysis_json)
+    results = folder.read_scores()
+    summary_rows = results.summary_rows() if results is not None else []
     notebooks = [
         {
-            "name": nb.get("name"),
-            "status": nb.get("status"),
-            "seconds": f"{nb['duration_s']:.1f}" if nb.get("duration_s") is not None else "",
-            "output": nb.get("output") if nb.get("output") and (run_dir / nb["output"]).is_file() else None,
-            "html": nb.get("html") if nb.get("html") and (run_dir / nb["html"]).is_file() else None,
-            "error": (nb.get("error") or "")[:300] if nb.get("status") != "skipped" else nb.get("error") or "",
+            "name": nb.name,
+            "status": nb.status,
+            "seconds": f"{nb.duration_s:.1f}" if nb.duration_s is not None else "",
+            "output": nb.output if nb.output and (run_dir / nb.output).is_file() else None,
+            "html": nb.html if nb.html and (run_dir / nb.html).is_file() else None,
+            "error": (nb.error or "")[:300] if nb.status != "skipped" else nb.error or "",
         }
-        for nb in run.get("notebooks", [])
+        for nb in run.notebooks
     ]
     context = {
-        "run_id": run.get("run_id", run_dir.name),
-        "status": run.get("status", "running"),
-        "started": run.get("started", "?"),
-        "ended": run.get("ended") or "not finished",
+        "run_id": run.run_id,
+        "status": run.status,
+        "started": stamps["started"],
+        "ended": stamps["ended"] or "not finished",
         "duration": _duration(run),
-        "commit": run.get("git_commit") or "unknown",
-        "what": _what(run, analysis, run_dir),
-        "versions": sorted((run.get("versions") or {}).items()),
+        "commit": run.git_commit or "unknown",
+        "what": _what(run, analysis, folder),
+        "versions": sorted(run.versions.items()),
         "warnings": _warnings(run, summary_rows, analysis),
         "main_table": _main_table_html(results),
-        "figures": _figures(run_dir),
+        "figures": _figures(folder),
         "notebooks": notebooks,
-        "raw_files": [p for p in RAW_FILES if (run_dir / p).is_file()],
+        "raw_files": folder.raw_files(),
     }
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     template = environment.from_string(TEMPLATE)
-    index = run_dir / INDEX
+    index = folder.index_html
     index.write_text(template.render(**context), encoding="utf-8")
-    readme = run_dir / README
-    readme.write_text(_markdown(context, run_dir), encoding="utf-8")
+    readme = folder.readme
+    readme.write_text(_markdown(context, folder), encoding="utf-8")
     logger.info("report page: %s", index)
     return index, readme
 
 
-def _summary_rows(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "scores_summary.csv"
-    if not path.is_file():
-        return []
-    import pandas as pd
-
-    try:
-        frame = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        logger.warning("%s: unreadable (%s)", path, exc)
-        return []
-    return json.loads(frame.to_json(orient="records"))
-
-
-def _markdown(context: dict[str, Any], run_dir: Path) -> str:
+def _markdown(context: dict[str, Any], folder: RunFolder) -> str:
     lines = [
         f"# airbench-nb run `{context['run_id']}`: {context['status']}",
         "",
@@ -320,9 +302,9 @@ def _markdown(context: dict[str, Any], run_dir: Path) -> str:
         *([f"- {text}" for _, text in context["warnings"]] or ["None."]),
         "",
     ]
-    leaderboard = run_dir / "analysis" / "leaderboard.md"
-    if leaderboard.is_file():
-        lines += ["## Tables", "", "See [analysis/leaderboard.md](analysis/leaderboard.md).", ""]
+    if folder.leaderboard.is_file():
+        board = folder.leaderboard.relative_to(folder.path).as_posix()
+        lines += ["## Tables", "", f"See [{board}]({board}).", ""]
     if context["figures"]:
         lines += ["## Figures", ""]
         lines += [f"![{f['caption']}]({f['path']})\n\n*{f['caption']}*\n" for f in context["figures"]]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from airbench_nb.analysis.report import analyze_run
 from airbench_nb.cli import app
 from airbench_nb.records import NotebookStatus, RunInfo
 from airbench_nb.report_page import write_report_page
+from airbench_nb.run_folder import RunFolder
 from airbench_nb.scoring import score_run_folder
 from tests.planted_run import write_planted_run
 
@@ -41,10 +41,8 @@ def _run_json(folder: Path, statuses: dict[str, str]) -> None:
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = write_planted_run(tmp_path_factory.mktemp("page") / "run-1", per_task=20, chat_per_task=4, snr_items=10)
-    manifests = {k: run / "data" / f"{k}.jsonl" for k in ("foundation", "chat")}
-    summary, results = score_run_folder(manifests, run / "responses", run / "verdicts", reps=100)
-    summary.to_csv(run / "scores_summary.csv", index=False)
-    (run / "summary.json").write_text(json.dumps(results, default=str))
+    _, results = score_run_folder(RunFolder(run), reps=100)
+    RunFolder(run).write_scores(results)
     analyze_run(run, reps=100)
     _run_json(run, {"03_run_model": "ok", "04_judge": "ok", "05_analyze": "ok"})
     return run

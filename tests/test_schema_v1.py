@@ -9,6 +9,7 @@ import pandas as pd
 
 from airbench_nb.manifests import read_manifest, read_records
 from airbench_nb.records import Response, Verdict
+from airbench_nb.run_folder import RunFolder
 from airbench_nb.scoring.tables import score_run_folder
 
 V1 = Path(__file__).resolve().parent / "fixtures" / "schema_v1"
@@ -44,8 +45,7 @@ def test_v1_files_validate_with_the_cli():
 
 
 def test_v1_run_scores_identically():
-    manifests = {"foundation": V1 / "manifests" / "foundation.jsonl", "chat": V1 / "manifests" / "chat.jsonl"}
-    summary, _ = score_run_folder(manifests, V1 / "responses", V1 / "verdicts", reps=200)
+    summary, _ = score_run_folder(RunFolder(V1, data=V1 / "manifests"), reps=200)
     expected = pd.read_json(V1 / "expected_scores.json", orient="records")
     got = summary[expected.columns].reset_index(drop=True)
     pd.testing.assert_frame_equal(got, expected, check_dtype=False, atol=1e-9)

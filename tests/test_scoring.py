@@ -9,6 +9,7 @@ from airbench_nb.judge.chat_parse import parse_scores_strict
 from airbench_nb.judge.extract import extract_choice
 from airbench_nb.manifests import ManifestError
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.run_folder import RunFolder
 from airbench_nb.scoring import FRAME_COLUMNS, score_official_files, score_run, scores_frame
 
 MODEL = "baseline:test"
@@ -277,8 +278,8 @@ def test_confidence_intervals_contain_the_point_and_are_deterministic():
     first = score_run(*args, protocol="both", seed=7, reps=300)
     again = score_run(*args, protocol="both", seed=7, reps=300)
     other = score_run(*args, protocol="both", seed=8, reps=300)
-    assert json.dumps(first, sort_keys=True) == json.dumps(again, sort_keys=True)
-    assert json.dumps(first, sort_keys=True) != json.dumps(other, sort_keys=True)
+    assert json.dumps(first.as_dict(), sort_keys=True) == json.dumps(again.as_dict(), sort_keys=True)
+    assert json.dumps(first.as_dict(), sort_keys=True) != json.dumps(other.as_dict(), sort_keys=True)
     for table in first.values():
         for score in _all_scores(table):
             assert score["ci_low"] <= score["value"] + 1e-12 <= score["ci_high"] + 2e-12, score
@@ -369,7 +370,7 @@ def official_files(tmp_path):
 def test_score_official_files_foundation(official_files):
     foundation, chat, chat_swapped = official_files
     result = score_official_files(foundation, chat, chat_swapped, seed=0)
-    json.dumps(result)  # serialisable
+    json.dumps(result.as_dict())  # serialisable
     official, strict = result["official"]["foundation"], result["strict"]["foundation"]
 
     gender_o = official["subsets"]["Speaker_Gender_Recognition_vox"]
@@ -608,17 +609,13 @@ def test_run_folder_summary_marks_partial_averages(tmp_path):
     write_manifest(tmp_path / "foundation.jsonl", speech_only)
     write_records(tmp_path / "responses" / "m" / "foundation.jsonl", responses)
     write_records(tmp_path / "verdicts" / "m" / "foundation.rule.jsonl", verdicts)
-    summary, _ = score_run_folder(
-        {"foundation": tmp_path / "foundation.jsonl"}, tmp_path / "responses", tmp_path / "verdicts", reps=0
-    )
+    summary, _ = score_run_folder(RunFolder(tmp_path, data=tmp_path), reps=0)
     assert list(summary["protocol"]) == ["official", "strict"]
     assert summary["foundation_partial"].tolist() == [True, True]
     assert "chat_partial" not in summary.columns  # no Chat section at all
 
     write_manifest(tmp_path / "foundation.jsonl", items)
-    summary, _ = score_run_folder(
-        {"foundation": tmp_path / "foundation.jsonl"}, tmp_path / "responses", tmp_path / "verdicts", reps=0
-    )
+    summary, _ = score_run_folder(RunFolder(tmp_path, data=tmp_path), reps=0)
     assert summary["foundation_partial"].tolist() == [False, False]
 
 

@@ -310,6 +310,7 @@ def _chat_rows(mark):
 
 
 def _comparable(result):
+    result = result.as_dict()
     for table in result.values():
         for section in (table["foundation"], table["chat"]):
             if section is not None:

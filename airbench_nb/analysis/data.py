@@ -35,6 +35,7 @@ import pandas as pd
 from airbench_nb.judge.extract import LETTERS, official_extract
 from airbench_nb.manifests import read_manifest, read_records
 from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.run_folder import RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -316,11 +317,11 @@ def load_run(
         FileNotFoundError: When the manifest folder holds no manifest.
         airbench_nb.manifests.ManifestError: On an invalid manifest or record line (file, line and field named).
     """
-    run_dir = Path(run_dir)
-    data_dir = Path(manifest_dir) if manifest_dir else run_dir / "data"
-    manifests = [data_dir / f"{kind}.jsonl" for kind in KINDS if (data_dir / f"{kind}.jsonl").is_file()]
+    folder = RunFolder(Path(run_dir), data=manifest_dir, responses=responses_dir, verdicts=verdicts_dir)
+    run_dir = folder.path
+    manifests = [folder.manifest(kind) for kind in KINDS if folder.manifest(kind).is_file()]
     if not manifests:
-        raise FileNotFoundError(f"{data_dir}: no foundation.jsonl or chat.jsonl")
+        raise FileNotFoundError(f"{folder.data_dir}: no foundation.jsonl or chat.jsonl")
     items: dict[str, FoundationItem | ChatItem] = {}
     all_items: list[FoundationItem | ChatItem] = []
     unusable = 0
@@ -331,13 +332,10 @@ def load_run(
                 items[item.uid] = item
             else:
                 unusable += 1
-    answers = Path(responses_dir) if responses_dir else run_dir / "responses"
-    judged = Path(verdicts_dir) if verdicts_dir else run_dir / "verdicts"
     responses: dict[str, dict[str, Response]] = {}
     verdicts: dict[str, list[Verdict]] = {}
     duplicates = 0
-    model_dirs = sorted(p for p in answers.iterdir() if p.is_dir()) if answers.is_dir() else []
-    for model_dir in model_dirs:
+    for model_dir in folder.model_dirs():
         for kind in KINDS:
             path = model_dir / f"{kind}.jsonl"
             if path.is_file():
@@ -346,7 +344,7 @@ def load_run(
                         by_uid = responses.setdefault(response.model, {})
                         duplicates += response.uid in by_uid
                         by_uid[response.uid] = response  # the latest wins
-        for path in sorted((judged / model_dir.name).glob("*.jsonl")):
+        for path in folder.verdict_files(model_dir.name):
             for verdict in read_records(path, Verdict):
                 if models is None or verdict.model in models:
                     verdicts.setdefault(verdict.model, []).append(verdict)

@@ -37,11 +37,12 @@ import pandas as pd
 from airbench_nb import plots
 from airbench_nb.analysis import answers, circular, classification, order_bias, position_bias, ranking, snr, tables
 from airbench_nb.analysis.data import RunData, load_run
+from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
 from airbench_nb.scoring import PROXY_SHORT
 
 logger = logging.getLogger(__name__)
 
-ANALYSIS_DIR = "analysis"
+ANALYSIS_DIR = ANALYSIS
 """Sub-folder of the run folder that :meth:`RunAnalysis.write` fills."""
 
 SECTIONS: tuple[str, ...] = (
@@ -179,9 +180,10 @@ class RunAnalysis:
             verdicts_dir=verdicts_dir,
             models=list(models) if models else None,
         )
-        self.manifest_dir = Path(manifest_dir) if manifest_dir else self.run_dir / "data"
-        self.responses_dir = Path(responses_dir) if responses_dir else self.run_dir / "responses"
-        self.verdicts_dir = Path(verdicts_dir) if verdicts_dir else self.run_dir / "verdicts"
+        self.folder = RunFolder(self.run_dir, data=manifest_dir, responses=responses_dir, verdicts=verdicts_dir)
+        self.manifest_dir = self.folder.data_dir
+        self.responses_dir = self.folder.responses_dir
+        self.verdicts_dir = self.folder.verdicts_dir
         self._frames: dict[str, pd.DataFrame] = {}
         self.foundation = self.foundation_frame(protocol)
         chat = self.run.chat_frame(protocol)
@@ -498,15 +500,15 @@ class RunAnalysis:
         """
         import matplotlib.pyplot as plt
 
-        out = Path(out) if out else self.run_dir / ANALYSIS_DIR
+        out = Path(out) if out else self.folder.analysis_dir
         out.mkdir(parents=True, exist_ok=True)
         sections = list(sections) if sections is not None else self.sections()
         figures: list[str] = []
         for section in sections:
             if section.figure is not None and section.figure_key:
-                figures.append(plots.save(section.figure, out / "figures", section.figure_key).name)
+                figures.append(plots.save(section.figure, out / FIGURES, section.figure_key).name)
             for stem, figure in section.extra_figures.items():
-                figures.append(plots.save(figure, out / "figures", stem).name)
+                figures.append(plots.save(figure, out / FIGURES, stem).name)
         plt.close("all")
         summary, results = self.scores()
         written = (
@@ -528,11 +530,11 @@ class RunAnalysis:
             if section.extra_data:
                 analysis[f"{section.name}_detail"] = section.extra_data
         analysis["files"] = {
-            "figures": [f"figures/{name}" for name in figures],
+            "figures": [f"{FIGURES}/{name}" for name in figures],
             **{k: Path(v).name for k, v in written.items()},
-            "analysis": "analysis.json",
+            "analysis": ANALYSIS_JSON,
         }
-        (out / "analysis.json").write_text(json.dumps(analysis, indent=1, default=_json_default) + "\n")
+        (out / ANALYSIS_JSON).write_text(json.dumps(analysis, indent=1, default=_json_default) + "\n")
         logger.info("analysis of %s written to %s (%d figures)", self.run_dir, out, len(figures))
         return analysis
 

@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from airbench_nb.analysis.stats import plain, wilson
+from airbench_nb.run_folder import LEADERBOARD, TABLES_CSV
 from airbench_nb.scoring import (
     CHAT_CATEGORIES,
     FOUNDATION_CATEGORIES,
@@ -120,7 +121,7 @@ def split_key(key: str, result: Mapping[str, Any]) -> tuple[str, str]:
 def _partial(section: Mapping[str, Any], benchmark: str) -> bool:
     """Whether a section's average is partial: as scoring says, else fewer categories with a value than expected."""
     average = section.get("average") or {}
-    if "partial" in average:
+    if average.get("partial") is not None:
         return bool(average["partial"])
     categories = section.get("categories") or {}
     expected = FOUNDATION_CATEGORIES if benchmark == "foundation" else CHAT_CATEGORIES
@@ -540,9 +541,9 @@ def write_tables(
             "there was a response, or there was no response (or an error). Share of n, with the count.\n"
         )
         parts.append(markdown_table(_format_markdown(formats)) if not formats.empty else "_no Foundation answers._\n")
-    markdown = out / "leaderboard.md"
+    markdown = out / LEADERBOARD
     markdown.write_text("\n".join(parts), encoding="utf-8")
-    csv = out / "tables.csv"
+    csv = out / TABLES_CSV
     tables_long(results, formats, summary).to_csv(csv, index=False)
     logger.info("wrote %s and %s", markdown, csv)
     return {"markdown": markdown, "csv": csv}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, AnnotationPair, ChatItem, FoundationItem
+from airbench_nb.run_folder import RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -166,8 +167,9 @@ def draw_sample(
         raise ValueError(f"n must be 1 or more, got {n}")
     run_dir = Path(run_dir)
     run = load_run(run_dir, models=models)
-    manifest = run_dir / "data" / f"{kind}.jsonl"
-    root = str(data_root(manifest)) if manifest.is_file() else str((run_dir / "data").resolve())
+    folder = RunFolder(run_dir)
+    manifest = folder.manifest(kind)
+    root = str(data_root(manifest)) if manifest.is_file() else str(folder.data_dir.resolve())
     item_type = FoundationItem if kind == "foundation" else ChatItem
     excluded = {
         "audio_not_ok": 0,

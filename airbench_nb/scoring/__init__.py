@@ -89,6 +89,7 @@ split on ``"\n"`` only, as the official scripts read them: a raw U+2028, U+2029 
 
 from __future__ import annotations
 
+from airbench_nb.score_table import FRAME_COLUMNS, PROXY_SHORT
 from airbench_nb.scoring.aggregate import (
     CHAT_CATEGORIES,
     CONFIDENCE,
@@ -123,7 +124,6 @@ from airbench_nb.scoring.run import (
     GRADED_KEY,
     GRADED_WHY,
     PROXY_LABEL,
-    PROXY_SHORT,
     ROTATED_KEY,
     ROTATED_WHY,
     _foundation_verdicts,
@@ -131,7 +131,7 @@ from airbench_nb.scoring.run import (
     foundation_verdicts,
     score_run,
 )
-from airbench_nb.scoring.tables import FRAME_COLUMNS, score_models, score_run_folder, scores_frame
+from airbench_nb.scoring.tables import score_models, score_run_folder, scores_frame
 
 __all__ = [
     "CHAT_CATEGORIES",

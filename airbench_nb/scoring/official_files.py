@@ -13,6 +13,7 @@ from airbench_nb.judge.extract import extract_choice
 from airbench_nb.manifests import ManifestError, json_problem, parse_json_bytes
 from airbench_nb.official import normalise_choice
 from airbench_nb.records import CHAT_TASKS, KIT_CHAT_TASKS, KIT_FOUNDATION_TASKS
+from airbench_nb.score_table import RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _chat_section, _foundation_section, _log_summary
 from airbench_nb.scoring.outcomes import PROTOCOLS, ChatOutcome, FoundationOutcome, official_foundation_correct
 
@@ -213,7 +214,7 @@ def score_official_files(
     *,
     reps: int = DEFAULT_REPS,
     raise_on_error: bool = False,
-) -> dict[str, Any]:
+) -> RunScores:
     """Re-score result files in the official AIR-Bench formats with both protocols.
 
     Args:
@@ -227,9 +228,10 @@ def score_official_files(
         raise_on_error: Raise the first invalid line instead of counting it.
 
     Returns:
-        ``{"official": table, "strict": table}``; each table has ``foundation`` (``subsets``, ``tasks``,
-        ``categories``, ``average``, ``failed``, ``invalid``, ``errors``) and ``chat`` (``tasks``, ``categories``,
-        ``average``, ``failed``, ``invalid``, ``errors``), a section being None when its files were not given.
+        A :class:`~airbench_nb.score_table.RunScores` with ``official`` and ``strict``; each table has
+        ``foundation`` (``subsets``, ``tasks``, ``categories``, ``average``, ``failed``, ``invalid``, ``errors``)
+        and ``chat`` (``tasks``, ``categories``, ``average``, ``failed``, ``invalid``, ``errors``), a section being
+        None when its files were not given.
         Rows of the kit's own tasks (``kit_*``: multi-clip, multi-turn) are left out, neither scored nor invalid,
         and counted in the section's ``kit_rows`` (``count``, per task, ``why``; absent when there are none).
         The official protocol uses :func:`official_extract` and :func:`parse_scores_official`, the strict one
@@ -277,4 +279,4 @@ def score_official_files(
             section["source"] = [str(p) for p in (chat, chat_swapped) if p is not None]
             table["chat"] = section
         _log_summary(name, table)
-    return result
+    return RunScores.model_validate(result)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from airbench_nb.judge.chat_parse import parse_scores_official
 from airbench_nb.judge.extract import LETTERS, official_extract
 from airbench_nb.records import Response, Verdict
+from airbench_nb.score_table import SCORES_ONLY_JUDGES
 
 logger = logging.getLogger(__name__)
 
@@ -24,9 +25,6 @@ RULE_JUDGE = "rule"
 
 CHAT_ORDERS: tuple[str, ...] = ("reference_first", "hypothesis_first")
 """The two orders a Chat judge sees the answers in."""
-
-SCORES_ONLY_JUDGES: tuple[str, ...] = ("proxy",)
-"""Judge specs (or ``spec:`` prefixes) whose ``raw`` explains the scores instead of being a judge reply."""
 
 Protocol = Literal["official", "strict", "both"]
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from airbench_nb.records import AudioStatus, ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.score_table import ProtocolScores, RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _chat_section, _foundation_section, _log_summary, _protocols
 from airbench_nb.scoring.outcomes import (
     CHAT_ORDERS,
@@ -174,8 +175,6 @@ def chat_outcomes_of(
     return out
 
 
-PROXY_SHORT = "proxy (embedding similarity, not an LLM)"
-"""Short form of :data:`PROXY_LABEL` for table columns."""
 PROXY_LABEL = "proxy (sentence-embedding similarity mapped to 1-10, not an LLM judgment)"
 """How Chat scores from the ``proxy`` judge are labelled in every table."""
 
@@ -189,7 +188,7 @@ def score_run(
     seed: int = 0,
     reps: int = DEFAULT_REPS,
     judges: Sequence[str] | None = None,
-) -> dict[str, Any]:
+) -> RunScores:
     """Score one model's run under the official and/or strict protocol.
 
     Args:
@@ -205,11 +204,12 @@ def score_run(
         judges: Judge specs in priority order (see the module docstring); None for the default.
 
     Returns:
-        ``{protocol: {"protocol", "model", "seed", "reps", "unusable_items", "graded_items", "judges",
-        "foundation", "chat"}}`` for each protocol asked for; a section is None when the model answered no item of
-        that kind. ``graded_items`` counts the noise-graded copies (``meta["clean_uid"]``) left out of the tables;
+        A :class:`~airbench_nb.score_table.RunScores`: a :class:`~airbench_nb.score_table.ProtocolScores` for each
+        protocol asked for (``protocol``, ``model``, ``seed``, ``reps``, ``unusable_items``, ``graded_items``,
+        ``judges``, ``foundation``, ``chat``); a section is None when the model answered no item of that kind.
+        ``graded_items`` counts the noise-graded copies (``meta["clean_uid"]``) left out of the tables;
         ``duplicates`` the response and verdict records superseded by later ones and the stale verdicts left out.
-        JSON-serialisable.
+        ``.as_dict()`` is its JSON form.
 
     Raises:
         ValueError: On an unknown protocol, duplicate item uids, or several models or Chat judges to choose from.
@@ -285,6 +285,6 @@ def score_run(
             for item in chat:
                 chat_outcomes += chat_outcomes_of(item, by_uid.get(item.uid), c_verdicts, name)
             table["chat"] = _chat_section(chat_outcomes, name, reps, seed)
-        result[name] = table
         _log_summary(name, table)
-    return result
+        result[name] = ProtocolScores.model_validate(table)
+    return RunScores.model_validate(result)
