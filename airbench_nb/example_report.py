@@ -21,6 +21,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.run_folder import (
+    ANALYSIS,
+    ANALYSIS_JSON,
+    LEADERBOARD,
+    RUN_JSON,
+    SCORES_SUMMARY_CSV,
+    SUMMARY_JSON,
+    TABLES_CSV,
+    RunFolder,
+)
+
 logger = logging.getLogger(__name__)
 
 EXAMPLE_DIR = Path("reports") / "example"
@@ -33,12 +44,12 @@ NOTEBOOKS: tuple[str, ...] = ("01_build_data", "03_run_model", "04_judge", "05_a
 """Notebooks the example runs (no tutorial, mixing or annotation: they add audio, not results)."""
 
 KEPT_FILES: tuple[str, ...] = (
-    "run.json",
-    "summary.json",
-    "scores_summary.csv",
-    "analysis/analysis.json",
-    "analysis/leaderboard.md",
-    "analysis/tables.csv",
+    RUN_JSON,
+    SUMMARY_JSON,
+    SCORES_SUMMARY_CSV,
+    f"{ANALYSIS}/{ANALYSIS_JSON}",
+    f"{ANALYSIS}/{LEADERBOARD}",
+    f"{ANALYSIS}/{TABLES_CSV}",
 )
 """Files of the run folder copied into the example (plus ``analysis/figures/*.png``)."""
 
@@ -90,24 +101,25 @@ def make_example(out: str | Path = EXAMPLE_DIR, *, cache_dir: str | Path | None 
         if info.status != "ok":
             failed = [f"{n.name}: {n.error}" for n in info.notebooks if n.status == "failed"]
             raise RuntimeError(f"the example run failed: {'; '.join(failed)}")
-        run_dir = Path(tmp) / "example"
+        run = RunFolder(Path(tmp) / "example")
+        example = RunFolder(out)
         if out.exists():
             shutil.rmtree(out)
-        (out / "analysis" / "figures").mkdir(parents=True)
-        absolute = str(run_dir.resolve())
+        example.figures_dir.mkdir(parents=True)
+        absolute = str(run.path.resolve())
         for name in KEPT_FILES:
-            source = run_dir / name
+            source = run.path / name
             if source.is_file():
                 text = source.read_text(encoding="utf-8").replace(absolute, ".")
                 (out / name).write_text(text, encoding="utf-8")
-        for figure in sorted((run_dir / "analysis" / "figures").glob("*.png")):
-            shutil.copyfile(figure, out / "analysis" / "figures" / figure.name)
-    run = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    run["cache_dir"] = None
-    (out / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+        for figure in sorted(run.figures_dir.glob("*.png")):
+            shutil.copyfile(figure, example.figures_dir / figure.name)
+    written = json.loads(example.run_json.read_text(encoding="utf-8"))
+    written["cache_dir"] = None
+    example.run_json.write_text(json.dumps(written, indent=2) + "\n", encoding="utf-8")
     (out / MARKER).write_text("written by airbench_nb.example_report.make_example (make example)\n", encoding="utf-8")
     write_report_page(out)
-    logger.info("example report: %s", out / "index.html")
+    logger.info("example report: %s", example.index_html)
     return out
 
 
@@ -124,7 +136,7 @@ def comparable(path: str | Path) -> Any:
 
         return np.round(mpimg.imread(str(path)) * 255).astype("uint8")
     text = path.read_text(encoding="utf-8")
-    if path.name == "run.json":
+    if path.name == RUN_JSON:
         run = json.loads(text)
         for key in ("started", "ended", "versions", "git_commit", "platform"):
             run.pop(key, None)

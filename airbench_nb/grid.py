@@ -55,6 +55,7 @@ import yaml
 from pydantic import Field
 
 from airbench_nb.records import Record
+from airbench_nb.run_folder import INDEX_HTML, RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -667,7 +668,9 @@ def run_grid(
         log.close()
         entry.ended = datetime.now(UTC)
         entry.duration_s = round(time.perf_counter() - t0, 3)
-        entry.status, entry.error = _run_error(grid_dir / entry.run_id / "run.json", returncode, grid_dir / entry.log)
+        entry.status, entry.error = _run_error(
+            RunFolder(grid_dir / entry.run_id).run_json, returncode, grid_dir / entry.log
+        )
         save()
         if on_run_end is not None:
             on_run_end(entry, info)
@@ -772,7 +775,7 @@ def run_grid_command(
         for r in info.runs
     ]
     show(table(f"grid {escape(info.grid_id)}: {info.status}, {info.failed} of {total} runs failed", rows))
-    page = Path(reports_dir) / info.grid_id / "index.html"
+    page = Path(reports_dir) / info.grid_id / INDEX_HTML
     show(f"grid page: {escape(str(page))}")
     return info
 

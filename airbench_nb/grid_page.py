@@ -3,35 +3,35 @@
 One row per run: its varying parameters, status, duration and main scores per model — Foundation accuracy and the
 Chat judge's mean score, each with its 95% interval, under the strict protocol first and the official one below —
 and, when notebook 05 ran, its weighted total. Each row links to the run's own page; a failed run shows its error.
-Everything is read from ``grid.json`` and the files each run wrote (``scores_summary.csv``,
-``analysis/analysis.json``), so the page can be rewritten at any time: the grid rewrites it as each run ends.
+Everything is read from ``grid.json`` and the files each run wrote (its score table and analysis, read
+through :class:`~airbench_nb.run_folder.RunFolder`), so the page can be rewritten at any time: the grid
+rewrites it as each run ends.
 Rendered with Jinja2 like :mod:`airbench_nb.report_page`: styled inline, no JavaScript.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
 from airbench_nb.report_page import read_json
+from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
 
 logger = logging.getLogger(__name__)
 
-INDEX = "index.html"
+INDEX = INDEX_HTML
 """File name of the grid page inside the grid folder."""
 
-README = "README.md"
+README = README_MD
 """File name of its markdown twin."""
 
 PROTOCOLS: tuple[str, ...] = ("strict", "official")
 """Protocols shown, in order (the first one carries status, duration and errors)."""
 
 NO_JUDGE = "-"
-"""``chat_judge`` of ``scores_summary.csv`` when no Chat judge scored."""
+"""``chat_judge`` of a score summary row when no Chat judge scored."""
 
 TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
@@ -95,53 +95,31 @@ def _grid_json(path: Path) -> Any:
     return read_json(path, "the grid page")
 
 
-def _number(text: Any) -> float | None:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if value == value else None
-
-
-def _interval(text: Any) -> tuple[float | None, float | None]:
-    """``(low, high)`` from a ``scores_summary.csv`` interval cell such as ``(0.24, 0.41)``."""
-    numbers = re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", str(text or ""))
-    if len(numbers) != 2:
-        return None, None
-    return float(numbers[0]), float(numbers[1])
-
-
 def run_scores(run_dir: Path) -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
     """The main scores of one run folder, by protocol and ``(model, chat judge)``.
 
     Returns:
-        ``{protocol: {(model, chat_judge): {"foundation": (mean, low, high, partial), "chat": (...)}}}`` from
-        ``scores_summary.csv`` (Foundation as a fraction, Chat on the judge's 1-10 scale); empty without the file.
+        ``{protocol: {(model, chat_judge): {"foundation": (mean, low, high, partial), "chat": (...)}}}`` from the
+        run's score table (``summary.json``; Foundation as a fraction, Chat on the judge's 1-10 scale); empty
+        without one.
     """
-    path = run_dir / "scores_summary.csv"
+    table = RunFolder(run_dir).read_scores()
     out: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-    if not path.is_file():
+    if table is None:
         return out
-    try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        logger.warning("%s: unreadable (%s); left out of the grid page", path, exc)
-        return out
-    for row in rows:
+    for row in table.summary_rows():
         key = (row.get("model") or "?", row.get("chat_judge") or NO_JUDGE)
         entry: dict[str, Any] = {}
         for bench in ("foundation", "chat"):
-            low, high = _interval(row.get(f"{bench}_ci"))
-            partial = str(row.get(f"{bench}_partial")).lower() == "true"
-            entry[bench] = (_number(row.get(f"{bench}_average")), low, high, partial)
+            low, high = row.get(f"{bench}_ci") or (None, None)
+            entry[bench] = (row.get(f"{bench}_average"), low, high, bool(row.get(f"{bench}_partial")))
         out.setdefault(row.get("protocol") or "?", {})[key] = entry
     return out
 
 
 def run_totals(run_dir: Path) -> tuple[dict[str, float], str | None]:
     """Notebook 05's weighted total per model (``analysis.json``'s ranking) and the protocol it was read with."""
-    analysis = _grid_json(run_dir / "analysis" / "analysis.json")
+    analysis = _grid_json(RunFolder(run_dir).analysis_json)
     if not isinstance(analysis, dict):
         return {}, None
     totals = {
@@ -198,8 +176,8 @@ def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
         run_id = str(r.get("run_id"))
         folder = grid_dir / run_id
         link = f"{run_id}/" if folder.is_dir() else ""
-        if (folder / "index.html").is_file():
-            link = f"{run_id}/index.html"
+        if RunFolder(folder).index_html.is_file():
+            link = f"{run_id}/{INDEX_HTML}"
         seconds = r.get("duration_s")
         base_rows.append(
             {

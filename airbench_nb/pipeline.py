@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from airbench_nb.records import NotebookStatus, RunInfo
+from airbench_nb.run_folder import RUN_JSON, RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -194,9 +195,9 @@ def _previous_run(reports: Path, run_id: str | None) -> RunInfo:
     """
     if run_id is None:
         raise PipelineError("resume needs the id of the run to resume (a folder under the reports folder)")
-    run_json = reports / run_id / "run.json"
+    run_json = RunFolder(reports / run_id).run_json
     if not run_json.is_file():
-        known = sorted(p.parent.name for p in reports.glob("*/run.json"))[-5:]
+        known = sorted(p.parent.name for p in reports.glob(f"*/{RUN_JSON}"))[-5:]
         raise PipelineError(
             f"cannot resume {run_id!r}: no {run_json}" + (f" (recent runs: {', '.join(known)})" if known else "")
         )
@@ -349,10 +350,10 @@ def run_pipeline(
         resumed=previous.resumed + 1 if previous is not None else 0,
         cache_dir=str(Path(cache_dir).expanduser().resolve()) if cache_dir else None,
     )
-    run_json = run_dir / "run.json"
+    folder = RunFolder(run_dir)
 
     def save() -> None:
-        run_json.write_text(info.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        folder.write_info(info)
 
     save()
     failed = False
@@ -366,7 +367,7 @@ def run_pipeline(
             nb_params["run_dir"] = str(run_dir)
         if info.cache_dir and "cache_dir" in declared[stem] and "cache_dir" not in parameters:
             nb_params["cache_dir"] = info.cache_dir
-        output = run_dir / f"{stem}.ipynb"
+        output = folder.notebook(stem)
         status.parameters = nb_params
         status.output = output.name
         status.started = _now()
