@@ -485,7 +485,7 @@ def _default_cache(cache_dir: str | Path | None) -> str | None:
     if cache_dir:
         return str(Path(cache_dir).expanduser().resolve())
     try:
-        from airbench_nb.builders.cache import cache_root
+        from airbench_nb.cache import cache_root
     except ImportError:  # a kit without the data cache: each notebook keeps its own default
         return None
     return str(cache_root(None).resolve())

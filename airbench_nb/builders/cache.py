@@ -33,11 +33,9 @@ from typing import Any
 
 from airbench_nb.builders.builder import BuildReport, build
 from airbench_nb.builders.core import RECIPE_DIR, load_recipes
+from airbench_nb.cache import CACHE_ENV, cache_root  # noqa: F401 - re-exported: the data cache lives under it
 
 logger = logging.getLogger(__name__)
-
-CACHE_ENV = "AIRBENCH_CACHE"
-"""Environment variable naming the cache folder."""
 
 KEY_FILE = "cache-key.json"
 """File in a cache entry holding its key (written last: an entry without it is incomplete)."""
@@ -45,14 +43,6 @@ KEY_FILE = "cache-key.json"
 _PACKAGE = Path(__file__).resolve().parents[1]
 CODE_PATHS: tuple[str, ...] = ("builders", "synth", "mix.py", "audio.py", "records.py", "manifests.py")
 """Package paths (files or folders of ``.py`` files) whose source is part of the key."""
-
-
-def cache_root(cache_dir: str | Path | None = None) -> Path:
-    """The cache folder: ``cache_dir``, else ``$AIRBENCH_CACHE``, else ``~/.cache/airbench-nb``."""
-    if cache_dir:
-        return Path(cache_dir).expanduser()
-    env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "airbench-nb"
 
 
 @lru_cache(maxsize=1)

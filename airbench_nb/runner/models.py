@@ -9,7 +9,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from airbench_nb.manifests import AnyItem, resolve_audio
 from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
 from airbench_nb.records import AudioStatus, Response
+from airbench_nb.run_folder import KINDS, RunFolder, file_slug
 from airbench_nb.runner.outputs import (
     JsonlAppender,
     OutputError,
@@ -491,9 +492,7 @@ def models_failing_every_item(summaries: Iterable[RunSummary | Mapping[str, Any]
 
 def model_slug(spec: str) -> str:
     """A file-name-safe form of a model spec (``baseline:oracle`` -> ``baseline_oracle``)."""
-    import re
-
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")
+    return file_slug(spec)
 
 
 def check_official_output(path: str | Path, option: str = "--official-out") -> None:
@@ -604,3 +603,78 @@ def infer(
             texts = {r.uid: r.text for r in read_existing(out, Response) if r.model == spec}
             write_official_results(items, texts, official_out)
     return summary
+
+
+@dataclass
+class RunSummaries:
+    """The summaries of a folder's model runs (one per model and manifest kind), with their tables."""
+
+    runs: list[tuple[str, RunSummary]] = field(default_factory=list)
+    """``(kind, summary)`` per run, in the order they ran."""
+
+    def __iter__(self) -> Iterator[RunSummary]:
+        return (summary for _, summary in self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per (model, kind) run: ``kind``, then :meth:`RunSummary.as_dict` without the replicas."""
+        return [
+            {"kind": kind, **{k: v for k, v in summary.as_dict().items() if k != "replicas"}}
+            for kind, summary in self.runs
+        ]
+
+    def frame(self) -> Any:
+        """:meth:`rows` as a ``pandas.DataFrame``."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows())
+
+    def replica_rows(self) -> list[dict[str, Any]]:
+        """One row per replica of every model served by several (``model``, ``kind``, then the counters)."""
+        return [
+            {"model": summary.model, "kind": kind, **row} for kind, summary in self.runs for row in summary.replicas
+        ]
+
+    def replicas_frame(self) -> Any:
+        """:meth:`replica_rows` as a ``pandas.DataFrame`` (no rows when no model has several replicas)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.replica_rows(), columns=["model", "kind", "url", *REPLICA_COUNTS, "down"])
+
+    def failing_every_item(self) -> list[str]:
+        """The models that failed on every item they were asked (see :func:`models_failing_every_item`)."""
+        return models_failing_every_item(self)
+
+
+def infer_run_folder(
+    folder: RunFolder,
+    models: Sequence[str],
+    kinds: Sequence[str] = KINDS,
+    **options: Any,
+) -> RunSummaries:
+    """Answer a run folder's manifests with each model, into ``folder.responses_file(model, kind)`` (resumable).
+
+    The twin of :func:`~airbench_nb.judge.run.judge_run_folder`: notebook 03 and ``airbench-nb run`` call it.
+
+    Args:
+        folder: The run folder (manifests read from its data folder).
+        models: Model specs.
+        kinds: Manifest kinds to answer (those present; none present is an error).
+        **options: Passed to :func:`infer` (``batch_size``, ``concurrency``, ``limit``, ``max_new_tokens``,
+            ``prompt_set``, ``seed``, ...).
+
+    Returns:
+        A :class:`RunSummaries`, one summary per (model, kind), models in the order given.
+
+    Raises:
+        FileNotFoundError: When the data folder holds none of the manifests.
+    """
+    manifests = folder.manifests(kinds)
+    options.setdefault("progress", False)
+    summaries = RunSummaries()
+    for spec in models:
+        for kind, manifest in manifests.items():
+            summaries.runs.append((kind, infer(spec, manifest, folder.responses_file(spec, kind), **options)))
+    return summaries
