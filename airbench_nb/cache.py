@@ -13,6 +13,9 @@ from pathlib import Path
 CACHE_ENV = "AIRBENCH_CACHE"
 """Environment variable naming the cache folder."""
 
+DATA_CACHE = "data"
+"""Folder of built datasets inside the cache folder."""
+
 JUDGE_CACHE = "judge_cache.sqlite"
 """File name of the judge calls' SQLite cache inside the cache folder."""
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from airbench_nb.manifests import DATASET_CARD
 from airbench_nb.records import RunInfo
 from airbench_nb.score_table import ScoreTable
 
@@ -36,8 +37,6 @@ RUN_JSON = "run.json"
 """The run record (:class:`~airbench_nb.records.RunInfo`)."""
 DATA = "data"
 """Folder of the manifests and audio."""
-DATASET_CARD = "dataset.json"
-"""The data card inside ``data/``."""
 RESPONSES = "responses"
 """Folder of the responses, one folder per model."""
 VERDICTS = "verdicts"

@@ -33,7 +33,7 @@ from typing import Any
 
 from airbench_nb.builders.builder import BuildReport, build
 from airbench_nb.builders.core import RECIPE_DIR, load_recipes
-from airbench_nb.cache import CACHE_ENV, cache_root  # noqa: F401 - re-exported: the data cache lives under it
+from airbench_nb.cache import CACHE_ENV, DATA_CACHE, cache_root  # noqa: F401 - re-exported: the data cache lives under it
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ def cached_build(
         RecipeError, ValueError: As :func:`build` (nothing is cached then).
     """
     key = build_key(preset, seed, tasks=tasks, recipe_dir=recipe_dir, options=options)
-    root = cache_root(cache_dir) / "data"
+    root = cache_root(cache_dir) / DATA_CACHE
     name = f"{preset}-seed{seed}-{key_digest(key)}"
     entry = root / name
     with _locked(root / f"{name}.lock"):

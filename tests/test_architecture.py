@@ -1,0 +1,101 @@
+"""The architecture holds: the run folder's layout is spelled in one module only."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "airbench_nb"
+OWNER = PACKAGE / "run_folder.py"
+
+LAYOUT_FILES = (
+    "run.json",
+    "summary.json",
+    "scores.csv",
+    "scores_summary.csv",
+    "analysis.json",
+    "leaderboard.md",
+    "tables.csv",
+)
+"""File names of a run folder: no path-like string of the kit's code may hold them (docstrings and prose apart)."""
+
+LAYOUT_DIRS = ("data", "responses", "verdicts", "analysis", "annotation", "figures")
+"""Folder names of a run folder: no path may be joined with them outside the run-folder module."""
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            for statement in body:
+                # every bare string statement is documentation (module, class, function, attribute docstrings)
+                if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                    ids.add(id(statement.value))
+    return ids
+
+
+def _texts(node: ast.AST) -> list[str]:
+    """The literal text of a string constant or the literal parts of an f-string."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr):
+        return [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    return []
+
+
+def layout_literals(source: str) -> list[tuple[int, str]]:
+    """``(line, text)`` of every run-layout literal in Python source (file names anywhere, folders in path joins)."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant | ast.JoinedStr) and id(node) not in docs:
+            for text in _texts(node):
+                if " " in text.strip():  # prose (a message naming a file), not a path
+                    continue
+                for name in LAYOUT_FILES:
+                    if name in text:
+                        found.append((node.lineno, text))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            for text in _texts(node.right):
+                if text.strip("/").split("/")[0] in LAYOUT_DIRS:
+                    found.append((node.lineno, text))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("glob", "rglob", "joinpath"):
+            for arg in node.args:
+                for text in _texts(arg):
+                    if any(part in LAYOUT_DIRS for part in text.split("/")) or any(n in text for n in LAYOUT_FILES):
+                        found.append((node.lineno, text))
+    return sorted(set(found))
+
+
+def _notebook_source(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    code = []
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            lines = "".join(cell["source"]).splitlines()
+            code += [line for line in lines if not line.lstrip().startswith(("%", "!"))]
+    return "\n".join(code)
+
+
+def test_the_checker_finds_what_it_looks_for():
+    bad = 'x = run_dir / "responses" / slug\ny = f"{run}/summary.json"\nz = folder.glob("verdicts/*.jsonl")\n'
+    assert [line for line, _ in layout_literals(bad)] == [1, 2, 3]
+    fine = '"""run.json is documented here."""\nkey = {"responses": 3}\nname = "data"\nerror = "no run.json here"\n'
+    assert layout_literals(fine) == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in PACKAGE.rglob("*.py") if p != OWNER) + sorted((ROOT / "notebooks").glob("*.ipynb")),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_no_run_layout_literal_outside_the_run_folder_module(path: Path):
+    source = _notebook_source(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8")
+    found = layout_literals(source)
+    assert not found, f"{path.relative_to(ROOT)} spells the run layout (use airbench_nb.run_folder): {found}"
