@@ -15,7 +15,7 @@ import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -384,6 +384,9 @@ class _ItemBase(Record):
 class FoundationItem(_ItemBase):
     """A Foundation single-choice question about one audio clip."""
 
+    METRICS: ClassVar[tuple[str, ...]] = ("choice_accuracy",)
+    """The metrics that score this kind of item (names in :data:`airbench_nb.scoring.metrics.METRICS`)."""
+
     kind: Literal["foundation"] = "foundation"
     """Record kind, so that a manifest line says what it holds."""
     task: str
@@ -444,6 +447,9 @@ class ChatTurn(BaseModel):
 
 class ChatItem(_ItemBase):
     """A Chat open question about one audio clip (or several turns), with reference answers and a description."""
+
+    METRICS: ClassVar[tuple[str, ...]] = ("judge_score",)
+    """The metrics that score this kind of item (names in :data:`airbench_nb.scoring.metrics.METRICS`)."""
 
     kind: Literal["chat"] = "chat"
     """Record kind, so that a manifest line says what it holds."""

@@ -249,13 +249,19 @@ class ProtocolScores(_Readable):
     """Foundation scores; None when the model answered no Foundation item."""
     chat: ScoreSection | None = None
     """Chat scores; None when the model answered no Chat item."""
+    metric_sections: dict[str, ScoreSection | None] | None = None
+    """Sections of the other registered metrics (:mod:`airbench_nb.scoring.metrics`), by section name; None for a
+    metric whose items the model did not answer. Absent when only AIR-Bench's two metrics ran."""
 
     def sections(self) -> Iterator[tuple[str, ScoreSection]]:
-        """``(benchmark, section)`` of the sections present."""
+        """``(benchmark, section)`` of the sections present: Foundation, Chat, then the other metrics' sections."""
         for benchmark in BENCHMARKS:
             section = getattr(self, benchmark)
             if section is not None:
                 yield benchmark, section
+        for name, section in (self.metric_sections or {}).items():
+            if section is not None:
+                yield name, section
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per score (columns :data:`FRAME_COLUMNS`)."""

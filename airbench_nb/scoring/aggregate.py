@@ -381,3 +381,59 @@ def _log_summary(name: str, table: dict[str, Any]) -> None:
             logger.info(
                 "%s %s: average %s, %d failed", name, kind, section["average"]["value"], section.get("failed", 0)
             )
+
+
+@dataclass(frozen=True)
+class ValueOutcome:
+    """One unit's value under a metric that averages a number per unit (a word count, a per-item WER, ...)."""
+
+    task: str
+    """Task name (the stratum of the bootstrap)."""
+    unit: str
+    """Unit key (an item uid): the resampling unit."""
+    value: float | None
+    """The unit's value; None for a failure."""
+    reason: str
+    """Where the value came from, or why there is none."""
+
+
+def mean_section(outcomes: Sequence[ValueOutcome], metric: str, reps: int, seed: int) -> dict[str, Any]:
+    """A section of per-task means and their pooled mean, each with n, failures and a percentile bootstrap 95% CI.
+
+    The building block of metrics that average one number per unit: units are resampled with replacement within
+    their task (each task from its own generator, seeded by ``(seed, crc32(metric/task))``, as every score of the
+    kit); a task's value is the mean of its units' values; the Average is the mean over every scored unit of every
+    task (pooled). Failed units (``value`` None) are left out of the means and counted in ``failures``.
+
+    Args:
+        outcomes: One outcome per unit.
+        metric: The metric's name (part of the resampling key).
+        reps: Bootstrap replicates (0: no intervals).
+        seed: Bootstrap seed.
+
+    Returns:
+        ``{"tasks": {task: entry}, "categories": {}, "average": entry, "items": n, "failed": n,
+        "failure_reasons": {...}}`` (the JSON form of a :class:`~airbench_nb.score_table.ScoreSection`).
+    """
+    by_task: dict[str, list[ValueOutcome]] = defaultdict(list)
+    for outcome in outcomes:
+        by_task[outcome.task].append(outcome)
+    tasks: dict[str, Any] = {}
+    total = np.zeros((reps + 1, 2))
+    for task in sorted(by_task):
+        group = by_task[task]
+        values = np.array([[o.value if o.value is not None else 0.0, o.value is not None] for o in group], float)
+        sums = _resampled(values, reps, seed, f"{metric}/{task}")
+        total += sums
+        failures = sum(o.value is None for o in group)
+        tasks[task] = _score(_ratio(sums[:, 0], sums[:, 1]), int(values[:, 1].sum()), failures).as_dict()
+    failed = sum(o.value is None for o in outcomes)
+    average = _score(_ratio(total[:, 0], total[:, 1]), len(outcomes) - failed, failed).as_dict()
+    return {
+        "tasks": tasks,
+        "categories": {},
+        "average": average,
+        "items": len(outcomes),
+        "failed": failed,
+        "failure_reasons": dict(Counter(o.reason for o in outcomes if o.value is None).most_common()),
+    }

@@ -9,7 +9,8 @@ from typing import Any
 
 from airbench_nb.records import AudioStatus, ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.score_table import ProtocolScores, RunScores
-from airbench_nb.scoring.aggregate import DEFAULT_REPS, _chat_section, _foundation_section, _log_summary, _protocols
+from airbench_nb.scoring.aggregate import DEFAULT_REPS, _log_summary, _protocols
+from airbench_nb.scoring.metrics import Metric, metrics_of
 from airbench_nb.scoring.outcomes import (
     CHAT_ORDERS,
     DEFAULT_PROTOCOL,
@@ -17,15 +18,11 @@ from airbench_nb.scoring.outcomes import (
     SCORES_ONLY_JUDGES,
     STALE_WHY,
     ChatOutcome,
-    FoundationOutcome,
     Protocol,
     current_verdicts,
-    failure_text,
     latest_responses,
     official_chat,
-    official_foundation_correct,
     strict_chat,
-    strict_foundation,
 )
 
 logger = logging.getLogger(__name__)
@@ -98,21 +95,10 @@ _foundation_verdicts = foundation_verdicts  # the older, underscored name (airbe
 def _chat_verdicts(
     verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
 ) -> dict[tuple[str, str, int | None], Verdict]:
-    relevant = [v for v in verdicts if v.uid in uids and v.order in CHAT_ORDERS]
-    present = sorted({v.judge for v in relevant})
-    if not present:
-        return {}
-    if judges is None:
-        if len(present) > 1:
-            raise ValueError(f"Chat verdicts of several judges ({', '.join(present)}): pass judges= to choose one")
-        judge = present[0]
-    else:
-        usable = [j for j in judges if j in present]
-        if not usable:
-            logger.warning("no Chat verdicts by %s (present: %s)", list(judges), present)
-            return {}
-        judge = usable[0]
-    return {(v.uid, v.order, v.turn): v for v in relevant if v.judge == judge}
+    """The Chat judge's verdicts by ``(uid, order, turn)`` (:meth:`~airbench_nb.scoring.metrics.JudgeScore.select`)."""
+    from airbench_nb.scoring.metrics import JudgeScore
+
+    return JudgeScore().select(verdicts, uids, judges)
 
 
 INCOMPLETE_CONVERSATION = "strict: conversation left out, a turn has no score"
@@ -237,12 +223,15 @@ def score_run(
     ungraded = [i for i in items if GRADED_KEY not in i.meta and i.meta.get(ROTATED_KEY) not in uids]
     usable = [i for i in ungraded if i.audio_status in (None, AudioStatus.ok)]
     unusable = Counter(i.kind for i in ungraded if i.audio_status not in (None, AudioStatus.ok))
-    foundation = [i for i in usable if isinstance(i, FoundationItem)]
-    chat = [i for i in usable if isinstance(i, ChatItem)]
-    answered_foundation = any(i.uid in by_uid for i in foundation)
-    answered_chat = any(i.uid in by_uid for i in chat)
-    f_verdicts = foundation_verdicts(own, {i.uid for i in foundation}, judges)
-    c_verdicts = _chat_verdicts(own, {i.uid for i in chat}, judges) if answered_chat else {}
+    # Each metric scores the items that name it (FoundationItem: choice_accuracy; ChatItem: judge_score) into its
+    # section; a metric whose items the model did not answer leaves its section None, and picks no verdicts.
+    scored: list[tuple[Metric, list[Any], Mapping[Any, Verdict]]] = []
+    for metric in metrics_of(usable):
+        own_items = [i for i in usable if metric.name in i.METRICS]
+        answered = any(i.uid in by_uid for i in own_items)
+        chosen = metric.select(own, {i.uid for i in own_items}, judges) if answered else None
+        scored.append((metric, own_items, chosen))
+    used = {metric.section: metric.judges_used(chosen or {}) for metric, _, chosen in scored}
 
     result: dict[str, Any] = {}
     for name in wanted:
@@ -259,32 +248,23 @@ def score_run(
         }
         table["rotated_items"] = {"foundation": rotated.get("foundation", 0), "why": ROTATED_WHY}
         table["duplicates"] = {"responses": duplicate_responses, **resolved, "why": STALE_WHY}
-        chat_judges = sorted({v.judge for v in c_verdicts.values()})
+        chat_judges = used.get("chat", [])
         table["judges"] = {
-            "foundation": sorted({v.judge for v in f_verdicts.values()}),
+            "foundation": used.get("foundation", []),
             "chat": chat_judges,
             "chat_label": ", ".join(PROXY_LABEL if j in SCORES_ONLY_JUDGES else j for j in chat_judges) or None,
         }
         table["foundation"] = None
-        if answered_foundation:
-            outcomes = []
-            for item in foundation:
-                response = by_uid.get(item.uid)
-                failed = failure_text(response)
-                if name == "strict":
-                    correct, reason = strict_foundation(response, f_verdicts.get(item.uid))
-                elif failed is not None or response is None:
-                    correct, reason = None, failed or "no response"
-                else:
-                    correct, reason = official_foundation_correct(response.text, len(item.choices), item.answer)
-                outcomes.append(FoundationOutcome(item.task, item.dataset, correct, reason))
-            table["foundation"] = _foundation_section(outcomes, name, reps, seed)
         table["chat"] = None
-        if answered_chat:
-            chat_outcomes = []
-            for item in chat:
-                chat_outcomes += chat_outcomes_of(item, by_uid.get(item.uid), c_verdicts, name)
-            table["chat"] = _chat_section(chat_outcomes, name, reps, seed)
+        for metric, own_items, chosen in scored:
+            section = None
+            if chosen is not None:
+                outcomes = [o for i in own_items for o in metric.outcomes(i, by_uid.get(i.uid), chosen, name)]
+                section = metric.aggregate(outcomes, name, reps, seed)
+            if metric.section in ("foundation", "chat"):
+                table[metric.section] = section
+            else:  # a metric beyond AIR-Bench's two: its own section
+                table.setdefault("metric_sections", {})[metric.section] = section
         _log_summary(name, table)
         result[name] = ProtocolScores.model_validate(table)
     return RunScores.model_validate(result)

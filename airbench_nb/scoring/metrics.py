@@ -1,0 +1,202 @@
+"""Metrics: how an item kind is scored, as classes behind one protocol, like models and judges.
+
+A :class:`Metric` does three things for the items that name it (``item.METRICS``):
+
+1. :meth:`~Metric.select` picks, from one model's current verdicts, the ones that decide its items (a metric that
+   needs no judge returns an empty index);
+2. :meth:`~Metric.outcomes` turns one (item, response, verdicts) into typed outcome records under a protocol
+   (``official`` or ``strict``): a value, or a failure with its reason;
+3. :meth:`~Metric.aggregate` turns the outcomes of every item into a section of
+   :class:`~airbench_nb.score_table.ScoreEntry` values (per subset, task, category and the Average), each with n,
+   failures and a 95% bootstrap interval.
+
+:func:`~airbench_nb.scoring.run.score_run` runs every registered metric over the items that name it; a new kind of
+answer (a transcript scored by WER, a translation by BLEU) is a new metric class registered with
+:func:`register_metric`, not a new branch there. The two metrics of AIR-Bench:
+
+- :class:`ChoiceAccuracy` (``choice_accuracy``, Foundation): official reads the letter as the official script does
+  and drops failures; strict takes the deciding judge's verdict and counts failures wrong.
+- :class:`JudgeScore` (``judge_score``, Chat): the Chat judge's 1-10 scores in both orders; official parses the raw
+  reply as ``cal_score.py`` does, strict takes the parsed scores; failures are left out and counted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.scoring.aggregate import ValueOutcome, _chat_section, _foundation_section, mean_section
+from airbench_nb.scoring.outcomes import (
+    CHAT_ORDERS,
+    RULE_JUDGE,
+    ChatOutcome,
+    FoundationOutcome,
+    failure_text,
+    official_foundation_correct,
+    strict_foundation,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """How the items that name a metric are scored (see the module docstring)."""
+
+    name: ClassVar[str]
+    """The name items use in ``METRICS``."""
+    section: ClassVar[str]
+    """The section of a protocol's scores it fills (``foundation``, ``chat``, ...)."""
+
+    def select(
+        self, verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
+    ) -> Mapping[Any, Verdict]:
+        """The verdicts that decide the items ``uids``, keyed as :meth:`outcomes` looks them up."""
+        ...
+
+    def judges_used(self, chosen: Mapping[Any, Verdict]) -> list[str]:
+        """The judges of the chosen verdicts, sorted (what the scores rest on)."""
+        ...
+
+    def outcomes(self, item: Any, response: Response | None, chosen: Mapping[Any, Verdict], protocol: str) -> list[Any]:
+        """The outcome records of one item under ``protocol``."""
+        ...
+
+    def aggregate(self, outcomes: Sequence[Any], protocol: str, reps: int, seed: int) -> dict[str, Any]:
+        """The section of every item's outcomes: entries with n, failures and a CI (JSON form)."""
+        ...
+
+
+METRICS: dict[str, Metric] = {}
+"""Registered metrics by name."""
+
+
+def register_metric(metric: Metric) -> Metric:
+    """Register a metric under its name (replacing one of that name), and return it.
+
+    Raises:
+        TypeError: When the object does not implement :class:`Metric`.
+    """
+    if not isinstance(metric, Metric):
+        raise TypeError(f"{type(metric).__name__} is not a Metric (name, section, select, outcomes, aggregate, ...)")
+    METRICS[metric.name] = metric
+    return metric
+
+
+def metric_for(name: str) -> Metric:
+    """The registered metric of a name.
+
+    Raises:
+        KeyError: For a name no metric is registered under (the message lists the known ones).
+    """
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise KeyError(f"no metric {name!r}; registered: {', '.join(sorted(METRICS))}") from None
+
+
+def metrics_of(items: Iterable[Any]) -> list[Metric]:
+    """The metrics the items name, in first-named order."""
+    names = dict.fromkeys(name for item in items for name in getattr(item, "METRICS", ()))
+    return [metric_for(name) for name in names]
+
+
+class ChoiceAccuracy:
+    """Accuracy of single-choice answers (AIR-Bench Foundation), official and strict."""
+
+    name: ClassVar[str] = "choice_accuracy"
+    section: ClassVar[str] = "foundation"
+
+    def select(self, verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None) -> dict[str, Verdict]:
+        """The deciding verdict of each item (see :func:`~airbench_nb.scoring.run.foundation_verdicts`)."""
+        from airbench_nb.scoring.run import foundation_verdicts
+
+        return foundation_verdicts(verdicts, uids, judges)
+
+    def judges_used(self, chosen: Mapping[Any, Verdict]) -> list[str]:
+        """The judges whose verdicts decided items."""
+        return sorted({v.judge for v in chosen.values()})
+
+    def outcomes(
+        self, item: FoundationItem, response: Response | None, chosen: Mapping[Any, Verdict], protocol: str
+    ) -> list[FoundationOutcome]:
+        """One outcome: correct, wrong, or a failure with its reason."""
+        if protocol == "strict":
+            correct, reason = strict_foundation(response, chosen.get(item.uid))
+        else:
+            failed = failure_text(response)
+            if failed is not None or response is None:
+                correct, reason = None, failed or "no response"
+            else:
+                correct, reason = official_foundation_correct(response.text, len(item.choices), item.answer)
+        return [FoundationOutcome(item.task, item.dataset, correct, reason)]
+
+    def aggregate(self, outcomes: Sequence[FoundationOutcome], protocol: str, reps: int, seed: int) -> dict[str, Any]:
+        """Subsets, tasks, categories and the Average (see :mod:`airbench_nb.scoring`)."""
+        return _foundation_section(outcomes, protocol, reps, seed)
+
+
+class JudgeScore:
+    """A Chat judge's 1-10 scores of the answer and the reference, in both orders (AIR-Bench Chat)."""
+
+    name: ClassVar[str] = "judge_score"
+    section: ClassVar[str] = "chat"
+
+    def select(
+        self, verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
+    ) -> dict[tuple[str, str, int | None], Verdict]:
+        """The Chat judge's verdicts by ``(uid, order, turn)``: one judge, the first of ``judges`` present.
+
+        Raises:
+            ValueError: When ``judges`` is None and several Chat judges are present.
+        """
+        relevant = [v for v in verdicts if v.uid in uids and v.order in CHAT_ORDERS]
+        present = sorted({v.judge for v in relevant})
+        if not present:
+            return {}
+        if judges is None:
+            if len(present) > 1:
+                raise ValueError(f"Chat verdicts of several judges ({', '.join(present)}): pass judges= to choose one")
+            judge = present[0]
+        else:
+            usable = [j for j in judges if j in present]
+            if not usable:
+                logger.warning("no Chat verdicts by %s (present: %s)", list(judges), present)
+                return {}
+            judge = usable[0]
+        return {(v.uid, v.order, v.turn): v for v in relevant if v.judge == judge}
+
+    def judges_used(self, chosen: Mapping[Any, Verdict]) -> list[str]:
+        """The Chat judge (one at most)."""
+        return sorted({v.judge for v in chosen.values()})
+
+    def outcomes(
+        self, item: ChatItem, response: Response | None, chosen: Mapping[Any, Verdict], protocol: str
+    ) -> list[ChatOutcome]:
+        """One outcome per order, or per (turn, order) (see :func:`~airbench_nb.scoring.run.chat_outcomes_of`)."""
+        from airbench_nb.scoring.run import chat_outcomes_of
+
+        return chat_outcomes_of(item, response, chosen, protocol)
+
+    def aggregate(self, outcomes: Sequence[ChatOutcome], protocol: str, reps: int, seed: int) -> dict[str, Any]:
+        """Tasks, per-turn entries, categories (Mixed from its two tasks) and the Average."""
+        return _chat_section(outcomes, protocol, reps, seed)
+
+
+register_metric(ChoiceAccuracy())
+register_metric(JudgeScore())
+
+__all__ = [
+    "METRICS",
+    "RULE_JUDGE",
+    "ChoiceAccuracy",
+    "ValueOutcome",
+    "mean_section",
+    "JudgeScore",
+    "Metric",
+    "metric_for",
+    "metrics_of",
+    "register_metric",
+]
