@@ -26,8 +26,9 @@ import logging
 import string
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
-from airbench_nb.records import ChatItem, FoundationItem
+from airbench_nb.records import LETTERS, ChatItem, FoundationItem
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +186,7 @@ class PromptSet:
 
 
 def _letters(n: int) -> tuple[str, str]:
-    letters = list("ABCD"[:n])
+    letters = list(LETTERS[:n])
     joined_and = ", ".join(letters[:-1]) + f", and {letters[-1]}" if n > 2 else " and ".join(letters)
     return joined_and, " or ".join(letters)
 
@@ -198,7 +199,7 @@ def foundation_prompt(item: FoundationItem, prompts: PromptSet | None = None) ->
     choices: list[str | None] = list(item.choices)
     if prompts.name == "official":  # the official script always writes four lines, "None" for absent choices
         choices += [None] * (4 - len(choices))
-    options = "\n".join(f"{letter}. {choice}" for letter, choice in zip("ABCD", choices, strict=False))
+    options = "\n".join(f"{letter}. {choice}" for letter, choice in zip(LETTERS, choices, strict=False))
     return prompts.foundation_template.format(instruction=instruction, question=item.question, options=options)
 
 
@@ -307,6 +308,69 @@ CHAT_JUDGE_TEMPLATE = (
 audio description, the question, two answers, one line of two 1-10 scores. The kit sends it twice, with the
 reference as Assistant 1 and then as Assistant 2, at temperature 0 (the official script sends it once, and a random
 half of its calls at temperature 2.0)."""
+
+
+CHAT_EARLIER_QUESTIONS_TEMPLATE = (
+    "Earlier questions of this conversation (already answered; rate only the answers to the follow-up):\n"
+    "{earlier}\nFollow-up question: {question}"
+)
+"""What the ``[Question]`` slot of AIR-Bench's Chat judge prompt holds for turn 2 and later of a multi-turn item:
+the earlier questions, numbered, then the turn's question (see :func:`chat_turn_question`)."""
+
+
+def _judge_options(item: FoundationItem) -> str:
+    return "\n".join(f"{letter}. {choice}" for letter, choice in zip(LETTERS, item.choices, strict=False))
+
+
+def foundation_judge_messages(item: FoundationItem, answer: str) -> list[dict[str, Any]]:
+    """Messages asking an LLM which option ``answer`` chose (:data:`FOUNDATION_JUDGE_TEMPLATE`)."""
+    letters_or = " or ".join(LETTERS[: len(item.choices)])
+    text = FOUNDATION_JUDGE_TEMPLATE.format(
+        question=item.question, options=_judge_options(item), answer=answer, letters_or=letters_or
+    )
+    return [{"role": "user", "content": text}]
+
+
+def chat_turn_question(item: ChatItem, turn: int | None) -> str:
+    """The text put in the ``[Question]`` slot of the Chat judge prompt for one turn.
+
+    Turn 0 (and a one-turn item) is the question itself, so the prompt is byte for byte AIR-Bench's. A later turn
+    carries the earlier *questions* before its own (:data:`CHAT_EARLIER_QUESTIONS_TEMPLATE`), and no earlier answer:
+
+    - the questions, because a follow-up often means nothing alone ("And the second one?", "Is it fast?"); both
+      assistants were asked them, so they do not favour either;
+    - not the model's earlier answers, because each is judged in its own turn: shown again, an earlier mistake
+      would weigh on the follow-up twice (or a wrong premise the follow-up repeats would look consistent), and the
+      judge would see a history the reference answer never had;
+    - not the earlier reference answers, which would hand the judge an answer key it has in the audio description
+      already, and make the follow-up's rating depend on how the reference phrased earlier turns.
+
+    The judge still rates two answers to one question with AIR-Bench's wording, so a turn's scores read like a
+    one-turn item's.
+    """
+    if turn is None or turn == 0:
+        return item.question
+    conversation = item.conversation
+    earlier = "\n".join(f"{k + 1}. {question}" for k, (question, _) in enumerate(conversation[:turn]))
+    return CHAT_EARLIER_QUESTIONS_TEMPLATE.format(earlier=earlier, question=conversation[turn][0])
+
+
+def chat_judge_messages(item: ChatItem, answer: str, order: str, turn: int | None = None) -> list[dict[str, Any]]:
+    """Messages of AIR-Bench's Chat judge (:data:`CHAT_JUDGE_TEMPLATE`), the reference first or the hypothesis first.
+
+    Args:
+        item: The Chat item.
+        answer: The model's answer (to ``turn``).
+        order: ``reference_first`` or ``hypothesis_first``.
+        turn: Multi-turn items: the turn judged (its question and reference; see :func:`chat_turn_question`);
+            None for a one-turn item.
+    """
+    reference = item.reference if turn is None else item.conversation[turn][1]
+    first, second = (reference, answer) if order == "reference_first" else (answer, reference)
+    text = CHAT_JUDGE_TEMPLATE.format(
+        meta_info=item.meta_info, question=chat_turn_question(item, turn), answer_1=first, answer_2=second
+    )
+    return [{"role": "user", "content": text}]
 
 
 REFERENCE_TEMPLATE = (

@@ -85,6 +85,9 @@ ALL_FOUNDATION_TASKS: dict[str, str] = {**FOUNDATION_TASKS, **KIT_FOUNDATION_TAS
 ALL_CHAT_TASKS: dict[str, str] = {**CHAT_TASKS, **KIT_CHAT_TASKS}
 """Every Chat task an item may name: the official ones and the kit's own."""
 
+LETTERS = "ABCD"
+"""Option letters, in option order (a Foundation item has two to four options: ``LETTERS[:len(choices)]``)."""
+
 FoundationCategory = Literal["speech", "sound", "music", "multi-clip"]
 ChatCategory = Literal["speech", "sound", "music", "mixed", "multi-turn"]
 
@@ -431,7 +434,7 @@ class FoundationItem(_ItemBase):
     @property
     def answer_letter(self) -> str:
         """The letter (A-D) of the correct choice."""
-        return "ABCD"[self.answer]
+        return LETTERS[self.answer]
 
 
 class ChatTurn(BaseModel):
@@ -573,6 +576,25 @@ class Response(Record):
         if self.turns:
             fields.append(list(self.turns))
         return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+    def turn_answer(self, turn: int | None) -> str | None:
+        """The answer to ``turn`` (None: the one-turn answer), or None when there is none.
+
+        A one-turn response (or turn 0 of a response without ``turns``) is ``text``, None when the response is an
+        error. Turn ``k`` of a multi-turn response is ``turns[k]``, which is kept even when a later turn failed.
+        """
+        if turn is None or (turn == 0 and not self.turns):
+            return None if self.error is not None else self.text
+        if turn < len(self.turns):
+            return self.turns[turn]
+        return None
+
+    def turn_failure(self, turn: int | None) -> str:
+        """Why this response has no answer to ``turn`` (the reason of a judge's ``no response`` verdict)."""
+        if turn is None:
+            return f"no response: {self.error}"
+        why = self.error or "the response holds no answer to it"
+        return f"no response: turn {turn + 1} not answered ({why})"
 
 
 class Verdict(Record):

@@ -32,9 +32,18 @@ from typing import Any
 
 import pandas as pd
 
-from airbench_nb.judge.extract import LETTERS, official_extract
+from airbench_nb.judge.extract import official_extract
 from airbench_nb.manifests import read_manifest, read_records
-from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.records import (
+    CHAT_TASKS,
+    FOUNDATION_TASKS,
+    LETTERS,
+    AudioStatus,
+    ChatItem,
+    FoundationItem,
+    Response,
+    Verdict,
+)
 from airbench_nb.run_folder import RunFolder
 
 logger = logging.getLogger(__name__)
@@ -243,7 +252,6 @@ class RunData:
         Returns:
             A DataFrame with :data:`CHAT_COLUMNS`; ``score_*`` are NaN and ``failed`` True where no score was read.
         """
-        from airbench_nb.judge.run import turn_answer
         from airbench_nb.scoring import CHAT_ORDERS, official_chat, strict_chat
 
         if protocol not in ("strict", "official"):
@@ -262,7 +270,7 @@ class RunData:
                     response = by_uid.get(uid)
                     turns: list[int | None] = list(range(len(item.turns))) if item.multi_turn else [None]
                     for turn in turns:
-                        text = None if response is None else turn_answer(response, turn)
+                        text = None if response is None else response.turn_answer(turn)
                         reference = item.reference if turn is None else item.conversation[turn][1]
                         for order in CHAT_ORDERS:
                             verdict = latest.get((judge, uid, order, turn))

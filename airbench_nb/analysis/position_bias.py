@@ -34,7 +34,7 @@ import pandas as pd
 from scipy.stats import chisquare
 
 from airbench_nb.analysis.stats import plain
-from airbench_nb.judge.extract import LETTERS
+from airbench_nb.records import LETTERS
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, AnnotationPair, ChatItem, FoundationItem
+from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, LETTERS, AnnotationPair, ChatItem, FoundationItem
 from airbench_nb.run_folder import RunFolder
 
 logger = logging.getLogger(__name__)
@@ -21,10 +21,6 @@ KINDS: tuple[str, ...] = ("foundation", "chat")
 
 STRATIFY: tuple[str, ...] = ("category", "task")
 """What a sample may be stratified by."""
-
-
-LETTERS = "ABCD"
-"""Option letters, in option order."""
 
 
 @dataclass

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from airbench_nb.annotate.sample import LETTERS, _read_lines
-from airbench_nb.records import AnnotationPair, Label
+from airbench_nb.annotate.sample import _read_lines
+from airbench_nb.records import LETTERS, AnnotationPair, Label
 
 logger = logging.getLogger(__name__)
 

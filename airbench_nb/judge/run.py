@@ -1,14 +1,18 @@
-"""Judging responses into verdicts: the judges and the resumable judge loop.
+"""The resumable judge loop: which verdicts are pending, judging them a chunk at a time, the summary.
 
-Judge specs:
+The judges themselves are :class:`~airbench_nb.judge.base.Judge` objects built from spec strings by the registry
+(:func:`~airbench_nb.judge.load_judge`):
 
-- ``rule`` — Foundation only: :func:`~airbench_nb.judge.extract.extract_choice`; it abstains when unsure.
+- ``rule`` — Foundation only: :func:`~airbench_nb.judge.extract.extract_choice`; it abstains when unsure
+  (:mod:`airbench_nb.judge.rule`).
 - ``proxy`` — Chat only, offline: see :mod:`airbench_nb.judge.proxy` (labelled a proxy everywhere).
 - ``openai:<model>[@<base_url>]`` — an LLM judge through :class:`~airbench_nb.api_client.APIClient` (cached,
   retried, concurrent, costed; Batch API on request). Foundation: the rule first, the LLM for the rule's
   abstentions (``foundation_mode="abstentions"``, default) or for every item (``"all"``). Chat: AIR-Bench's
-  prompt in both orders (reference first, then hypothesis first), at temperature 0.
+  prompt in both orders (reference first, then hypothesis first), at temperature 0 (:mod:`airbench_nb.judge.llm`).
 - ``hf:<path>`` — a local transformers chat model with the same prompts (an open judge on a GPU).
+
+The judge prompts live in :mod:`airbench_nb.prompts`; their builders are importable from here too.
 
 Verdicts are appended to a JSONL file and flushed per chunk; the output is checked, locked and repaired as the
 model runs' are (:mod:`airbench_nb.runner`). Responses are read latest-wins per (uid, model): a retried answer
@@ -30,8 +34,8 @@ as before: two verdicts with ``turn`` None.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,13 +43,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from airbench_nb.judge.extract import extract_choice
+from airbench_nb.judge.base import CHAT_ORDERS, JUDGE_CALL_FAILED, Judge, JudgeSpecError, Order, Task
+from airbench_nb.judge.llm import JUDGE_MAX_TOKENS, parse_judge_letter
+from airbench_nb.judge.registry import judge_applies, judge_class, load_judge, parse_judge_spec
+from airbench_nb.judge.rule import rule_verdict
 from airbench_nb.manifests import AnyItem
 from airbench_nb.prompts import (
-    CHAT_JUDGE_TEMPLATE,
-    FOUNDATION_JUDGE_PATTERN,
-    FOUNDATION_JUDGE_TEMPLATE,
-    prompt_hash,
+    CHAT_EARLIER_QUESTIONS_TEMPLATE,
+    chat_judge_messages,
+    chat_turn_question,
+    foundation_judge_messages,
 )
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.runner import (
@@ -59,201 +66,26 @@ from airbench_nb.runner import (
 
 logger = logging.getLogger(__name__)
 
-Order = Literal["single", "reference_first", "hypothesis_first"]
-CHAT_ORDERS: tuple[Order, Order] = ("reference_first", "hypothesis_first")
-"""The two orders every Chat response is judged in."""
-JUDGE_MAX_TOKENS = 64
-"""Reply length bound of LLM judges (a letter, or two scores)."""
-JUDGE_CALL_FAILED = "judge call failed"
-"""How the ``parse_error`` of a verdict whose judge call failed begins: such verdicts are retried on rerun."""
-
-
-class JudgeSpecError(ValueError):
-    """A judge spec that names no known judge."""
-
-
-@dataclass
-class Task:
-    """One judging job: an item, the response, the order (Chat), and the judge prompt when an LLM is asked."""
-
-    item: AnyItem
-    """The item."""
-    response: Response
-    """The response judged."""
-    order: Order = "single"
-    """Chat order."""
-    messages: list[dict[str, Any]] | None = None
-    """Judge messages (LLM judges)."""
-    turn: int | None = None
-    """Multi-turn Chat: index of the turn judged (0 for the first); None for one-turn items and Foundation."""
-
-    @property
-    def question(self) -> str:
-        """The question of the turn judged (the item's question for a one-turn item)."""
-        if self.turn is None or not isinstance(self.item, ChatItem):
-            return self.item.question
-        return self.item.conversation[self.turn][0]
-
-    @property
-    def reference(self) -> str:
-        """The reference answer of the turn judged (Chat)."""
-        assert isinstance(self.item, ChatItem)
-        return self.item.reference if self.turn is None else self.item.conversation[self.turn][1]
-
-    @property
-    def answer(self) -> str | None:
-        """The model's answer to the turn judged; None when it gave none (an error, or a turn after a failed one)."""
-        return turn_answer(self.response, self.turn)
-
-
-def turn_answer(response: Response, turn: int | None) -> str | None:
-    """The answer of ``response`` to ``turn`` (None: the one-turn answer), or None when there is none.
-
-    A one-turn response (or turn 0 of a response without ``turns``) is ``text``, None when the response is an error.
-    Turn ``k`` of a multi-turn response is ``turns[k]``, which is kept even when a later turn failed.
-    """
-    if turn is None or (turn == 0 and not response.turns):
-        return None if response.error is not None else response.text
-    if turn < len(response.turns):
-        return response.turns[turn]
-    return None
-
-
-def turn_failure(response: Response, turn: int | None) -> str:
-    """Why ``response`` has no answer to ``turn`` (the ``no response`` verdict's reason)."""
-    if turn is None:
-        return f"no response: {response.error}"
-    why = response.error or "the response holds no answer to it"
-    return f"no response: turn {turn + 1} not answered ({why})"
-
-
-def _options(item: FoundationItem) -> str:
-    return "\n".join(f"{letter}. {choice}" for letter, choice in zip("ABCD", item.choices, strict=False))
-
-
-def foundation_judge_messages(item: FoundationItem, answer: str) -> list[dict[str, Any]]:
-    """Messages asking an LLM which option ``answer`` chose."""
-    letters_or = " or ".join("ABCD"[: len(item.choices)])
-    text = FOUNDATION_JUDGE_TEMPLATE.format(
-        question=item.question, options=_options(item), answer=answer, letters_or=letters_or
-    )
-    return [{"role": "user", "content": text}]
-
-
-CHAT_EARLIER_QUESTIONS_TEMPLATE = (
-    "Earlier questions of this conversation (already answered; rate only the answers to the follow-up):\n"
-    "{earlier}\nFollow-up question: {question}"
-)
-"""What the ``[Question]`` slot of AIR-Bench's Chat judge prompt holds for turn 2 and later of a multi-turn item:
-the earlier questions, numbered, then the turn's question (see :func:`chat_turn_question`)."""
-
-
-def chat_turn_question(item: ChatItem, turn: int | None) -> str:
-    """The text put in the ``[Question]`` slot of the Chat judge prompt for one turn.
-
-    Turn 0 (and a one-turn item) is the question itself, so the prompt is byte for byte AIR-Bench's. A later turn
-    carries the earlier *questions* before its own (:data:`CHAT_EARLIER_QUESTIONS_TEMPLATE`), and no earlier answer:
-
-    - the questions, because a follow-up often means nothing alone ("And the second one?", "Is it fast?"); both
-      assistants were asked them, so they do not favour either;
-    - not the model's earlier answers, because each is judged in its own turn: shown again, an earlier mistake
-      would weigh on the follow-up twice (or a wrong premise the follow-up repeats would look consistent), and the
-      judge would see a history the reference answer never had;
-    - not the earlier reference answers, which would hand the judge an answer key it has in the audio description
-      already, and make the follow-up's rating depend on how the reference phrased earlier turns.
-
-    The judge still rates two answers to one question with AIR-Bench's wording, so a turn's scores read like a
-    one-turn item's.
-    """
-    if turn is None or turn == 0:
-        return item.question
-    conversation = item.conversation
-    earlier = "\n".join(f"{k + 1}. {question}" for k, (question, _) in enumerate(conversation[:turn]))
-    return CHAT_EARLIER_QUESTIONS_TEMPLATE.format(earlier=earlier, question=conversation[turn][0])
-
-
-def chat_judge_messages(item: ChatItem, answer: str, order: Order, turn: int | None = None) -> list[dict[str, Any]]:
-    """Messages of AIR-Bench's Chat judge with the reference first or the hypothesis first.
-
-    Args:
-        item: The Chat item.
-        answer: The model's answer (to ``turn``).
-        order: ``reference_first`` or ``hypothesis_first``.
-        turn: Multi-turn items: the turn judged (its question and reference; see :func:`chat_turn_question`);
-            None for a one-turn item.
-    """
-    reference = item.reference if turn is None else item.conversation[turn][1]
-    first, second = (reference, answer) if order == "reference_first" else (answer, reference)
-    text = CHAT_JUDGE_TEMPLATE.format(
-        meta_info=item.meta_info, question=chat_turn_question(item, turn), answer_1=first, answer_2=second
-    )
-    return [{"role": "user", "content": text}]
-
-
-def parse_judge_letter(reply: str | None, n_choices: int) -> tuple[int | None, str | None]:
-    """Read a Foundation judge's reply: ``(choice, None)``, ``(None, None)`` for 'none', or ``(None, reason)``."""
-    match = re.match(FOUNDATION_JUDGE_PATTERN, (reply or "").strip(), re.IGNORECASE)
-    if not match:
-        return None, f"judge reply not understood: {(reply or '')[:80]!r}"
-    token = match.group(1).upper()
-    if token == "NONE":
-        return None, None
-    index = "ABCD".index(token)
-    if index >= n_choices:
-        return None, f"judge named option {token}, which the item does not have"
-    return index, None
-
-
-def _verdict(task: Task, judge: str, **fields: Any) -> Verdict:
-    fields.setdefault("response_hash", task.response.content_hash())
-    if task.turn is not None:
-        fields["turn"] = task.turn
-    return Verdict(uid=task.item.uid, model=task.response.model, judge=judge, order=task.order, **fields)
-
-
-def rule_verdict(item: FoundationItem, response: Response, judge: str = "rule") -> Verdict:
-    """The rule judge's verdict on one Foundation response."""
-    task = Task(item, response)
-    if response.error is not None or response.text is None:
-        return _verdict(task, judge, parse_error=f"no response: {response.error}")
-    extraction = extract_choice(response.text, item.choices)
-    return _verdict(
-        task,
-        judge,
-        raw=f"rule: {extraction.reason}",
-        choice=extraction.choice,
-        correct=None if extraction.choice is None else extraction.choice == item.answer,
-        parse_error=None if extraction.choice is not None else f"rule abstained: {extraction.reason}",
-        prompt_hash=prompt_hash(response.text or ""),
-    )
-
-
-def _llm_verdict(
-    task: Task, judge: str, text: str | None, error: str | None, tokens: tuple[Any, Any], cached: bool
-) -> Verdict:
-    common = {
-        "raw": text,
-        "prompt_hash": prompt_hash(repr(task.messages)),
-        "input_tokens": tokens[0],
-        "output_tokens": tokens[1],
-        "cached": cached,
-    }
-    if error is not None or text is None:
-        return _verdict(task, judge, parse_error=f"{JUDGE_CALL_FAILED}: {error}", **common)
-    item = task.item
-    if isinstance(item, FoundationItem):
-        choice, reason = parse_judge_letter(text, len(item.choices))
-        if choice is None:
-            return _verdict(task, judge, choice=None, correct=None if reason else False, parse_error=reason, **common)
-        return _verdict(task, judge, choice=choice, correct=choice == item.answer, **common)
-    from airbench_nb.judge.chat_parse import parse_scores_strict
-
-    parsed = parse_scores_strict(text)
-    if isinstance(parsed, str):
-        return _verdict(task, judge, parse_error=parsed, **common)
-    first, second = parsed
-    reference, hypothesis = (first, second) if task.order == "reference_first" else (second, first)
-    return _verdict(task, judge, score_reference=reference, score_hypothesis=hypothesis, **common)
+__all__ = [  # the names judges, prompts and tests import from here (they live in the modules named above)
+    "CHAT_EARLIER_QUESTIONS_TEMPLATE",
+    "CHAT_ORDERS",
+    "JUDGE_CALL_FAILED",
+    "JUDGE_MAX_TOKENS",
+    "JudgeSpecError",
+    "JudgeSummary",
+    "Order",
+    "Task",
+    "chat_judge_messages",
+    "chat_turn_question",
+    "foundation_judge_messages",
+    "judge_responses",
+    "judge_run_folder",
+    "judge_slug",
+    "judges_failing_every_call",
+    "parse_judge_letter",
+    "parse_judge_spec",
+    "rule_verdict",
+]
 
 
 @dataclass
@@ -330,102 +162,8 @@ class JudgeSummary:
         }
 
 
-class _LLM:
-    """An LLM judge backend: the shared API client (``openai:``) or a local transformers model (``hf:``)."""
-
-    def __init__(
-        self,
-        spec: str,
-        *,
-        concurrency: int,
-        cache: str | Path | None,
-        prices: Any,
-        timeout_s: float,
-        api_key_env: str | None,
-    ) -> None:
-        self.spec = spec
-        self.batch_poll_s = 30.0
-        kind, _, rest = spec.partition(":")
-        self.kind = kind
-        self.endpoint: str | None = None
-        """The endpoint of an ``openai:`` judge (its ``@<base_url>``, ``OPENAI_BASE_URL`` or OpenAI's)."""
-        if kind == "openai":
-            from airbench_nb.api_client import APIClient, parse_openai_spec
-
-            self.model, base_url = parse_openai_spec(rest)
-            self.client = APIClient(
-                base_url=base_url,
-                api_key_env=api_key_env,
-                concurrency=concurrency,
-                timeout_s=timeout_s,
-                cache_path=cache,
-                prices=prices,
-            )
-            self.endpoint = self.client.endpoint
-        else:
-            from airbench_nb.judge.hf_judge import HFChatJudge
-
-            self.model = rest
-            self.local = HFChatJudge(rest)
-
-    def requests(self, tasks: Sequence[Task]) -> list[Any]:
-        from airbench_nb.api_client import ChatRequest
-
-        return [
-            ChatRequest(self.model, t.messages or [], {"temperature": 0.0, "max_tokens": JUDGE_MAX_TOKENS})
-            for t in tasks
-        ]
-
-    def ask(
-        self, tasks: Sequence[Task], batch_api: bool = False, batch_file: Path | None = None
-    ) -> list[tuple[str | None, str | None, tuple, bool]]:
-        if self.kind == "hf":
-            replies = self.local.generate([t.messages or [] for t in tasks], max_new_tokens=JUDGE_MAX_TOKENS)
-            return [(text, err, (None, None), False) for text, err in replies]
-        requests = self.requests(tasks)
-        if batch_api:
-            path = batch_file or Path("judge.batch-requests.jsonl")
-            self.client.write_batch_file(requests, path)
-            batch_id = self.client.submit_batch(path)
-            self.client.poll_batch(batch_id, interval_s=self.batch_poll_s)
-            results = self.client.collect_batch(batch_id, requests)
-        else:
-            results = self.client.run_sync(requests, progress=False)
-        return [(r.text, r.error, (r.input_tokens, r.output_tokens), r.cached) for r in results]
-
-    def usage(self) -> dict[str, Any]:
-        return self.client.usage.as_dict() if self.kind == "openai" else {}
-
-
-def parse_judge_spec(spec: str) -> str:
-    """Check a judge spec: ``rule``, ``proxy``, ``openai:<model>[@<url>]`` or ``hf:<path>``.
-
-    An ``openai:`` spec is checked as a model's is (:func:`airbench_nb.api_client.parse_openai_spec`): a URL as the
-    model part (hint ``openai:MODEL@URL``), a base URL that is not http(s) or holds credentials are refused, and
-    the message never repeats a secret.
-
-    Raises:
-        JudgeSpecError: For a spec that names no judge, or an ``openai:`` spec that cannot be used.
-    """
-    if spec.startswith("openai:") and spec.split(":", 1)[1]:
-        from airbench_nb.api_client import EndpointError, parse_openai_spec
-
-        try:
-            parse_openai_spec(spec.split(":", 1)[1])
-        except EndpointError as exc:
-            raise JudgeSpecError(f"judge {exc}") from None
-        return spec
-    if spec in ("rule", "proxy") or (spec.startswith("hf:") and spec.split(":", 1)[1]):
-        return spec
-    from airbench_nb.api_client import redact_url
-
-    raise JudgeSpecError(
-        f"judge spec {redact_url(spec)!r} not understood; use rule, proxy, openai:<model>[@<base_url>] or hf:<path>"
-    )
-
-
 def judge_responses(
-    judge: str,
+    judge: str | Judge,
     items: Sequence[AnyItem],
     responses: Sequence[Response],
     out: str | Path,
@@ -445,8 +183,11 @@ def judge_responses(
     """Judge responses into ``out`` (resumable): one verdict per Foundation response, two per Chat turn.
 
     Args:
-        judge: Judge spec.
-        items: The manifest's items (responses to other uids are ignored).
+        judge: Judge spec (built with :func:`~airbench_nb.judge.load_judge` and the options below once the pending
+            verdicts are known), or a :class:`~airbench_nb.judge.base.Judge` already built (the options below that
+            configure a judge are then its own business).
+        items: The manifest's items (responses to other uids, and items of kinds the judge does not apply to, are
+            ignored).
         responses: Responses to judge (any number of models).
         out: Verdicts JSONL.
         concurrency: Requests in flight (LLM judges).
@@ -466,38 +207,39 @@ def judge_responses(
         A :class:`JudgeSummary`.
 
     Raises:
+        JudgeSpecError: For a spec that names no judge.
         OutputError: When ``out`` is not a verdicts file or another process is writing it; nothing is written.
         ManifestError: When a line of ``out`` is JSON but not a valid verdict (naming file, line and field).
         Exception: A fatal API error (see :func:`~airbench_nb.runner.is_fatal_api_error`), after keeping what was
             judged.
     """
-    import contextlib
-
-    judge = parse_judge_spec(judge)
+    spec = parse_judge_spec(judge) if isinstance(judge, str) else judge.spec
     out = Path(out)
     check_output_file(out, Verdict)
     with contextlib.nullcontext() if dry_run else output_lock(out):
         repaired = 0 if dry_run else repair_jsonl(out)
         existing = _read_verdicts(out, dry_run)
-        return _judge(
-            judge,
-            items,
-            responses,
-            out,
-            existing,
-            repaired,
-            concurrency=concurrency,
-            cache=cache,
-            prices=prices,
-            dry_run=dry_run,
-            batch_api=batch_api,
-            foundation_mode=foundation_mode,
-            chunk_size=chunk_size,
-            timeout_s=timeout_s,
-            api_key_env=api_key_env,
-            batch_poll_s=batch_poll_s,
-            progress=progress,
-        )
+        t0 = time.perf_counter()
+        kinds = judge_class(spec).kinds if isinstance(judge, str) else judge.kinds
+        summary, tasks = _pending(spec, kinds, items, responses, existing)
+        summary.repaired_lines = repaired
+        if isinstance(judge, str):
+            judge = load_judge(
+                spec,
+                concurrency=concurrency,
+                cache=cache,
+                prices=prices,
+                batch_api=batch_api,
+                foundation_mode=foundation_mode,
+                timeout_s=timeout_s,
+                api_key_env=api_key_env,
+                batch_poll_s=batch_poll_s,
+            )
+        if dry_run:
+            summary.dry_run = judge.estimate([t for t in tasks if _decide(judge, t) is None])
+            summary.seconds = round(time.perf_counter() - t0, 3)
+            return summary
+        return _judge(judge, tasks, out, summary, t0, chunk_size=chunk_size, progress=progress)
 
 
 def _read_verdicts(out: Path, dry_run: bool) -> list[Verdict]:
@@ -509,49 +251,36 @@ def _read_verdicts(out: Path, dry_run: bool) -> list[Verdict]:
     return read_records(out, Verdict, strict=False) if out.is_file() else []
 
 
-def _judge(
-    judge: str,
+def _pending(
+    spec: str,
+    kinds: frozenset[str],
     items: Sequence[AnyItem],
     responses: Sequence[Response],
-    out: Path,
     existing: Sequence[Verdict],
-    repaired: int,
-    *,
-    concurrency: int,
-    cache: str | Path | None,
-    prices: Any,
-    dry_run: bool,
-    batch_api: bool,
-    foundation_mode: Literal["abstentions", "all"],
-    chunk_size: int,
-    timeout_s: float,
-    api_key_env: str | None,
-    batch_poll_s: float,
-    progress: bool,
-) -> JudgeSummary:
-    """The body of :func:`judge_responses`, run while holding the output's lock."""
-    from tqdm.auto import tqdm
+) -> tuple[JudgeSummary, list[Task]]:
+    """The summary so far (tasks, skipped, stale, retried, duplicates) and the tasks to judge, in response order.
 
-    t0 = time.perf_counter()
+    Args:
+        spec: The judge's spec (the verdicts of other judges in ``existing`` are not its own).
+        kinds: The item kinds the judge applies to (items of other kinds are not judged).
+        items: The items.
+        responses: The responses (latest wins per (uid, model)).
+        existing: The verdicts already written.
+    """
     by_uid = {i.uid: i for i in items}
     latest_verdicts = {(v.uid, v.model, v.judge, v.order, v.turn): v for v in existing}
     latest_responses = {(r.uid, r.model): r for r in responses}
     summary = JudgeSummary(
-        judge=judge,
+        judge=spec,
         duplicates=len(responses) - len(latest_responses),
         duplicate_verdicts=len(existing) - len(latest_verdicts),
-        repaired_lines=repaired,
     )
     tasks: list[Task] = []
     for response in latest_responses.values():
         item = by_uid.get(response.uid)
-        if item is None:
+        if item is None or item.kind not in kinds:
             continue
         orders: tuple[Order, ...] = ("single",) if isinstance(item, FoundationItem) else CHAT_ORDERS
-        if judge == "rule" and isinstance(item, ChatItem):
-            continue
-        if judge == "proxy" and isinstance(item, FoundationItem):
-            continue
         judged = response.content_hash()
         turns: Sequence[int | None] = (
             range(len(item.turns)) if isinstance(item, ChatItem) and item.multi_turn else (None,)
@@ -559,7 +288,7 @@ def _judge(
         for turn in turns:
             for order in orders:
                 summary.tasks += 1
-                previous = latest_verdicts.get((item.uid, response.model, judge, order, turn))
+                previous = latest_verdicts.get((item.uid, response.model, spec, order, turn))
                 if previous is None:
                     pass
                 elif previous.response_hash is not None and previous.response_hash != judged:
@@ -573,70 +302,49 @@ def _judge(
     if summary.stale or summary.retried:
         logger.info(
             "judge %s: %d verdict(s) of a changed response judged again, %d failed call(s) retried",
-            judge,
+            spec,
             summary.stale,
             summary.retried,
         )
-    llm = None
-    if judge.startswith(("openai:", "hf:")):
-        llm = _LLM(
-            judge, concurrency=concurrency, cache=cache, prices=prices, timeout_s=timeout_s, api_key_env=api_key_env
-        )
-        llm.batch_poll_s = batch_poll_s
+    return summary, tasks
+
+
+def _decide(judge: Judge, task: Task) -> Verdict | None:
+    """A verdict without asking the judge (no answer to judge, or the judge's local step), else None."""
+    if task.answer is None:
+        return task.verdict(judge.spec, parse_error=task.response.turn_failure(task.turn))
+    return judge.decide(task)
+
+
+def _judge(
+    judge: Judge, tasks: Sequence[Task], out: Path, summary: JudgeSummary, t0: float, *, chunk_size: int, progress: bool
+) -> JudgeSummary:
+    """Judge ``tasks`` a chunk at a time into ``out`` (held locked by the caller), counting into ``summary``."""
+    from tqdm.auto import tqdm
+
     kinds: Counter[str] = Counter()
-
-    def decide_locally(task: Task) -> Verdict | None:
-        """A verdict without an LLM call, or None when the LLM must be asked (and its messages set)."""
-        item, response = task.item, task.response
-        answer = task.answer
-        if answer is None:
-            return _verdict(task, judge, parse_error=turn_failure(response, task.turn))
-        if isinstance(item, FoundationItem):
-            ruled = rule_verdict(item, response, judge=judge)
-            if llm is None or (foundation_mode == "abstentions" and ruled.choice is not None):
-                return ruled
-            task.messages = foundation_judge_messages(item, answer)
-            return None
-        if judge == "proxy":
-            return None
-        task.messages = chat_judge_messages(item, answer, task.order, task.turn)
-        return None
-
-    if dry_run:
-        pending = [t for t in tasks if decide_locally(t) is None and t.messages is not None]
-        if llm is None or llm.kind != "openai":
-            summary.dry_run = f"{len(pending)} judge calls; {judge} runs locally, nothing to pay"
-        else:
-            summary.dry_run = str(llm.client.estimate(llm.requests(pending)))
-        summary.seconds = round(time.perf_counter() - t0, 3)
-        return summary
-
-    proxy = None
     try:
-        with JsonlAppender(out) as sink, tqdm(total=len(tasks), desc=f"judge {judge}", disable=not progress) as bar:
+        with (
+            JsonlAppender(out) as sink,
+            tqdm(total=len(tasks), desc=f"judge {judge.spec}", disable=not progress) as bar,
+        ):
             for start in range(0, len(tasks), chunk_size):
                 chunk = tasks[start : start + chunk_size]
                 verdicts: dict[int, Verdict] = {}
                 ask: list[int] = []
                 for index, task in enumerate(chunk):
-                    local = decide_locally(task)
+                    local = _decide(judge, task)
                     if local is not None:
                         verdicts[index] = local
                     else:
                         ask.append(index)
-                if ask and judge == "proxy":
-                    from airbench_nb.judge.proxy import ProxyJudge
-
-                    proxy = proxy or ProxyJudge()
-                    for index, verdict in zip(ask, proxy.judge([chunk[i] for i in ask]), strict=True):
-                        verdicts[index] = verdict
-                elif ask and llm is not None:
+                if ask:
                     batch_file = out.with_name(f"{out.stem}.batch-requests-{start // chunk_size:04d}.jsonl")
                     # A fatal API error (rejected key, server refusing connections) propagates from here: the
                     # verdicts of earlier chunks are on disk, nothing more is sent.
-                    replies = llm.ask([chunk[i] for i in ask], batch_api=batch_api, batch_file=batch_file)
-                    for index, (text, error, tokens, cached) in zip(ask, replies, strict=True):
-                        verdicts[index] = _llm_verdict(chunk[index], judge, text, error, tokens, cached)
+                    asked = judge.ask([chunk[i] for i in ask], batch_file=batch_file)
+                    for index, verdict in zip(ask, asked, strict=True):
+                        verdicts[index] = verdict
                 ordered = []
                 for index in range(len(chunk)):
                     verdict = verdicts[index]
@@ -656,7 +364,7 @@ def _judge(
                 bar.update(len(chunk))
     finally:
         summary.failure_kinds = dict(kinds)
-        summary.usage = llm.usage() if llm is not None else {}
+        summary.usage = judge.usage()
         summary.seconds = round(time.perf_counter() - t0, 3)
     if summary.errors:
         logger.warning("%s", summary.failure_text())
@@ -698,8 +406,8 @@ def judge_run_folder(
     """Judge every model's responses under ``responses_dir/<model>/<kind>.jsonl`` with each judge.
 
     Verdicts go to ``verdicts_dir/<model>/<kind>.<judge>.jsonl`` (one file per judge, so judges never shadow each
-    other when resuming). Judges that do not apply to a kind (``rule`` on Chat, ``proxy`` on Foundation) are
-    skipped.
+    other when resuming). Judges that do not apply to a kind (``rule`` on Chat, ``proxy`` on Foundation: see
+    :attr:`~airbench_nb.judge.base.Judge.kinds`) are skipped.
 
     Args:
         responses_dir: Folder of per-model response folders (notebook 03's output).
@@ -713,6 +421,8 @@ def judge_run_folder(
     """
     from airbench_nb.manifests import read_manifest, read_records
 
+    for spec in judges:
+        parse_judge_spec(spec)
     rows = []
     items_by_kind = {kind: read_manifest(manifest) for kind, manifest in manifests.items()}
     for model_dir in sorted(p for p in Path(responses_dir).iterdir() if p.is_dir()):
@@ -722,7 +432,7 @@ def judge_run_folder(
                 continue
             responses = read_records(responses_path, Response)
             for spec in judges:
-                if (spec == "rule" and kind == "chat") or (spec == "proxy" and kind == "foundation"):
+                if not judge_applies(spec, kind):
                     continue
                 out = Path(verdicts_dir) / model_dir.name / f"{kind}.{judge_slug(spec)}.jsonl"
                 summary = judge_responses(spec, items, responses, out, progress=False, **options)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from airbench_nb.judge.chat_parse import parse_scores_official
-from airbench_nb.judge.extract import LETTERS, official_extract
-from airbench_nb.records import Response, Verdict
+from airbench_nb.judge.extract import official_extract
+from airbench_nb.records import LETTERS, Response, Verdict
 from airbench_nb.score_table import SCORES_ONLY_JUDGES
 
 logger = logging.getLogger(__name__)
@@ -147,9 +147,7 @@ def failure_text(response: Response | None, turn: int | None = None) -> str | No
     if response is None:
         return "no response"
     if turn is not None:
-        from airbench_nb.judge.run import turn_answer, turn_failure
-
-        return None if turn_answer(response, turn) is not None else turn_failure(response, turn)
+        return None if response.turn_answer(turn) is not None else response.turn_failure(turn)
     if response.error is not None:
         return f"response error: {response.error}"
     if response.text is None:

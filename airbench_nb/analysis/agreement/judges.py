@@ -22,8 +22,7 @@ from airbench_nb.analysis.agreement.constants import (
     UNCLEAR,
     VOTE_COLUMNS,
 )
-from airbench_nb.judge.extract import LETTERS
-from airbench_nb.records import AnnotationPair, FoundationItem
+from airbench_nb.records import LETTERS, AnnotationPair, FoundationItem
 
 logger = logging.getLogger(__name__)
 

@@ -19,9 +19,8 @@ from airbench_nb.analysis.agreement.constants import (
     TIE,
     UNCLEAR,
 )
-from airbench_nb.judge.extract import LETTERS
 from airbench_nb.manifests import ManifestError, read_records
-from airbench_nb.records import AnnotationPair, Label
+from airbench_nb.records import LETTERS, AnnotationPair, Label
 
 
 def _line_numbers(path: Path) -> list[int]:

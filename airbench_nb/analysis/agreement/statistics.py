@@ -34,7 +34,7 @@ from airbench_nb.analysis.agreement.constants import (
 )
 from airbench_nb.analysis.agreement.judges import majority_label, votes
 from airbench_nb.analysis.stats import WILSON, plain, wilson
-from airbench_nb.judge.extract import LETTERS
+from airbench_nb.records import LETTERS
 
 
 def _bootstrap(units: int, statistic: Callable[[np.ndarray], float], seed: int, reps: int) -> tuple[Any, Any, int]:

@@ -17,8 +17,7 @@ from airbench_nb.analysis.agreement.constants import (
     SUFFIX,
 )
 from airbench_nb.analysis.agreement.judges import majority_label, votes
-from airbench_nb.judge.extract import LETTERS
-from airbench_nb.records import AnnotationPair
+from airbench_nb.records import LETTERS, AnnotationPair
 
 
 def _shown_label(label: str, pair: AnnotationPair) -> str:

@@ -1,0 +1,244 @@
+"""LLM judges: an OpenAI-compatible endpoint (``openai:<model>[@<base_url>]``) or a local chat model (``hf:<path>``).
+
+Both send the prompts of :mod:`airbench_nb.prompts` at temperature 0 with :data:`JUDGE_MAX_TOKENS`. Foundation: the
+rule first (:func:`~airbench_nb.judge.rule.rule_verdict`), the LLM for the rule's abstentions
+(``foundation_mode="abstentions"``, default) or for every item (``"all"``); the reply is a letter or ``none``
+(:func:`parse_judge_letter`). Chat: AIR-Bench's prompt in the order of the task, the reply two scores
+(:func:`~airbench_nb.judge.chat_parse.parse_scores_strict`).
+
+``openai:`` judges go through :class:`~airbench_nb.api_client.APIClient` (cached, retried, concurrent, costed;
+Batch API on request). The request of a task is ``ChatRequest(model, messages, {"temperature": 0.0, "max_tokens":
+JUDGE_MAX_TOKENS})``: its SQLite cache key follows from it, so a rerun over an old cache sends nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from airbench_nb.judge.base import JUDGE_CALL_FAILED, BaseJudge, JudgeSpecError, Task
+from airbench_nb.judge.rule import rule_verdict
+from airbench_nb.prompts import FOUNDATION_JUDGE_PATTERN, chat_judge_messages, foundation_judge_messages, prompt_hash
+from airbench_nb.records import LETTERS, FoundationItem, Verdict
+
+logger = logging.getLogger(__name__)
+
+JUDGE_MAX_TOKENS = 64
+"""Reply length bound of LLM judges (a letter, or two scores)."""
+
+Reply = tuple[str | None, str | None, tuple[Any, Any], bool]
+"""One judge call's outcome: reply text, error, (input tokens, output tokens), whether it came from the cache."""
+
+
+def parse_judge_letter(reply: str | None, n_choices: int) -> tuple[int | None, str | None]:
+    """Read a Foundation judge's reply: ``(choice, None)``, ``(None, None)`` for 'none', or ``(None, reason)``."""
+    match = re.match(FOUNDATION_JUDGE_PATTERN, (reply or "").strip(), re.IGNORECASE)
+    if not match:
+        return None, f"judge reply not understood: {(reply or '')[:80]!r}"
+    token = match.group(1).upper()
+    if token == "NONE":
+        return None, None
+    index = LETTERS.index(token)
+    if index >= n_choices:
+        return None, f"judge named option {token}, which the item does not have"
+    return index, None
+
+
+def llm_verdict(task: Task, judge: str, reply: Reply) -> Verdict:
+    """The verdict of one LLM judge call on ``task`` (a failed call, an unread reply, a choice or two scores).
+
+    Args:
+        task: The task (its :attr:`~airbench_nb.judge.base.Task.messages` were sent).
+        judge: The judge's spec.
+        reply: What the call returned (see :data:`Reply`).
+    """
+    text, error, tokens, cached = reply
+    common = {
+        "raw": text,
+        "prompt_hash": prompt_hash(repr(task.messages)),
+        "input_tokens": tokens[0],
+        "output_tokens": tokens[1],
+        "cached": cached,
+    }
+    if error is not None or text is None:
+        return task.verdict(judge, parse_error=f"{JUDGE_CALL_FAILED}: {error}", **common)
+    item = task.item
+    if isinstance(item, FoundationItem):
+        choice, reason = parse_judge_letter(text, len(item.choices))
+        if choice is None:
+            return task.verdict(judge, choice=None, correct=None if reason else False, parse_error=reason, **common)
+        return task.verdict(judge, choice=choice, correct=choice == item.answer, **common)
+    from airbench_nb.judge.chat_parse import parse_scores_strict
+
+    parsed = parse_scores_strict(text)
+    if isinstance(parsed, str):
+        return task.verdict(judge, parse_error=parsed, **common)
+    first, second = parsed
+    reference, hypothesis = (first, second) if task.order == "reference_first" else (second, first)
+    return task.verdict(judge, score_reference=reference, score_hypothesis=hypothesis, **common)
+
+
+class LLMJudge(BaseJudge):
+    """What the LLM judges share: the rule first for Foundation, the prompts, reading the replies.
+
+    A subclass implements :meth:`complete` (send the tasks' messages, one :data:`Reply` each, in order).
+
+    Args:
+        spec: The judge spec.
+        foundation_mode: ``abstentions`` (the rule first, the LLM when it abstains) or ``all``.
+    """
+
+    kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "chat"})
+    takes_argument: ClassVar[bool] = True
+
+    def __init__(self, spec: str, foundation_mode: Literal["abstentions", "all"] = "abstentions") -> None:
+        """Keep the spec and the Foundation mode."""
+        super().__init__(spec)
+        self.foundation_mode = foundation_mode
+
+    def decide(self, task: Task) -> Verdict | None:
+        """Foundation: the rule's verdict unless the LLM must read the answer; otherwise set the task's messages."""
+        item, answer = task.item, task.answer
+        assert answer is not None  # the loop judges tasks without an answer itself
+        if isinstance(item, FoundationItem):
+            ruled = rule_verdict(item, task.response, judge=self.spec)
+            if self.foundation_mode == "abstentions" and ruled.choice is not None:
+                return ruled
+            task.messages = foundation_judge_messages(item, answer)
+            return None
+        task.messages = chat_judge_messages(item, answer, task.order, task.turn)
+        return None
+
+    def complete(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Reply]:
+        """Send each task's messages; one reply per task, in order."""
+        raise NotImplementedError
+
+    def ask(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Verdict]:
+        """One verdict per task from the judge model's replies.
+
+        Raises:
+            Exception: A fatal API error (see :func:`~airbench_nb.runner.is_fatal_api_error`) propagates.
+        """
+        replies = self.complete(tasks, batch_file=batch_file)
+        return [llm_verdict(task, self.spec, reply) for task, reply in zip(tasks, replies, strict=True)]
+
+
+class OpenAIJudge(LLMJudge):
+    """An LLM judge on an OpenAI-compatible endpoint through the shared API client.
+
+    Args:
+        spec: ``openai:<model>[@<base_url>]``.
+        foundation_mode: See :class:`LLMJudge`.
+        concurrency: Requests in flight.
+        cache: SQLite cache of judge calls; a rerun with it makes no request.
+        prices: Price table for costs (see :class:`~airbench_nb.api_client.PriceTable`).
+        timeout_s: Per-request timeout.
+        api_key_env: Environment variable holding the judge's key (None: the client's default rules).
+        batch_api: Send the calls through the OpenAI Batch API (half price, asynchronous).
+        batch_poll_s: Seconds between Batch API status checks.
+    """
+
+    name: ClassVar[str] = "openai"
+    usage_text: ClassVar[str] = "openai:<model>[@<base_url>]"
+
+    def __init__(
+        self,
+        spec: str,
+        foundation_mode: Literal["abstentions", "all"] = "abstentions",
+        *,
+        concurrency: int = 8,
+        cache: str | Path | None = None,
+        prices: Any = None,
+        timeout_s: float = 60.0,
+        api_key_env: str | None = None,
+        batch_api: bool = False,
+        batch_poll_s: float = 30.0,
+    ) -> None:
+        """Build the API client (no request is sent)."""
+        from airbench_nb.api_client import APIClient, parse_openai_spec
+
+        super().__init__(spec, foundation_mode)
+        self.model, base_url = parse_openai_spec(spec.partition(":")[2])
+        self.client = APIClient(
+            base_url=base_url,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            cache_path=cache,
+            prices=prices,
+        )
+        self.endpoint: str | None = self.client.endpoint
+        """The endpoint (the spec's ``@<base_url>``, ``OPENAI_BASE_URL`` or OpenAI's)."""
+        self.batch_api = batch_api
+        self.batch_poll_s = batch_poll_s
+
+    @classmethod
+    def check_spec(cls, argument: str) -> None:
+        """Check the spec as a model's is (:func:`~airbench_nb.api_client.parse_openai_spec`), never echoing a secret.
+
+        Raises:
+            JudgeSpecError: For a URL as the model part, a base URL that is not http(s) or holds credentials.
+        """
+        from airbench_nb.api_client import EndpointError, parse_openai_spec
+
+        try:
+            parse_openai_spec(argument)
+        except EndpointError as exc:
+            raise JudgeSpecError(f"judge {exc}") from None
+
+    def requests(self, tasks: Sequence[Task]) -> list[Any]:
+        """The chat requests of the tasks (their messages at temperature 0, :data:`JUDGE_MAX_TOKENS`)."""
+        from airbench_nb.api_client import ChatRequest
+
+        return [
+            ChatRequest(self.model, t.messages or [], {"temperature": 0.0, "max_tokens": JUDGE_MAX_TOKENS})
+            for t in tasks
+        ]
+
+    def complete(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Reply]:
+        """Send the requests (concurrently, or as one Batch API job written to ``batch_file``)."""
+        requests = self.requests(tasks)
+        if self.batch_api:
+            self.client.write_batch_file(requests, batch_file)
+            batch_id = self.client.submit_batch(batch_file)
+            self.client.poll_batch(batch_id, interval_s=self.batch_poll_s)
+            results = self.client.collect_batch(batch_id, requests)
+        else:
+            results = self.client.run_sync(requests, progress=False)
+        return [(r.text, r.error, (r.input_tokens, r.output_tokens), r.cached) for r in results]
+
+    def estimate(self, tasks: Sequence[Task]) -> str:
+        """The client's estimate of calls, tokens and cost for the tasks' requests."""
+        return str(self.client.estimate(self.requests(tasks)))
+
+    def usage(self) -> dict[str, Any]:
+        """The client's usage (requests sent, cache hits, retries, tokens, cost)."""
+        return self.client.usage.as_dict()
+
+
+class HFJudge(LLMJudge):
+    """An LLM judge on a local transformers chat model (:class:`~airbench_nb.judge.hf_judge.HFChatJudge`).
+
+    Args:
+        spec: ``hf:<path>``.
+        foundation_mode: See :class:`LLMJudge`.
+    """
+
+    name: ClassVar[str] = "hf"
+    usage_text: ClassVar[str] = "hf:<path>"
+
+    def __init__(self, spec: str, foundation_mode: Literal["abstentions", "all"] = "abstentions") -> None:
+        """Load the model."""
+        from airbench_nb.judge.hf_judge import HFChatJudge
+
+        super().__init__(spec, foundation_mode)
+        self.model = spec.partition(":")[2]
+        self.local = HFChatJudge(self.model)
+
+    def complete(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Reply]:
+        """Greedy replies of the local model (no tokens counted, never cached)."""
+        replies = self.local.generate([t.messages or [] for t in tasks], max_new_tokens=JUDGE_MAX_TOKENS)
+        return [(text, err, (None, None), False) for text, err in replies]

@@ -1,0 +1,62 @@
+"""The rule judge (``rule``): Foundation answers read by :func:`~airbench_nb.judge.extract.extract_choice`.
+
+It asks no model: every verdict is decided locally, and it abstains (``choice`` None, ``parse_error`` saying why)
+when the answer does not name exactly one option. It does not apply to Chat items.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from airbench_nb.judge.base import BaseJudge, Task
+from airbench_nb.judge.extract import extract_choice
+from airbench_nb.prompts import prompt_hash
+from airbench_nb.records import FoundationItem, Response, Verdict
+
+logger = logging.getLogger(__name__)
+
+
+def rule_verdict(item: FoundationItem, response: Response, judge: str = "rule") -> Verdict:
+    """The rule judge's verdict on one Foundation response.
+
+    Args:
+        item: The Foundation item.
+        response: The model's response to it.
+        judge: The spec the verdict carries (an LLM judge reads with the rule first and records its own spec).
+    """
+    task = Task(item, response)
+    if response.error is not None or response.text is None:
+        return task.verdict(judge, parse_error=f"no response: {response.error}")
+    extraction = extract_choice(response.text, item.choices)
+    return task.verdict(
+        judge,
+        raw=f"rule: {extraction.reason}",
+        choice=extraction.choice,
+        correct=None if extraction.choice is None else extraction.choice == item.answer,
+        parse_error=None if extraction.choice is not None else f"rule abstained: {extraction.reason}",
+        prompt_hash=prompt_hash(response.text or ""),
+    )
+
+
+class RuleJudge(BaseJudge):
+    """Foundation choice extraction; decides every task locally (see the module docstring)."""
+
+    name: ClassVar[str] = "rule"
+    usage_text: ClassVar[str] = "rule"
+    kinds: ClassVar[frozenset[str]] = frozenset({"foundation"})
+
+    def __init__(self, spec: str = "rule") -> None:
+        """A rule judge (its spec is ``rule``)."""
+        super().__init__(spec)
+
+    def decide(self, task: Task) -> Verdict | None:
+        """The rule's verdict (never None)."""
+        assert isinstance(task.item, FoundationItem)
+        return rule_verdict(task.item, task.response, judge=self.spec)
+
+    def ask(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Verdict]:
+        """Never needed (:meth:`decide` decides every task); the rule's verdicts all the same."""
+        return [verdict for task in tasks if (verdict := self.decide(task)) is not None]
