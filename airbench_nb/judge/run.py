@@ -38,7 +38,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -55,6 +55,7 @@ from airbench_nb.prompts import (
     foundation_judge_messages,
 )
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.run_folder import KINDS, RunFolder
 from airbench_nb.runner import (
     JsonlAppender,
     check_output_file,
@@ -72,6 +73,7 @@ __all__ = [  # the names judges, prompts and tests import from here (they live i
     "JUDGE_CALL_FAILED",
     "JUDGE_MAX_TOKENS",
     "JudgeSpecError",
+    "JudgeSummaries",
     "JudgeSummary",
     "Order",
     "Task",
@@ -339,7 +341,7 @@ def _judge(
                     else:
                         ask.append(index)
                 if ask:
-                    batch_file = out.with_name(f"{out.stem}.batch-requests-{start // chunk_size:04d}.jsonl")
+                    batch_file = RunFolder.batch_requests_file(out, start // chunk_size)
                     # A fatal API error (rejected key, server refusing connections) propagates from here: the
                     # verdicts of earlier chunks are on disk, nothing more is sent.
                     asked = judge.ask([chunk[i] for i in ask], batch_file=batch_file)
@@ -396,45 +398,102 @@ def judge_slug(spec: str) -> str:
     return model_slug(spec)
 
 
-def judge_run_folder(
-    responses_dir: str | Path,
-    manifests: dict[str, Path],
-    judges: Sequence[str],
-    verdicts_dir: str | Path,
-    **options: Any,
-) -> list[dict[str, Any]]:
-    """Judge every model's responses under ``responses_dir/<model>/<kind>.jsonl`` with each judge.
+@dataclass
+class JudgeSummaries:
+    """The summaries of a folder's judge runs: one per (model folder, kind, judge), with their tables."""
 
-    Verdicts go to ``verdicts_dir/<model>/<kind>.<judge>.jsonl`` (one file per judge, so judges never shadow each
+    runs: list[tuple[str, str, JudgeSummary, Path]] = field(default_factory=list)
+    """``(model folder, kind, summary, verdicts file)`` per judge run, in the order they ran."""
+
+    def __iter__(self) -> Iterator[JudgeSummary]:
+        return (summary for _, _, summary, _ in self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per judge run: ``model_dir``, ``kind``, :meth:`JudgeSummary.as_dict`, ``verdicts`` (path)."""
+        return [
+            {"model_dir": model_dir, "kind": kind, **summary.as_dict(), "verdicts": str(out)}
+            for model_dir, kind, summary, out in self.runs
+        ]
+
+    def frame(self) -> Any:
+        """:meth:`rows` as a ``pandas.DataFrame``."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows())
+
+    def usage_frame(self) -> Any:
+        """Tokens, calls and cost per judge run (LLM judges; empty columns for local ones)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {"judge": summary.judge, "model": model_dir, "kind": kind, **(summary.usage or {})}
+                for model_dir, kind, summary, _ in self.runs
+            ]
+        )
+
+    def failures_frame(self) -> Any:
+        """Failed verdicts by kind of failure, per judge run that had any."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {"judge": summary.judge, "model": model_dir, "kind": kind, **summary.failure_kinds}
+                for model_dir, kind, summary, _ in self.runs
+                if summary.failure_kinds
+            ]
+        ).fillna(0)
+
+    def failing_every_call(self) -> list[str]:
+        """The judges that were asked and failed on every call (see :func:`judges_failing_every_call`)."""
+        return judges_failing_every_call(self)
+
+
+def judge_run_folder(
+    folder: RunFolder,
+    judges: Sequence[str],
+    kinds: Sequence[str] = KINDS,
+    **options: Any,
+) -> JudgeSummaries:
+    """Judge every model's responses in a run folder with each judge (resumable).
+
+    Verdicts go to ``folder.verdicts_file(model, kind, judge)`` (one file per judge, so judges never shadow each
     other when resuming). Judges that do not apply to a kind (``rule`` on Chat, ``proxy`` on Foundation: see
-    :attr:`~airbench_nb.judge.base.Judge.kinds`) are skipped.
+    :attr:`~airbench_nb.judge.base.Judge.kinds`) are skipped. The twin of
+    :func:`~airbench_nb.runner.infer_run_folder`.
 
     Args:
-        responses_dir: Folder of per-model response folders (notebook 03's output).
-        manifests: ``{"foundation": path, "chat": path}`` (either may be absent).
+        folder: The run folder (its manifests and responses; verdicts are written into it).
         judges: Judge specs.
-        verdicts_dir: Output folder.
+        kinds: Manifest kinds to judge (those present; none present is an error).
         **options: Passed to :func:`judge_responses` (``concurrency``, ``cache``, ``dry_run``, ...).
 
     Returns:
-        One summary dict per (model, kind, judge), with ``model_dir``, ``kind`` and ``verdicts`` (path) added.
+        A :class:`JudgeSummaries`, one summary per (model, kind, judge).
+
+    Raises:
+        JudgeSpecError: For a judge spec that names no judge (before anything is judged).
+        FileNotFoundError: When the data folder holds none of the manifests.
     """
     from airbench_nb.manifests import read_manifest, read_records
 
     for spec in judges:
         parse_judge_spec(spec)
-    rows = []
-    items_by_kind = {kind: read_manifest(manifest) for kind, manifest in manifests.items()}
-    for model_dir in sorted(p for p in Path(responses_dir).iterdir() if p.is_dir()):
+    summaries = JudgeSummaries()
+    items_by_kind = {kind: read_manifest(manifest) for kind, manifest in folder.manifests(kinds).items()}
+    for model_dir in folder.model_dirs():
         for kind, items in items_by_kind.items():
-            responses_path = model_dir / f"{kind}.jsonl"
+            responses_path = folder.responses_file(model_dir.name, kind)
             if not responses_path.is_file():
                 continue
             responses = read_records(responses_path, Response)
             for spec in judges:
                 if not judge_applies(spec, kind):
                     continue
-                out = Path(verdicts_dir) / model_dir.name / f"{kind}.{judge_slug(spec)}.jsonl"
+                out = folder.verdicts_file(model_dir.name, kind, spec)
                 summary = judge_responses(spec, items, responses, out, progress=False, **options)
-                rows.append({"model_dir": model_dir.name, "kind": kind, **summary.as_dict(), "verdicts": str(out)})
-    return rows
+                summaries.runs.append((model_dir.name, kind, summary, out))
+    return summaries
