@@ -1,0 +1,64 @@
+"""The command that draws an annotation sample: ``sample-annotation``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from airbench_nb.cli.app import console, err_console, rows_table
+
+
+def sample_annotation_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (reports/<run_id>) with data/ and responses/.")],
+    n: Annotated[int, typer.Option("--n", help="Pairs to draw (fewer if the run has fewer).", min=1)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The sample JSONL to write.")],
+    kind: Annotated[str, typer.Option(help="foundation or chat: the kind of pairs.")] = "foundation",
+    stratify: Annotated[str, typer.Option(help="category or task: pairs are spread equally over these.")] = "category",
+    seed: Annotated[int, typer.Option(help="Seed of the draw, the order shown and the Chat answer order.")] = 0,
+    show_judge: Annotated[bool, typer.Option("--show-judge", help="Let the tool show the judges' verdicts.")] = False,
+    model: Annotated[list[str] | None, typer.Option(help="Sample only this model spec (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Draw a reproducible stratified sample of (item, model response) pairs to label with notebook 06."""
+    from rich.markup import escape
+
+    from airbench_nb.annotate import KINDS, STRATIFY, dumps_report, sample_annotation
+    from airbench_nb.manifests import ManifestError
+
+    def refuse(message: str) -> typer.Exit:
+        err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
+        return typer.Exit(2)
+
+    if kind not in KINDS:
+        raise refuse(f"--kind must be {' or '.join(KINDS)}, got {kind!r}")
+    if stratify not in STRATIFY:
+        raise refuse(f"--stratify must be {' or '.join(STRATIFY)}, got {stratify!r}")
+    if not run_dir.is_dir():
+        raise refuse(f"{run_dir}: no such run folder")
+    if out.is_dir():
+        raise refuse(f"--out {out} is a folder; give the name of a file to write")
+    try:
+        report = sample_annotation(
+            run_dir, out, n, kind=kind, stratify=stratify, seed=seed, show_judge=show_judge, models=model
+        )
+    except (FileNotFoundError, FileExistsError, ValueError, ManifestError) as exc:
+        raise refuse(str(exc)) from None
+    if not report.pairs:
+        raise refuse(f"{run_dir}: no {kind} pair to sample (no answered items); nothing written")
+    if as_json:
+        typer.echo(dumps_report(report))
+        return
+    console.print(
+        escape(
+            f"{len(report.pairs)} {kind} pairs drawn from {report.population} (seed {seed}, by {stratify}) into {out}"
+        ),
+        soft_wrap=True,
+    )
+    rows = [{"stratum": s, "eligible": c["eligible"], "sampled": c["sampled"]} for s, c in report.strata.items()]
+    console.print(rows_table(f"pairs per {stratify}", rows))
+    left_out = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.excluded.items() if v)
+    if left_out:
+        console.print(escape(f"left out: {left_out}"), soft_wrap=True)
+    console.print("label them in JupyterLab with notebooks/06_annotate.ipynb (sample=..., annotator=your id)")

@@ -1,0 +1,138 @@
+"""The Typer app of ``airbench-nb`` and what its commands share: consoles, tables, option callbacks, exits."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from airbench_nb import __version__
+
+logger = logging.getLogger(__name__)
+
+app = typer.Typer(
+    name="airbench-nb",
+    help="Evaluate audio-language models the AIR-Bench way: build data, run models, judge, analyse.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+# Not a terminal (CI, a pipe): print wide tables rather than truncating task names to 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+@app.callback()
+def _main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress (INFO level).")] = False,
+) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+
+
+def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    """A rich table of ``rows`` (one dict a row, columns from the first row's keys) under ``title``."""
+    table = Table(title=title, title_justify="left")
+    if not rows:
+        return table
+    for column in rows[0]:
+        table.add_column(column, justify="left" if column in ("task", "reason", "field") else "right")
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    return table
+
+
+DATA_ROOT_HELP = (
+    "Folder the manifest's audio paths are relative to, instead of the data_root of its dataset.json (which may "
+    "only point inside the manifest's folder, at an AIR-Bench release root or at a manifest folder holding its own "
+    "audio)."
+)
+"""Help of ``--data-root``, shared by the commands that read audio."""
+
+
+API_KEY_ENV_HELP = (
+    "NAME of the environment variable whose value is sent as the API key of an openai: endpoint, whatever it is "
+    "(local ones included). Default: OPENAI_API_KEY goes only to OpenAI's endpoint or OPENAI_BASE_URL, never to a "
+    "local one; any other @URL gets no key."
+)
+"""Help of ``--api-key-env`` on ``infer`` and ``judge``."""
+
+
+def refuse(message: str) -> typer.Exit:
+    """Print one line on stderr for bad input and return the exit (code 2) to raise."""
+    from rich.markup import escape
+
+    err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _unmakeable(path: Path) -> str | None:
+    """Why ``path`` cannot be created: the nearest existing ancestor is a file (None when it can be)."""
+    for parent in path.absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{parent} is a file, not a folder"
+    return None
+
+
+def out_file(param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer callback of an option naming a file to write: not a folder, not under a file (else exit 2)."""
+    if value is not None:
+        name = param.opts[0] if param.opts else param.name
+        if value.is_dir():
+            raise refuse(f"{name} {value} is a folder; give the name of a file to write")
+        why = _unmakeable(value)
+        if why:
+            raise refuse(f"{name} {value} cannot be written: {why}")
+    return value
+
+
+def out_folder(param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """Typer callback of an option naming a folder to write into: not a file, not under a file (else exit 2)."""
+    if value is not None:
+        name = param.opts[0] if param.opts else param.name
+        if value.exists() and not value.is_dir():
+            raise refuse(f"{name} {value} is a file; give a folder")
+        why = _unmakeable(value)
+        if why:
+            raise refuse(f"{name} {value} cannot be made: {why}")
+    return value
+
+
+def not_negative(param: typer.CallbackParam, value: int | None) -> int | None:
+    """Typer callback of a count that may be 0 but not negative (else exit 2)."""
+    if value is not None and value < 0:
+        raise refuse(f"{param.opts[0] if param.opts else param.name} must be 0 or more, got {value}")
+    return value
+
+
+EXIT_FAILED_ITEMS = 1
+"""Exit code of ``infer`` and ``judge`` when some items ended in error (a rerun retries them)."""
+EXIT_BAD_INPUT = 2
+"""Exit code for bad input or a refused output: nothing was run or written."""
+EXIT_FATAL_API = 3
+"""Exit code of ``infer`` and ``judge`` stopped by a fatal API error (rejected or missing key, server unreachable)."""
+
+
+def fatal_or_bad_input(exc: Exception) -> typer.Exit:
+    """Print one line for bad input (exit 2) or a fatal API error (exit 3), and return the exit to raise."""
+    from rich.markup import escape
+
+    from airbench_nb.runner import is_fatal_api_error
+
+    if not isinstance(exc, ValueError) and is_fatal_api_error(exc):
+        message, code = f"stopped: {exc} (what was done is kept: fix this and rerun to resume)", EXIT_FATAL_API
+    else:
+        message, code = str(exc), EXIT_BAD_INPUT
+    err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
+    return typer.Exit(code)
+
+
+def version() -> None:
+    """Print the kit's version."""
+    console.print(__version__)
