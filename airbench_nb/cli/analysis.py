@@ -8,12 +8,17 @@ from typing import Annotated, Any
 
 import typer
 
-from airbench_nb.cli.app import console, err_console, out_folder, refuse, rows_table
+from airbench_nb.cli.app import console, one_of, out_folder, refuse, refusing, rows_table
+
+STRICT_OR_OFFICIAL = one_of("strict", "official")
+"""Callback of ``--protocol`` where answers are read one way: strict or official."""
 
 
 def analyze(
     run_dir: Annotated[Path, typer.Argument(help="A run folder (reports/<run_id>) with data/, responses/, verdicts/.")],
-    protocol: Annotated[str, typer.Option(help="strict or official: how answers are read.")] = "strict",
+    protocol: Annotated[
+        str, typer.Option(help="strict or official: how answers are read.", callback=STRICT_OR_OFFICIAL)
+    ] = "strict",
     weights: Annotated[
         str, typer.Option(help="Ranking weights per capability.")
     ] = "speech=0.4,sound=0.3,music=0.2,chat=0.1",
@@ -27,20 +32,13 @@ def analyze(
 ) -> None:
     """Analyse a run: main table, position bias, circular, order bias, per-class metrics, SNR curves, rankings."""
     from airbench_nb.analysis.report import analyze_run
-    from airbench_nb.manifests import ManifestError
 
-    if protocol not in ("strict", "official"):
-        err_console.print(f"[red]error:[/red] protocol must be strict or official, got {protocol!r}")
-        raise typer.Exit(2)
     if not run_dir.is_dir():
-        err_console.print(f"[red]error:[/red] {run_dir}: no such run folder")
-        raise typer.Exit(2)
-    try:
+        raise refuse("no such run folder", file=run_dir)
+    with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError
         result = analyze_run(
             run_dir, protocol=protocol, weights=weights, out=out, models=model, judges=judge, seed=seed
         )
-    except (FileNotFoundError, ValueError, ManifestError) as exc:
-        raise refuse(str(exc)) from None
     if as_json:
         typer.echo(json.dumps(result, indent=1, default=str))
         return
@@ -59,7 +57,9 @@ def compare(
             help="Run folders (every model in them) or RUN_DIR::MODEL_SPEC (one model of a run); at least two models."
         ),
     ],
-    protocol: Annotated[str, typer.Option(help="strict or official: how answers are read.")] = "strict",
+    protocol: Annotated[
+        str, typer.Option(help="strict or official: how answers are read.", callback=STRICT_OR_OFFICIAL)
+    ] = "strict",
     judge: Annotated[
         str | None, typer.Option(help="Chat judge to compare on (default: the one that scored most models).")
     ] = None,
@@ -71,16 +71,9 @@ def compare(
     from rich.markup import escape
 
     from airbench_nb.analysis.compare import compare_runs
-    from airbench_nb.manifests import ManifestError
 
-    if protocol not in ("strict", "official"):
-        err_console.print("[red]error:[/red] " + escape(f"protocol must be strict or official, got {protocol!r}"))
-        raise typer.Exit(2)
-    try:
+    with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError
         result = compare_runs(sources, protocol=protocol, chat_judge=judge, seed=seed, reps=reps)
-    except (FileNotFoundError, ValueError, ManifestError) as exc:
-        err_console.print("[red]error:[/red] " + escape(str(exc)), soft_wrap=True)
-        raise typer.Exit(2) from None
     if as_json:
         typer.echo(json.dumps(result.as_dict(), indent=1))
         return
@@ -142,17 +135,10 @@ def agreement_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Judge-human agreement per judge and kind, and inter-annotator agreement, with 95% CIs and n."""
-    from rich.markup import escape
-
     from airbench_nb.analysis.agreement import agreement, agreement_frame
-    from airbench_nb.manifests import ManifestError
-
-    def refuse(message: str) -> typer.Exit:
-        err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
-        return typer.Exit(2)
 
     if not run_dir.is_dir():
-        raise refuse(f"{run_dir}: no such run folder (give RUN_DIR before --labels)")
+        raise refuse("no such run folder (give RUN_DIR before --labels)", file=run_dir)
     files = [*labels, *(more_labels or [])]
     if sample is None:
         found = sorted(
@@ -162,10 +148,8 @@ def agreement_cmd(
             where = f"{run_dir / 'annotation'}: " + (", ".join(p.name for p in found) or "no sample*.jsonl")
             raise refuse(f"give --sample: {where}")
         sample = found[0]
-    try:
+    with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError
         result = agreement(run_dir, sample, files, seed=seed, judges=judge, reps=reps)
-    except (FileNotFoundError, ValueError, ManifestError) as exc:
-        raise refuse(str(exc)) from None
     if as_json:
         typer.echo(json.dumps(result, indent=1))
         return

@@ -7,13 +7,13 @@ from typing import Annotated
 
 import typer
 
-from airbench_nb.cli.app import console, err_console, rows_table
+from airbench_nb.cli.app import console, out_file, refuse, refusing, rows_table
 
 
 def sample_annotation_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A run folder (reports/<run_id>) with data/ and responses/.")],
     n: Annotated[int, typer.Option("--n", help="Pairs to draw (fewer if the run has fewer).", min=1)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The sample JSONL to write.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The sample JSONL to write.", callback=out_file)],
     kind: Annotated[str, typer.Option(help="foundation or chat: the kind of pairs.")] = "foundation",
     stratify: Annotated[str, typer.Option(help="category or task: pairs are spread equally over these.")] = "category",
     seed: Annotated[int, typer.Option(help="Seed of the draw, the order shown and the Chat answer order.")] = 0,
@@ -25,28 +25,19 @@ def sample_annotation_cmd(
     from rich.markup import escape
 
     from airbench_nb.annotate import KINDS, STRATIFY, dumps_report, sample_annotation
-    from airbench_nb.manifests import ManifestError
-
-    def refuse(message: str) -> typer.Exit:
-        err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
-        return typer.Exit(2)
 
     if kind not in KINDS:
         raise refuse(f"--kind must be {' or '.join(KINDS)}, got {kind!r}")
     if stratify not in STRATIFY:
         raise refuse(f"--stratify must be {' or '.join(STRATIFY)}, got {stratify!r}")
     if not run_dir.is_dir():
-        raise refuse(f"{run_dir}: no such run folder")
-    if out.is_dir():
-        raise refuse(f"--out {out} is a folder; give the name of a file to write")
-    try:
+        raise refuse("no such run folder", file=run_dir)
+    with refusing(FileNotFoundError, FileExistsError, ValueError):  # ManifestError is a ValueError
         report = sample_annotation(
             run_dir, out, n, kind=kind, stratify=stratify, seed=seed, show_judge=show_judge, models=model
         )
-    except (FileNotFoundError, FileExistsError, ValueError, ManifestError) as exc:
-        raise refuse(str(exc)) from None
     if not report.pairs:
-        raise refuse(f"{run_dir}: no {kind} pair to sample (no answered items); nothing written")
+        raise refuse(f"no {kind} pair to sample (no answered items); nothing written", file=run_dir)
     if as_json:
         typer.echo(dumps_report(report))
         return

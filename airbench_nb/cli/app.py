@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from airbench_nb import __version__
@@ -64,12 +67,92 @@ API_KEY_ENV_HELP = (
 """Help of ``--api-key-env`` on ``infer`` and ``judge``."""
 
 
-def refuse(message: str) -> typer.Exit:
-    """Print one line on stderr for bad input and return the exit (code 2) to raise."""
-    from rich.markup import escape
+EXIT_FAILED_ITEMS = 1
+"""Exit code of ``infer`` and ``judge`` when some items ended in error (a rerun retries them)."""
+EXIT_BAD_INPUT = 2
+"""Exit code for bad input or a refused output: nothing was run or written."""
+EXIT_FATAL_API = 3
+"""Exit code of ``infer`` and ``judge`` stopped by a fatal API error (rejected or missing key, server unreachable)."""
 
+
+def _error(message: str, code: int) -> typer.Exit:
+    """Print ``error: MESSAGE`` as one line on stderr and return the exit with ``code`` to raise."""
     err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
-    return typer.Exit(2)
+    return typer.Exit(code)
+
+
+def refuse(
+    message: str,
+    *,
+    file: Path | str | None = None,
+    line: int | None = None,
+    item: str | None = None,
+    field: str | None = None,
+) -> typer.Exit:
+    """The one way a command refuses bad input: one line on stderr, and the exit (code 2) to raise.
+
+    The line reads ``error: FILE:LINE: item 'UID': field 'NAME': MESSAGE``, each location part only when known (the
+    way :class:`airbench_nb.manifests.ManifestError` names a bad line); an exception that already names its file,
+    line, item and field is refused with its own text (see :func:`refusing`).
+
+    Args:
+        message: What is wrong and, where it helps, what to do instead.
+        file: The file (or folder) at fault.
+        line: Its 1-based line number (shown only with ``file``).
+        item: The uid of the item at fault.
+        field: The field (or option) at fault.
+
+    Returns:
+        ``typer.Exit(EXIT_BAD_INPUT)``, for the caller to raise.
+    """
+    where = None if file is None else f"{file}:{line}" if line is not None else str(file)
+    parts = [where, None if item is None else f"item {item!r}", None if field is None else f"field {field!r}"]
+    return _error(": ".join([*(p for p in parts if p is not None), message]), EXIT_BAD_INPUT)
+
+
+@contextmanager
+def refusing(*errors: type[Exception], fatal_api: bool = False) -> Iterator[None]:
+    """Refuse (exit 2, one line: the exception's text) the ``errors`` raised inside; let any other through.
+
+    Args:
+        *errors: The exception classes that mean bad input.
+        fatal_api: Also stop on a fatal API error (rejected or missing key, server unreachable): one line saying that
+            what was done is kept, exit 3. A ``ValueError`` is bad input even when the client raised it.
+    """
+    try:
+        yield
+    except Exception as exc:
+        if fatal_api and not isinstance(exc, ValueError):
+            from airbench_nb.runner import is_fatal_api_error
+
+            if is_fatal_api_error(exc):
+                message = f"stopped: {exc} (what was done is kept: fix this and rerun to resume)"
+                raise _error(message, EXIT_FATAL_API) from None
+        if isinstance(exc, errors):
+            raise refuse(str(exc)) from None
+        raise
+
+
+def items_failed(failure_text: str) -> typer.Exit:
+    """Print that some items ended in error (one line: ``failure_text`` and how to retry) and return exit 1."""
+    return _error(f"{failure_text}; rerun the same command to retry them", EXIT_FAILED_ITEMS)
+
+
+def one_of(*choices: str) -> Callable[[typer.CallbackParam, str], str]:
+    """Typer callback of an option whose value must be one of ``choices`` (else exit 2)."""
+
+    def check(param: typer.CallbackParam, value: str) -> str:
+        if value not in choices:
+            allowed = ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else choices[0]
+            raise refuse(f"{_option_name(param)} must be {allowed}, got {value!r}")
+        return value
+
+    return check
+
+
+def _option_name(param: typer.CallbackParam) -> str:
+    """The option as the user types it (``--out``), for messages."""
+    return param.opts[0] if param.opts else str(param.name)
 
 
 def _unmakeable(path: Path) -> str | None:
@@ -83,7 +166,7 @@ def _unmakeable(path: Path) -> str | None:
 def out_file(param: typer.CallbackParam, value: Path | None) -> Path | None:
     """Typer callback of an option naming a file to write: not a folder, not under a file (else exit 2)."""
     if value is not None:
-        name = param.opts[0] if param.opts else param.name
+        name = _option_name(param)
         if value.is_dir():
             raise refuse(f"{name} {value} is a folder; give the name of a file to write")
         why = _unmakeable(value)
@@ -95,7 +178,7 @@ def out_file(param: typer.CallbackParam, value: Path | None) -> Path | None:
 def out_folder(param: typer.CallbackParam, value: Path | None) -> Path | None:
     """Typer callback of an option naming a folder to write into: not a file, not under a file (else exit 2)."""
     if value is not None:
-        name = param.opts[0] if param.opts else param.name
+        name = _option_name(param)
         if value.exists() and not value.is_dir():
             raise refuse(f"{name} {value} is a file; give a folder")
         why = _unmakeable(value)
@@ -107,30 +190,8 @@ def out_folder(param: typer.CallbackParam, value: Path | None) -> Path | None:
 def not_negative(param: typer.CallbackParam, value: int | None) -> int | None:
     """Typer callback of a count that may be 0 but not negative (else exit 2)."""
     if value is not None and value < 0:
-        raise refuse(f"{param.opts[0] if param.opts else param.name} must be 0 or more, got {value}")
+        raise refuse(f"{_option_name(param)} must be 0 or more, got {value}")
     return value
-
-
-EXIT_FAILED_ITEMS = 1
-"""Exit code of ``infer`` and ``judge`` when some items ended in error (a rerun retries them)."""
-EXIT_BAD_INPUT = 2
-"""Exit code for bad input or a refused output: nothing was run or written."""
-EXIT_FATAL_API = 3
-"""Exit code of ``infer`` and ``judge`` stopped by a fatal API error (rejected or missing key, server unreachable)."""
-
-
-def fatal_or_bad_input(exc: Exception) -> typer.Exit:
-    """Print one line for bad input (exit 2) or a fatal API error (exit 3), and return the exit to raise."""
-    from rich.markup import escape
-
-    from airbench_nb.runner import is_fatal_api_error
-
-    if not isinstance(exc, ValueError) and is_fatal_api_error(exc):
-        message, code = f"stopped: {exc} (what was done is kept: fix this and rerun to resume)", EXIT_FATAL_API
-    else:
-        message, code = str(exc), EXIT_BAD_INPUT
-    err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
-    return typer.Exit(code)
 
 
 def version() -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from airbench_nb.cli.app import DATA_ROOT_HELP, console, err_console, out_file, out_folder, refuse, rows_table
+from airbench_nb.cli.app import DATA_ROOT_HELP, console, err_console, out_file, out_folder, refusing, rows_table
 
 
 def import_official_cmd(
@@ -25,10 +25,8 @@ def import_official_cmd(
     """
     from airbench_nb.official import OfficialImportError, import_official
 
-    try:
+    with refusing(OfficialImportError):
         report = import_official(root, out, workers=workers)
-    except OfficialImportError as exc:
-        raise refuse(str(exc)) from None
     if as_json:
         typer.echo(json.dumps(report.counts(), indent=2))
         return
@@ -79,11 +77,9 @@ def validate(
     from airbench_nb.manifests import check_audio as probe_all
     from airbench_nb.manifests import data_root, read_manifest
 
-    try:
+    with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError
         items, errors = read_manifest(manifest, strict=False)
         root = data_root(manifest, root=data_root_dir) if check_audio and items else None
-    except (FileNotFoundError, ValueError) as exc:  # ManifestError is a ValueError
-        raise refuse(str(exc)) from None
     for err in errors:
         err_console.print(f"[red]{escape(str(err))}[/red]", soft_wrap=True)
     changed = 0
@@ -129,7 +125,7 @@ def mix_cmd(
     """
     from airbench_nb.mix import mix_files
 
-    try:
+    with refusing(ValueError):  # AudioError, MixError, OutputError (a refused --out): one line, no traceback
         _check_mix_output(out, source_a, source_b)
         result = mix_files(
             source_a,
@@ -141,9 +137,6 @@ def mix_cmd(
             offset_s=offset_s,
             reference_loudness=reference_lufs,
         )
-    except ValueError as exc:  # AudioError, MixError, OutputError (a refused --out): one line, no traceback
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
     if as_json:
         typer.echo(result.meta.model_dump_json(indent=2))
         return
@@ -211,7 +204,7 @@ def build(
     from airbench_nb.builders import build as run_build
     from airbench_nb.builders.snr import parse_snr_grid
 
-    try:
+    with refusing(RecipeError, ValueError):
         report = run_build(
             preset,
             seed=seed,
@@ -224,8 +217,6 @@ def build(
             snr_items_per_task=snr_items_per_task,
             circular_items_per_task=circular_items_per_task,
         )
-    except (RecipeError, ValueError) as exc:
-        raise refuse(str(exc)) from None
     counts = report.counts()
     rows = [{"kind": "foundation", "task": t, "items": n} for t, n in counts["foundation"].items()]
     rows += [{"kind": "foundation, SNR-graded", "task": t, "items": n} for t, n in counts["graded"].items()]
@@ -270,12 +261,9 @@ def rotate(
 ) -> None:
     """Write every Foundation item once per rotation of its choices (MMBench CircularEval): uid <uid>@r<k>."""
     from airbench_nb.analysis.circular import rotate_manifest
-    from airbench_nb.manifests import ManifestError
 
-    try:
+    with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError
         counts = rotate_manifest(manifest, out, rotations=rotations)
-    except (FileNotFoundError, ValueError, ManifestError) as exc:
-        raise refuse(str(exc)) from None
     if as_json:
         typer.echo(json.dumps(counts, indent=2, default=str))
         return

@@ -10,12 +10,12 @@ import typer
 
 from airbench_nb.cli.app import (
     API_KEY_ENV_HELP,
-    EXIT_FAILED_ITEMS,
     console,
-    err_console,
-    fatal_or_bad_input,
+    items_failed,
+    one_of,
     out_file,
     refuse,
+    refusing,
     rows_table,
 )
 
@@ -26,7 +26,7 @@ def _load_prices(path: Path | None) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise typer.BadParameter(f"{path}: cannot read the price table ({exc})") from None
+        raise refuse(f"cannot read the price table ({exc})", file=path) from None
 
 
 def judge(
@@ -58,14 +58,12 @@ def judge(
     judge call succeeded (abstentions and unparseable replies are outcomes, counted), 1 when some failed (rerun to
     retry them), 2 on bad input or a refused --out (nothing written), 3 when a fatal API error stopped the run.
     """
-    from rich.markup import escape
-
     from airbench_nb.judge.run import JudgeSpecError, judge_responses
     from airbench_nb.manifests import read_manifest, read_records
     from airbench_nb.records import Response
-    from airbench_nb.runner import is_fatal_api_error, refuse_input_as_output
+    from airbench_nb.runner import refuse_input_as_output
 
-    try:
+    with refusing(JudgeSpecError, FileNotFoundError, ValueError, fatal_api=True):
         refuse_input_as_output(out, {"--responses": responses, "--manifest": manifest})
         summary = judge_responses(
             judge_spec,
@@ -80,10 +78,6 @@ def judge(
             prices=_load_prices(prices),
             api_key_env=api_key_env,
         )
-    except Exception as exc:
-        if is_fatal_api_error(exc) or isinstance(exc, JudgeSpecError | FileNotFoundError | ValueError):
-            raise fatal_or_bad_input(exc) from None
-        raise
     if summary.dry_run is not None:
         console.print(f"dry run: {summary.dry_run}")
         return
@@ -93,11 +87,7 @@ def judge(
         )
     )
     if summary.errors:
-        err_console.print(
-            "[red]error:[/red] " + escape(f"{summary.failure_text()}; rerun the same command to retry them"),
-            soft_wrap=True,
-        )
-        raise typer.Exit(EXIT_FAILED_ITEMS)
+        raise items_failed(summary.failure_text())
 
 
 def _print_scores(result: dict[str, Any], as_json: bool) -> None:
@@ -119,7 +109,9 @@ def score(
     manifest: Annotated[Path, typer.Option(help="The manifest.")],
     responses: Annotated[Path, typer.Option(help="Responses JSONL.")],
     verdicts: Annotated[Path | None, typer.Option(help="Verdicts JSONL (strict protocol; Chat needs it).")] = None,
-    protocol: Annotated[str, typer.Option(help="official, strict or both.")] = "both",
+    protocol: Annotated[
+        str, typer.Option(help="official, strict or both.", callback=one_of("official", "strict", "both"))
+    ] = "both",
     model: Annotated[str | None, typer.Option(help="Model spec, when the files hold several models.")] = None,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -129,9 +121,7 @@ def score(
     from airbench_nb.records import Response, Verdict
     from airbench_nb.scoring import score_run
 
-    if protocol not in ("official", "strict", "both"):
-        raise typer.BadParameter("protocol must be official, strict or both")
-    try:
+    with refusing(FileNotFoundError, ValueError):
         result = score_run(
             read_manifest(manifest),
             read_records(responses, Response),
@@ -140,8 +130,6 @@ def score(
             model=model,
             seed=seed,
         )
-    except (FileNotFoundError, ValueError) as exc:
-        raise refuse(str(exc)) from None
     _print_scores(result, as_json)
 
 
@@ -158,9 +146,7 @@ def score_official(
     from airbench_nb.scoring import score_official_files
 
     if foundation is None and chat is None and chat_swapped is None:
-        raise typer.BadParameter("give --foundation and/or --chat (and --chat-swapped)")
-    try:
+        raise refuse("give --foundation and/or --chat (and --chat-swapped)")
+    with refusing(FileNotFoundError, ValueError):
         result = score_official_files(foundation=foundation, chat=chat, chat_swapped=chat_swapped, seed=seed)
-    except (FileNotFoundError, ValueError) as exc:
-        raise refuse(str(exc)) from None
     _print_scores(result, as_json)

@@ -10,12 +10,11 @@ import typer
 from airbench_nb.cli.app import (
     API_KEY_ENV_HELP,
     DATA_ROOT_HELP,
-    EXIT_FAILED_ITEMS,
     console,
-    err_console,
-    fatal_or_bad_input,
+    items_failed,
     not_negative,
     out_file,
+    refusing,
     rows_table,
 )
 
@@ -63,15 +62,12 @@ def infer(
     1 when some ended in error (rerun to retry them), 2 on bad input or a refused --out (nothing written), 3 when a
     fatal API error stopped the run (rejected or missing key, server unreachable).
     """
-    from rich.markup import escape
-
     from airbench_nb.manifests import data_root_override
     from airbench_nb.models import SpecError
     from airbench_nb.prompts import PromptSet
     from airbench_nb.runner import infer as run_infer
-    from airbench_nb.runner import is_fatal_api_error
 
-    try:
+    with refusing(SpecError, FileNotFoundError, ValueError, fatal_api=True):
         PromptSet.named(prompt_set)  # a bad template file fails here, before a model is loaded or called
         with data_root_override(manifest, data_root_dir):
             summary = run_infer(
@@ -89,10 +85,6 @@ def infer(
                 api_key_env=api_key_env,
                 model_options={"device": device, "dtype": dtype, "attn": attn},
             )
-    except Exception as exc:
-        if is_fatal_api_error(exc) or isinstance(exc, SpecError | FileNotFoundError | ValueError):
-            raise fatal_or_bad_input(exc) from None
-        raise
     console.print(
         rows_table(f"{model} on {manifest}", [{"field": k, "value": v} for k, v in summary.as_dict().items()])
     )
@@ -101,8 +93,4 @@ def infer(
             f"{summary.unusable} items have missing, empty or corrupt audio: data defects, left out of scoring"
         )
     if summary.failed:
-        err_console.print(
-            "[red]error:[/red] " + escape(f"{summary.failure_text()}; rerun the same command to retry them"),
-            soft_wrap=True,
-        )
-        raise typer.Exit(EXIT_FAILED_ITEMS)
+        raise items_failed(summary.failure_text())

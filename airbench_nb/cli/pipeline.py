@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from airbench_nb.cli.app import console, err_console, out_folder, refuse, rows_table
+from airbench_nb.cli.app import console, out_folder, refuse, refusing, rows_table
 
 
 def _parse_param(text: str) -> tuple[str, Any]:
@@ -84,7 +84,7 @@ def run(
 
         if resume:
             raise refuse("--resume re-executes one run; it cannot be combined with --grid")
-        try:
+        with refusing(GridError):
             grid_info = run_grid_command(
                 grid,
                 parameters,
@@ -98,10 +98,8 @@ def run(
                 kernel_name=kernel,
                 html=html,
             )
-        except GridError as exc:
-            raise refuse(str(exc)) from None
         raise typer.Exit(min(grid_info.failed, 125))
-    try:
+    with refusing(PipelineError):
         info = run_pipeline(
             parameters,
             notebooks=stems,
@@ -113,8 +111,6 @@ def run(
             cache_dir=cache_dir,
             resume=resume is not None,
         )
-    except PipelineError as exc:
-        raise refuse(str(exc)) from None
     rows = [
         {"notebook": n.name, "status": n.status, "seconds": n.duration_s, "error": (n.error or "")[:100]}
         for n in info.notebooks
@@ -147,9 +143,6 @@ def report(
     """Write (again) the run's landing page: index.html and README.md beside run.json."""
     from airbench_nb.report_page import write_report_page
 
-    try:
+    with refusing(FileNotFoundError):
         index, _ = write_report_page(run_dir)
-    except FileNotFoundError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
     console.print(f"report: {index}")
