@@ -135,7 +135,7 @@ def agreement_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Judge-human agreement per judge and kind, and inter-annotator agreement, with 95% CIs and n."""
-    from airbench_nb.analysis.agreement import agreement, agreement_frame
+    from airbench_nb.analysis.agreement import agreement
 
     if not run_dir.is_dir():
         raise refuse("no such run folder (give RUN_DIR before --labels)", file=run_dir)
@@ -154,57 +154,16 @@ def agreement_cmd(
         typer.echo(json.dumps(result, indent=1))
         return
 
-    def number(value: Any) -> str:
-        return "" if value is None or value != value else f"{value:.3f}"
-
-    counts = result["counts"]
-    console.print(
-        f"{counts['labelled_pairs']} of {counts['pairs']} pairs labelled by {len(result['annotators'])} annotator(s) "
-        f"({counts['labels']} labels, {counts['undos']} undos, {counts['skips']} skips); {result['headline']}",
-        soft_wrap=True,
-    )
-    rows = []
-    for row in agreement_frame(result, secondary_foundation=True).to_dict("records"):
-        block = result["judges"].get(row["judge"], {}).get(row["kind"], {})
-        majority = block.get("majority", {}) if row["measure"] == "agreement" else {}
-        rows.append(
-            {
-                "judge": row["judge"],
-                "measure": row["label"],
-                "n": row["n"],
-                "agreement": number(row["agreement"]),
-                "95% CI": f"[{number(row['ci_low'])}, {number(row['ci_high'])}]",
-                "kappa": number(block.get("kappa")) if row["measure"] == "agreement" else "",
-                "majority": number(majority.get("agreement")),
-                "n majority": majority.get("n", ""),
-            }
-        )
-    console.print(rows_table("judge-human agreement (votes = pairs x annotators)", rows))
-    rows = [
-        {
-            "kind": kind,
-            "annotators": block["n_annotators"],
-            "statistic": (block["statistic"] or "").split(" (")[0],
-            "kappa": number(block["cohen_kappa"] if block["cohen_kappa"] is not None else block["fleiss_kappa"]),
-            "95% CI": f"[{number(block['ci_low'])}, {number(block['ci_high'])}]",
-            "n": block["n"],
-            "alpha": number(block["krippendorff_alpha"]),
-            "alpha 95% CI": f"[{number(block['alpha_ci_low'])}, {number(block['alpha_ci_high'])}]",
-            "n alpha": block["n_alpha"],
-        }
-        for kind, block in result["inter_annotator"].items()
-    ]
-    if rows:
+    console.print(result.counts_line(), soft_wrap=True)
+    console.print(rows_table("judge-human agreement (votes = pairs x annotators)", result.judge_rows()))
+    inter = result.inter_annotator_rows()
+    if inter:
         console.print(
-            rows_table("inter-annotator agreement (bootstrap over pairs; alpha: Krippendorff, nominal)", rows)
+            rows_table("inter-annotator agreement (bootstrap over pairs; alpha: Krippendorff, nominal)", inter)
         )
-    frame = result.categories
-    if not frame.empty:
-        shown = frame.assign(
-            agreement=frame["agreement"].map(number),
-            ci=[f"[{number(a)}, {number(b)}]" for a, b in zip(frame["ci_low"], frame["ci_high"], strict=True)],
-        )[["judge", "kind", "category", "n", "agreement", "ci"]].rename(columns={"ci": "95% CI"})
-        console.print(rows_table("judge-human agreement per category", shown.to_dict("records")))
+    categories = result.category_rows()
+    if categories:
+        console.print(rows_table("judge-human agreement per category", categories))
     console.print(f"{len(result.disagreements)} (judge, pair) disagreements; notebook 06 lists them with audio")
     for key, why in result["reasons"].items():
         console.print(f"[yellow]{key}:[/yellow] {why}", soft_wrap=True)

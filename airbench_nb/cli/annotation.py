@@ -47,8 +47,7 @@ def sample_annotation_cmd(
         ),
         soft_wrap=True,
     )
-    rows = [{"stratum": s, "eligible": c["eligible"], "sampled": c["sampled"]} for s, c in report.strata.items()]
-    console.print(rows_table(f"pairs per {stratify}", rows))
+    console.print(rows_table(f"pairs per {stratify}", report.rows()))
     left_out = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.excluded.items() if v)
     if left_out:
         console.print(escape(f"left out: {left_out}"), soft_wrap=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -49,6 +49,11 @@ def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
     return table
+
+
+def field_rows(values: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows of a two-column ``field, value`` table: a record's fields, one a row (``infer``, ``judge``, ``mix``)."""
+    return [{"field": name, "value": value} for name, value in values.items()]
 
 
 DATA_ROOT_HELP = (

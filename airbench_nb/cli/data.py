@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from airbench_nb.cli.app import DATA_ROOT_HELP, console, err_console, out_file, out_folder, refusing, rows_table
+from airbench_nb.cli.app import (
+    DATA_ROOT_HELP,
+    console,
+    err_console,
+    field_rows,
+    out_file,
+    out_folder,
+    refusing,
+    rows_table,
+)
 
 
 def import_official_cmd(
@@ -140,8 +149,7 @@ def mix_cmd(
     if as_json:
         typer.echo(result.meta.model_dump_json(indent=2))
         return
-    rows = [{"field": k, "value": v} for k, v in result.meta.model_dump(exclude={"schema_version"}).items()]
-    console.print(rows_table(f"wrote {out}", rows))
+    console.print(rows_table(f"wrote {out}", field_rows(result.meta.model_dump(exclude={"schema_version"}))))
 
 
 def _check_mix_output(out: Path, source_a: Path, source_b: Path) -> None:

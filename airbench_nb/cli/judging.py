@@ -11,6 +11,7 @@ import typer
 from airbench_nb.cli.app import (
     API_KEY_ENV_HELP,
     console,
+    field_rows,
     items_failed,
     one_of,
     out_file,
@@ -82,9 +83,7 @@ def judge(
         console.print(f"dry run: {summary.dry_run}")
         return
     console.print(
-        rows_table(
-            f"judge {judge_spec}", [{"field": k, "value": v} for k, v in summary.as_dict().items() if k != "dry_run"]
-        )
+        rows_table(f"judge {judge_spec}", field_rows({k: v for k, v in summary.as_dict().items() if k != "dry_run"}))
     )
     if summary.errors:
         raise items_failed(summary.failure_text())

@@ -11,6 +11,7 @@ from airbench_nb.cli.app import (
     API_KEY_ENV_HELP,
     DATA_ROOT_HELP,
     console,
+    field_rows,
     items_failed,
     not_negative,
     out_file,
@@ -85,9 +86,7 @@ def infer(
                 api_key_env=api_key_env,
                 model_options={"device": device, "dtype": dtype, "attn": attn},
             )
-    console.print(
-        rows_table(f"{model} on {manifest}", [{"field": k, "value": v} for k, v in summary.as_dict().items()])
-    )
+    console.print(rows_table(f"{model} on {manifest}", field_rows(summary.as_dict())))
     if summary.unusable:
         console.print(
             f"{summary.unusable} items have missing, empty or corrupt audio: data defects, left out of scoring"
