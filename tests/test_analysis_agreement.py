@@ -454,6 +454,32 @@ def test_agreement_on_a_run_folder(tmp_path):
     assert set(result.categories["category"]) == {"speech", "music", "sound"}
 
 
+def test_rows_are_the_tables_the_cli_prints_and_notebook_06_shows(tmp_path):
+    run, sample, files = _run(tmp_path)
+    result = ag.agreement(run, sample, files, seed=0, reps=200)
+    assert result.counts_line().startswith("10 of 10 pairs labelled by 2 annotator(s) (") and "1 undos" in (
+        result.counts_line()
+    )
+    rows = result.judge_rows()
+    assert list(rows[0]) == ["judge", "measure", "n", "agreement", "95% CI", "kappa", "majority", "n majority"]
+    rule = next(r for r in rows if r["judge"] == "rule" and r["n"] == 11)
+    assert rule["agreement"] == f"{8 / 11:.3f}" and rule["majority"] == "0.750" and rule["n majority"] == 4
+    clear = next(r for r in rows if r["judge"] == "rule" and r["n"] == 9)  # Foundation without unclear
+    assert clear["agreement"] == f"{7 / 9:.3f}" and clear["kappa"] == "" and clear["n majority"] == ""
+    assert rows[-1]["judge"] == ag.HUMANS and all(r["95% CI"].startswith("[") for r in rows)
+    inter = {r["kind"]: r for r in result.inter_annotator_rows()}
+    assert inter["foundation"]["kappa"] == "0.333" and inter["foundation"]["n"] == 5
+    assert inter["foundation"]["statistic"] == "Cohen's kappa" and inter["foundation"]["alpha"] == f"{22 / 58:.3f}"
+    categories = result.category_rows()
+    assert len(categories) == len(result.categories) and {r["category"] for r in categories} == {
+        "speech",
+        "music",
+        "sound",
+    }
+    sound = next(r for r in categories if r["category"] == "sound")
+    assert sound["95% CI"] == "[, ]"  # a statistic that could not be computed is blank, not nan
+
+
 def test_agreement_bars(tmp_path):
     from airbench_nb.plots import agreement_bars
 

@@ -5,6 +5,8 @@ import json
 from typer.testing import CliRunner
 
 from airbench_nb.cli import app
+from airbench_nb.manifests import write_manifest
+from airbench_nb.records import FoundationItem
 
 runner = CliRunner()
 
@@ -137,3 +139,43 @@ def test_user_errors_exit_2_with_a_message(tmp_path):
     assert bad_judge.exit_code == 2
     nothing = runner.invoke(app, ["score-official"])
     assert nothing.exit_code != 0
+
+
+def test_refusals_are_one_line_naming_where(tmp_path, capsys):
+    from airbench_nb.cli.app import EXIT_BAD_INPUT, refuse
+
+    exit_ = refuse("not an integer", file=tmp_path / "m.jsonl", line=3, item="u1", field="answer")
+    assert exit_.exit_code == EXIT_BAD_INPUT == 2
+    assert (
+        capsys.readouterr().err.strip() == f"error: {tmp_path / 'm.jsonl'}:3: item 'u1': field 'answer': not an integer"
+    )
+    refuse("no such run folder", file="reports/x")
+    assert capsys.readouterr().err.strip() == "error: reports/x: no such run folder"
+    manifest, responses = tmp_path / "m.jsonl", tmp_path / "r.jsonl"
+    write_manifest(
+        manifest,
+        [
+            FoundationItem(
+                uid="u1", dataset="d", audio="a.wav", question="Q?", task="Music_AQA", choices=["x", "y"], answer=0
+            )
+        ],
+    )
+    responses.write_text("")
+    # once a usage box of click (typer.BadParameter), now one line like every other refusal, still exit 2
+    for args, needle in [
+        (
+            ["score", "--manifest", "m", "--responses", "r", "--protocol", "nope"],
+            "--protocol must be official, strict or both",
+        ),
+        (["analyze", str(tmp_path), "--protocol", "nope"], "--protocol must be strict or official, got 'nope'"),
+        (["score-official"], "give --foundation and/or --chat"),
+        (
+            ["judge", "--judge", "rule", "--manifest", str(manifest), "--responses", str(responses)]
+            + ["--out", str(tmp_path / "v.jsonl"), "--prices", str(tmp_path / "none.json")],
+            f"{tmp_path / 'none.json'}: cannot read the price table",
+        ),
+    ]:
+        result = runner.invoke(app, args)
+        lines = result.stderr.strip().splitlines()
+        assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error:"), (args, result.stderr)
+        assert needle in lines[0], (needle, lines[0])

@@ -50,6 +50,10 @@ class SampleReport:
     path: Path | None = None
     """Where the sample was written (None when only drawn)."""
 
+    def rows(self) -> list[dict[str, str | int]]:
+        """Pairs per stratum (``stratum, eligible, sampled``), as ``sample-annotation`` and notebook 06 show them."""
+        return [{"stratum": s, "eligible": c["eligible"], "sampled": c["sampled"]} for s, c in self.strata.items()]
+
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready values (without the pairs)."""
         return {

@@ -194,6 +194,94 @@ class AgreementResult(dict[str, Any]):
     categories: pd.DataFrame
     """:func:`category_frame`."""
 
+    def counts_line(self) -> str:
+        """One line: how many pairs were labelled, by how many annotators, with how many actions; the headline."""
+        counts = self["counts"]
+        return (
+            f"{counts['labelled_pairs']} of {counts['pairs']} pairs labelled by {len(self['annotators'])} "
+            f"annotator(s) ({counts['labels']} labels, {counts['undos']} undos, {counts['skips']} skips); "
+            f"{self['headline']}"
+        )
+
+    def judge_rows(self) -> list[dict[str, str | int]]:
+        """The judge-human agreement table that ``airbench-nb agreement`` prints and notebook 06 shows.
+
+        Returns:
+            One row per judge and measure (Foundation also without unclear labels, Chat also without ties; the
+            human-human reference last): ``judge, measure, n, agreement, 95% CI``, and for the main measure Cohen's
+            ``kappa`` and the agreement with the annotators' ``majority`` (with its ``n majority``). Numbers are
+            written with three decimals; a value that could not be computed is blank.
+        """
+        rows: list[dict[str, str | int]] = []
+        for row in agreement_frame(self, secondary_foundation=True).to_dict("records"):
+            block = self["judges"].get(row["judge"], {}).get(row["kind"], {})
+            main = row["measure"] == "agreement"
+            majority = block.get("majority", {}) if main else {}
+            rows.append(
+                {
+                    "judge": row["judge"],
+                    "measure": row["label"],
+                    "n": row["n"],
+                    "agreement": _number(row["agreement"]),
+                    "95% CI": _interval(row["ci_low"], row["ci_high"]),
+                    "kappa": _number(block.get("kappa")) if main else "",
+                    "majority": _number(majority.get("agreement")),
+                    "n majority": majority.get("n", ""),
+                }
+            )
+        return rows
+
+    def inter_annotator_rows(self) -> list[dict[str, str | int]]:
+        """The inter-annotator table that ``airbench-nb agreement`` prints and notebook 06 shows.
+
+        Returns:
+            One row per kind: ``kind, annotators, statistic`` (Cohen's or Fleiss' kappa), ``kappa, 95% CI, n``
+            (bootstrap over pairs), Krippendorff's ``alpha`` (nominal) with its ``alpha 95% CI`` and ``n alpha``.
+        """
+        return [
+            {
+                "kind": kind,
+                "annotators": block["n_annotators"],
+                "statistic": (block["statistic"] or "").split(" (")[0],
+                "kappa": _number(block["cohen_kappa"] if block["cohen_kappa"] is not None else block["fleiss_kappa"]),
+                "95% CI": _interval(block["ci_low"], block["ci_high"]),
+                "n": block["n"],
+                "alpha": _number(block["krippendorff_alpha"]),
+                "alpha 95% CI": _interval(block["alpha_ci_low"], block["alpha_ci_high"]),
+                "n alpha": block["n_alpha"],
+            }
+            for kind, block in self["inter_annotator"].items()
+        ]
+
+    def category_rows(self) -> list[dict[str, str | int]]:
+        """The per-category judge-human table that ``airbench-nb agreement`` prints and notebook 06 shows.
+
+        Returns:
+            One row per judge, kind and category (:attr:`categories`): ``judge, kind, category, n, agreement, 95%
+            CI``.
+        """
+        return [
+            {
+                "judge": row["judge"],
+                "kind": row["kind"],
+                "category": row["category"],
+                "n": row["n"],
+                "agreement": _number(row["agreement"]),
+                "95% CI": _interval(row["ci_low"], row["ci_high"]),
+            }
+            for row in self.categories.to_dict("records")
+        ]
+
+
+def _number(value: Any) -> str:
+    """A statistic with three decimals; blank when it is missing or NaN."""
+    return "" if value is None or value != value else f"{value:.3f}"
+
+
+def _interval(low: Any, high: Any) -> str:
+    """A 95% interval as ``[low, high]``, three decimals each."""
+    return f"[{_number(low)}, {_number(high)}]"
+
 
 def agreement(
     run_dir: str | Path,

@@ -1,0 +1,39 @@
+"""The ``airbench-nb`` command: the same functions the notebooks call, from a shell.
+
+One module per command group (``data``, ``pipeline``, ``models``, ``judging``, ``analysis``, ``annotation``); the
+Typer app and what the commands share live in ``app``. The commands are registered here, in the order ``--help``
+lists them.
+"""
+
+from __future__ import annotations
+
+from airbench_nb.cli import analysis, annotation, data, judging, models, pipeline
+from airbench_nb.cli.app import EXIT_BAD_INPUT, EXIT_FAILED_ITEMS, EXIT_FATAL_API, app, version
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED_ITEMS", "EXIT_FATAL_API", "app", "main"]
+
+for _name, _command in (
+    ("version", version),
+    ("import-official", data.import_official_cmd),
+    ("validate", data.validate),
+    ("run", pipeline.run),
+    ("params", pipeline.params),
+    ("mix", data.mix_cmd),
+    ("build", data.build),
+    ("infer", models.infer),
+    ("judge", judging.judge),
+    ("score", judging.score),
+    ("score-official", judging.score_official),
+    ("rotate", data.rotate),
+    ("analyze", analysis.analyze),
+    ("compare", analysis.compare),
+    ("agreement", analysis.agreement_cmd),
+    ("sample-annotation", annotation.sample_annotation_cmd),
+    ("report", pipeline.report),
+):
+    app.command(_name)(_command)
+
+
+def main() -> None:
+    """Entry point of the console script."""
+    app()

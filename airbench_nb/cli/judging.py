@@ -1,0 +1,151 @@
+"""Commands that judge and score: ``judge``, ``score``, ``score-official``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from airbench_nb.cli.app import (
+    API_KEY_ENV_HELP,
+    console,
+    field_rows,
+    items_failed,
+    one_of,
+    out_file,
+    refuse,
+    refusing,
+    rows_table,
+)
+
+
+def _load_prices(path: Path | None) -> Any:
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise refuse(f"cannot read the price table ({exc})", file=path) from None
+
+
+def judge(
+    judge_spec: Annotated[str, typer.Option("--judge", help="rule, proxy, openai:<model>[@<base_url>] or hf:<path>.")],
+    manifest: Annotated[Path, typer.Option(help="The manifest the responses answer.")],
+    responses: Annotated[Path, typer.Option(help="Responses JSONL (from `airbench-nb infer`).")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Verdicts JSONL (resumed when it exists).", callback=out_file)
+    ],
+    concurrency: Annotated[int, typer.Option(help="Judge requests in flight.")] = 8,
+    cache: Annotated[
+        Path | None,
+        typer.Option(help="SQLite cache of judge calls (a rerun makes no request).", callback=out_file),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print calls, estimated tokens and cost; judge nothing.")
+    ] = False,
+    batch_api: Annotated[bool, typer.Option("--batch-api", help="Use the OpenAI Batch API (half price).")] = False,
+    all_items: Annotated[
+        bool,
+        typer.Option("--all", help="Ask the LLM judge for every Foundation item, not only where the rule abstains."),
+    ] = False,
+    prices: Annotated[Path | None, typer.Option(help="JSON price table: {model: [USD per 1M in, per 1M out]}.")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
+) -> None:
+    """Judge responses into verdicts: Foundation choice extraction, Chat scores in both orders.
+
+    A rerun judges only what is new: responses answered again since, and failed judge calls. Exits 0 when every
+    judge call succeeded (abstentions and unparseable replies are outcomes, counted), 1 when some failed (rerun to
+    retry them), 2 on bad input or a refused --out (nothing written), 3 when a fatal API error stopped the run.
+    """
+    from airbench_nb.judge.run import JudgeSpecError, judge_responses
+    from airbench_nb.manifests import read_manifest, read_records
+    from airbench_nb.records import Response
+    from airbench_nb.runner import refuse_input_as_output
+
+    with refusing(JudgeSpecError, FileNotFoundError, ValueError, fatal_api=True):
+        refuse_input_as_output(out, {"--responses": responses, "--manifest": manifest})
+        summary = judge_responses(
+            judge_spec,
+            read_manifest(manifest),
+            read_records(responses, Response),
+            out,
+            concurrency=concurrency,
+            cache=cache,
+            dry_run=dry_run,
+            batch_api=batch_api,
+            foundation_mode="all" if all_items else "abstentions",
+            prices=_load_prices(prices),
+            api_key_env=api_key_env,
+        )
+    if summary.dry_run is not None:
+        console.print(f"dry run: {summary.dry_run}")
+        return
+    console.print(
+        rows_table(f"judge {judge_spec}", field_rows({k: v for k, v in summary.as_dict().items() if k != "dry_run"}))
+    )
+    if summary.errors:
+        raise items_failed(summary.failure_text())
+
+
+def _print_scores(result: dict[str, Any], as_json: bool) -> None:
+    from airbench_nb.scoring import scores_frame
+
+    if as_json:
+        typer.echo(json.dumps(result, indent=2, default=str))
+        return
+    frame = scores_frame(result)
+    shown = frame[frame["level"].isin(["task", "category", "average"])]
+    rows = shown.round(4).fillna("").to_dict("records")
+    console.print(rows_table("scores (95% bootstrap CI; n = denominator; failures counted)", rows))
+    labels = {table.get("judges", {}).get("chat_label") for table in result.values() if isinstance(table, dict)}
+    for label in sorted(filter(None, labels)):
+        console.print(f"Chat scores by: {label}")
+
+
+def score(
+    manifest: Annotated[Path, typer.Option(help="The manifest.")],
+    responses: Annotated[Path, typer.Option(help="Responses JSONL.")],
+    verdicts: Annotated[Path | None, typer.Option(help="Verdicts JSONL (strict protocol; Chat needs it).")] = None,
+    protocol: Annotated[
+        str, typer.Option(help="official, strict or both.", callback=one_of("official", "strict", "both"))
+    ] = "both",
+    model: Annotated[str | None, typer.Option(help="Model spec, when the files hold several models.")] = None,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Score a run with the official and/or strict protocol (each score with n, failures and a 95% CI)."""
+    from airbench_nb.manifests import read_manifest, read_records
+    from airbench_nb.records import Response, Verdict
+    from airbench_nb.scoring import score_run
+
+    with refusing(FileNotFoundError, ValueError):
+        result = score_run(
+            read_manifest(manifest),
+            read_records(responses, Response),
+            read_records(verdicts, Verdict) if verdicts else (),
+            protocol=protocol,  # type: ignore[arg-type]
+            model=model,
+            seed=seed,
+        )
+    _print_scores(result, as_json)
+
+
+def score_official(
+    foundation: Annotated[
+        Path | None, typer.Option(help="Official Foundation results JSONL (with `response`).")
+    ] = None,
+    chat: Annotated[Path | None, typer.Option(help="Official Chat judge list, reference first (`gpt-score`).")] = None,
+    chat_swapped: Annotated[Path | None, typer.Option(help="The same with the answers swapped.")] = None,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Re-score result files in the official formats (made by any system) with both protocols."""
+    from airbench_nb.scoring import score_official_files
+
+    if foundation is None and chat is None and chat_swapped is None:
+        raise refuse("give --foundation and/or --chat (and --chat-swapped)")
+    with refusing(FileNotFoundError, ValueError):
+        result = score_official_files(foundation=foundation, chat=chat, chat_swapped=chat_swapped, seed=seed)
+    _print_scores(result, as_json)

@@ -1,0 +1,95 @@
+"""The command that runs a model under test: ``infer``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from airbench_nb.cli.app import (
+    API_KEY_ENV_HELP,
+    DATA_ROOT_HELP,
+    console,
+    field_rows,
+    items_failed,
+    not_negative,
+    out_file,
+    refusing,
+    rows_table,
+)
+
+
+def infer(
+    model: Annotated[str, typer.Option(help="Model spec: hf:<path>, openai:<model>[@<base_url>], baseline:<name>.")],
+    manifest: Annotated[Path, typer.Option(help="A JSONL manifest (foundation.jsonl or chat.jsonl).")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Responses JSONL (resumed when it exists).", callback=out_file)
+    ],
+    batch_size: Annotated[int | None, typer.Option(help="Prompts per backend call.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Only the first N items (0 or more).", callback=not_negative)
+    ] = None,
+    max_new_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="Generation length bound per turn. Default: by kind, Foundation 64, Chat 512, --prompt-set cot 512.",
+            min=1,
+        ),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight (openai: models).")] = 8,
+    temperature: Annotated[float, typer.Option(help="0 for greedy decoding.")] = 0.0,
+    prompt_set: Annotated[str, typer.Option(help="airbench, cot, or a JSON template file.")] = "airbench",
+    seed: Annotated[int, typer.Option(help="Seed of baseline:random and of sampling.")] = 0,
+    official_out: Annotated[
+        Path | None, typer.Option(help="Also write the official result format here.", callback=out_file)
+    ] = None,
+    data_root_dir: Annotated[Path | None, typer.Option("--data-root", help=DATA_ROOT_HELP)] = None,
+    api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(help="hf: cpu, cuda, cuda:1, or auto (spread over all GPUs; default with several GPUs)."),
+    ] = None,
+    dtype: Annotated[
+        str | None, typer.Option(help="hf: bf16, fp16, fp32 (default: the checkpoint's on CUDA, fp32 on CPU).")
+    ] = None,
+    attn: Annotated[
+        str | None, typer.Option(help="hf: attention kernel: sdpa, flash_attention_2, eager (default: transformers').")
+    ] = None,
+) -> None:
+    """Answer a manifest with a model, appending one response per item (a rerun resumes and retries errors).
+
+    Exits 0 when every item was answered (items whose audio the manifest marks missing, empty or corrupt apart),
+    1 when some ended in error (rerun to retry them), 2 on bad input or a refused --out (nothing written), 3 when a
+    fatal API error stopped the run (rejected or missing key, server unreachable).
+    """
+    from airbench_nb.manifests import data_root_override
+    from airbench_nb.models import SpecError
+    from airbench_nb.prompts import PromptSet
+    from airbench_nb.runner import infer as run_infer
+
+    with refusing(SpecError, FileNotFoundError, ValueError, fatal_api=True):
+        PromptSet.named(prompt_set)  # a bad template file fails here, before a model is loaded or called
+        with data_root_override(manifest, data_root_dir):
+            summary = run_infer(
+                model,
+                manifest,
+                out,
+                batch_size=batch_size,
+                concurrency=concurrency,
+                limit=limit,
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                prompt_set=prompt_set,
+                seed=seed,
+                official_out=official_out,
+                api_key_env=api_key_env,
+                model_options={"device": device, "dtype": dtype, "attn": attn},
+            )
+    console.print(rows_table(f"{model} on {manifest}", field_rows(summary.as_dict())))
+    if summary.unusable:
+        console.print(
+            f"{summary.unusable} items have missing, empty or corrupt audio: data defects, left out of scoring"
+        )
+    if summary.failed:
+        raise items_failed(summary.failure_text())

@@ -1,0 +1,148 @@
+"""Commands that run the notebooks and write their pages: ``run``, ``params``, ``report``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from airbench_nb.cli.app import console, out_folder, refuse, refusing, rows_table
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise refuse(f"-p expects NAME=VALUE, got {text!r}")
+    name, raw = text.split("=", 1)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    except (ValueError, RecursionError):  # an integer longer than Python converts; nesting too deep
+        raise refuse(
+            f"-p {name.strip()}: the value is JSON the kit cannot use (too long a number or too deep)"
+        ) from None
+    return name.strip(), value
+
+
+def run(
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            help="NAME=VALUE passed to the notebooks that declare NAME (VALUE read as JSON if it can be).",
+        ),
+    ] = None,
+    notebooks: Annotated[
+        str | None, typer.Option(help="Comma-separated notebook stems (default: the pipeline).")
+    ] = None,
+    run_id: Annotated[str | None, typer.Option(help="Run folder name (default: the UTC time).")] = None,
+    reports: Annotated[Path, typer.Option(help="Parent folder of run folders.", callback=out_folder)] = Path("reports"),
+    kernel: Annotated[str | None, typer.Option(help="Jupyter kernel name (default: the notebooks' own).")] = None,
+    html: Annotated[bool, typer.Option("--html/--no-html", help="Export executed notebooks to HTML.")] = True,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            help="Re-execute the run REPORTS/RESUME in place with its parameters (updated by --param), reusing "
+            "every response, verdict and cache entry already there.",
+        ),
+    ] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Shared cache of built data and judge calls (default: $AIRBENCH_CACHE or ~/.cache/airbench-nb)."
+        ),
+    ] = None,
+    grid: Annotated[
+        Path | None,
+        typer.Option(
+            help="YAML grid of parameter sets (see grids/example.yaml): run the pipeline once per set into "
+            "REPORTS/RUN_ID/<NN-slug>/ (RUN_ID: grid-<UTC time> by default) and compare them in RUN_ID/index.html; "
+            "--param is added to every set. Exits with the number of failed runs."
+        ),
+    ] = None,
+    jobs: Annotated[int | None, typer.Option(help="With --grid: runs at a time (default 1).", min=1)] = None,
+) -> None:
+    """Execute the pipeline notebooks with papermill into REPORTS/RUN_ID/ and write run.json.
+
+    Built datasets and judge calls are cached across runs (see --cache-dir); --resume RUN_ID re-executes a run in
+    place and redoes only what its changed parameters invalidate. --grid GRID.yaml runs once per parameter set of
+    the grid, --jobs at a time, sharing the cache; the exit code is the number of failed runs (capped at 125).
+    """
+    from airbench_nb.pipeline import PipelineError, run_pipeline
+
+    if resume and run_id and resume != run_id:
+        raise refuse("give either --run-id (a new run) or --resume (an existing run), not both")
+    parameters = dict(_parse_param(p) for p in param or [])
+    stems = [s.strip() for s in notebooks.split(",") if s.strip()] if notebooks else None
+    if jobs is not None and grid is None:
+        raise refuse("--jobs sets how many runs of a grid go at a time: give --grid GRID.yaml too")
+    if grid is not None:
+        from airbench_nb.grid import GridError, run_grid_command
+
+        if resume:
+            raise refuse("--resume re-executes one run; it cannot be combined with --grid")
+        with refusing(GridError):
+            grid_info = run_grid_command(
+                grid,
+                parameters,
+                stems,
+                show=console.print,
+                table=rows_table,
+                grid_id=run_id,
+                reports_dir=reports,
+                jobs=jobs or 1,
+                cache_dir=cache_dir,
+                kernel_name=kernel,
+                html=html,
+            )
+        raise typer.Exit(min(grid_info.failed, 125))
+    with refusing(PipelineError):
+        info = run_pipeline(
+            parameters,
+            notebooks=stems,
+            run_id=resume or run_id,
+            reports_dir=reports,
+            kernel_name=kernel,
+            html=html,
+            progress=True,
+            cache_dir=cache_dir,
+            resume=resume is not None,
+        )
+    rows = [
+        {"notebook": n.name, "status": n.status, "seconds": n.duration_s, "error": (n.error or "")[:100]}
+        for n in info.notebooks
+    ]
+    console.print(rows_table(f"run {info.run_id}: {info.status}", rows))
+    page = reports / info.run_id / "index.html"
+    console.print(f"report: {page if page.is_file() else f'{reports / info.run_id}/'}")
+    if info.status != "ok":
+        raise typer.Exit(1)
+
+
+def params(
+    notebooks: Annotated[
+        str | None, typer.Option(help="Comma-separated notebook stems (default: the pipeline).")
+    ] = None,
+) -> None:
+    """List the parameters each pipeline notebook declares, with type, default and help."""
+    from airbench_nb.pipeline import PIPELINE, notebook_parameters, notebooks_dir
+
+    stems = [s.strip() for s in notebooks.split(",")] if notebooks else list(PIPELINE)
+    for stem in stems:
+        found = notebook_parameters(notebooks_dir() / f"{stem}.ipynb")
+        rows = [{"name": k, "type": v["type"], "default": v["default"], "help": v["help"]} for k, v in found.items()]
+        console.print(rows_table(stem, rows))
+
+
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder (reports/<run_id>) with run.json.")],
+) -> None:
+    """Write (again) the run's landing page: index.html and README.md beside run.json."""
+    from airbench_nb.report_page import write_report_page
+
+    with refusing(FileNotFoundError):
+        index, _ = write_report_page(run_dir)
+    console.print(f"report: {index}")
