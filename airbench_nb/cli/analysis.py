@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from airbench_nb.cli.app import console, one_of, out_folder, refuse, refusing, rows_table
+from airbench_nb.run_folder import RunFolder
 
 STRICT_OR_OFFICIAL = one_of("strict", "official")
 """Callback of ``--protocol`` where answers are read one way: strict or official."""
@@ -42,7 +43,7 @@ def analyze(
     if as_json:
         typer.echo(json.dumps(result, indent=1, default=str))
         return
-    folder = out or run_dir / "analysis"
+    folder = out or RunFolder(run_dir).analysis_dir
     console.print(f"analysed {len(result['models'])} model(s) under the {protocol} protocol into {folder}/")
     for name in result["files"]["figures"]:
         console.print(f"  {name}")
@@ -141,11 +142,9 @@ def agreement_cmd(
         raise refuse("no such run folder (give RUN_DIR before --labels)", file=run_dir)
     files = [*labels, *(more_labels or [])]
     if sample is None:
-        found = sorted(
-            p for p in (run_dir / "annotation").glob("sample*.jsonl") if not p.name.endswith(".labels.jsonl")
-        )
+        found = RunFolder(run_dir).annotation_samples()
         if len(found) != 1:
-            where = f"{run_dir / 'annotation'}: " + (", ".join(p.name for p in found) or "no sample*.jsonl")
+            where = f"{RunFolder(run_dir).annotation_dir}: " + (", ".join(p.name for p in found) or "no sample*.jsonl")
             raise refuse(f"give --sample: {where}")
         sample = found[0]
     with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError

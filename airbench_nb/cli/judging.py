@@ -19,6 +19,7 @@ from airbench_nb.cli.app import (
     refusing,
     rows_table,
 )
+from airbench_nb.score_table import RunScores
 
 
 def _load_prices(path: Path | None) -> Any:
@@ -89,17 +90,15 @@ def judge(
         raise items_failed(summary.failure_text())
 
 
-def _print_scores(result: dict[str, Any], as_json: bool) -> None:
-    from airbench_nb.scoring import scores_frame
-
+def _print_scores(result: RunScores, as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(result, indent=2, default=str))
+        typer.echo(json.dumps(result.as_dict(), indent=2, default=str))
         return
-    frame = scores_frame(result)
+    frame = result.frame()
     shown = frame[frame["level"].isin(["task", "category", "average"])]
     rows = shown.round(4).fillna("").to_dict("records")
     console.print(rows_table("scores (95% bootstrap CI; n = denominator; failures counted)", rows))
-    labels = {table.get("judges", {}).get("chat_label") for table in result.values() if isinstance(table, dict)}
+    labels = {table.judges.chat_label for table in result.protocols() if table.judges is not None}
     for label in sorted(filter(None, labels)):
         console.print(f"Chat scores by: {label}")
 
