@@ -558,7 +558,7 @@ def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
     return fig
 
 
-def agreement_bars(frame: pd.DataFrame) -> Any:
+def agreement_bars(frame: pd.DataFrame, last: Sequence[str] = ()) -> Any:
     """Judge-human agreement per judge and kind with 95% CI whiskers, the human-human agreement beside the judges.
 
     One panel per kind (Foundation, Chat); in each, one group of bars per judge (``human vs human`` last), one bar
@@ -567,6 +567,8 @@ def agreement_bars(frame: pd.DataFrame) -> Any:
     Args:
         frame: :func:`airbench_nb.analysis.agreement.agreement_frame`: columns ``judge, kind, label, n, agreement,
             ci_low, ci_high``.
+        last: Judge labels drawn after the others (``airbench_nb.analysis.agreement.HUMANS``: the human-human
+            agreement beside the judges).
 
     Returns:
         The figure, or None when empty.
@@ -576,13 +578,11 @@ def agreement_bars(frame: pd.DataFrame) -> Any:
     sns = _sns()
     import matplotlib.pyplot as plt
 
-    from airbench_nb.analysis.agreement import HUMANS
-
     kinds = [k for k in ("foundation", "chat") if k in set(frame["kind"])]
     measures = list(dict.fromkeys(frame["label"]))
     palette = dict(zip(measures, sns.color_palette("colorblind", len(measures)), strict=False))
     groups = {k: frame[frame["kind"] == k] for k in kinds}
-    judges = {k: sorted(set(g["judge"]), key=lambda j: (j == HUMANS, j)) for k, g in groups.items()}
+    judges = {k: sorted(set(g["judge"]), key=lambda j: (j in last, j)) for k, g in groups.items()}
     widths = [max(2.0, 1.1 * len(judges[k])) for k in kinds]
     fig, axes = plt.subplots(
         1, len(kinds), figsize=(sum(widths) + 2.5, 4.0), squeeze=False, gridspec_kw={"width_ratios": widths}

@@ -99,3 +99,61 @@ def test_no_run_layout_literal_outside_the_run_folder_module(path: Path):
     source = _notebook_source(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8")
     found = layout_literals(source)
     assert not found, f"{path.relative_to(ROOT)} spells the run layout (use airbench_nb.run_folder): {found}"
+
+
+def test_import_layers_hold():
+    """The layers of docs/architecture.md, as import-linter contracts in pyproject.toml: no upward import."""
+    from importlinter.cli import lint_imports
+
+    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    """No module imports, directly or not, a module that imports it (lazy imports inside functions count)."""
+    import grimp
+
+    graph = grimp.build_graph("airbench_nb")
+    edges = {
+        m: {i for i in graph.find_modules_directly_imported_by(m) if i.startswith("airbench_nb")} for m in graph.modules
+    }
+    assert _cycles(edges) == []

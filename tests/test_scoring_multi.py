@@ -16,7 +16,7 @@ from airbench_nb.records import (
     Verdict,
 )
 from airbench_nb.scoring import score_models, score_official_files, score_run, scores_frame
-from airbench_nb.scoring.run import INCOMPLETE_CONVERSATION
+from airbench_nb.scoring.outcomes import INCOMPLETE_CONVERSATION
 
 ORDERS = ("reference_first", "hypothesis_first")
 TURN_SCORES = (8.0, 6.0, 4.0)  # the planted model's score at turns 1, 2, 3: it falls on follow-ups

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ import pandas as pd
 from airbench_nb import plots
 from airbench_nb.analysis import answers, circular, classification, order_bias, position_bias, ranking, snr, tables
 from airbench_nb.analysis.data import RunData, load_run
+from airbench_nb.analysis.section import SHOW_DPI, Section, show  # noqa: F401 - re-exported (notebooks import show here)
 from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
 from airbench_nb.scoring import PROXY_SHORT
 
@@ -63,28 +63,6 @@ SECTIONS: tuple[str, ...] = (
 """Sections of ``analysis.json``, in report order."""
 
 
-@dataclass
-class Section:
-    """One analysis: its JSON data, a frame to display, a figure, or why there is nothing to show."""
-
-    name: str
-    """Key in ``analysis.json``."""
-    data: Any
-    """JSON-serialisable result (a dict keyed by model or judge, or a list); empty when there is nothing."""
-    frame: pd.DataFrame = field(default_factory=pd.DataFrame)
-    """A tidy table for display."""
-    figure: Any = None
-    """A matplotlib figure, or None."""
-    figure_key: str | None = None
-    """Key of :data:`airbench_nb.plots.FIGURE_NAMES` the figure is saved under."""
-    reason: str | None = None
-    """Why the section is empty, or None."""
-    extra_figures: dict[str, Any] = field(default_factory=dict)
-    """Further figures by file stem (e.g. confusion matrices of another model)."""
-    extra_data: dict[str, Any] = field(default_factory=dict)
-    """Details written to ``analysis.json`` as ``<name>_detail`` (tests used, per-task curves, weights, ...)."""
-
-
 def _plain_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Foundation rows that are neither SNR-graded copies nor rotations (the rotations when there is nothing else)."""
     if frame.empty:
@@ -93,32 +71,6 @@ def _plain_rows(frame: pd.DataFrame) -> pd.DataFrame:
     if plain.empty:
         plain = frame[frame["clean_uid"].isna()]
     return plain
-
-
-SHOW_DPI = 72
-"""Resolution of the figures shown in notebook 05 (and so in its HTML); the saved PNGs use :data:`plots.DPI`."""
-
-
-def show(section: Section) -> None:
-    """Display a section in a notebook: the reason when empty, else its frame and figure."""
-    from IPython.display import Markdown, display
-
-    if section.reason:
-        display(Markdown(f"*Nothing to show: {section.reason}*"))
-        return
-    if not section.frame.empty:
-        display(section.frame)
-    import matplotlib.pyplot as plt
-
-    from airbench_nb.listen import figure_png
-
-    # Each figure is displayed once, as a PNG at SHOW_DPI, and closed: left open, the inline backend would show it
-    # a second time at the end of the cell (twice the bytes in the notebook and its HTML). A closed figure can
-    # still be saved (the files under analysis/figures/ are written at full resolution).
-    for figure in [section.figure, *section.extra_figures.values()]:
-        if figure is not None:
-            display(figure_png(figure, dpi=SHOW_DPI))
-            plt.close(figure)
 
 
 class RunAnalysis:
@@ -411,13 +363,17 @@ class RunAnalysis:
                 reason="no annotation labels given: draw a sample with `airbench-nb sample-annotation`, label it in "
                 "notebook 06, then pass `sample` and `labels`",
             )
-        from airbench_nb.analysis.agreement import agreement, agreement_frame
+        from airbench_nb.analysis.agreement import HUMANS, agreement, agreement_frame
 
         result = agreement(self.run_dir, self.sample, self.labels, seed=self.seed)
         frame = agreement_frame(result)
         data = json.loads(json.dumps(result, default=_json_default))
         return Section(
-            "agreement", data, frame=frame, figure=plots.agreement_bars(frame), figure_key="judge-human-agreement"
+            "agreement",
+            data,
+            frame=frame,
+            figure=plots.agreement_bars(frame, last=(HUMANS,)),
+            figure_key="judge-human-agreement",
         )
 
     def multi_clip(self) -> Section:

@@ -178,7 +178,7 @@ class BuildReport:
 
 def _rotations(items: Sequence[FoundationItem], per_task: int) -> list[FoundationItem]:
     """Every rotation of the first ``per_task`` items of each task (the audio is shared, nothing is written)."""
-    from airbench_nb.analysis.circular import rotate_items
+    from airbench_nb.rotation import rotate_items
 
     if per_task <= 0:
         return []
@@ -321,7 +321,7 @@ def build(
         snr_items_per_task: Grade the first N built items of each such task; None: the preset's
             ``snr_items_per_task`` (all items when it has none).
         circular_items_per_task: Also write the first N clean items of each Foundation task once per rotation of
-            their choices (MMBench CircularEval, :func:`airbench_nb.analysis.circular.rotate_items`); None: the
+            their choices (MMBench CircularEval, :func:`airbench_nb.rotation.rotate_items`); None: the
             preset's ``circular_items_per_task`` (0 when it has none).
 
     Returns:

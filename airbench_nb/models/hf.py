@@ -566,7 +566,7 @@ class HFAudioLM:
     ):
         from transformers import AutoConfig
 
-        from airbench_nb.models import SpecError, check_hf_path
+        from airbench_nb.models.specs import SpecError, check_hf_path
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")

@@ -104,6 +104,7 @@ from airbench_nb.scoring.official_files import CHAT_SCORE_FIELD, FOUNDATION_FILE
 from airbench_nb.scoring.outcomes import (
     CHAT_ORDERS,
     DEFAULT_PROTOCOL,
+    INCOMPLETE_CONVERSATION,
     PROTOCOLS,
     RULE_JUDGE,
     SCORES_ONLY_JUDGES,
@@ -114,7 +115,9 @@ from airbench_nb.scoring.outcomes import (
     _official_chat,
     _strict_chat,
     _strict_foundation,
+    chat_outcomes_of,
     failure_text,
+    foundation_verdicts,
     official_chat,
     official_foundation_correct,
     strict_chat,
@@ -127,8 +130,6 @@ from airbench_nb.scoring.run import (
     ROTATED_KEY,
     ROTATED_WHY,
     _foundation_verdicts,
-    chat_outcomes_of,
-    foundation_verdicts,
     score_run,
 )
 from airbench_nb.scoring.tables import score_models, score_run_folder, scores_frame
@@ -136,6 +137,7 @@ from airbench_nb.scoring.tables import score_models, score_run_folder, scores_fr
 __all__ = [
     "CHAT_CATEGORIES",
     "CHAT_ORDERS",
+    "INCOMPLETE_CONVERSATION",
     "CHAT_SCORE_FIELD",
     "CONFIDENCE",
     "DEFAULT_PROTOCOL",

@@ -33,7 +33,9 @@ from airbench_nb.scoring.outcomes import (
     RULE_JUDGE,
     ChatOutcome,
     FoundationOutcome,
+    chat_outcomes_of,
     failure_text,
+    foundation_verdicts,
     official_foundation_correct,
     strict_foundation,
 )
@@ -111,8 +113,6 @@ class ChoiceAccuracy:
 
     def select(self, verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None) -> dict[str, Verdict]:
         """The deciding verdict of each item (see :func:`~airbench_nb.scoring.run.foundation_verdicts`)."""
-        from airbench_nb.scoring.run import foundation_verdicts
-
         return foundation_verdicts(verdicts, uids, judges)
 
     def judges_used(self, chosen: Mapping[Any, Verdict]) -> list[str]:
@@ -176,8 +176,6 @@ class JudgeScore:
         self, item: ChatItem, response: Response | None, chosen: Mapping[Any, Verdict], protocol: str
     ) -> list[ChatOutcome]:
         """One outcome per order, or per (turn, order) (see :func:`~airbench_nb.scoring.run.chat_outcomes_of`)."""
-        from airbench_nb.scoring.run import chat_outcomes_of
-
         return chat_outcomes_of(item, response, chosen, protocol)
 
     def aggregate(self, outcomes: Sequence[ChatOutcome], protocol: str, reps: int, seed: int) -> dict[str, Any]:

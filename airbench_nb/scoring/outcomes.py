@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from airbench_nb.judge.chat_parse import parse_scores_official
 from airbench_nb.judge.extract import official_extract
-from airbench_nb.records import LETTERS, Response, Verdict
+from airbench_nb.records import LETTERS, ChatItem, Response, Verdict
 from airbench_nb.score_table import SCORES_ONLY_JUDGES
 
 logger = logging.getLogger(__name__)
@@ -272,3 +273,100 @@ _failure_text = failure_text
 _strict_foundation = strict_foundation
 _official_chat = official_chat
 _strict_chat = strict_chat
+
+
+def foundation_verdicts(
+    verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
+) -> dict[str, Verdict]:
+    """The deciding Foundation verdict of each item, as the strict protocol picks it.
+
+    For each item the judges are tried in priority order and the first verdict that decided (``correct`` not
+    None) wins; when every judge abstained, the first judge's verdict (an abstention). Several verdicts of one
+    judge for one item: the last one.
+
+    Args:
+        verdicts: Verdicts of one model (any kind; only those of ``uids`` are read).
+        uids: The Foundation items to pick verdicts for.
+        judges: Judge specs in priority order; None: ``rule`` first, then the other judges present, sorted.
+
+    Returns:
+        ``{uid: verdict}`` for the items that have at least one verdict.
+    """
+    latest: dict[str, dict[str, Verdict]] = defaultdict(dict)
+    for verdict in verdicts:
+        if verdict.uid in uids:
+            latest[verdict.uid][verdict.judge] = verdict  # the last verdict of a judge wins
+    present = sorted({j for by_judge in latest.values() for j in by_judge})
+    if judges is None:
+        priority = [RULE_JUDGE, *[j for j in present if j != RULE_JUDGE]]
+    else:
+        priority = list(judges)
+    chosen: dict[str, Verdict] = {}
+    for uid, by_judge in latest.items():
+        candidates = [by_judge[j] for j in priority if j in by_judge]
+        decided = [v for v in candidates if v.correct is not None]
+        if decided:
+            chosen[uid] = decided[0]
+        elif candidates:
+            chosen[uid] = candidates[0]
+    return chosen
+
+
+INCOMPLETE_CONVERSATION = "strict: conversation left out, a turn has no score"
+"""Reason of the scored units of a multi-turn conversation that strict scoring leaves out (see
+:func:`chat_outcomes_of`)."""
+
+
+def chat_outcomes_of(
+    item: ChatItem,
+    response: Response | None,
+    verdicts: Mapping[tuple[str, str, int | None], Verdict],
+    protocol: str,
+) -> list[ChatOutcome]:
+    """The outcomes of one Chat item under one protocol: one per order, or per (turn, order) for a multi-turn item.
+
+    A multi-turn conversation is scored turn by turn (:func:`~airbench_nb.scoring.outcomes.strict_chat` /
+    :func:`~airbench_nb.scoring.outcomes.official_chat` on each turn's verdict, with the turn's own answer). A turn
+    the model did not answer (a later turn failed: the answers before it are kept) or whose verdicts are unscored
+    is a *failed turn*:
+
+    - ``official``: each failed (turn, order) is dropped, as the official script drops an unparsed reply; the
+      conversation counts with the turns that were scored.
+    - ``strict``: a conversation counts only when every turn has a score in at least one order (for a one-turn
+      item, the rule strict already applies: an item with no scored order is a failure). Otherwise every unit of
+      the conversation is a failure, left out of the mean and counted (reason :data:`INCOMPLETE_CONVERSATION` for
+      the units that had scores): scored on its first turns alone, a model that breaks down on follow-ups would be
+      rated on the easier part of the conversation only. Per-turn scores (``turns`` of the section) are computed
+      from the same units, so a turn left out here is left out there too.
+
+    Args:
+        item: The Chat item.
+        response: The model's latest response (None when there is none).
+        verdicts: The chosen judge's verdicts by ``(uid, order, turn)``.
+        protocol: ``official`` or ``strict``.
+
+    Returns:
+        The outcomes, turns in order, each turn's two orders together.
+    """
+    parse = official_chat if protocol == "official" else strict_chat
+    if not item.multi_turn:
+        out = []
+        for order in CHAT_ORDERS:
+            m, r, reason = parse(response, verdicts.get((item.uid, order, None)))
+            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason))
+        return out
+    out = []
+    for turn in range(len(item.turns)):
+        for order in CHAT_ORDERS:
+            m, r, reason = parse(response, verdicts.get((item.uid, order, turn)), turn)
+            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason, turn=turn))
+    if protocol == "strict":
+        scored_turns = {o.turn for o in out if o.model is not None and o.reference is not None}
+        if len(scored_turns) < len(item.turns):
+            out = [
+                o
+                if o.model is None
+                else ChatOutcome(o.task, o.unit, o.order, None, None, INCOMPLETE_CONVERSATION, o.turn)
+                for o in out
+            ]
+    return out

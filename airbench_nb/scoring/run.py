@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -12,17 +12,13 @@ from airbench_nb.score_table import ProtocolScores, RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _log_summary, _protocols
 from airbench_nb.scoring.metrics import Metric, metrics_of
 from airbench_nb.scoring.outcomes import (
-    CHAT_ORDERS,
     DEFAULT_PROTOCOL,
-    RULE_JUDGE,
     SCORES_ONLY_JUDGES,
     STALE_WHY,
-    ChatOutcome,
     Protocol,
     current_verdicts,
+    foundation_verdicts,
     latest_responses,
-    official_chat,
-    strict_chat,
 )
 
 logger = logging.getLogger(__name__)
@@ -52,43 +48,6 @@ def _pick_model(responses: Sequence[Response], model: str | None) -> str | None:
     return models[0] if models else None
 
 
-def foundation_verdicts(
-    verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
-) -> dict[str, Verdict]:
-    """The deciding Foundation verdict of each item, as the strict protocol picks it.
-
-    For each item the judges are tried in priority order and the first verdict that decided (``correct`` not
-    None) wins; when every judge abstained, the first judge's verdict (an abstention). Several verdicts of one
-    judge for one item: the last one.
-
-    Args:
-        verdicts: Verdicts of one model (any kind; only those of ``uids`` are read).
-        uids: The Foundation items to pick verdicts for.
-        judges: Judge specs in priority order; None: ``rule`` first, then the other judges present, sorted.
-
-    Returns:
-        ``{uid: verdict}`` for the items that have at least one verdict.
-    """
-    latest: dict[str, dict[str, Verdict]] = defaultdict(dict)
-    for verdict in verdicts:
-        if verdict.uid in uids:
-            latest[verdict.uid][verdict.judge] = verdict  # the last verdict of a judge wins
-    present = sorted({j for by_judge in latest.values() for j in by_judge})
-    if judges is None:
-        priority = [RULE_JUDGE, *[j for j in present if j != RULE_JUDGE]]
-    else:
-        priority = list(judges)
-    chosen: dict[str, Verdict] = {}
-    for uid, by_judge in latest.items():
-        candidates = [by_judge[j] for j in priority if j in by_judge]
-        decided = [v for v in candidates if v.correct is not None]
-        if decided:
-            chosen[uid] = decided[0]
-        elif candidates:
-            chosen[uid] = candidates[0]
-    return chosen
-
-
 _foundation_verdicts = foundation_verdicts  # the older, underscored name (airbench_nb.analysis.data imports it)
 
 
@@ -99,66 +58,6 @@ def _chat_verdicts(
     from airbench_nb.scoring.metrics import JudgeScore
 
     return JudgeScore().select(verdicts, uids, judges)
-
-
-INCOMPLETE_CONVERSATION = "strict: conversation left out, a turn has no score"
-"""Reason of the scored units of a multi-turn conversation that strict scoring leaves out (see
-:func:`chat_outcomes_of`)."""
-
-
-def chat_outcomes_of(
-    item: ChatItem,
-    response: Response | None,
-    verdicts: Mapping[tuple[str, str, int | None], Verdict],
-    protocol: str,
-) -> list[ChatOutcome]:
-    """The outcomes of one Chat item under one protocol: one per order, or per (turn, order) for a multi-turn item.
-
-    A multi-turn conversation is scored turn by turn (:func:`~airbench_nb.scoring.outcomes.strict_chat` /
-    :func:`~airbench_nb.scoring.outcomes.official_chat` on each turn's verdict, with the turn's own answer). A turn
-    the model did not answer (a later turn failed: the answers before it are kept) or whose verdicts are unscored
-    is a *failed turn*:
-
-    - ``official``: each failed (turn, order) is dropped, as the official script drops an unparsed reply; the
-      conversation counts with the turns that were scored.
-    - ``strict``: a conversation counts only when every turn has a score in at least one order (for a one-turn
-      item, the rule strict already applies: an item with no scored order is a failure). Otherwise every unit of
-      the conversation is a failure, left out of the mean and counted (reason :data:`INCOMPLETE_CONVERSATION` for
-      the units that had scores): scored on its first turns alone, a model that breaks down on follow-ups would be
-      rated on the easier part of the conversation only. Per-turn scores (``turns`` of the section) are computed
-      from the same units, so a turn left out here is left out there too.
-
-    Args:
-        item: The Chat item.
-        response: The model's latest response (None when there is none).
-        verdicts: The chosen judge's verdicts by ``(uid, order, turn)``.
-        protocol: ``official`` or ``strict``.
-
-    Returns:
-        The outcomes, turns in order, each turn's two orders together.
-    """
-    parse = official_chat if protocol == "official" else strict_chat
-    if not item.multi_turn:
-        out = []
-        for order in CHAT_ORDERS:
-            m, r, reason = parse(response, verdicts.get((item.uid, order, None)))
-            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason))
-        return out
-    out = []
-    for turn in range(len(item.turns)):
-        for order in CHAT_ORDERS:
-            m, r, reason = parse(response, verdicts.get((item.uid, order, turn)), turn)
-            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason, turn=turn))
-    if protocol == "strict":
-        scored_turns = {o.turn for o in out if o.model is not None and o.reference is not None}
-        if len(scored_turns) < len(item.turns):
-            out = [
-                o
-                if o.model is None
-                else ChatOutcome(o.task, o.unit, o.order, None, None, INCOMPLETE_CONVERSATION, o.turn)
-                for o in out
-            ]
-    return out
 
 
 PROXY_LABEL = "proxy (sentence-embedding similarity mapped to 1-10, not an LLM judgment)"

@@ -199,7 +199,7 @@ def comparison_section(
         (saved as :data:`FIGURE_STEM`), or the reason there is nothing to compare.
     """
     from airbench_nb import plots
-    from airbench_nb.analysis.report import Section
+    from airbench_nb.analysis.section import Section
 
     if len(run.models) < 2:
         return Section("comparison", {}, reason=f"fewer than two models in the run ({len(run.models)})")

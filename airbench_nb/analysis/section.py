@@ -1,0 +1,60 @@
+"""One analysis of a run, as notebook 05 shows it and ``analysis.json`` stores it: :class:`Section` and :func:`show`.
+
+Its own module so that every analysis (the report, the comparison of models, ...) can return one without importing
+the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass
+class Section:
+    """One analysis: its JSON data, a frame to display, a figure, or why there is nothing to show."""
+
+    name: str
+    """Key in ``analysis.json``."""
+    data: Any
+    """JSON-serialisable result (a dict keyed by model or judge, or a list); empty when there is nothing."""
+    frame: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """A tidy table for display."""
+    figure: Any = None
+    """A matplotlib figure, or None."""
+    figure_key: str | None = None
+    """Key of :data:`airbench_nb.plots.FIGURE_NAMES` the figure is saved under."""
+    reason: str | None = None
+    """Why the section is empty, or None."""
+    extra_figures: dict[str, Any] = field(default_factory=dict)
+    """Further figures by file stem (e.g. confusion matrices of another model)."""
+    extra_data: dict[str, Any] = field(default_factory=dict)
+    """Details written to ``analysis.json`` as ``<name>_detail`` (tests used, per-task curves, weights, ...)."""
+
+
+SHOW_DPI = 72
+"""Resolution of the figures shown in notebook 05 (and so in its HTML); the saved PNGs use :data:`plots.DPI`."""
+
+
+def show(section: Section) -> None:
+    """Display a section in a notebook: the reason when empty, else its frame and figure."""
+    from IPython.display import Markdown, display
+
+    if section.reason:
+        display(Markdown(f"*Nothing to show: {section.reason}*"))
+        return
+    if not section.frame.empty:
+        display(section.frame)
+    import matplotlib.pyplot as plt
+
+    from airbench_nb.listen import figure_png
+
+    # Each figure is displayed once, as a PNG at SHOW_DPI, and closed: left open, the inline backend would show it
+    # a second time at the end of the cell (twice the bytes in the notebook and its HTML). A closed figure can
+    # still be saved (the files under analysis/figures/ are written at full resolution).
+    for figure in [section.figure, *section.extra_figures.values()]:
+        if figure is not None:
+            display(figure_png(figure, dpi=SHOW_DPI))
+            plt.close(figure)

@@ -1,0 +1,162 @@
+"""Circular evaluation's rotated copies of Foundation items (MMBench CircularEval), made from manifests.
+
+Rotation ``k`` of an item with ``n`` options moves the option at position ``i`` to position ``(i + k) % n``: the new
+options are ``new[j] = old[(j - k) % n]`` and the gold index becomes ``(gold + k) % n``, so the correct option TEXT
+stays correct. Rotation 0 is the original order. A rotated copy has uid ``f"{uid}@r{k}"`` and keeps the original's
+meta plus ``rotation_of`` (the original uid) and ``rotation`` (k). The builder and ``airbench-nb rotate`` make them;
+:mod:`airbench_nb.analysis.circular` reads the answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from airbench_nb.manifests import (
+    DATASET_CARD,
+    DatasetCard,
+    data_root,
+    mark_data_root,
+    read_dataset_card,
+    read_manifest,
+    write_dataset_card,
+    write_manifest,
+)
+from airbench_nb.records import FoundationItem
+
+logger = logging.getLogger(__name__)
+
+ROTATION_SEPARATOR = "@r"
+"""Between the original uid and the rotation number in a rotated copy's uid."""
+
+
+def rotated_uid(uid: str, k: int) -> str:
+    """The uid of rotation ``k`` of the item ``uid``."""
+    return f"{uid}{ROTATION_SEPARATOR}{k}"
+
+
+def rotate_item(item: FoundationItem, k: int) -> FoundationItem:
+    """Rotation ``k`` of one item: the option at position ``i`` moves to position ``(i + k) % n``.
+
+    Args:
+        item: An original (not yet rotated) Foundation item.
+        k: The rotation, any integer (taken modulo the number of options).
+
+    Returns:
+        A new, validated item with uid ``f"{uid}@r{k}"`` and ``meta`` extended by ``rotation_of`` and ``rotation``.
+
+    Raises:
+        ValueError: If the item is itself a rotated copy.
+    """
+    if "rotation_of" in (item.meta or {}):
+        raise ValueError(f"item {item.uid!r} is already a rotation of {item.meta['rotation_of']!r}")
+    n = len(item.choices)
+    k %= n
+    choices = [item.choices[(j - k) % n] for j in range(n)]
+    data = item.model_dump()
+    data.update(
+        uid=rotated_uid(item.uid, k),
+        choices=choices,
+        answer=(item.answer + k) % n,
+        meta={**(item.meta or {}), "rotation_of": item.uid, "rotation": k},
+    )
+    return FoundationItem.model_validate(data)
+
+
+def rotate_items(items: Sequence[FoundationItem], rotations: int | None = None) -> list[FoundationItem]:
+    """Every Foundation item once per cyclic rotation of its options (see the module docstring for the direction).
+
+    Args:
+        items: Original Foundation items.
+        rotations: Rotations per item, ``k = 0 .. rotations - 1``, capped at the item's number of options
+            (default: all of them, so a 4-choice item gives 4 copies and a binary item 2).
+
+    Returns:
+        The rotated copies, item by item, rotation by rotation.
+
+    Raises:
+        ValueError: If an item is already a rotated copy (its uid is named), or ``rotations`` is under 1.
+        TypeError: If an item is not a Foundation item.
+    """
+    if rotations is not None and rotations < 1:
+        raise ValueError(f"rotations must be at least 1, got {rotations}")
+    out: list[FoundationItem] = []
+    for item in items:
+        if not isinstance(item, FoundationItem):
+            raise TypeError(f"item {getattr(item, 'uid', item)!r} is not a Foundation item: only those are rotated")
+        n = len(item.choices)
+        count = n if rotations is None else min(rotations, n)
+        out.extend(rotate_item(item, k) for k in range(count))
+    return out
+
+
+def rotate_manifest(path: str | Path, out: str | Path, rotations: int | None = None) -> dict[str, Any]:
+    """Write the rotated Foundation items of a manifest to a new manifest whose audio still resolves.
+
+    Audio paths stay as they are (relative to a data root); the rotated manifest's folder gets a ``dataset.json``
+    whose ``data_root`` points at the original manifest's data root (as a path relative to the new folder), the
+    way :func:`airbench_nb.manifests.data_root` resolves audio. When the new folder already has a ``dataset.json``
+    that resolves to the same data root it is kept; one that resolves elsewhere is refused, since rewriting it would
+    break the manifests beside it. A card may point out of its folder only at a data root of the kit's
+    (:func:`airbench_nb.manifests.is_data_root`): when the source's root is not one (a source folder without a
+    ``dataset.json``), it gets a ``dataset.json`` with ``data_root: "."``.
+
+    Args:
+        path: The source manifest.
+        out: The rotated manifest to write (e.g. ``<folder>/foundation.jsonl``); not the source itself.
+        rotations: As in :func:`rotate_items`.
+
+    Returns:
+        Counts: ``foundation`` (items read), ``written`` (rotated copies), ``skipped_chat`` (Chat items, which are
+        not rotated), ``by_n_choices`` (``{n: items}``), and the ``out`` and ``data_root`` paths as strings.
+
+    Raises:
+        ValueError: If ``out`` is the source manifest, an item is already rotated, or the destination folder has a
+            ``dataset.json`` pointing at another data root.
+    """
+    path, out = Path(path), Path(out)
+    if out.resolve() == path.resolve():
+        raise ValueError(f"{out}: the rotated manifest must not overwrite its source")
+    root = data_root(path)
+    items = read_manifest(path)
+    foundation = [i for i in items if isinstance(i, FoundationItem)]
+    skipped = len(items) - len(foundation)
+    rotated = rotate_items(foundation, rotations)
+    folder = out.resolve().parent
+    folder.mkdir(parents=True, exist_ok=True)
+    existing = read_dataset_card(folder)
+    if existing is not None:
+        if data_root(out) != root:
+            raise ValueError(
+                f"{folder / DATASET_CARD}: data_root resolves to {data_root(out)}, not {root} (the source's); "
+                "write the rotated manifest to another folder"
+            )
+    else:
+        source = read_dataset_card(path.resolve().parent)
+        if not root.is_relative_to(folder):
+            # data_root() accepts a card pointing out of its folder only at a data root of the kit's: make the
+            # source's root one (a card-less source folder gets a dataset.json with data_root ".").
+            mark_data_root(root, source=f"data root of {path.name}, marked by rotate")
+        card = DatasetCard(
+            data_root=os.path.relpath(root, folder),
+            source=f"circular-rotation of {path.name} ({source.source if source else 'unknown'})",
+            counts={"foundation": len(rotated), "originals": len(foundation), "skipped_chat": skipped},
+        )
+        write_dataset_card(folder, card)
+    write_manifest(out, rotated)
+    counts = Counter(len(i.choices) for i in foundation)
+    logger.info(
+        "rotated %d items into %d copies (%d chat items skipped) -> %s", len(foundation), len(rotated), skipped, out
+    )
+    return {
+        "foundation": len(foundation),
+        "written": len(rotated),
+        "skipped_chat": skipped,
+        "by_n_choices": {str(n): c for n, c in sorted(counts.items())},
+        "out": str(out),
+        "data_root": str(root),
+    }
