@@ -1,7 +1,8 @@
 """Model backends and the registry that builds them from spec strings.
 
 Specs: ``hf:<path or hub id>`` (transformers), ``openai:<model>[@<base_url>]`` (any OpenAI-compatible server:
-OpenAI audio models, vLLM, Ollama, llama.cpp) and ``baseline:random|first|dsp|oracle``.
+OpenAI audio models, vLLM, Ollama, llama.cpp) and ``baseline:random|first|dsp|oracle``; a new kind of spec is a
+:class:`Backend` passed to :func:`register_backend` (see ``docs/extending.md``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,15 @@ import logging
 from typing import Any
 
 from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt
-from airbench_nb.models.specs import SpecError, check_hf_path, parse_spec
+from airbench_nb.models.specs import (
+    BACKENDS,
+    Backend,
+    SpecError,
+    backend_for,
+    check_hf_path,
+    parse_spec,
+    register_backend,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -19,10 +28,13 @@ __all__ = [
     "Generation",
     "GenerationParams",
     "Prompt",
+    "BACKENDS",
+    "Backend",
     "SpecError",
     "check_hf_path",
     "load_model",
     "parse_spec",
+    "register_backend",
 ]
 
 
@@ -43,13 +55,10 @@ def load_model(spec: str, **options: Any) -> AudioLM:
     import inspect
 
     kind, rest = parse_spec(spec)
-    if kind == "hf":
-        check_hf_path(rest)  # before importing torch and transformers (seconds)
-        from airbench_nb.models.hf import HFAudioLM as factory
-    elif kind == "openai":
-        from airbench_nb.models.openai_api import OpenAIAudioLM as factory
-    else:
-        from airbench_nb.models.baselines import make_baseline as factory
+    backend = backend_for(kind)
+    if backend.check is not None:
+        backend.check(rest)  # before importing the backend (hf: torch and transformers take seconds)
+    factory = backend.build_factory()
     accepted = inspect.signature(factory).parameters
     kwargs = {k: v for k, v in options.items() if k in accepted and v is not None}
     ignored = sorted(set(options) - set(kwargs))

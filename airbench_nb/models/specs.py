@@ -2,25 +2,78 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class SpecError(ValueError):
     """A model spec string that names no known backend."""
 
 
+@dataclass(frozen=True)
+class Backend:
+    """A kind of model spec (``<prefix>:<rest>``) and how to build its backend."""
+
+    prefix: str
+    """What the spec starts with, before ``:``."""
+    factory: str | Callable[..., Any]
+    """``factory(rest, **options)`` builds the backend; a ``"module:attribute"`` string is imported when first used
+    (so that ``hf:`` imports torch only when an ``hf:`` model is loaded)."""
+    usage: str
+    """How the spec is written (``hf:<path or hub id>``), listed when a spec is not understood."""
+    check: Callable[[str], None] | None = None
+    """Checks ``rest`` before the factory is imported (raises :class:`SpecError`)."""
+
+    def build_factory(self) -> Callable[..., Any]:
+        """The factory, imported when given as ``"module:attribute"``."""
+        if callable(self.factory):
+            return self.factory
+        module, _, attribute = self.factory.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+BACKENDS: dict[str, Backend] = {}
+"""Registered model backends by spec prefix, in registration order."""
+
+
+def register_backend(backend: Backend) -> Backend:
+    """Make a kind of model spec known (replacing one with the same prefix), and return it.
+
+    Raises:
+        ValueError: For an empty prefix or one holding ``:``.
+    """
+    if not backend.prefix or ":" in backend.prefix:
+        raise ValueError(f"a backend prefix is a name without ':', got {backend.prefix!r}")
+    BACKENDS[backend.prefix] = backend
+    return backend
+
+
+def backend_for(kind: str) -> Backend:
+    """The registered backend of a spec prefix (after :func:`parse_spec` has checked it).
+
+    Raises:
+        SpecError: For a prefix no backend is registered under.
+    """
+    try:
+        return BACKENDS[kind]
+    except KeyError:
+        raise SpecError(f"no model backend {kind!r}; registered: {', '.join(BACKENDS)}") from None
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
     """Split ``kind:rest`` and check the kind.
 
     Raises:
-        SpecError: For a spec without a known ``hf:``, ``openai:`` or ``baseline:`` prefix.
+        SpecError: For a spec without the prefix of a registered backend (``hf:``, ``openai:``, ``baseline:``, ...).
     """
     kind, sep, rest = spec.partition(":")
-    if not sep or kind not in {"hf", "openai", "baseline"} or not rest:
-        raise SpecError(
-            f"model spec {spec!r} not understood; use hf:<path or hub id>, openai:<model>[@<base_url>] "
-            "or baseline:random|first|dsp|oracle"
-        )
+    if not sep or kind not in BACKENDS or not rest:
+        forms = [b.usage for b in BACKENDS.values()]
+        listed = ", ".join(forms[:-1]) + f" or {forms[-1]}" if len(forms) > 1 else "".join(forms)
+        raise SpecError(f"model spec {spec!r} not understood; use {listed}")
     return kind, rest
 
 
@@ -47,3 +100,8 @@ def check_hf_path(path: str) -> None:
         raise SpecError(f"hf:{path}: no such folder")
     if not has_config:
         raise SpecError(f"hf:{path}: not a transformers checkpoint (no config.json in the folder)")
+
+
+register_backend(Backend("hf", "airbench_nb.models.hf:HFAudioLM", "hf:<path or hub id>", check=check_hf_path))
+register_backend(Backend("openai", "airbench_nb.models.openai_api:OpenAIAudioLM", "openai:<model>[@<base_url>]"))
+register_backend(Backend("baseline", "airbench_nb.models.baselines:make_baseline", "baseline:random|first|dsp|oracle"))
