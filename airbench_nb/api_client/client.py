@@ -9,6 +9,7 @@ import logging
 import math
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -57,6 +58,13 @@ DEFAULT_MAX_OUTPUT_TOKENS = 256
 """Output tokens assumed per call in estimates when a request sets no ``max_tokens``."""
 MAX_REFUSALS = 3
 """Connection failures, before the endpoint ever answered, after which a run stops (:class:`FatalAPIError`)."""
+MODEL_NOT_FOUND = re.compile(
+    r"model\b.*\b(not found|does not exist|doesn't exist|not exist|unknown|not available|no such)"
+    r"|\b(unknown|no such|invalid) model\b",
+    re.IGNORECASE,
+)
+"""A 404 message that says the model is not served (OpenAI, vLLM, Ollama, llama.cpp wordings); a 404 whose error
+``code`` is ``model_not_found`` (OpenAI) says so too."""
 
 
 def _check_setting(
@@ -154,6 +162,7 @@ class APIClient:
         self._secret: str | None = None
         self._warned_unsent_key = False
         self._answered = False
+        self._served: set[str] = set()  # models this endpoint has answered with a completion
         self._refusals = 0
         self._stopped: FatalAPIError | None = None
         self._backoff = tenacity.wait_exponential_jitter(
@@ -234,8 +243,10 @@ class APIClient:
         return text[:157] + "..." if len(text) > 160 else text
 
     def _fatal_status(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
-        """The :class:`FatalAPIError` for a 401 or 403 answer; None for any other status."""
+        """The :class:`FatalAPIError` for a 401 or 403 answer, or a 404 for an unknown model; None otherwise."""
         status = getattr(exc, "status_code", None)
+        if status == 404:
+            return self._fatal_not_found(exc, model)
         if status not in (401, 403):
             return None
         variable = self.key_variable
@@ -255,10 +266,34 @@ class APIClient:
         message = f"{head} from {self.endpoint}: {cause}" + (f" (server: {said})" if said else "")
         return FatalAPIError(message, endpoint=self.endpoint, status=status)
 
+    def _fatal_not_found(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
+        """The :class:`FatalAPIError` for a 404 that says ``model`` is not served, before it ever answered.
+
+        The rule: a 404 is fatal when the server says the *model* is unknown (error code ``model_not_found``, or a
+        message such as "The model `x` does not exist" or "model 'x' not found") and this endpoint has not yet
+        answered a request for that model with a completion. That is a wrong model name (or an endpoint serving
+        another model): every request would get the same 404, so the run stops instead of writing one error per
+        item. A 404 for a model that has answered before (a stray 404 from a proxy or a server reloading) and a
+        404 that does not name the model (a wrong path) stay one error for that request.
+        """
+        if model is None or model in self._served:
+            return None
+        body = getattr(exc, "body", None)
+        code = body.get("code") if isinstance(body, Mapping) else None
+        said = self._server_said(exc)
+        if code != "model_not_found" and not MODEL_NOT_FOUND.search(said):
+            return None
+        message = (
+            f"404 Not Found from {self.endpoint}: it does not serve model {model!r}; check the model name "
+            "(openai:MODEL@URL; the server lists its models at /v1/models)" + (f" (server: {said})" if said else "")
+        )
+        return FatalAPIError(message, endpoint=self.endpoint, status=404)
+
     def _fatal_for(self, exc: BaseException, model: str | None = None) -> FatalAPIError | None:
         """Classify a failed attempt: the :class:`FatalAPIError` it amounts to, or None (then retried or recorded).
 
-        401/403 are fatal. A connection error (refused, closed without an answer; not a timeout) is fatal once
+        401/403 are fatal, and so is a 404 saying the model is unknown before that model ever answered (see
+        :meth:`_fatal_not_found`). A connection error (refused, closed without an answer; not a timeout) is fatal once
         ``max_refusals`` of them happened before the endpoint ever answered. Any answer, even an error status or a
         malformed body, shows the endpoint is there: later connection errors are retried as usual.
         """
@@ -446,7 +481,9 @@ class APIClient:
                     raise fatal from None
                 raise
             self._answered = True
-            return parse_completion(text)
+            body = parse_completion(text)
+            self._served.add(request.model)
+            return body
 
     async def _one(self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, request: ChatRequest) -> ChatResult:
         """One request through the retry policy: a result, or a :class:`FatalAPIError` that stops the run."""
@@ -486,9 +523,10 @@ class APIClient:
             One :class:`ChatResult` per request, in order: text, or an explicit error.
 
         Raises:
-            FatalAPIError: The endpoint answered 401 or 403, or refused every connection, or the key's variable is
-                unset (:class:`MissingAPIKeyError`). The requests still in flight are cancelled; the answers
-                received before are in the cache (when there is one).
+            FatalAPIError: The endpoint answered 401 or 403, or 404 for a model it never served (a wrong model
+                name), or refused every connection, or the key's variable is unset (:class:`MissingAPIKeyError`).
+                The requests still in flight are cancelled; the answers received before are in the cache (when
+                there is one).
         """
         import openai
 

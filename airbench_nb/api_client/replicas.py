@@ -22,7 +22,8 @@ The rules, stated once:
 - **All down.** A request finding no replica up ends at once with an error that names every URL: each item gets
   its own error response (a rerun retries them), never a crash and never a duplicate. A connection refused is
   therefore never fatal here, unlike a single endpoint's (:data:`~airbench_nb.api_client.MAX_REFUSALS`); what
-  stops a run is what stops a single client: a 401/403, a missing key, nonsense parameters.
+  stops a run is what stops a single client: a 401/403, a 404 for a model no replica has answered yet (a wrong
+  model name), a missing key, nonsense parameters.
 - **Counts** per replica (:class:`ReplicaStats`, :meth:`ReplicaPool.replica_stats`): attempts sent, succeeded,
   failed (so ``sent == succeeded + failed`` once nothing is in flight), requests retried elsewhere, times marked
   down. The runner writes them into the run's summary.
@@ -330,7 +331,7 @@ class ReplicaPool:
                 try:
                     body = await replica.client._send(sessions[replica.index], contextlib.nullcontext(), request)
                 except FatalAPIError:
-                    raise  # 401/403, a missing key: the run stops
+                    raise  # 401/403, an unknown model, a missing key: the run stops
                 except Exception as exc:  # noqa: BLE001 - classified below: retried here, elsewhere, or recorded
                     failure: BaseException | None = exc
                     self._failed(replica, exc)
