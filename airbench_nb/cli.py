@@ -241,7 +241,8 @@ def run(
         str | None,
         typer.Option(
             help="Re-execute the run REPORTS/RESUME in place with its parameters (updated by --param), reusing "
-            "every response, verdict and cache entry already there.",
+            "every response, verdict and cache entry already there. A grid's id resumes the grid: its finished "
+            "runs are kept, its failed and pending ones rerun.",
         ),
     ] = None,
     cache_dir: Annotated[
@@ -265,6 +266,7 @@ def run(
     Built datasets and judge calls are cached across runs (see --cache-dir); --resume RUN_ID re-executes a run in
     place and redoes only what its changed parameters invalidate. --grid GRID.yaml runs once per parameter set of
     the grid, --jobs at a time, sharing the cache; the exit code is the number of failed runs (capped at 125).
+    --resume GRID_ID resumes a grid: finished runs kept, failed and pending ones rerun.
     """
     from airbench_nb.pipeline import PipelineError, run_pipeline
 
@@ -272,13 +274,16 @@ def run(
         raise _refuse("give either --run-id (a new run) or --resume (an existing run), not both")
     parameters = dict(_parse_param(p) for p in param or [])
     stems = [s.strip() for s in notebooks.split(",") if s.strip()] if notebooks else None
-    if jobs is not None and grid is None:
+    from airbench_nb.grid import is_grid_folder
+
+    grid_resume = resume is not None and is_grid_folder(reports / resume)  # --resume GRID_ID resumes a grid
+    if jobs is not None and grid is None and not grid_resume:
         raise _refuse("--jobs sets how many runs of a grid go at a time: give --grid GRID.yaml too")
-    if grid is not None:
+    if grid is not None or grid_resume:
         from airbench_nb.grid import GridError, run_grid_command
 
-        if resume:
-            raise _refuse("--resume re-executes one run; it cannot be combined with --grid")
+        if resume and grid is not None:
+            raise _refuse("--resume re-executes one run or one grid; it cannot be combined with --grid")
         try:
             grid_info = run_grid_command(
                 grid,
@@ -286,12 +291,13 @@ def run(
                 stems,
                 show=console.print,
                 table=_table,
-                grid_id=run_id,
+                grid_id=resume or run_id,
                 reports_dir=reports,
-                jobs=jobs or 1,
+                jobs=jobs,
                 cache_dir=cache_dir,
                 kernel_name=kernel,
                 html=html,
+                resume=grid_resume,
             )
         except GridError as exc:
             raise _refuse(str(exc)) from None
