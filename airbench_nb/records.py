@@ -310,7 +310,8 @@ class MixMeta(Record):
     scale: float = 1.0
     """Factor applied to the whole mix to avoid clipping (1.0 when none was needed)."""
     peak_limit: float | None = 0.99
-    """Peak the mix was kept under by ``scale`` (None: no clipping protection was asked for)."""
+    """Peak the mix and each of its components were kept under by ``scale`` (None: no clipping protection was
+    asked for)."""
 
 
 class _ItemBase(Record):
