@@ -177,10 +177,10 @@ def test_a_404_naming_no_model_stays_one_error_per_request():
     request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
     response = httpx.Response(404, request=request, json={"error": {"message": "no route /v1/nowhere"}})
     route = openai.NotFoundError("no route", response=response, body={"message": "no route /v1/nowhere"})
-    assert client._fatal_for(route, "judge-mini") is None
+    assert client.fatal_error(route, "judge-mini") is None
     said = {"message": "The model `judge-mini` does not exist.", "type": "NotFoundError", "code": 404}  # vLLM
     model = openai.NotFoundError("not found", response=response, body=said)
-    assert isinstance(client._fatal_for(model, "judge-mini"), FatalAPIError)
+    assert isinstance(client.fatal_error(model, "judge-mini"), FatalAPIError)
 
 
 # ------------------------------------------------------------------------------------------- item 7: deadlines

@@ -89,11 +89,14 @@ from airbench_nb.api_client.errors import (
 )
 from airbench_nb.api_client.helpers import (
     RETRY_STATUSES,
-    _retry_after_s,
     audio_seconds_of,
     check_completion,
+    describe_error,
+    distinct_requests,
     is_retryable,
     parse_completion,
+    results_in_order,
+    retry_after_s,
 )
 from airbench_nb.api_client.records import (
     ChatRequest,
@@ -148,6 +151,8 @@ __all__ = [
     "check_base_url",
     "check_completion",
     "check_key_env",
+    "describe_error",
+    "distinct_requests",
     "check_params",
     "is_corruption",
     "is_local_url",
@@ -157,5 +162,6 @@ __all__ = [
     "parse_openai_spec",
     "redact_url",
     "resolve_endpoint",
-    "_retry_after_s",
+    "results_in_order",
+    "retry_after_s",
 ]
