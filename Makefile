@@ -1,5 +1,6 @@
 # airbench-nb: `make demo` runs the pipeline offline on CPU; `make test` runs the whole test suite.
-# Both set the project up first when needed (venv .venv, torch CPU wheel, the kit, espeak-ng and sox).
+# Both set the project up first when needed (venv .venv, torch CPU wheel, the kit, espeak-ng and sox); `make test`
+# also installs chromium for the browser tests (`make demo` never does).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,7 +9,7 @@ STAMP := $(VENV)/.airbench-installed
 ARGS ?=
 DEMO_ID ?= demo
 
-.PHONY: setup sysdeps demo example test lab lint format clean-reports
+.PHONY: setup sysdeps testdeps demo example test lab lint format clean-reports
 
 setup: $(STAMP) sysdeps
 
@@ -18,6 +19,10 @@ $(STAMP): pyproject.toml scripts/setup.sh
 
 sysdeps:
 	@bash scripts/setup.sh system
+
+# Only the test suite needs a browser (tests/browser; they skip without it).
+testdeps:
+	@bash scripts/setup.sh browser
 
 # The demo runs into reports/$(DEMO_ID); a second `make demo` resumes it (every response, verdict and cached
 # dataset reused). `make clean-reports` or DEMO_ID=<new id> starts afresh.
@@ -32,7 +37,7 @@ demo: setup
 example: setup
 	$(BIN)/python -m airbench_nb.example_report reports/example
 
-test: setup
+test: setup testdeps
 	$(BIN)/python -m pytest $(ARGS)
 
 lab: setup

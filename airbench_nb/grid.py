@@ -30,6 +30,10 @@ All runs share one cache folder (built data, judge calls), which is safe across 
 ``grid.json`` (:class:`GridInfo`, rewritten as each run ends), ``grid.yaml`` (a copy of the grid file),
 ``logs/<run_id>.log`` (each run's log) and the comparison page ``index.html`` with its ``README.md`` twin
 (:mod:`airbench_nb.grid_page`).
+
+``airbench-nb run --resume GRID_ID`` resumes a grid that failed or was stopped (:func:`resume_grid`): its finished
+runs are kept as they are, its failed and pending ones run again with the parameters ``grid.json`` recorded (in
+place, reusing what they had written, when their folder holds a ``run.json``).
 """
 
 from __future__ import annotations
@@ -343,11 +347,18 @@ def check_grid(grid: Grid, *, notebook_dir: str | Path | None = None) -> list[st
     Raises:
         GridError: Naming the file and the key.
     """
-    from airbench_nb.pipeline import PIPELINE, PipelineError, check_no_secrets, notebook_parameters, notebooks_dir
+    from airbench_nb.pipeline import (
+        PIPELINE,
+        PipelineError,
+        check_no_secrets,
+        check_parameter_values,
+        notebook_parameters,
+        notebooks_dir,
+    )
 
     source = Path(notebook_dir) if notebook_dir else notebooks_dir()
     stems = list(grid.notebooks or PIPELINE)
-    declared: set[str] = set()
+    by_notebook: dict[str, dict[str, dict[str, Any]]] = {}
     for stem in stems:
         path = source / f"{stem}.ipynb"
         if not path.is_file():
@@ -355,8 +366,8 @@ def check_grid(grid: Grid, *, notebook_dir: str | Path | None = None) -> list[st
                 f"{grid.source}: key 'notebooks': no notebook {stem!r} in {source} "
                 f"(pipeline notebooks: {', '.join(PIPELINE)})"
             )
-        declared |= set(notebook_parameters(path))
-    declared.discard("run_dir")
+        by_notebook[stem] = notebook_parameters(path)
+    declared: set[str] = set().union(*by_notebook.values()) - {"run_dir"}
     for params in grid.sets:
         for name in params:
             if name not in declared:
@@ -368,6 +379,11 @@ def check_grid(grid: Grid, *, notebook_dir: str | Path | None = None) -> list[st
             check_no_secrets(params)
         except PipelineError as exc:
             bad = next((n for n in params if repr(n) in str(exc)), "?")
+            raise GridError(f"{grid.source}: key {bad!r}: {exc}") from None
+        try:
+            check_parameter_values(params, by_notebook)
+        except PipelineError as exc:  # "parameter limit=-1 must be ...": the key is the name before "="
+            bad = str(exc).removeprefix("parameter ").split("=", 1)[0]
             raise GridError(f"{grid.source}: key {bad!r}: {exc}") from None
     return stems
 
@@ -584,7 +600,6 @@ def run_grid(
         GridError: Before anything runs: a grid :func:`check_grid` refuses, a bad grid id, a grid folder that holds
             a grid already or cannot be made, or ``jobs`` under 1.
     """
-    from airbench_nb.grid_page import write_grid_page
     from airbench_nb.pipeline import PipelineError, check_run_id
 
     if jobs < 1:
@@ -631,15 +646,51 @@ def run_grid(
         ],
     )
 
+    return _execute(
+        info,
+        grid_dir,
+        list(info.runs),
+        notebook_dir=notebook_dir,
+        kernel_name=kernel_name,
+        html=html,
+        on_run_end=on_run_end,
+    )
+
+
+def _save(info: GridInfo, grid_dir: Path) -> None:
+    """Write ``grid.json`` and the grid page (a page that fails is logged: ``grid.json`` is the record)."""
+    from airbench_nb.grid_page import write_grid_page
+
+    (grid_dir / GRID_JSON).write_text(info.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    try:
+        write_grid_page(grid_dir)
+    except Exception as exc:  # noqa: BLE001 - the page is a summary; grid.json and the runs are the record
+        logger.warning("grid page of %s not written: %s: %s", grid_dir, type(exc).__name__, exc)
+
+
+def _execute(
+    info: GridInfo,
+    grid_dir: Path,
+    todo: list[GridRun],
+    *,
+    notebook_dir: str | Path | None,
+    kernel_name: str | None,
+    html: bool,
+    on_run_end: Callable[[GridRun, GridInfo], None] | None,
+    resume: bool = False,
+) -> GridInfo:
+    """Run the entries ``todo`` of ``info``, ``info.jobs`` at a time, each in a process of its own.
+
+    With ``resume``, a run whose folder holds a ``run.json`` is resumed in place (see
+    :func:`~airbench_nb.pipeline.run_pipeline`); the others start afresh.
+    """
+    grid_id, stems, jobs, shared_cache = info.grid_id, info.notebooks, info.jobs, info.cache_dir
+
     def save() -> None:
-        (grid_dir / GRID_JSON).write_text(info.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        try:
-            write_grid_page(grid_dir)
-        except Exception as exc:  # noqa: BLE001 - the page is a summary; grid.json and the runs are the record
-            logger.warning("grid page of %s not written: %s: %s", grid_dir, type(exc).__name__, exc)
+        _save(info, grid_dir)
 
     save()
-    pending = list(info.runs)
+    pending = list(todo)
     active: dict[str, tuple[GridRun, subprocess.Popen[bytes], float, Any]] = {}
 
     def start(entry: GridRun) -> None:
@@ -652,8 +703,9 @@ def run_grid(
             "kernel_name": kernel_name,
             "html": html,
             "cache_dir": shared_cache,
+            "resume": resume and (grid_dir / entry.run_id / "run.json").is_file(),
         }
-        log = (grid_dir / entry.log).open("wb")  # type: ignore[operator]
+        log = (grid_dir / entry.log).open("ab" if resume else "wb")  # type: ignore[operator]
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", "airbench_nb.grid"], stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT
         )
@@ -709,8 +761,122 @@ def run_grid(
     return info
 
 
+def is_grid_folder(folder: str | Path) -> bool:
+    """Whether ``folder`` is a grid's folder (it holds ``grid.json``), not a single run's."""
+    return (Path(folder) / GRID_JSON).is_file()
+
+
+def read_grid_info(grid_dir: str | Path) -> GridInfo:
+    """The :class:`GridInfo` of a grid folder.
+
+    Raises:
+        GridError: No ``grid.json`` there, or one that is not a grid's record (naming the file and why).
+    """
+    path = Path(grid_dir) / GRID_JSON
+    try:
+        return GridInfo.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GridError(f"{path}: no such file; {Path(grid_dir)} is not a grid folder") from None
+    except (OSError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise GridError(f"{path}: not a readable grid record ({first})") from None
+
+
+def resume_grid(
+    grid_id: str,
+    *,
+    reports_dir: str | Path = "reports",
+    jobs: int | None = None,
+    cache_dir: str | Path | None = None,
+    kernel_name: str | None = None,
+    html: bool = True,
+    notebook_dir: str | Path | None = None,
+    on_run_end: Callable[[GridRun, GridInfo], None] | None = None,
+) -> GridInfo:
+    """Resume the grid ``reports_dir/grid_id``: its finished runs are kept, its failed and pending ones rerun.
+
+    The rule: a run whose entry in ``grid.json`` is ``ok`` and whose ``run.json`` still says ``ok`` is kept as it
+    is (not re-executed, its entry unchanged). Every other run (``failed``; ``pending`` or ``running`` when the
+    grid was stopped) runs again with the parameters ``grid.json`` recorded: in place, as
+    ``airbench-nb run --resume`` does, when its folder holds a ``run.json`` (its responses, verdicts and cache
+    entries are reused), afresh otherwise. Its log gets the new run appended. The parameters are checked again
+    against the notebooks before anything runs.
+
+    Args:
+        grid_id: Name of the grid folder under ``reports_dir``.
+        reports_dir: Parent of the grid folder.
+        jobs: Runs at a time (default: the grid's own).
+        cache_dir: Cache folder shared by the runs (default: the one the grid used).
+        kernel_name: Jupyter kernel of every notebook (default: each notebook's own).
+        html: Also export each executed notebook to HTML.
+        notebook_dir: Where the notebooks are (default: :func:`~airbench_nb.pipeline.notebooks_dir`).
+        on_run_end: Called with each rerun's entry as it ends.
+
+    Returns:
+        The final :class:`GridInfo`, also written to ``grid.json``.
+
+    Raises:
+        GridError: Before anything runs: a bad grid id, no readable ``grid.json``, ``jobs`` under 1, or
+            parameters the notebooks now refuse.
+    """
+    from airbench_nb.pipeline import PipelineError, check_run_id
+
+    try:
+        check_run_id(grid_id)
+    except PipelineError as exc:
+        raise GridError(f"grid id: {exc}") from None
+    if jobs is not None and jobs < 1:
+        raise GridError(f"jobs must be 1 or more, got {jobs}")
+    grid_dir = (Path(reports_dir) / grid_id).resolve()
+    info = read_grid_info(grid_dir)
+    if not info.runs:
+        raise GridError(f"{grid_dir / GRID_JSON}: the grid has no runs to resume")
+    grid = Grid(
+        source=grid_dir / GRID_JSON,
+        sets=[r.parameters for r in info.runs],
+        varying=info.varying,
+        fixed=info.fixed,
+        name=info.name,
+        notebooks=info.notebooks or None,
+    )
+    stems = check_grid(grid, notebook_dir=notebook_dir)
+    todo = [r for r in info.runs if not _finished(grid_dir, r)]
+    for entry in todo:
+        entry.status, entry.started, entry.ended, entry.duration_s, entry.error = "pending", None, None, None, None
+        entry.log = entry.log or f"{LOGS}/{entry.run_id}.log"
+    (grid_dir / LOGS).mkdir(parents=True, exist_ok=True)
+    info.notebooks, info.status, info.ended = stems, "running", None
+    info.jobs = jobs or info.jobs
+    if cache_dir is not None:
+        info.cache_dir = _default_cache(cache_dir)
+    logger.info(
+        "grid %s resumed: %d of %d runs kept, %d to run", grid_id, len(info.runs) - len(todo), len(info.runs), len(todo)
+    )
+    return _execute(
+        info,
+        grid_dir,
+        todo,
+        notebook_dir=notebook_dir,
+        kernel_name=kernel_name,
+        html=html,
+        on_run_end=on_run_end,
+        resume=True,
+    )
+
+
+def _finished(grid_dir: Path, entry: GridRun) -> bool:
+    """Whether a run of a grid ended ``ok`` and its ``run.json`` still says so (then a resume keeps it)."""
+    if entry.status != "ok":
+        return False
+    try:
+        record = json.loads((grid_dir / entry.run_id / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record.get("status") == "ok"
+
+
 def run_grid_command(
-    grid_file: str | Path,
+    grid_file: str | Path | None,
     parameters: dict[str, Any],
     notebooks: list[str] | None,
     *,
@@ -718,15 +884,18 @@ def run_grid_command(
     table: Callable[[str, list[dict[str, Any]]], Any],
     grid_id: str | None = None,
     reports_dir: str | Path = "reports",
-    jobs: int = 1,
+    jobs: int | None = None,
     cache_dir: str | Path | None = None,
     kernel_name: str | None = None,
     html: bool = True,
+    resume: bool = False,
 ) -> GridInfo:
-    """What ``airbench-nb run --grid`` does: read, check and run a grid, printing a line per run and a table.
+    """What ``run --grid`` and ``run --resume GRID_ID`` do: run or resume a grid, printing a line per run and a table.
 
-    ``parameters`` (``-p``) are added to every run, ``notebooks`` (``--notebooks``) replace the file's. ``show``
-    prints (a rich console's ``print``) and ``table`` makes a table from a title and rows.
+    ``parameters`` (``-p``) are added to every run, ``notebooks`` (``--notebooks``) replace the file's. With
+    ``resume``, ``grid_id`` names the grid to resume (:func:`resume_grid`) and ``grid_file``, ``parameters`` and
+    ``notebooks`` must be empty: a grid resumes as it was started. ``show`` prints (a rich console's ``print``)
+    and ``table`` makes a table from a title and rows.
 
     Returns:
         The grid's :class:`GridInfo` (the command exits with the number of failed runs, capped at 125).
@@ -738,10 +907,24 @@ def run_grid_command(
 
     from airbench_nb.grid_page import _short as short
 
-    grid = read_grid(grid_file, extra=parameters)
-    if notebooks:
-        grid = replace(grid, notebooks=list(notebooks))
-    total = len(grid.sets)
+    if resume:
+        if grid_file is not None or parameters or notebooks:
+            raise GridError(
+                f"--resume {grid_id} resumes a grid with the parameters and notebooks it was started with; "
+                "give no --grid, --param or --notebooks (start a new grid to change them)"
+            )
+        if grid_id is None:
+            raise GridError("resuming a grid needs its id (the grid folder under the reports folder)")
+        before = read_grid_info(Path(reports_dir) / grid_id)
+        total = len(before.runs)
+        kept = sum(_finished((Path(reports_dir) / grid_id).resolve(), r) for r in before.runs)
+    else:
+        if grid_file is None:
+            raise GridError("give a grid file (--grid GRID.yaml)")
+        grid = read_grid(grid_file, extra=parameters)
+        if notebooks:
+            grid = replace(grid, notebooks=list(notebooks))
+        total, kept = len(grid.sets), 0
     width = len(str(total))
 
     def progress(entry: GridRun, info: GridInfo) -> None:
@@ -753,17 +936,21 @@ def run_grid_command(
             f"({entry.duration_s or 0:.0f} s){escape(error)}"
         )
 
-    show(f"grid {escape(str(grid_file))}: {total} runs, {jobs} at a time")
-    info = run_grid(
-        grid,
-        grid_id=grid_id,
-        reports_dir=reports_dir,
-        jobs=jobs,
-        cache_dir=cache_dir,
-        kernel_name=kernel_name,
-        html=html,
-        on_run_end=progress,
-    )
+    options: dict[str, Any] = {
+        "reports_dir": reports_dir,
+        "cache_dir": cache_dir,
+        "kernel_name": kernel_name,
+        "html": html,
+        "on_run_end": progress,
+    }
+    if resume:
+        assert grid_id is not None
+        show(f"grid {escape(grid_id)}: resuming {total - kept} of {total} runs ({kept} finished kept)")
+        info = resume_grid(grid_id, jobs=jobs, **options)
+    else:
+        assert grid_file is not None
+        show(f"grid {escape(str(grid_file))}: {total} runs, {jobs or 1} at a time")
+        info = run_grid(grid, grid_id=grid_id, jobs=jobs or 1, **options)
     rows = [
         {
             "run": escape(r.run_id),
@@ -797,6 +984,8 @@ def _worker() -> int:
     }
     if job.get("cache_dir") and "cache_dir" in inspect.signature(run_pipeline).parameters:
         options["cache_dir"] = job["cache_dir"]
+    if job.get("resume"):  # a grid resumed: the run re-executes in place, reusing what it had written
+        options["resume"] = True
     logger.info("run %s (pid %d): %s", job["run_id"], os.getpid(), json.dumps(job["parameters"]))
     try:
         info = run_pipeline(job["parameters"], **options)

@@ -36,8 +36,10 @@ Ahead
     For clips without leading silence this is the sign of ``offset_s``.
 
 Clipping protection
-    If the sum's peak would exceed ``peak_limit`` (default 0.99), the whole mix (both components) is multiplied
-    by ``scale = peak_limit / peak``; the relative levels, hence the SNR and Louder, never change.
+    If the peak of the sum or of either component would exceed ``peak_limit`` (default 0.99), the whole mix (both
+    components) is multiplied by ``scale = peak_limit / peak``; the relative levels, hence the SNR and Louder, never
+    change, and neither the mix nor a component written as a stem clips (a component may peak higher than the sum
+    where the two cancel).
 
 Bounds
     SNRs and gains must lie within ±:data:`MAX_LEVEL_DB` (beyond it one source is far below 16-bit quantisation, and
@@ -77,7 +79,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_REFERENCE_LOUDNESS = -23.0
 """Loudness each source is normalised to before its gain (LUFS; EBU R 128's programme level)."""
 DEFAULT_PEAK_LIMIT = 0.99
-"""Peak the mix is kept under: 1% headroom below full scale, so that writing 16-bit audio never clips."""
+"""Peak the mix and each of its components are kept under: 1% headroom below full scale, so that writing 16-bit
+audio (the mix, or a component as a stem) never clips."""
 DEFAULT_LOUDER_TOLERANCE_DB = 1.0
 """Loudness difference (dB) at or under which Louder is ``equal``; a just-noticeable difference is ~1 dB."""
 DEFAULT_MEANWHILE_TOLERANCE_S = 0.1
@@ -283,7 +286,8 @@ def mix(
         reference_loudness: Loudness each source is normalised to before its gain.
         louder_tolerance_db: Loudness difference at or under which Louder is ``equal``.
         meanwhile_tolerance_s: Onset difference at or under which Ahead is ``meanwhile``.
-        peak_limit: Peak the mix is kept under by scaling it as a whole; None disables the protection.
+        peak_limit: Peak the mix and each component are kept under by scaling the mix as a whole; None disables
+            the protection.
 
     Returns:
         A :class:`MixResult`: the mix, its two components and its :class:`MixMeta`.
@@ -378,7 +382,9 @@ def mix(
     comp_b = np.zeros(total, dtype=np.float64)
     comp_a[start_a:end_a] = xa * ga
     comp_b[start_b:end_b] = xb * gb
-    peak = float(np.max(np.abs(comp_a + comp_b)))
+    # The components are written too (a builder's stems): where they cancel in the sum, one of them may peak
+    # higher than the mix, so the limit holds for each of them as well as for the sum.
+    peak = max(float(np.max(np.abs(comp_a + comp_b))), float(np.max(np.abs(comp_a))), float(np.max(np.abs(comp_b))))
     scale = 1.0
     if peak_limit is not None and peak > peak_limit:
         scale = peak_limit / peak

@@ -78,6 +78,12 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """What a run id may be: a single folder name under the reports folder (no separator, no ``..``, not absolute)."""
 
 
+PARAMETER_MINIMUMS: dict[str, int] = {"limit": 0, "batch_size": 0, "max_new_tokens": 0, "show": 0, "concurrency": 1}
+"""Smallest value of the counting parameters of the notebooks (03, 04): 0 means "all" or "the default" where the
+notebook says so; below it a value would do something nobody asked for (``limit=-1`` would answer every item but
+the last), so :func:`check_parameter_values` refuses it before anything runs."""
+
+
 class PipelineError(RuntimeError):
     """A run that cannot start (unknown notebook or parameter, a secret, a bad run id or reports folder).
 
@@ -109,6 +115,32 @@ def check_no_secrets(parameters: dict[str, Any]) -> None:
             raise PipelineError(
                 f"the value of parameter {name!r} looks like an API key or token; pass keys through the environment"
             )
+
+
+def check_parameter_values(parameters: dict[str, Any], declared: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """Refuse a parameter value the notebooks declaring it cannot use, before anything runs.
+
+    A parameter declared ``int`` takes a whole number (not ``true``, not ``"5"``, not ``2.5``); a counting parameter
+    of :data:`PARAMETER_MINIMUMS` takes its minimum or more (``limit=-1`` is refused).
+
+    Args:
+        parameters: The run's parameters.
+        declared: Per notebook stem, the parameters it declares (:func:`notebook_parameters`).
+
+    Raises:
+        PipelineError: Naming the parameter, its value, the notebooks declaring it and what it takes.
+    """
+    for name, value in parameters.items():
+        stems = [stem for stem, names in declared.items() if name in names]
+        if not stems:
+            continue
+        where = f"(declared by {', '.join(stems)}: {declared[stems[0]][name]['help'] or 'no help'})"
+        whole = any(declared[stem][name]["type"] == "int" for stem in stems)
+        if whole and (isinstance(value, bool) or not isinstance(value, int)):
+            raise PipelineError(f"parameter {name}={value!r} must be a whole number {where}")
+        minimum = PARAMETER_MINIMUMS.get(name)
+        if minimum is not None and isinstance(value, int | float) and not isinstance(value, bool) and value < minimum:
+            raise PipelineError(f"parameter {name}={value!r} must be {minimum} or more {where}")
 
 
 def check_run_id(run_id: str) -> str:
@@ -300,7 +332,8 @@ def run_pipeline(
 
     Raises:
         PipelineError: Before running anything, for an unknown notebook, a parameter that no notebook declares,
-            a parameter that looks like a secret, a run id that is not a plain folder name, or a reports folder
+            a value its notebooks cannot use (see :func:`check_parameter_values`), a parameter that looks like a
+            secret, a run id that is not a plain folder name, or a reports folder
             that cannot be made (it is a file, or under one); with ``resume``, for a missing run id or a run folder
             without a readable ``run.json``.
     """
@@ -331,6 +364,7 @@ def run_pipeline(
             f"parameter(s) {', '.join(unknown)} are declared by none of {', '.join(stems)}; "
             f"known parameters: {', '.join(sorted(known)) or '(none)'}"
         )
+    check_parameter_values(parameters, declared)
 
     reports = Path(reports_dir)
     run_id = run_id or new_run_id(reports)

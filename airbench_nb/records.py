@@ -164,6 +164,19 @@ def _strict_int(value: Any) -> Any:
 StrictInteger = Annotated[int, BeforeValidator(_strict_int)]
 """An int field that refuses ``true``, ``"1"`` and ``1.0`` (pydantic's lax mode would accept them)."""
 
+
+def _strict_bool(value: Any) -> Any:
+    """Refuse what pydantic's lax mode would turn into a bool: ``"yes"``, ``"true"``, ``1``, ``0``, ``"off"``."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in {"bool", "bool_"}:  # numpy's bool from scoring
+        return bool(value)
+    raise ValueError(f"expected true or false, got {type(value).__name__} {value!r}")
+
+
+StrictBoolean = Annotated[bool, BeforeValidator(_strict_bool)]
+"""A bool field that accepts only ``true`` and ``false`` (pydantic's lax mode would take ``"yes"``, ``1``, ``"on"``)."""
+
 _UID_FORBIDDEN = {
     "Cc": "control character",
     "Cf": "format (zero-width) character",
@@ -300,7 +313,8 @@ class MixMeta(Record):
     scale: float = 1.0
     """Factor applied to the whole mix to avoid clipping (1.0 when none was needed)."""
     peak_limit: float | None = 0.99
-    """Peak the mix was kept under by ``scale`` (None: no clipping protection was asked for)."""
+    """Peak the mix and each of its components were kept under by ``scale`` (None: no clipping protection was
+    asked for)."""
 
 
 class _ItemBase(Record):
@@ -618,7 +632,7 @@ class Verdict(Record):
     """The judge's raw reply (or the rule's explanation)."""
     choice: StrictInteger | None = None
     """Foundation: index of the option the response was read as; None when the judge abstained."""
-    correct: bool | None = None
+    correct: StrictBoolean | None = None
     """Foundation: whether the chosen option is the gold one; None when unparsed."""
     score_reference: float | None = None
     """Chat: score given to the reference answer (1-10); None when unparsed."""
@@ -632,7 +646,7 @@ class Verdict(Record):
     """Judge prompt tokens, when reported."""
     output_tokens: StrictInteger | None = None
     """Judge reply tokens, when reported."""
-    cached: bool = False
+    cached: StrictBoolean = False
     """True when the reply came from the judge cache rather than a new request."""
     turn: StrictInteger | None = None
     """Multi-turn Chat: index of the turn judged (0 for the first); None for one-turn items and Foundation."""
@@ -730,7 +744,7 @@ class AnnotationPair(Record):
     judge_verdicts: dict[str, Any] = Field(default_factory=dict)
     """What each judge decided (Foundation: chosen option; Chat: both scores per order), shown to the annotator
     only when the sample was drawn with ``--show-judge``."""
-    show_judge: bool = False
+    show_judge: StrictBoolean = False
     """Whether the annotation tool shows ``judge_verdicts``."""
     seed: int = 0
     """Seed of the sample (and of the Chat answer order)."""
@@ -748,7 +762,7 @@ class Label(Record):
     latest label of the pair. The latest ``label`` not undone is the annotator's label of the pair."""
     choice: int | None = None
     """Foundation: index of the option the answer picks; None with ``unclear``."""
-    unclear: bool = False
+    unclear: StrictBoolean = False
     """Foundation: the annotator judged the answer to pick no option, or not clearly one ("none / unclear")."""
     preference: Literal["1", "2", "tie"] | None = None
     """Chat: which shown answer is better, or a tie."""

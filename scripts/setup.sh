@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Set airbench-nb up on a fresh machine. Called by the Makefile; safe to run again.
 #   scripts/setup.sh python   venv at $VENV, torch (CPU wheel) first, then the kit with dev, voxtral, gpu; kernel
-#   scripts/setup.sh system   espeak-ng, sox and chromium (the browser tests' browser): installed with apt-get when
-#                             missing and running as root
+#   scripts/setup.sh system   espeak-ng and sox (what the kit needs to run): installed with apt-get when missing
+#                             and running as root
+#   scripts/setup.sh browser  chromium, the browser tests' browser (only `make test` needs it; `make demo` does not)
 set -euo pipefail
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
@@ -32,27 +33,39 @@ python_setup() {
     echo ">> ready: $VENV ($("$VENV/bin/python" --version))"
 }
 
-system_setup() {
+# install_tools WHAT HINT TOOL...: install the missing TOOLs with apt-get (root on Debian/Ubuntu), else warn.
+install_tools() {
+    local what="$1" hint="$2"
+    shift 2
     local missing=()
-    for tool in espeak-ng sox chromium; do
+    for tool in "$@"; do
         command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo ">> installing ${missing[*]} with apt-get"
+        echo ">> installing ${missing[*]} with apt-get ($what)"
         DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
         echo "warning: ${missing[*]} not found, and this is not a root Debian/Ubuntu shell that could install it." >&2
-        echo "         Install it yourself (e.g. 'sudo apt-get install -y espeak-ng sox chromium', 'brew install espeak-ng sox'," >&2
-        echo "         or 'conda install -c conda-forge espeak-ng sox'). Speech synthesis needs espeak-ng; the browser tests" >&2
-        echo "         (tests/browser) need chromium at /usr/bin/chromium and skip without it." >&2
+        echo "         Install it yourself (e.g. 'sudo apt-get install -y ${missing[*]}'$hint)." >&2
     fi
+}
+
+system_setup() {
+    local hint=", 'brew install espeak-ng sox', or 'conda install -c conda-forge espeak-ng sox'"
+    install_tools "the kit's tools" "$hint; speech synthesis needs espeak-ng" espeak-ng sox
+}
+
+browser_setup() {
+    local hint="; the browser tests (tests/browser) need chromium at /usr/bin/chromium and skip without it"
+    install_tools "the browser tests' browser" "$hint" chromium
 }
 
 case "${1:-all}" in
     python) python_setup ;;
     system) system_setup ;;
-    all) python_setup; system_setup ;;
-    *) echo "usage: $0 [python|system|all]" >&2; exit 2 ;;
+    browser) browser_setup ;;
+    all) python_setup; system_setup; browser_setup ;;
+    *) echo "usage: $0 [python|system|browser|all]" >&2; exit 2 ;;
 esac

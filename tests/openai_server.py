@@ -38,7 +38,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from email.parser import BytesParser
 from email.policy import default as email_policy
@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 import soundfile as sf
 
-FaultKind = Literal["429", "500", "503", "delay", "trickle", "not_json", "no_choices", "empty", "400", "401"]
+FaultKind = Literal["429", "500", "503", "delay", "trickle", "not_json", "no_choices", "empty", "400", "401", "404"]
 ServerMode = Literal["401", "403", "refused", "trickle", "echo-key"]
 SERVER_MODES: tuple[str, ...] = ("401", "403", "refused", "trickle", "echo-key")
 """The server-wide modes (see the module docstring)."""
@@ -63,7 +63,8 @@ class Fault:
     answer's headers at once and its body a byte at a time over ``delay_s``; ``not_json``: 200 with a body that is
     not JSON; ``no_choices``: 200 with JSON lacking ``choices``; ``empty``: 200 with an empty body;
     ``400``: a bad-request error (never worth retrying); ``401``: an auth error whose message quotes the
-    Authorization header (as some servers do: the client must keep the key out of its error strings)."""
+    Authorization header (as some servers do: the client must keep the key out of its error strings); ``404``:
+    OpenAI's model-not-found error for the request's model (a stray one, as from a proxy or a reloading server)."""
     retry_after: str | None = None
     """Value of the ``Retry-After`` header (seconds) sent with a 429/503."""
     retry_after_ms: str | None = None
@@ -189,11 +190,13 @@ class OpenAITestServer:
         trickle_s: float = 2.0,
         capacity: int | None = None,
         hold_after: int | None = None,
+        models: Collection[str] | None = None,
     ) -> None:
         """Set a fixed latency per chat answer, how many batch retrievals report ``in_progress`` first, a
         server-wide failure ``mode`` (None: serve normally), how long a ``trickle`` answer's body takes, how many
-        chat requests are handled at once (``capacity``; None: no limit) and after how many chat requests the
-        later ones are held in flight (``hold_after``; None: never)."""
+        chat requests are handled at once (``capacity``; None: no limit), after how many chat requests the
+        later ones are held in flight (``hold_after``; None: never) and the models served (``models``: a chat
+        request for another model gets OpenAI's 404 ``model_not_found``; None: every model name is served)."""
         if mode is not None and mode not in SERVER_MODES:
             raise ValueError(f"mode {mode!r} is not one of {', '.join(SERVER_MODES)}")
         self.latency_s = latency_s
@@ -201,6 +204,7 @@ class OpenAITestServer:
         self.mode = mode
         self.trickle_s = trickle_s
         self.hold_after = hold_after
+        self.models = frozenset(models) if models is not None else None
         self.capacity = threading.BoundedSemaphore(capacity) if capacity else None
         self.plan: dict[str, list[Fault | None]] = {}
         self.lock = threading.Lock()
@@ -601,9 +605,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Answer one chat request: latency, the fault plan, the completion (or its mode's twist)."""
         if state.latency_s:
             time.sleep(state.latency_s)
+        model = body.get("model")
+        if state.models is not None and isinstance(model, str) and model not in state.models:
+            self._model_not_found(model)
+            return
         fault = state.fault_for(text, attempt)
         if fault is not None and fault.kind not in ("delay", "trickle"):
-            self._fault(fault)
+            self._fault(fault, model)
             return
         if fault is not None and fault.kind == "delay":
             time.sleep(fault.delay_s)
@@ -622,7 +630,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._json(200, completion)
 
-    def _fault(self, fault: Fault) -> None:
+    def _model_not_found(self, model: Any) -> None:
+        """OpenAI's answer for a model it does not serve (vLLM and Ollama say much the same)."""
+        message = f"The model `{model}` does not exist or you do not have access to it."
+        error = {"message": message, "type": "invalid_request_error", "param": None, "code": "model_not_found"}
+        self._json(404, {"error": error})
+
+    def _fault(self, fault: Fault, model: Any = None) -> None:
         if fault.kind in {"429", "500", "503"}:
             headers = {}
             if fault.retry_after is not None:
@@ -634,6 +648,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(400, "fault plan: bad request")
         elif fault.kind == "401":
             self._error(401, f"Incorrect API key provided: {self.headers.get('Authorization')}")
+        elif fault.kind == "404":
+            self._model_not_found(model)
         elif fault.kind == "not_json":
             self._send(200, b"<html>upstream proxy error</html>{")
         elif fault.kind == "no_choices":

@@ -298,17 +298,17 @@ def test_retry_after_header_forms():
     from email.utils import format_datetime
     from types import SimpleNamespace
 
-    from airbench_nb.api_client import _retry_after_s
+    from airbench_nb.api_client import retry_after_s
 
     def exc(**headers):
         return SimpleNamespace(response=SimpleNamespace(headers=headers))
 
-    assert _retry_after_s(exc(**{"retry-after-ms": "250"})) == pytest.approx(0.25)
-    assert _retry_after_s(exc(**{"retry-after": "3"})) == 3.0
+    assert retry_after_s(exc(**{"retry-after-ms": "250"})) == pytest.approx(0.25)
+    assert retry_after_s(exc(**{"retry-after": "3"})) == 3.0
     soon = datetime.now(UTC) + timedelta(seconds=30)
-    assert 25 < _retry_after_s(exc(**{"retry-after": format_datetime(soon, usegmt=True)})) <= 30
-    assert _retry_after_s(exc(**{"retry-after": "soon"})) is None
-    assert _retry_after_s(ValueError("no response")) is None
+    assert 25 < retry_after_s(exc(**{"retry-after": format_datetime(soon, usegmt=True)})) <= 30
+    assert retry_after_s(exc(**{"retry-after": "soon"})) is None
+    assert retry_after_s(ValueError("no response")) is None
 
 
 def test_one_cache_file_never_shares_answers_between_endpoints(server, tmp_path):
@@ -321,3 +321,24 @@ def test_one_cache_file_never_shares_answers_between_endpoints(server, tmp_path)
         assert server.seen.chat_requests == 1 and other.seen.chat_requests == 1
         again = fast_client(other, cache_path=cache).run_sync([chat("same question")])
         assert again[0].cached and other.seen.chat_requests == 1
+
+
+def test_batch_and_replicas_use_only_the_client_s_public_core():
+    """``batch.py`` and ``replicas.py`` drive requests through :class:`APIClient`'s documented methods, never its
+    private members (``client._something``), so that the client can change inside without breaking them."""
+    import inspect
+    import re
+
+    import airbench_nb.api_client.batch as batch
+    import airbench_nb.api_client.replicas as replicas
+
+    for module in (batch, replicas):
+        source = inspect.getsource(module)
+        private = sorted(set(re.findall(r"(?:client|APIClient|front)\._[a-z]\w*", source)))
+        assert private == [], f"{module.__name__} uses private members of the client: {private}"
+        assert not re.search(r"import[^\n]*\b_[a-z]\w*", source), f"{module.__name__} imports a private name"
+    core = ("send", "fatal_error", "call", "sync_client", "async_client", "result_from_body", "from_cache", "store")
+    for name in (*core, "account", "scrub", "reset_stop"):
+        member = getattr(APIClient, name)
+        assert inspect.getdoc(member), f"APIClient.{name} has no docstring"
+    assert isinstance(APIClient.redactions, property) and APIClient.redactions.__doc__

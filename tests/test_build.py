@@ -260,6 +260,19 @@ def test_mixed_items_louder_and_ahead_match_the_audio(tiny):
         assert word in item.meta_info
 
 
+def test_no_written_wav_clips_mixes_sources_and_stems_included(tiny):
+    """Every wav the build wrote stays under full scale; a mixed item's stems stay under the mixer's peak limit."""
+    out, report = tiny
+    wavs = sorted(out.rglob("*.wav"))
+    stems = [i.meta["stems"][k] for i in report.chat if i.category == "mixed" for k in ("a", "b")]
+    assert len(stems) == 8 and len(wavs) > 100
+    for path in wavs:
+        samples, _ = sf.read(path, dtype="int16")
+        assert np.max(np.abs(samples.astype(int)), initial=0) < 32767, path.relative_to(out)  # never clipped
+    for rel in stems:
+        assert np.max(np.abs(_load(out, rel))) <= 0.99 + 1 / 32768, rel
+
+
 def test_chat_items_have_meta_info_and_reference(tiny):
     _, report = tiny
     for item in report.chat:

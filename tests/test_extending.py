@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
 DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 
 

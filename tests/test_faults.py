@@ -143,6 +143,46 @@ def test_a_refusal_after_successes_is_retried():
     assert server.seen.connections_closed >= 3 and client.usage.retries >= 3
 
 
+def test_a_wrong_model_name_is_fatal_like_a_401():
+    with OpenAITestServer(models={"served-model"}, latency_s=0.05) as server:
+        client = fast(server.base_url, max_retries=5)
+        t0 = time.perf_counter()
+        with pytest.raises(FatalAPIError) as caught:
+            client.run_sync([chat(f"question {i}") for i in range(40)])  # model "judge-mini": not served
+        elapsed = time.perf_counter() - t0
+    message = str(caught.value)
+    assert message.startswith(f"404 Not Found from {server.base_url}: ") and "'judge-mini'" in message, message
+    assert "check the model name" in message and one_line(message)
+    assert caught.value.status == 404 and caught.value.endpoint == server.base_url
+    # Not retried, not one error per item: at most one wave of `concurrency` (4) requests went out.
+    assert server.seen.chat_requests <= 4 and client.usage.retries == 0 and client.usage.failures == 0
+    assert elapsed < 2.0
+
+
+def test_a_stray_404_after_the_model_answered_is_one_error():
+    with OpenAITestServer() as server:
+        server.plan = {"stray": [Fault("404")]}
+        client = fast(server.base_url, max_retries=5, concurrency=1)
+        results = client.run_sync([chat("first"), chat("stray"), chat("last")])
+    assert results[0].ok and results[2].ok
+    assert results[1].error is not None and "404" in results[1].error and results[1].attempts == 1
+    assert server.seen.attempts["stray"] == 1  # a 404 is never retried
+
+
+def test_a_404_naming_no_model_stays_one_error_per_request():
+    client = fast(unused_base_url())  # only for the classification: nothing is sent
+    import httpx
+    import openai
+
+    request = httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions")
+    response = httpx.Response(404, request=request, json={"error": {"message": "no route /v1/nowhere"}})
+    route = openai.NotFoundError("no route", response=response, body={"message": "no route /v1/nowhere"})
+    assert client.fatal_error(route, "judge-mini") is None
+    said = {"message": "The model `judge-mini` does not exist.", "type": "NotFoundError", "code": 404}  # vLLM
+    model = openai.NotFoundError("not found", response=response, body=said)
+    assert isinstance(client.fatal_error(model, "judge-mini"), FatalAPIError)
+
+
 # ------------------------------------------------------------------------------------------- item 7: deadlines
 
 
@@ -515,6 +555,22 @@ def test_infer_stops_on_401_with_one_line_then_a_healthy_server_answers_every_it
     assert sorted(r.uid for r in records) == sorted(f"f{i}" for i in range(12))  # every item, none twice
     assert all(r.error is None and r.text.startswith("tiny-audio heard") for r in records)
     assert server.seen.chat_requests == 12
+
+
+def test_infer_with_a_wrong_model_name_exits_3_with_one_line_and_writes_no_errors(tmp_path):
+    manifest = _foundation_manifest(tmp_path / "data", 12)
+    out = tmp_path / "responses.jsonl"
+    with OpenAITestServer(models={"tiny-audio"}) as server:
+        failed = _infer(f"openai:tiny-audi@{server.base_url}", manifest, out)
+        assert failed.returncode == 3, failed.stdout + failed.stderr
+        assert "Traceback" not in failed.stderr, failed.stderr
+        lines = [line for line in failed.stderr.splitlines() if "404 Not Found" in line]
+        assert len(lines) == 1 and "'tiny-audi'" in lines[0] and server.base_url in lines[0], failed.stderr
+        assert server.seen.chat_requests <= 2  # one wave at concurrency 2, then stop
+        assert not out.exists() or not read_records(out, Response)  # not one error record per item
+        healed = _infer(f"openai:tiny-audio@{server.base_url}", manifest, out)
+    assert healed.returncode == 0, healed.stdout + healed.stderr
+    assert sorted(r.uid for r in read_records(out, Response)) == sorted(f"f{i}" for i in range(12))
 
 
 def test_cli_infer_sends_only_the_named_key_and_redacts_its_echo(tmp_path, monkeypatch):

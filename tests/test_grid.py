@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
@@ -14,6 +15,8 @@ from typer.testing import CliRunner
 from airbench_nb.cli import app
 from airbench_nb.grid import (
     GridError,
+    GridInfo,
+    GridRun,
     _run_error,
     check_grid,
     parse_grid,
@@ -23,6 +26,7 @@ from airbench_nb.grid import (
 )
 from airbench_nb.grid_page import write_grid_page
 from airbench_nb.pipeline import check_run_id
+from airbench_nb.records import NotebookStatus, RunInfo
 
 ORACLE, RANDOM = ["baseline:oracle"], ["baseline:random"]
 
@@ -174,23 +178,29 @@ def test_the_example_grid_is_valid():
 # --- running: a toy notebook, so that the grid machinery is checked in seconds -------------------------------------
 
 
-def _toy_notebooks(folder: Path) -> Path:
-    """A one-notebook pipeline: ``x`` is a parameter; ``x == 3`` fails; the run writes a scores file."""
+def _one_notebook(folder: Path, stem: str, body: str) -> Path:
+    """A one-notebook pipeline in ``folder``: parameters ``x`` (a number) and ``run_dir``, then ``body``."""
     folder.mkdir()
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     params = nbformat.v4.new_code_cell('x = 0  # a number\nrun_dir = ""  # the run folder')
     params.metadata["tags"] = ["parameters"]
-    body = nbformat.v4.new_code_cell(
+    nb.cells = [params, nbformat.v4.new_code_cell(body)]
+    nbformat.write(nb, str(folder / f"{stem}.ipynb"))
+    return folder
+
+
+def _toy_notebooks(folder: Path) -> Path:
+    """A one-notebook pipeline: ``x`` is a parameter; ``x == 3`` fails; the run writes a scores file."""
+    return _one_notebook(
+        folder,
+        "toy",
         "from pathlib import Path\n"
         "assert x != 3, 'planted failure'\n"
         "Path(run_dir, 'scores_summary.csv').write_text(\n"
         "    'model,chat_judge,protocol,foundation_average,foundation_ci,foundation_partial,chat_average,chat_ci\\n'\n"
-        '    f\'toy,-,strict,{x / 10},"({x / 20}, {x / 10})",False,,"(None, None)"\\n\')\n'
+        '    f\'toy,-,strict,{x / 10},"({x / 20}, {x / 10})",False,,"(None, None)"\\n\')\n',
     )
-    nb.cells = [params, body]
-    nbformat.write(nb, str(folder / "toy.ipynb"))
-    return folder
 
 
 @pytest.mark.slow
@@ -225,6 +235,89 @@ def test_a_failing_run_leaves_the_others_and_is_recorded_with_its_exception(tmp_
     assert "| 2 | [02-x2](02-x2/index.html) | 2 | ok |" in readme and "planted failure" in readme
     with pytest.raises(GridError, match="already holds a grid"):
         run_grid(grid, grid_id="toy", reports_dir=tmp_path / "reports", notebook_dir=notebooks)
+
+
+def _counting_notebooks(folder: Path) -> Path:
+    """A one-notebook pipeline that appends ``x`` to ``executions.txt`` of its run folder each time it runs."""
+    return _one_notebook(
+        folder,
+        "count",
+        "from pathlib import Path\nwith Path(run_dir, 'executions.txt').open('a') as f:\n    f.write(f'{x}\\n')\n",
+    )
+
+
+@pytest.mark.slow
+def test_resume_a_grid_keeps_finished_runs_and_reruns_failed_and_pending_ones(tmp_path, monkeypatch):
+    notebooks = _counting_notebooks(tmp_path / "notebooks")
+    monkeypatch.setenv("AIRBENCH_NOTEBOOKS", str(notebooks))
+    reports = tmp_path / "reports"
+    folder = reports / "g"
+    # The state a grid of x = 1, 2, 3 leaves when run 1 finished, run 3 failed and the grid was stopped before run
+    # 2 started (written here: running it would take three notebook runs).
+    now = datetime.now(UTC)
+    runs = []
+    for index, status in ((1, "ok"), (2, "pending"), (3, "failed")):
+        run_id = f"0{index}-x{index}"
+        runs.append(
+            GridRun(
+                index=index,
+                run_id=run_id,
+                parameters={"x": index},
+                varying={"x": index},
+                status=status,
+                log=f"logs/{run_id}.log",
+                **({"started": now, "ended": now, "duration_s": 1.0} if index != 2 else {}),
+            )
+        )
+        if status == "pending":
+            continue
+        (folder / run_id).mkdir(parents=True)
+        (folder / run_id / "executions.txt").write_text(f"{index}\n")
+        notebook = NotebookStatus(
+            name="count", status=status, error="AssertionError: planted failure" if index == 3 else None
+        )
+        record = RunInfo(
+            run_id=run_id, started=now, ended=now, status=status, parameters={"x": index}, notebooks=[notebook]
+        )
+        (folder / run_id / "run.json").write_text(record.model_dump_json())
+    (folder / "logs").mkdir()
+    (folder / "logs" / "03-x3.log").write_text("AssertionError: planted failure\n")
+    saved = GridInfo(
+        grid_id="g",
+        source="count.yaml",
+        started=now,
+        status="failed",
+        notebooks=["count"],
+        varying=["x"],
+        cache_dir=str((tmp_path / "cache").resolve()),
+        runs=runs,
+    ).model_dump(mode="json")
+    (folder / "grid.json").write_text(json.dumps(saved))
+
+    options = ["--reports", str(reports), "--no-html"]
+    refused = CliRunner().invoke(app, ["run", "--resume", "g", "-p", "x=5", *options])
+    assert refused.exit_code == 2 and "resumes a grid with the parameters" in refused.output
+    code, output, _ = _run_cli(["run", "--resume", "g", "--jobs", "2", *options])
+    assert code == 0, output
+    assert "resuming 2 of 3 runs (1 finished kept)" in output
+    info = json.loads((folder / "grid.json").read_text())
+    assert info["status"] == "ok" and [r["status"] for r in info["runs"]] == ["ok", "ok", "ok"]
+    assert info["runs"][0] == saved["runs"][0]  # kept as it was: not re-executed
+    assert info["jobs"] == 2 and info["cache_dir"] == str((tmp_path / "cache").resolve())
+    executions = {run: (folder / run / "executions.txt").read_text().split() for run in ("01-x1", "02-x2", "03-x3")}
+    assert executions == {"01-x1": ["1"], "02-x2": ["2"], "03-x3": ["3", "3"]}  # run 3 resumed in its folder
+    assert json.loads((folder / "03-x3" / "run.json").read_text())["resumed"] == 1
+    assert (folder / "logs" / "03-x3.log").read_text().startswith("AssertionError: planted failure\n")  # appended
+    assert "01-x1" in output and "grid g: ok, 0 of 3 runs failed" in re.sub(r"\s+", " ", output)
+    again, output, _ = _run_cli(["run", "--resume", "g", *options])  # nothing left to do: nothing reruns
+    assert again == 0 and "resuming 0 of 3 runs (3 finished kept)" in output
+    assert (folder / "03-x3" / "executions.txt").read_text().split() == ["3", "3"]
+
+
+def test_grid_parameters_are_checked_like_a_run_s(tmp_path):
+    grid = parse_grid({"notebooks": ["03_run_model"], "limit": [-1, 2]}, tmp_path / "g.yaml")
+    with pytest.raises(GridError, match=r"g\.yaml: key 'limit': parameter limit=-1 must be 0 or more"):
+        check_grid(grid)
 
 
 def test_a_run_that_dies_is_failed_with_its_last_log_line(tmp_path):

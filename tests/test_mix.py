@@ -15,7 +15,7 @@ import pytest
 import soundfile as sf
 from typer.testing import CliRunner
 
-from airbench_nb.audio import AudioError, SilentAudioError
+from airbench_nb.audio import AudioError, SilentAudioError, write_wav
 from airbench_nb.cli import app
 from airbench_nb.mix import (
     SNR_GRID_DB,
@@ -274,6 +274,21 @@ def test_snr_of_a_source_silent_over_the_overlap_is_refused(rng):
         mix(a, b, snr_db=0.0, offset_s=0.6)
     # With gains the mix is made, and the SNR, undefined, is recorded as None.
     assert mix(a, b, gain_a_db=0.0, gain_b_db=0.0, offset_s=0.6).meta.snr_db_measured is None
+
+
+def test_no_component_clips_where_the_sources_cancel_in_the_sum(tmp_path, rng):
+    """A component (a builder's stem) may peak above the sum where the sources cancel: it is kept under the limit."""
+    a = _source("tone", 1.0, rng)
+    b = -a + 0.01 * _source("white", 1.0, rng)  # nearly a's opposite: the sum stays small, each source is loud
+    result = mix(a, b, gain_a_db=9.0, gain_b_db=9.0, offset_s=0.0, reference_loudness=-3.0)
+    raw = mix(a, b, gain_a_db=9.0, gain_b_db=9.0, offset_s=0.0, reference_loudness=-3.0, peak_limit=None)
+    assert np.max(np.abs(raw.a.astype(float))) > 1.0 > np.max(np.abs(raw.mix.astype(float)))  # unprotected
+    for name, samples in (("mix", result.mix), ("a", result.a), ("b", result.b)):
+        assert np.max(np.abs(samples.astype(float))) <= 0.99 + 1e-6, name
+        written, _ = sf.read(str(write_wav(tmp_path / f"{name}.wav", samples)), dtype="int16")
+        assert np.max(np.abs(written.astype(int))) < 32767, name
+    assert result.meta.scale < 1.0 and result.meta.louder == raw.meta.louder
+    np.testing.assert_allclose(result.mix, result.a + result.b, atol=1e-6)
 
 
 def test_short_clips_use_dbfs_for_both_sources(rng):

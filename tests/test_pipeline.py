@@ -94,6 +94,39 @@ def test_unknown_parameter_refused_before_running(tmp_path, toy_notebooks):
 
 
 @pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"limit": -1}, r"^parameter limit=-1 must be 0 or more \(declared by 03_run_model: answer only the first N"),
+        ({"concurrency": 0}, r"^parameter concurrency=0 must be 1 or more \(declared by 03_run_model, 04_judge"),
+        ({"batch_size": -2}, r"^parameter batch_size=-2 must be 0 or more"),
+        ({"limit": "5"}, r"^parameter limit='5' must be a whole number"),
+        ({"limit": True}, r"^parameter limit=True must be a whole number"),
+    ],
+)
+def test_notebook_03_bad_counts_refused_before_running(tmp_path, params, message):
+    with pytest.raises(PipelineError, match=message):
+        run_pipeline(params, notebooks=["03_run_model", "04_judge"], reports_dir=tmp_path / "reports")
+    assert not (tmp_path / "reports").exists()  # nothing ran, no run folder
+
+
+def test_limit_minus_one_is_refused_by_the_runner_too(imported, tmp_path):
+    """Notebook 03 executed on its own passes ``limit`` to ``infer``: -1 is refused there, naming the parameter."""
+    from airbench_nb.manifests import read_manifest
+    from airbench_nb.models import load_model
+    from airbench_nb.runner import infer, run_model
+
+    _, manifests, _, _ = imported
+    out = tmp_path / "responses.jsonl"
+    with pytest.raises(ValueError, match=r"^limit=-1 must be a whole number, 0 or more"):
+        infer("baseline:oracle", manifests / "foundation.jsonl", out, limit=-1, progress=False)
+    with pytest.raises(ValueError, match=r"^limit=-1 must be"):
+        run_model(load_model("baseline:oracle"), read_manifest(manifests / "foundation.jsonl"), tmp_path, out, limit=-1)
+    assert not out.exists()
+    summary = infer("baseline:oracle", manifests / "foundation.jsonl", out, limit=0, progress=False)
+    assert summary.total == 0
+
+
+@pytest.mark.parametrize(
     "params",
     [{"openai_api_key": "x"}, {"judge_token": "abc"}, {"judge": FAKE_KEY}, {"hdr": "Bearer abcdefghijklmnop"}],
 )

@@ -5,9 +5,13 @@ from airbench_nb.records import (
     CHAT_TASKS,
     FOUNDATION_TASKS,
     SCHEMA_VERSION,
+    AnnotationPair,
     ChatItem,
+    ChatTurn,
     FoundationItem,
+    Label,
     MixMeta,
+    Record,
     Response,
     RunInfo,
     UnknownTaskError,
@@ -106,3 +110,50 @@ def test_every_field_has_a_docstring():
 def test_roundtrip_json():
     item = _foundation(meta={"f0": 110.5})
     assert FoundationItem.model_validate_json(item.model_dump_json()) == item
+
+
+def _record_classes() -> list[type]:
+    """Every record class of ``records.py`` (the subclasses of ``Record``, and ``ChatTurn``)."""
+    found, todo = [], [Record]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return [cls for cls in found if cls.__module__ == "airbench_nb.records"] + [ChatTurn]
+
+
+def test_every_bool_field_of_every_record_is_strict():
+    """A bool field takes true or false only: "yes", 1, "true", 0 and "off" are refused, naming the field."""
+    bool_fields = [
+        (cls, name)
+        for cls in _record_classes()
+        for name, info in cls.model_fields.items()
+        if "bool" in str(info.annotation)
+    ]
+    assert {(cls.__name__, name) for cls, name in bool_fields} >= {
+        ("Verdict", "correct"),
+        ("Verdict", "cached"),
+        ("AnnotationPair", "show_judge"),
+        ("Label", "unclear"),
+    }
+    for cls, name in bool_fields:
+        for bad in ("yes", 1, "true", 0, "off", 1.0):
+            with pytest.raises(ValidationError, match=rf"(?s)^.*\n{name}\n.*expected true or false"):
+                cls.__pydantic_validator__.validate_assignment(cls.model_construct(), name, bad)
+
+
+def test_strict_bools_in_json_lines_and_constructors():
+    verdict = Verdict(uid="u1", model="m", judge="rule", correct=True, cached=False)
+    assert verdict.correct is True and verdict.cached is False
+    line = verdict.model_dump(mode="json")
+    for field in ("correct", "cached"):
+        for bad in ("yes", 1, "false"):
+            with pytest.raises(ValidationError, match=rf"\n{field}\n"):
+                Verdict.model_validate({**line, field: bad})
+    with pytest.raises(ValidationError, match=r"\nunclear\n.*expected true or false, got str 'no'"):
+        Label(pair_id="m|u1", annotator="a", unclear="no")
+    assert Verdict(uid="u1", model="m", judge="rule", correct=None).correct is None
+    import numpy as np
+
+    assert Verdict(uid="u1", model="m", judge="rule", correct=np.bool_(True)).correct is True  # from numpy scoring
+    assert AnnotationPair.model_fields["show_judge"].default is False

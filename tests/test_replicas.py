@@ -309,6 +309,14 @@ def test_a_401_from_one_replica_stops_the_run(three):
             pool.run_sync([make_request(f"q {i}") for i in range(6)])
 
 
+def test_a_model_no_replica_serves_stops_the_run():
+    with OpenAITestServer(models={"another-model"}) as a, OpenAITestServer(models={"another-model"}) as b:
+        pool = ReplicaPool([a.base_url, b.base_url], concurrency=2)
+        with pytest.raises(FatalAPIError, match="404 Not Found from .*check the model name"):
+            pool.run_sync([make_request(f"q {i}") for i in range(20)])
+        assert a.seen.chat_requests + b.seen.chat_requests <= 3  # stopped after the first wave, not 20 errors
+
+
 def test_the_cache_serves_the_pool(three, tmp_path):
     urls = [s.base_url for s in three]
     cache = tmp_path / "answers.sqlite"

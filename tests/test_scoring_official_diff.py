@@ -376,7 +376,7 @@ def test_batch_results_with_line_separators_in_answers(monkeypatch):
     ]
     content = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     client = APIClient(base_url="http://127.0.0.1:9/v1")
-    monkeypatch.setattr(client, "_sync_client", lambda: _FakeBatchClient(content))
+    monkeypatch.setattr(client, "sync_client", lambda: _FakeBatchClient(content))
     results = client.collect_batch("batch-1", requests)
     assert [r.error for r in results] == [None, None, None]
     assert [r.text for r in results] == answers

@@ -19,11 +19,13 @@ Every request ends as one :class:`ChatResult` with ``text`` or an explicit ``err
 the others. Identical requests within one call are sent once.
 
 Errors that no retry can get past stop the run with one :class:`FatalAPIError` (one line naming the endpoint and
-the cause, never the key), and the requests in flight are cancelled: 401/403, a missing key
-(:class:`MissingAPIKeyError`), an endpoint that refused ``MAX_REFUSALS`` (3) connections before it ever answered,
-and nonsense parameters (:class:`InvalidParameterError`, also a ``ValueError``). Callers stop their item loops on
-it instead of writing one error per item. Each attempt has a deadline (``timeout_s``) for the whole answer, body
-included. A corrupt cache file is moved aside (``<cache>.corrupt-<time>``) and rebuilt.
+the cause, never the key), and the requests in flight are cancelled: 401/403, a 404 saying the model is unknown
+(error code ``model_not_found`` or a message such as "The model `x` does not exist") before that model ever
+answered on this endpoint (a wrong model name; a stray 404 later, or one naming no model, stays one error), a
+missing key (:class:`MissingAPIKeyError`), an endpoint that refused ``MAX_REFUSALS`` (3) connections before it
+ever answered, and nonsense parameters (:class:`InvalidParameterError`, also a ``ValueError``). Callers stop their
+item loops on it instead of writing one error per item. Each attempt has a deadline (``timeout_s``) for the whole
+answer, body included. A corrupt cache file is moved aside (``<cache>.corrupt-<time>``) and rebuilt.
 
 API keys come from the environment only and go only where named (:mod:`.endpoints` states the rules):
 ``openai:MODEL`` goes to OpenAI's endpoint, or ``OPENAI_BASE_URL`` when set, with ``OPENAI_API_KEY``; a local
@@ -87,11 +89,14 @@ from airbench_nb.api_client.errors import (
 )
 from airbench_nb.api_client.helpers import (
     RETRY_STATUSES,
-    _retry_after_s,
     audio_seconds_of,
     check_completion,
+    describe_error,
+    distinct_requests,
     is_retryable,
     parse_completion,
+    results_in_order,
+    retry_after_s,
 )
 from airbench_nb.api_client.records import (
     ChatRequest,
@@ -146,6 +151,8 @@ __all__ = [
     "check_base_url",
     "check_completion",
     "check_key_env",
+    "describe_error",
+    "distinct_requests",
     "check_params",
     "is_corruption",
     "is_local_url",
@@ -155,5 +162,6 @@ __all__ = [
     "parse_openai_spec",
     "redact_url",
     "resolve_endpoint",
-    "_retry_after_s",
+    "results_in_order",
+    "retry_after_s",
 ]

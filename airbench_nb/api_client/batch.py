@@ -9,10 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import tenacity
-
 from airbench_nb.api_client.errors import MalformedResponseError
-from airbench_nb.api_client.helpers import check_completion
+from airbench_nb.api_client.helpers import check_completion, distinct_requests, results_in_order
 from airbench_nb.api_client.records import ChatRequest, ChatResult
 
 if TYPE_CHECKING:
@@ -48,31 +46,16 @@ class BatchAPI:
         self.client = client
 
     def _sync_call(self, what: str, fn: Callable[[], T]) -> T:
-        """A management call (files, batches) through the same retry policy and the same fatal errors.
+        """A management call (files, batches) through the client's retry policy and fatal errors.
 
         Raises:
-            FatalAPIError: 401/403, or an endpoint that refused every connection (see ``APIClient._fatal_for``).
+            FatalAPIError: 401/403, or an endpoint that refused every connection (see :meth:`APIClient.call`).
         """
-
-        def guarded() -> T:
-            try:
-                result = fn()
-            except Exception as exc:
-                fatal = self.client._fatal_for(exc)
-                if fatal is not None:
-                    raise fatal from None
-                raise
-            self.client._answered = True
-            return result
-
-        for attempt in tenacity.Retrying(**self.client._retrying_kwargs(what)):
-            with attempt:
-                return guarded()
-        raise AssertionError("unreachable")  # pragma: no cover - reraise=True raises
+        return self.client.call(what, fn)
 
     def _sync_client(self) -> openai.OpenAI:
-        """The client's synchronous ``openai.OpenAI`` (:meth:`APIClient._sync_client`, which tests may replace)."""
-        return self.client._sync_client()
+        """The client's synchronous ``openai.OpenAI`` (:meth:`APIClient.sync_client`, which tests may replace)."""
+        return self.client.sync_client()
 
     def write_batch_file(self, requests: Sequence[ChatRequest], path: str | Path) -> int:
         """Write the Batch API input file: one JSONL line per distinct request not already cached.
@@ -82,7 +65,7 @@ class BatchAPI:
         Returns:
             The number of lines written (0: everything is cached, nothing to submit).
         """
-        distinct = self.client._distinct(requests)
+        distinct = distinct_requests(requests)
         cached = set(self.client.cache.get_many(distinct)) if self.client.cache is not None else set()
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,7 +140,7 @@ class BatchAPI:
         explicit error naming the batch and its status. Costs use the table's batch discount.
         """
         requests = list(requests)
-        distinct = self.client._distinct(requests)
+        distinct = distinct_requests(requests)
         lines: dict[str, dict[str, Any]] = {}
         with self._sync_client() as client:
             batch = self._sync_call(f"retrieve batch {batch_id}", lambda: client.batches.retrieve(batch_id))
@@ -173,18 +156,18 @@ class BatchAPI:
                         lines[row["custom_id"]] = row
                     except (ValueError, KeyError, TypeError):
                         logger.warning("batch %s file %s line %d is not a batch result", batch_id, file_id, number)
-        by_key = self.client._from_cache({k: r for k, r in distinct.items() if k not in lines})
+        by_key = self.client.from_cache({k: r for k, r in distinct.items() if k not in lines})
         for key, request in distinct.items():
             if key in by_key:
                 continue
             row = lines.get(key)
             if row is None:
                 result = ChatResult(error=f"batch {batch_id} ({batch.status}): no result for this request", key=key)
-                self.client._account(result)
+                self.client.account(result)
                 by_key[key] = result
                 continue
             by_key[key] = self._batch_result(batch_id, request, row)
-        return self.client._in_order(requests, by_key)
+        return results_in_order(requests, by_key)
 
     def _batch_result(self, batch_id: str, request: ChatRequest, row: Mapping[str, Any]) -> ChatResult:
         key = request.key()
@@ -204,11 +187,11 @@ class BatchAPI:
             except MalformedResponseError as exc:
                 error = f"batch {batch_id}: {exc}"
         if error is not None:
-            result = ChatResult(error=self.client._scrub(error), key=key)
+            result = ChatResult(error=self.client.scrub(error), key=key)
         else:
-            result = self.client._result_from_body(request, body, cached=False, latency_s=None, batch=True)
-            self.client._store(request, body, result)
-        self.client._account(result)
+            result = self.client.result_from_body(request, body, cached=False, latency_s=None, batch=True)
+            self.client.store(request, body, result)
+        self.client.account(result)
         return result
 
     def run_batch(
@@ -220,7 +203,7 @@ class BatchAPI:
     ) -> list[ChatResult]:
         """Write, submit, poll and collect in one call (nothing is submitted when everything is cached)."""
         if self.write_batch_file(requests, path) == 0:
-            return self.client._in_order(list(requests), self.client._from_cache(self.client._distinct(requests)))
+            return results_in_order(list(requests), self.client.from_cache(distinct_requests(requests)))
         batch_id = self.submit_batch(path)
         self.poll_batch(batch_id, interval_s=interval_s, timeout_s=timeout_s)
         return self.collect_batch(batch_id, requests)

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
+import contextlib
 import logging
 import math
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import tenacity
 
@@ -29,14 +30,16 @@ from airbench_nb.api_client.errors import (
     MissingAPIKeyError,
 )
 from airbench_nb.api_client.helpers import (
-    _describe,
-    _retry_after_s,
     _text_chars,
     audio_seconds_of,
     check_completion,
+    describe_error,
+    distinct_requests,
     gather_all,
     is_retryable,
     parse_completion,
+    results_in_order,
+    retry_after_s,
 )
 from airbench_nb.api_client.records import ChatRequest, ChatResult, Estimate, PriceTable, Usage
 
@@ -44,6 +47,8 @@ if TYPE_CHECKING:
     import openai
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CHARS_PER_TOKEN = 4.0
 """Characters per token assumed by :meth:`APIClient.estimate` for text (the usual English rule of thumb)."""
@@ -57,12 +62,21 @@ DEFAULT_MAX_OUTPUT_TOKENS = 256
 """Output tokens assumed per call in estimates when a request sets no ``max_tokens``."""
 MAX_REFUSALS = 3
 """Connection failures, before the endpoint ever answered, after which a run stops (:class:`FatalAPIError`)."""
+MODEL_NOT_FOUND = re.compile(
+    r"model\b.*\b(not found|does not exist|doesn't exist|not exist|unknown|not available|no such)"
+    r"|\b(unknown|no such|invalid) model\b",
+    re.IGNORECASE,
+)
+"""A 404 message that says the model is not served (OpenAI, vLLM, Ollama, llama.cpp wordings); a 404 whose error
+``code`` is ``model_not_found`` (OpenAI) says so too."""
 
 
-def _check_setting(
+def check_setting(
     name: str, value: Any, *, whole: bool = False, minimum: float | None = None, positive: bool = False
 ) -> None:
     """Refuse a client setting that makes no sense (not a number, NaN, infinite, below its minimum).
+
+    Used by :class:`APIClient` and :class:`~airbench_nb.api_client.ReplicaPool` for their settings.
 
     Raises:
         InvalidParameterError: Naming the setting and its value.
@@ -106,6 +120,13 @@ class APIClient:
     Raises:
         EndpointError: A base URL or key variable name that cannot be used.
         InvalidParameterError: A setting that makes no sense (NaN, negative, zero timeout, ...).
+
+    Besides :meth:`run` and the Batch API, the client has a small public core for code that drives requests its
+    own way (:class:`~airbench_nb.api_client.BatchAPI`, :class:`~airbench_nb.api_client.ReplicaPool`):
+    :meth:`send` (one attempt), :meth:`fatal_error` (classify a failure), :meth:`call` (a synchronous call through
+    the retry policy), :meth:`sync_client` and :meth:`async_client` (``openai`` clients on this endpoint with this
+    key), :meth:`result_from_body`, :meth:`from_cache`, :meth:`store` and :meth:`account` (results, cache and
+    usage), :meth:`scrub` and :attr:`redactions` (keeping the key out of what is kept), and :meth:`reset_stop`.
     """
 
     def __init__(
@@ -123,17 +144,17 @@ class APIClient:
         audio_tokens_per_second: float = AUDIO_TOKENS_PER_SECOND,
         max_refusals: int = MAX_REFUSALS,
     ) -> None:
-        _check_setting("concurrency", concurrency, whole=True, minimum=1)
-        _check_setting("max_retries", max_retries, whole=True, minimum=0)
-        _check_setting("max_refusals", max_refusals, whole=True, minimum=1)
-        _check_setting("timeout_s", timeout_s, positive=True)
+        check_setting("concurrency", concurrency, whole=True, minimum=1)
+        check_setting("max_retries", max_retries, whole=True, minimum=0)
+        check_setting("max_refusals", max_refusals, whole=True, minimum=1)
+        check_setting("timeout_s", timeout_s, positive=True)
         for name, value in (
             ("backoff_initial_s", backoff_initial_s),
             ("backoff_max_s", backoff_max_s),
             ("max_retry_after_s", max_retry_after_s),
             ("audio_tokens_per_second", audio_tokens_per_second),
         ):
-            _check_setting(name, value, minimum=0)
+            check_setting(name, value, minimum=0)
         self.base_url = base_url.rstrip("/") if base_url else None
         self.target = resolve_endpoint(self.base_url, api_key_env)
         self.endpoint = self.target.url
@@ -154,6 +175,7 @@ class APIClient:
         self._secret: str | None = None
         self._warned_unsent_key = False
         self._answered = False
+        self._served: set[str] = set()  # models this endpoint has answered with a completion
         self._refusals = 0
         self._stopped: FatalAPIError | None = None
         self._backoff = tenacity.wait_exponential_jitter(
@@ -206,20 +228,39 @@ class APIClient:
             f"no API key for {self.endpoint}: set the environment variable {variable} ({how})", endpoint=self.endpoint
         )
 
-    def _scrub(self, text: str) -> str:
-        """``text`` with the key (if one was read) replaced by ``***``."""
+    def scrub(self, text: str) -> str:
+        """``text`` with the key (if one was read) replaced by ``***``: for every error string or answer kept."""
         if self._secret and self._secret in text:
             return text.replace(self._secret, "***")
         return text
 
+    @property
+    def redactions(self) -> list[str]:
+        """Values to redact from what is stored (the cache): the key read for this endpoint, if one was read."""
+        return [self._secret] if self._secret else []
+
     def _client_kwargs(self) -> dict[str, Any]:
         return {"api_key": self._api_key(), "base_url": self.endpoint, "max_retries": 0, "timeout": self.timeout_s}
 
-    def _sync_client(self) -> openai.OpenAI:
-        """A synchronous ``openai.OpenAI`` on this endpoint with this key (for the Batch API's management calls)."""
+    def sync_client(self) -> openai.OpenAI:
+        """A synchronous ``openai.OpenAI`` on this endpoint with this key (the Batch API's management calls).
+
+        Raises:
+            MissingAPIKeyError: The key's variable is unset for an endpoint that needs one.
+        """
         import openai
 
         return openai.OpenAI(**self._client_kwargs())
+
+    def async_client(self) -> openai.AsyncOpenAI:
+        """An ``openai.AsyncOpenAI`` on this endpoint with this key, its own retries off (for :meth:`send`).
+
+        Raises:
+            MissingAPIKeyError: The key's variable is unset for an endpoint that needs one.
+        """
+        import openai
+
+        return openai.AsyncOpenAI(**self._client_kwargs())
 
     # ------------------------------------------------------------------------------------------- fatal errors
 
@@ -230,12 +271,14 @@ class APIClient:
         if isinstance(body, Mapping):
             inner = body.get("error")
             message = body.get("message") or (inner.get("message") if isinstance(inner, Mapping) else inner)
-        text = " ".join(self._scrub(str(message or "")).split())
+        text = " ".join(self.scrub(str(message or "")).split())
         return text[:157] + "..." if len(text) > 160 else text
 
     def _fatal_status(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
-        """The :class:`FatalAPIError` for a 401 or 403 answer; None for any other status."""
+        """The :class:`FatalAPIError` for a 401 or 403 answer, or a 404 for an unknown model; None otherwise."""
         status = getattr(exc, "status_code", None)
+        if status == 404:
+            return self._fatal_not_found(exc, model)
         if status not in (401, 403):
             return None
         variable = self.key_variable
@@ -255,10 +298,37 @@ class APIClient:
         message = f"{head} from {self.endpoint}: {cause}" + (f" (server: {said})" if said else "")
         return FatalAPIError(message, endpoint=self.endpoint, status=status)
 
-    def _fatal_for(self, exc: BaseException, model: str | None = None) -> FatalAPIError | None:
+    def _fatal_not_found(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
+        """The :class:`FatalAPIError` for a 404 that says ``model`` is not served, before it ever answered.
+
+        The rule: a 404 is fatal when the server says the *model* is unknown (error code ``model_not_found``, or a
+        message such as "The model `x` does not exist" or "model 'x' not found") and this endpoint has not yet
+        answered a request for that model with a completion. That is a wrong model name (or an endpoint serving
+        another model): every request would get the same 404, so the run stops instead of writing one error per
+        item. A 404 for a model that has answered before (a stray 404 from a proxy or a server reloading) and a
+        404 that does not name the model (a wrong path) stay one error for that request.
+        """
+        if model is None or model in self._served:
+            return None
+        body = getattr(exc, "body", None)
+        code = body.get("code") if isinstance(body, Mapping) else None
+        said = self._server_said(exc)
+        if code != "model_not_found" and not MODEL_NOT_FOUND.search(said):
+            return None
+        message = (
+            f"404 Not Found from {self.endpoint}: it does not serve model {model!r}; check the model name "
+            "(openai:MODEL@URL; the server lists its models at /v1/models)" + (f" (server: {said})" if said else "")
+        )
+        return FatalAPIError(message, endpoint=self.endpoint, status=404)
+
+    def fatal_error(self, exc: BaseException, model: str | None = None) -> FatalAPIError | None:
         """Classify a failed attempt: the :class:`FatalAPIError` it amounts to, or None (then retried or recorded).
 
-        401/403 are fatal. A connection error (refused, closed without an answer; not a timeout) is fatal once
+        A fatal error is also recorded as this client's stop: requests not yet sent are not sent (see
+        :meth:`send`) until :meth:`reset_stop`.
+
+        401/403 are fatal, and so is a 404 saying the model is unknown before that model ever answered (see
+        :meth:`_fatal_not_found`). A connection error (refused, closed without an answer; not a timeout) is fatal once
         ``max_refusals`` of them happened before the endpoint ever answered. Any answer, even an error status or a
         malformed body, shows the endpoint is there: later connection errors are retried as usual.
         """
@@ -268,7 +338,7 @@ class APIClient:
         return fatal
 
     def _classify(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
-        """:meth:`_fatal_for` without recording the stop."""
+        """:meth:`fatal_error` without recording the stop."""
         import openai
 
         if isinstance(exc, FatalAPIError):
@@ -289,7 +359,7 @@ class APIClient:
             cause = exc.__cause__ or exc
             return FatalAPIError(
                 f"cannot connect to {self.endpoint}: {refusals} connection attempts failed and the endpoint never "
-                f"answered ({type(cause).__name__}: {self._scrub(str(cause))[:120]}); is the server running and the "
+                f"answered ({type(cause).__name__}: {self.scrub(str(cause))[:120]}); is the server running and the "
                 "URL right?",
                 endpoint=self.endpoint,
             )
@@ -297,12 +367,49 @@ class APIClient:
             self._answered = True
         return None
 
+    def reset_stop(self) -> None:
+        """Forget a fatal stop, and the refusals counted if the endpoint never answered (a new run, after a fix)."""
+        self._stopped = None
+        if not self._answered:
+            self._refusals = 0
+
+    def call(self, what: str, fn: Callable[[], T]) -> T:
+        """A synchronous call (the Batch API's files and batches) through the retry policy and the fatal errors.
+
+        Args:
+            what: What the call does, for the retry log lines.
+            fn: The call, e.g. ``lambda: client.batches.retrieve(batch_id)`` on a :meth:`sync_client`.
+
+        Returns:
+            What ``fn`` returned.
+
+        Raises:
+            FatalAPIError: 401/403, or an endpoint that refused every connection (see :meth:`fatal_error`).
+            Exception: What the last attempt raised, when it is not worth retrying or the retries are spent.
+        """
+
+        def guarded() -> T:
+            try:
+                result = fn()
+            except Exception as exc:
+                fatal = self.fatal_error(exc)
+                if fatal is not None:
+                    raise fatal from None
+                raise
+            self._answered = True
+            return result
+
+        for attempt in tenacity.Retrying(**self._retrying_kwargs(what)):
+            with attempt:
+                return guarded()
+        raise AssertionError("unreachable")  # pragma: no cover - reraise=True raises
+
     # ------------------------------------------------------------------------------------------- retry policy
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         """Backoff before the next attempt: the server's Retry-After (plus a little jitter), else exponential."""
         exc = state.outcome.exception() if state.outcome is not None else None
-        asked = _retry_after_s(exc) if exc is not None else None
+        asked = retry_after_s(exc) if exc is not None else None
         if asked is not None:
             asked = min(asked, self.max_retry_after_s)
             return asked + random.uniform(0.0, min(1.0, 0.1 * asked + 0.01))
@@ -316,7 +423,7 @@ class APIClient:
         logger.info(
             "%s: %s on attempt %d/%d; retrying in %.2f s",
             what,
-            _describe(exc) if exc is not None else "failure",
+            describe_error(exc) if exc is not None else "failure",
             state.attempt_number,
             self.max_retries + 1,
             wait,
@@ -333,7 +440,7 @@ class APIClient:
 
     # ------------------------------------------------------------------------------------------- results
 
-    def _result_from_body(
+    def result_from_body(
         self,
         request: ChatRequest,
         body: Mapping[str, Any],
@@ -343,6 +450,16 @@ class APIClient:
         attempts: int = 0,
         batch: bool = False,
     ) -> ChatResult:
+        """The :class:`ChatResult` of a completion body (checked): text scrubbed of the key, tokens, cost.
+
+        Args:
+            request: The request answered.
+            body: The completion (see :func:`~airbench_nb.api_client.helpers.check_completion`).
+            cached: Whether it came from the cache (then it costs nothing).
+            latency_s: Seconds the request took; None when unknown (a batch).
+            attempts: Attempts made.
+            batch: Whether it was answered through the Batch API (priced at the batch rate).
+        """
         choice = body["choices"][0]
         message = choice.get("message") or {}
         content = message.get("content")
@@ -354,12 +471,12 @@ class APIClient:
         else:
             cost = self.prices.cost(request.model, input_tokens, output_tokens, batch) if self.prices else None
         if isinstance(content, str):
-            content = self._scrub(content)  # a server that echoes the key never gets it into responses or verdicts
+            content = self.scrub(content)  # a server that echoes the key never gets it into responses or verdicts
         error = None
         if content is None:
             refusal = message.get("refusal")
             error = f"no content in the answer (finish_reason={choice.get('finish_reason')!r}" + (
-                f", refusal={self._scrub(str(refusal))[:200]!r})" if refusal else ")"
+                f", refusal={self.scrub(str(refusal))[:200]!r})" if refusal else ")"
             )
         return ChatResult(
             text=content,
@@ -374,56 +491,61 @@ class APIClient:
             key=request.key(),
         )
 
-    def _account(self, result: ChatResult) -> None:
-        """Add a non-cached result to the usage totals."""
+    def account(self, result: ChatResult) -> None:
+        """Add a non-cached result to the usage totals (thread-safe)."""
         with self._usage_lock:
             self.usage.add(result)
 
-    def _store(self, request: ChatRequest, body: Mapping[str, Any], result: ChatResult) -> None:
+    def store(self, request: ChatRequest, body: Mapping[str, Any], result: ChatResult) -> None:
+        """Put an answered request's body in the cache (key redacted); a failure to cache is only logged."""
         if self.cache is not None and result.ok:
             try:
-                self.cache.put(request.key(), request.model, body, redact=[self._secret] if self._secret else [])
+                self.cache.put(request.key(), request.model, body, redact=self.redactions)
             except sqlite3.Error as exc:  # the answer is still returned; only the cache misses it
                 logger.warning("could not cache %s…: %s: %s", request.key()[:12], type(exc).__name__, exc)
 
-    def _from_cache(self, requests: Mapping[str, ChatRequest]) -> dict[str, ChatResult]:
+    def from_cache(self, requests: Mapping[str, ChatRequest]) -> dict[str, ChatResult]:
+        """The cached results of some requests (by key), counted as cache hits; the others are absent."""
         if self.cache is None or not requests:
             return {}
         found = self.cache.get_many(requests)
         out = {}
         for key, body in found.items():
             try:
-                out[key] = self._result_from_body(requests[key], check_completion(body), cached=True, latency_s=0.0)
+                out[key] = self.result_from_body(requests[key], check_completion(body), cached=True, latency_s=0.0)
             except MalformedResponseError:
                 logger.warning("cache entry %s… is not a completion; asking again", key[:12])
         with self._usage_lock:
             self.usage.cache_hits += len(out)
         return out
 
-    @staticmethod
-    def _distinct(requests: Sequence[ChatRequest]) -> dict[str, ChatRequest]:
-        distinct: dict[str, ChatRequest] = {}
-        for request in requests:
-            distinct.setdefault(request.key(), request)
-        return distinct
-
-    @staticmethod
-    def _in_order(requests: Sequence[ChatRequest], by_key: Mapping[str, ChatResult]) -> list[ChatResult]:
-        """One result per request, in order; a repeated request gets its own copy of the shared result."""
-        out, seen = [], set()
-        for request in requests:
-            result = by_key[request.key()]
-            out.append(result if result.key not in seen else dataclasses.replace(result))
-            seen.add(result.key)
-        return out
-
     # ------------------------------------------------------------------------------------------- run
 
-    async def _send(self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, request: ChatRequest) -> dict:
-        known = _create_params(client)
+    async def send(
+        self,
+        session: openai.AsyncOpenAI,
+        request: ChatRequest,
+        slot: contextlib.AbstractAsyncContextManager[Any] | None = None,
+    ) -> dict[str, Any]:
+        """One attempt at a request: the completion body, or an exception (a fatal one as :class:`FatalAPIError`).
+
+        Args:
+            session: An :meth:`async_client` of this client.
+            request: The request.
+            slot: Held while the request is in flight (the client's semaphore in :meth:`run`); None: no bound.
+
+        Returns:
+            The checked completion body.
+
+        Raises:
+            FatalAPIError: This attempt or an earlier one hit a fatal error (see :meth:`fatal_error`).
+            AttemptTimeoutError: No complete answer within ``timeout_s``.
+            Exception: What the attempt raised otherwise (``openai`` errors, :class:`MalformedResponseError`).
+        """
+        known = _create_params(session)
         kwargs = {k: v for k, v in request.params.items() if k in known}
         extra = {k: v for k, v in request.params.items() if k not in known}
-        async with sem:
+        async with slot if slot is not None else contextlib.nullcontext():
             if self._stopped is not None:  # another request hit a fatal error: send nothing more
                 raise self._stopped
             with self._usage_lock:
@@ -432,7 +554,7 @@ class APIClient:
                 # A deadline for the whole attempt: httpx's timeouts are per read, so a server trickling its body
                 # a byte at a time would otherwise hold the attempt for as long as it likes.
                 async with asyncio.timeout(self.timeout_s):
-                    raw = await client.chat.completions.with_raw_response.create(
+                    raw = await session.chat.completions.with_raw_response.create(
                         model=request.model, messages=request.messages, extra_body=extra or None, **kwargs
                     )
                     text = raw.http_response.text
@@ -441,12 +563,14 @@ class APIClient:
                     f"no complete answer within {self.timeout_s:g} s (the deadline of one attempt, body included)"
                 ) from None
             except Exception as exc:
-                fatal = self._fatal_for(exc, request.model)
+                fatal = self.fatal_error(exc, request.model)
                 if fatal is not None:
                     raise fatal from None
                 raise
             self._answered = True
-            return parse_completion(text)
+            body = parse_completion(text)
+            self._served.add(request.model)
+            return body
 
     async def _one(self, client: openai.AsyncOpenAI, sem: asyncio.Semaphore, request: ChatRequest) -> ChatResult:
         """One request through the retry policy: a result, or a :class:`FatalAPIError` that stops the run."""
@@ -457,22 +581,22 @@ class APIClient:
             async for attempt in tenacity.AsyncRetrying(**self._retrying_kwargs(what)):
                 with attempt:
                     attempts += 1
-                    body = await self._send(client, sem, request)
+                    body = await self.send(client, request, sem)
         except FatalAPIError:
             raise
         except Exception as exc:  # noqa: BLE001 - one bad request never stops the others; its error is returned
-            error = f"{type(exc).__name__}: {self._scrub(str(exc))}"
+            error = f"{type(exc).__name__}: {self.scrub(str(exc))}"
             if attempts > 1:
                 error += f" (after {attempts} attempts)"
-            logger.warning("%s failed: %s after %d attempt(s)", what, _describe(exc), attempts)
+            logger.warning("%s failed: %s after %d attempt(s)", what, describe_error(exc), attempts)
             result = ChatResult(error=error, latency_s=time.perf_counter() - t0, attempts=attempts, key=request.key())
-            self._account(result)
+            self.account(result)
             return result
-        result = self._result_from_body(
+        result = self.result_from_body(
             request, body, cached=False, latency_s=time.perf_counter() - t0, attempts=attempts
         )
-        self._store(request, body, result)
-        self._account(result)
+        self.store(request, body, result)
+        self.account(result)
         return result
 
     async def run(self, requests: Sequence[ChatRequest], progress: bool = False) -> list[ChatResult]:
@@ -486,22 +610,19 @@ class APIClient:
             One :class:`ChatResult` per request, in order: text, or an explicit error.
 
         Raises:
-            FatalAPIError: The endpoint answered 401 or 403, or refused every connection, or the key's variable is
-                unset (:class:`MissingAPIKeyError`). The requests still in flight are cancelled; the answers
-                received before are in the cache (when there is one).
+            FatalAPIError: The endpoint answered 401 or 403, or 404 for a model it never served (a wrong model
+                name), or refused every connection, or the key's variable is unset (:class:`MissingAPIKeyError`).
+                The requests still in flight are cancelled; the answers received before are in the cache (when
+                there is one).
         """
-        import openai
-
         requests = list(requests)
-        distinct = self._distinct(requests)
-        by_key = self._from_cache(distinct)
+        distinct = distinct_requests(requests)
+        by_key = self.from_cache(distinct)
         todo = [r for k, r in distinct.items() if k not in by_key]
-        self._stopped = None  # a new run may follow a fix (a key set, a server started)
-        if not self._answered:
-            self._refusals = 0
+        self.reset_stop()
         if todo:
             sem = asyncio.Semaphore(self.concurrency)
-            client = openai.AsyncOpenAI(**self._client_kwargs())
+            client = self.async_client()
             try:
                 for result in await gather_all(todo, lambda r: self._one(client, sem, r), progress=progress):
                     by_key[result.key] = result
@@ -514,7 +635,7 @@ class APIClient:
             len(todo),
             self.usage.as_dict(),
         )
-        return self._in_order(requests, by_key)
+        return results_in_order(requests, by_key)
 
     def run_sync(self, requests: Sequence[ChatRequest], progress: bool = False) -> list[ChatResult]:
         """:meth:`run` from synchronous code, in a plain script as in Jupyter.
@@ -545,7 +666,7 @@ class APIClient:
         counted apart and cost nothing.
         """
         requests = list(requests)
-        distinct = self._distinct(requests)
+        distinct = distinct_requests(requests)
         cached = set(self.cache.get_many(distinct)) if self.cache is not None else set()
         todo = [r for k, r in distinct.items() if k not in cached]
         input_tokens = output_tokens = unpriced = 0

@@ -21,7 +21,8 @@ class APIClientError(RuntimeError):
 class FatalAPIError(APIClientError):
     """An error no retry and no other request can get past: stop the command (never record it per item).
 
-    Raised for 401/403 answers, a missing key, an endpoint that refused every connection before ever answering,
+    Raised for 401/403 answers, a 404 saying the model is unknown before that model ever answered (a wrong model
+    name: every request would get it), a missing key, an endpoint that refused every connection before ever answering,
     and nonsense parameters. The message is one line that names the endpoint and the cause, never the key, e.g.
     ``401 Unauthorized from http://127.0.0.1:8000/v1: check OPENAI_API_KEY (server: Incorrect API key)``.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import email.utils
 import io
 import json
@@ -12,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airbench_nb.api_client.errors import AttemptTimeoutError, MalformedResponseError
+from airbench_nb.api_client.records import ChatRequest, ChatResult
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +54,7 @@ def check_completion(body: Any) -> dict[str, Any]:
     return body
 
 
-def _retry_after_s(exc: BaseException) -> float | None:
+def retry_after_s(exc: BaseException) -> float | None:
     """Seconds the server asked to wait (``retry-after-ms`` or ``Retry-After``: seconds or an HTTP date)."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
@@ -98,10 +100,28 @@ def is_retryable(exc: BaseException) -> bool:
     return False
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
     """A short error kind for logs (no message: messages may quote the request)."""
     status = getattr(exc, "status_code", None)
     return f"{type(exc).__name__}" + (f" (HTTP {status})" if status is not None else "")
+
+
+def distinct_requests(requests: Sequence[ChatRequest]) -> dict[str, ChatRequest]:
+    """The requests by key (:meth:`ChatRequest.key`), each key once, in order of first appearance."""
+    distinct: dict[str, ChatRequest] = {}
+    for request in requests:
+        distinct.setdefault(request.key(), request)
+    return distinct
+
+
+def results_in_order(requests: Sequence[ChatRequest], by_key: Mapping[str, ChatResult]) -> list[ChatResult]:
+    """One result per request, in order; a repeated request gets its own copy of the shared result."""
+    out, seen = [], set()
+    for request in requests:
+        result = by_key[request.key()]
+        out.append(result if result.key not in seen else dataclasses.replace(result))
+        seen.add(result.key)
+    return out
 
 
 def audio_seconds_of(messages: Sequence[Mapping[str, Any]]) -> float:

@@ -22,7 +22,8 @@ The rules, stated once:
 - **All down.** A request finding no replica up ends at once with an error that names every URL: each item gets
   its own error response (a rerun retries them), never a crash and never a duplicate. A connection refused is
   therefore never fatal here, unlike a single endpoint's (:data:`~airbench_nb.api_client.MAX_REFUSALS`); what
-  stops a run is what stops a single client: a 401/403, a missing key, nonsense parameters.
+  stops a run is what stops a single client: a 401/403, a 404 for a model no replica has answered yet (a wrong
+  model name), a missing key, nonsense parameters.
 - **Counts** per replica (:class:`ReplicaStats`, :meth:`ReplicaPool.replica_stats`): attempts sent, succeeded,
   failed (so ``sent == succeeded + failed`` once nothing is in flight), requests retried elsewhere, times marked
   down. The runner writes them into the run's summary.
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import dataclasses
 import logging
 import random
@@ -49,9 +49,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airbench_nb.api_client.cache import ResponseCache
-from airbench_nb.api_client.client import APIClient, _check_setting
+from airbench_nb.api_client.client import APIClient, check_setting
 from airbench_nb.api_client.errors import AttemptTimeoutError, FatalAPIError, MalformedResponseError
-from airbench_nb.api_client.helpers import _describe, _retry_after_s, check_completion, gather_all, is_retryable
+from airbench_nb.api_client.helpers import (
+    check_completion,
+    describe_error,
+    distinct_requests,
+    gather_all,
+    is_retryable,
+    results_in_order,
+    retry_after_s,
+)
 from airbench_nb.api_client.records import ChatRequest, ChatResult, PriceTable, Usage
 
 if TYPE_CHECKING:
@@ -153,8 +161,8 @@ class ReplicaPool:
     ) -> None:
         if not base_urls:
             raise ValueError("a replica pool needs at least one base URL")
-        _check_setting("down_after", down_after, whole=True, minimum=1)
-        _check_setting("cool_off_s", cool_off_s, minimum=0)
+        check_setting("down_after", down_after, whole=True, minimum=1)
+        check_setting("cool_off_s", cool_off_s, minimum=0)
         prices = prices if isinstance(prices, PriceTable) or prices is None else PriceTable(prices)
         self.replicas = [
             _Replica(
@@ -261,12 +269,12 @@ class ReplicaPool:
                 replica.url,
                 self.cool_off_s,
                 replica.failures_in_a_row,
-                _describe(exc),
+                describe_error(exc),
             )
 
     def _backoff_s(self, exc: BaseException, retry: int) -> float:
         """Wait before retry number ``retry`` (1-based) on the same replica: Retry-After, else exponential."""
-        asked = _retry_after_s(exc)
+        asked = retry_after_s(exc)
         if asked is not None:
             asked = min(asked, self.max_retry_after_s)
             return asked + random.uniform(0.0, min(1.0, 0.1 * asked + 0.01))
@@ -328,9 +336,9 @@ class ReplicaPool:
                 replica.outstanding += 1
                 replica.stats.sent += 1
                 try:
-                    body = await replica.client._send(sessions[replica.index], contextlib.nullcontext(), request)
+                    body = await replica.client.send(sessions[replica.index], request)
                 except FatalAPIError:
-                    raise  # 401/403, a missing key: the run stops
+                    raise  # 401/403, an unknown model, a missing key: the run stops
                 except Exception as exc:  # noqa: BLE001 - classified below: retried here, elsewhere, or recorded
                     failure: BaseException | None = exc
                     self._failed(replica, exc)
@@ -340,16 +348,16 @@ class ReplicaPool:
                 finally:
                     replica.outstanding -= 1
             if failure is None:
-                result = replica.client._result_from_body(
+                result = replica.client.result_from_body(
                     request, body, cached=False, latency_s=time.perf_counter() - t0, attempts=attempts
                 )
                 self._store(request, body, result)
                 self._account(result)
                 return result
-            said = f"{type(failure).__name__}: {replica.client._scrub(str(failure))}"
+            said = f"{type(failure).__name__}: {replica.client.scrub(str(failure))}"
             if not is_retryable(failure):  # 400, 404, 422: another replica would refuse it too
                 return self._error(request, said, t0, attempts)
-            tried[replica.index] = f"{_describe(failure)}: {said[:160]}"
+            tried[replica.index] = f"{describe_error(failure)}: {said[:160]}"
             connection = isinstance(failure, openai.APIConnectionError | AttemptTimeoutError)
             if connection or retries_here >= self.max_retries:
                 left_from, replica = replica, None
@@ -359,7 +367,7 @@ class ReplicaPool:
             logger.info(
                 "%s: %s from %s on attempt %d/%d there; retrying in %.2f s",
                 what,
-                _describe(failure),
+                describe_error(failure),
                 replica.url,
                 retries_here,
                 self.max_retries + 1,
@@ -384,7 +392,7 @@ class ReplicaPool:
             self._usage.add(result)
 
     def _secrets(self) -> list[str]:
-        return [r.client._secret for r in self.replicas if r.client._secret]
+        return [secret for r in self.replicas for secret in r.client.redactions]
 
     def _store(self, request: ChatRequest, body: Mapping[str, Any], result: ChatResult) -> None:
         if self.cache is not None and result.ok:
@@ -400,7 +408,7 @@ class ReplicaPool:
         out = {}
         for key, body in self.cache.get_many(requests).items():
             try:
-                out[key] = front._result_from_body(requests[key], check_completion(body), cached=True, latency_s=0.0)
+                out[key] = front.result_from_body(requests[key], check_completion(body), cached=True, latency_s=0.0)
             except MalformedResponseError:
                 logger.warning("cache entry %s… is not a completion; asking again", key[:12])
         with self._lock:
@@ -419,20 +427,18 @@ class ReplicaPool:
             FatalAPIError: A replica answered 401 or 403, or a key's variable is unset; the requests in flight are
                 cancelled (answers received before are in the cache, when there is one).
         """
-        import openai
-
         requests = list(requests)
-        distinct = APIClient._distinct(requests)
+        distinct = distinct_requests(requests)
         by_key = self._from_cache(distinct)
         todo = [r for k, r in distinct.items() if k not in by_key]
         for replica in self.replicas:
-            replica.client._stopped = None  # a new run may follow a fix (a key set)
+            replica.client.reset_stop()  # a new run may follow a fix (a key set)
         if todo:
             slots = asyncio.Semaphore(self.concurrency)
             sessions: dict[int, openai.AsyncOpenAI] = {}
             try:
                 for replica in self.replicas:
-                    sessions[replica.index] = openai.AsyncOpenAI(**replica.client._client_kwargs())
+                    sessions[replica.index] = replica.client.async_client()
                 for result in await gather_all(todo, lambda r: self._one(sessions, slots, r), progress=progress):
                     by_key[result.key] = result
             finally:
@@ -446,7 +452,7 @@ class ReplicaPool:
             len(todo),
             [s.as_dict() for s in self.replica_stats()],
         )
-        return APIClient._in_order(requests, by_key)
+        return results_in_order(requests, by_key)
 
     def run_sync(self, requests: Sequence[ChatRequest], progress: bool = False) -> list[ChatResult]:
         """:meth:`run` from synchronous code (a fresh loop in a worker thread where one is running: Jupyter)."""

@@ -46,7 +46,8 @@ def run(
         str | None,
         typer.Option(
             help="Re-execute the run REPORTS/RESUME in place with its parameters (updated by --param), reusing "
-            "every response, verdict and cache entry already there.",
+            "every response, verdict and cache entry already there. A grid's id resumes the grid: its finished "
+            "runs are kept, its failed and pending ones rerun.",
         ),
     ] = None,
     cache_dir: Annotated[
@@ -70,6 +71,7 @@ def run(
     Built datasets and judge calls are cached across runs (see --cache-dir); --resume RUN_ID re-executes a run in
     place and redoes only what its changed parameters invalidate. --grid GRID.yaml runs once per parameter set of
     the grid, --jobs at a time, sharing the cache; the exit code is the number of failed runs (capped at 125).
+    --resume GRID_ID resumes a grid: finished runs kept, failed and pending ones rerun.
     """
     from airbench_nb.pipeline import PipelineError, run_pipeline
 
@@ -77,13 +79,16 @@ def run(
         raise refuse("give either --run-id (a new run) or --resume (an existing run), not both")
     parameters = dict(_parse_param(p) for p in param or [])
     stems = [s.strip() for s in notebooks.split(",") if s.strip()] if notebooks else None
-    if jobs is not None and grid is None:
+    from airbench_nb.grid import is_grid_folder
+
+    grid_resume = resume is not None and is_grid_folder(reports / resume)  # --resume GRID_ID resumes a grid
+    if jobs is not None and grid is None and not grid_resume:
         raise refuse("--jobs sets how many runs of a grid go at a time: give --grid GRID.yaml too")
-    if grid is not None:
+    if grid is not None or grid_resume:
         from airbench_nb.grid import GridError, run_grid_command
 
-        if resume:
-            raise refuse("--resume re-executes one run; it cannot be combined with --grid")
+        if resume and grid is not None:
+            raise refuse("--resume re-executes one run or one grid; it cannot be combined with --grid")
         with refusing(GridError):
             grid_info = run_grid_command(
                 grid,
@@ -91,12 +96,13 @@ def run(
                 stems,
                 show=console.print,
                 table=rows_table,
-                grid_id=run_id,
+                grid_id=resume or run_id,
                 reports_dir=reports,
-                jobs=jobs or 1,
+                jobs=jobs,
                 cache_dir=cache_dir,
                 kernel_name=kernel,
                 html=html,
+                resume=grid_resume,
             )
         raise typer.Exit(min(grid_info.failed, 125))
     with refusing(PipelineError):

@@ -186,6 +186,18 @@ def _defect_error(item: AnyItem) -> str | None:
     return None
 
 
+def check_limit(limit: int | None) -> None:
+    """Refuse a ``limit`` that is not None or a whole number of 0 or more (``-1`` would drop the last item).
+
+    Raises:
+        ValueError: Naming ``limit`` and its value.
+    """
+    if limit is None:
+        return
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit={limit!r} must be a whole number, 0 or more (the first N items; None: every item)")
+
+
 def run_model(
     model: AudioLM,
     items: Sequence[AnyItem],
@@ -211,7 +223,7 @@ def run_model(
             :func:`~airbench_nb.models.base.default_max_new_tokens`); recorded in each response's ``generation``.
         prompts: Prompt templates (default AIR-Bench's).
         system: Optional system text.
-        limit: Only the first ``limit`` items of the manifest.
+        limit: Only the first ``limit`` items of the manifest (0 or more; None: all).
         progress: Show a tqdm progress bar.
 
     Returns:
@@ -221,10 +233,12 @@ def run_model(
         OutputError: When ``out`` is not a responses file, holds another model's responses, or is being written
             by another process (:class:`OutputLockedError`); nothing is written.
         ManifestError: When a line of ``out`` is JSON but not a valid response (naming file, line and field).
+        ValueError: For a negative ``limit`` (nothing is written).
         Exception: A fatal API error (see :func:`is_fatal_api_error`), after keeping what was answered.
     """
     from tqdm.auto import tqdm
 
+    check_limit(limit)
     params = params or GenerationParams()
     prompts = prompts or PromptSet()
     root = Path(root)
@@ -565,10 +579,12 @@ def infer(
 
     Raises:
         OutputError: For an output refused (see above); nothing is written.
+        ValueError: For a negative ``limit`` (nothing is loaded or written).
     """
     from airbench_nb.manifests import data_root, read_manifest
     from airbench_nb.models import load_model
 
+    check_limit(limit)
     refuse_input_as_output(out, {"--manifest": manifest})
     if official_out is not None:
         refuse_input_as_output(official_out, {"--manifest": manifest, "--out": out}, "--official-out")

@@ -3,8 +3,8 @@
 The server runs on 127.0.0.1 with a random free port and a random token, ``--no-browser``, a temporary root folder,
 temporary settings, workspace, config and runtime folders, and the kit's kernel (``python3``: jupyter_client starts
 it with this interpreter, the venv's). It is stopped at the end of the session. The browser is never downloaded:
-the tests use ``/usr/bin/chromium`` (``scripts/setup.sh system`` installs it with apt) and skip, saying why, where
-chromium or Playwright cannot be had.
+the tests use ``/usr/bin/chromium`` (``scripts/setup.sh browser``, run by ``make test``, installs it with apt) and
+skip, saying why, where chromium or Playwright cannot be had.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = "Playwright for Python is not installed (pip install -e .[dev] installs it; no browser is downloaded)"
     if reason is None and not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
         reason = (
-            f"chromium not found at {CHROMIUM}: install it with 'apt-get install chromium' (scripts/setup.sh system)"
+            f"chromium not found at {CHROMIUM}: install it with 'apt-get install chromium' (scripts/setup.sh browser)"
         )
     if reason is None and shutil.which("jupyter-lab", path=str(Path(sys.executable).parent)) is None:
         try:
