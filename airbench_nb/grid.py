@@ -703,7 +703,7 @@ def _execute(
             "kernel_name": kernel_name,
             "html": html,
             "cache_dir": shared_cache,
-            "resume": resume and (grid_dir / entry.run_id / "run.json").is_file(),
+            "resume": resume and RunFolder(grid_dir / entry.run_id).run_json.is_file(),
         }
         log = (grid_dir / entry.log).open("ab" if resume else "wb")  # type: ignore[operator]
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
@@ -869,10 +869,10 @@ def _finished(grid_dir: Path, entry: GridRun) -> bool:
     if entry.status != "ok":
         return False
     try:
-        record = json.loads((grid_dir / entry.run_id / "run.json").read_text(encoding="utf-8"))
+        info = RunFolder(grid_dir / entry.run_id).read_info()
     except (OSError, ValueError):
         return False
-    return isinstance(record, dict) and record.get("status") == "ok"
+    return info is not None and info.status == "ok"
 
 
 def run_grid_command(
