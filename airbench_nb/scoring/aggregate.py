@@ -18,6 +18,7 @@ from airbench_nb.records import (
     KIT_CHAT_TASKS,
     KIT_FOUNDATION_TASKS,
 )
+from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.outcomes import CHAT_ORDERS, PROTOCOLS, ChatOutcome, FoundationOutcome
 
 logger = logging.getLogger(__name__)
@@ -397,7 +398,7 @@ class ValueOutcome:
     """Where the value came from, or why there is none."""
 
 
-def mean_section(outcomes: Sequence[ValueOutcome], metric: str, reps: int, seed: int) -> dict[str, Any]:
+def mean_section(outcomes: Sequence[ValueOutcome], metric: str, reps: int, seed: int) -> ScoreSection:
     """A section of per-task means and their pooled mean, each with n, failures and a percentile bootstrap 95% CI.
 
     The building block of metrics that average one number per unit: units are resampled with replacement within
@@ -412,8 +413,8 @@ def mean_section(outcomes: Sequence[ValueOutcome], metric: str, reps: int, seed:
         seed: Bootstrap seed.
 
     Returns:
-        ``{"tasks": {task: entry}, "categories": {}, "average": entry, "items": n, "failed": n,
-        "failure_reasons": {...}}`` (the JSON form of a :class:`~airbench_nb.score_table.ScoreSection`).
+        A :class:`~airbench_nb.score_table.ScoreSection` with ``tasks``, ``average``, ``items``, ``failed`` and
+        ``failure_reasons``.
     """
     by_task: dict[str, list[ValueOutcome]] = defaultdict(list)
     for outcome in outcomes:
@@ -429,11 +430,13 @@ def mean_section(outcomes: Sequence[ValueOutcome], metric: str, reps: int, seed:
         tasks[task] = _score(_ratio(sums[:, 0], sums[:, 1]), int(values[:, 1].sum()), failures).as_dict()
     failed = sum(o.value is None for o in outcomes)
     average = _score(_ratio(total[:, 0], total[:, 1]), len(outcomes) - failed, failed).as_dict()
-    return {
-        "tasks": tasks,
-        "categories": {},
-        "average": average,
-        "items": len(outcomes),
-        "failed": failed,
-        "failure_reasons": dict(Counter(o.reason for o in outcomes if o.value is None).most_common()),
-    }
+    return ScoreSection.model_validate(
+        {
+            "tasks": tasks,
+            "categories": {},
+            "average": average,
+            "items": len(outcomes),
+            "failed": failed,
+            "failure_reasons": dict(Counter(o.reason for o in outcomes if o.value is None).most_common()),
+        }
+    )

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.aggregate import ValueOutcome, _chat_section, _foundation_section, mean_section
 from airbench_nb.scoring.outcomes import (
     CHAT_ORDERS,
@@ -66,8 +67,8 @@ class Metric(Protocol):
         """The outcome records of one item under ``protocol``."""
         ...
 
-    def aggregate(self, outcomes: Sequence[Any], protocol: str, reps: int, seed: int) -> dict[str, Any]:
-        """The section of every item's outcomes: entries with n, failures and a CI (JSON form)."""
+    def aggregate(self, outcomes: Sequence[Any], protocol: str, reps: int, seed: int) -> ScoreSection:
+        """The section of every item's outcomes: entries with n, failures and a CI."""
         ...
 
 
@@ -133,9 +134,9 @@ class ChoiceAccuracy:
                 correct, reason = official_foundation_correct(response.text, len(item.choices), item.answer)
         return [FoundationOutcome(item.task, item.dataset, correct, reason)]
 
-    def aggregate(self, outcomes: Sequence[FoundationOutcome], protocol: str, reps: int, seed: int) -> dict[str, Any]:
+    def aggregate(self, outcomes: Sequence[FoundationOutcome], protocol: str, reps: int, seed: int) -> ScoreSection:
         """Subsets, tasks, categories and the Average (see :mod:`airbench_nb.scoring`)."""
-        return _foundation_section(outcomes, protocol, reps, seed)
+        return ScoreSection.model_validate(_foundation_section(outcomes, protocol, reps, seed))
 
 
 class JudgeScore:
@@ -178,9 +179,9 @@ class JudgeScore:
         """One outcome per order, or per (turn, order) (see :func:`~airbench_nb.scoring.run.chat_outcomes_of`)."""
         return chat_outcomes_of(item, response, chosen, protocol)
 
-    def aggregate(self, outcomes: Sequence[ChatOutcome], protocol: str, reps: int, seed: int) -> dict[str, Any]:
+    def aggregate(self, outcomes: Sequence[ChatOutcome], protocol: str, reps: int, seed: int) -> ScoreSection:
         """Tasks, per-turn entries, categories (Mixed from its two tasks) and the Average."""
-        return _chat_section(outcomes, protocol, reps, seed)
+        return ScoreSection.model_validate(_chat_section(outcomes, protocol, reps, seed))
 
 
 register_metric(ChoiceAccuracy())
