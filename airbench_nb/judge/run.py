@@ -421,8 +421,6 @@ def judge_run_folder(
     """
     from airbench_nb.manifests import read_manifest, read_records
 
-    for spec in judges:
-        parse_judge_spec(spec)
     rows = []
     items_by_kind = {kind: read_manifest(manifest) for kind, manifest in manifests.items()}
     for model_dir in sorted(p for p in Path(responses_dir).iterdir() if p.is_dir()):
