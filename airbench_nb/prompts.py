@@ -1,4 +1,4 @@
-"""Model prompts as versioned module constants, and how an item becomes a prompt.
+"""Model and judge prompts as versioned module constants, how an item becomes a prompt, and the judges' messages.
 
 Foundation prompts follow AIR-Bench: an instruction to choose one of the lettered options, then the question,
 then only the options that exist. Chat prompts are the question alone. A template file (JSON with the keys of
@@ -16,6 +16,11 @@ Several turns. Every turn of a multi-turn Chat item is rendered by the Chat temp
 Reproducible. :func:`item_prompt_hash` hashes the system text, every turn's text and every clip's SHA-256; for a
 one-clip, one-turn item it is the hash of schema version 1 (:func:`prompt_hash`). A response records it with the
 prompt set's name (:func:`prompt_set_name`), so its prompt can be rebuilt from the record and the item.
+
+Judge prompts. Every prompt a judge sends is here (:data:`FOUNDATION_JUDGE_TEMPLATE`, :data:`CHAT_JUDGE_TEMPLATE`,
+:data:`CHAT_EARLIER_QUESTIONS_TEMPLATE`) with the functions that fill them (:func:`foundation_judge_messages`,
+:func:`chat_judge_messages`, :func:`chat_turn_question`); the messages are part of an LLM judge's cache key, so a
+change here is a change of :data:`JUDGE_PROMPTS_VERSION`.
 """
 
 from __future__ import annotations

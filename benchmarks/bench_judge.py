@@ -1,11 +1,14 @@
 """Judge throughput: Chat verdicts per second at concurrency 1 and 16 against a local OpenAI-compatible server with a
-fixed 100 ms latency, their ratio, and the time to judge 1000 items from the cache (a rerun sends no request).
+fixed 100 ms latency, their ratio, and the time to judge 1000 items from the cache (a rerun sends no request); and
+the offline proxy judge's verdicts per second before and after embedding each distinct text once and keeping
+embeddings by text (several models judged in one process, as notebook 04 does), with their ratio.
 
 It runs the real judge path (:func:`airbench_nb.judge.run.judge_responses`: prompts in both orders, the shared
 API client, parsing, appending verdicts), not only the client. The server is the tests' fixture server, in its
 own process; its replies are not scores, so every verdict is a counted parse failure, which costs the same.
 
-    .venv/bin/python benchmarks/bench_judge.py [--items 16] [--latency-ms 100] [--cached 1000]
+    .venv/bin/python benchmarks/bench_judge.py [--items 16] [--latency-ms 100] [--cached 1000] [--only api|proxy]
+        [--proxy-items 126] [--proxy-models 3]
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from airbench_nb.judge.proxy import EmbeddingCache, ProxyJudge
 from airbench_nb.judge.run import judge_responses
 from airbench_nb.records import ChatItem, Response
 
@@ -58,13 +62,81 @@ def _rate(base_url: str, concurrency: int, n: int, tag: str, tmp: Path, cache: P
     return summary.written / seconds
 
 
+SOURCES = ("a dog", "a car horn", "rain", "a door", "a violin", "a crowd", "a train", "birds", "a kettle", "a drum")
+PLACES = ("in a kitchen", "on a street", "in a forest", "at a station", "in a hall", "by the sea")
+
+
+def _proxy_data(n: int, models: int) -> tuple[list[ChatItem], list[list[Response]]]:
+    """Chat items shaped like the kit's (a sentence of reference, a description), and each model's answers."""
+    items = []
+    for i in range(n):
+        source, place = SOURCES[i % len(SOURCES)], PLACES[i % len(PLACES)]
+        items.append(
+            ChatItem(
+                uid=f"proxy-{i}",
+                dataset="bench",
+                audio="a.wav",
+                question=f"What do you hear, and where? ({i})",
+                task="sound_QA",
+                reference=f"The clip holds {source} {place}, heard {i % 4 + 1} times.",
+                meta_info=f"Sound: {source} {place}, {i % 4 + 1} events, recorded at {i % 7 + 1} metres (clip {i}).",
+            )
+        )
+    answers = [
+        [
+            Response(uid=item.uid, model=f"model-{m}", text=f"I hear {SOURCES[(k + m) % len(SOURCES)]}, maybe {k % 3}.")
+            for k, item in enumerate(items)
+        ]
+        for m in range(models)
+    ]
+    return items, answers
+
+
+def _proxy_rate(items: list[ChatItem], answers: list[list[Response]], tmp: Path, keep: bool) -> float:
+    """Verdicts per second of the proxy over every model's answers (one judge run per model, one process)."""
+    written, t0 = 0, time.perf_counter()
+    for k, responses in enumerate(answers):
+        judge = ProxyJudge(keep_embeddings=keep)
+        if keep and k == 0:
+            judge.cache = EmbeddingCache()  # nothing kept from an earlier measure
+        written += judge_responses(judge, items, responses, tmp / f"proxy-{keep}-{k}.jsonl", progress=False).written
+    return written / (time.perf_counter() - t0)
+
+
+def proxy_rates(n_items: int, models: int) -> tuple[float, float]:
+    """The proxy's verdicts per second embedding every text of a chunk (before) and each distinct text once, kept
+    by text (after); the embedding model is loaded first, outside both timings."""
+    items, answers = _proxy_data(n_items, models)
+    ProxyJudge().encoder.encode(["warm up"])
+    with tempfile.TemporaryDirectory() as folder:
+        before = _proxy_rate(items, answers, Path(folder), keep=False)
+        after = _proxy_rate(items, answers, Path(folder), keep=True)
+    return before, after
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=16, help="Chat items at concurrency 1 (2 verdicts each; x4 at 16)")
     parser.add_argument("--latency-ms", type=float, default=100.0, help="fixed server latency per request")
     parser.add_argument("--cached", type=int, default=1000, help="verdicts in the cache timing")
+    parser.add_argument("--only", choices=("api", "proxy"), help="run one part only")
+    parser.add_argument("--proxy-items", type=int, default=126, help="Chat items per model for the proxy (2 verdicts)")
+    parser.add_argument("--proxy-models", type=int, default=3, help="models judged by the proxy in one process")
     args = parser.parse_args()
 
+    if args.only != "proxy":
+        api(args)
+    if args.only != "api":
+        before, after = proxy_rates(args.proxy_items, args.proxy_models)
+        print(f"proxy judge, {args.proxy_models} models x {args.proxy_items} Chat items (both orders), one process")
+        print(f"{'what':40s} {'verdicts/s':>12s}")
+        print(f"{'every text of a chunk embedded (before)':40s} {before:12.1f}")
+        print(f"{'distinct texts once, kept by text':40s} {after:12.1f}")
+        print(f"{'ratio after / before':40s} {after / before:12.1f}")
+
+
+def api(args: argparse.Namespace) -> None:
+    """The API judge part: verdicts per second at concurrency 1 and 16, and from the cache."""
     with served_in_subprocess(args.latency_ms) as base_url:
         with tempfile.TemporaryDirectory() as folder:
             tmp = Path(folder)

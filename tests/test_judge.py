@@ -272,3 +272,207 @@ def test_local_transformers_judge(tmp_path):
     for v in asked:  # random weights: either a reading or an explicit parse error, never a silent guess
         read = v.choice is not None or v.score_hypothesis is not None or v.correct is False
         assert read != (v.parse_error is not None), v
+
+
+# ------------------------------------------------------------------------------------------- the judge registry
+
+
+def test_an_unknown_spec_is_refused_with_the_message_it_always_had():
+    from airbench_nb.judge import load_judge
+
+    expected = "judge spec 'llm' not understood; use rule, proxy, openai:<model>[@<base_url>] or hf:<path>"
+    for call in (parse_judge_spec, load_judge):
+        with pytest.raises(JudgeSpecError) as caught:
+            call("llm")
+        assert str(caught.value) == expected
+    for bad in ("rule:x", "proxy:", "hf:", "openai:", "openai", ":rule", "Rule"):
+        with pytest.raises(JudgeSpecError, match="not understood"):
+            parse_judge_spec(bad)
+    with pytest.raises(JudgeSpecError, match="^judge ") as caught:  # the openai: check of a model spec, prefixed
+        parse_judge_spec("openai:gpt-4o@ftp://user:hunter2@x/v1")
+    assert "hunter2" not in str(caught.value)
+
+
+def test_each_judge_declares_the_kinds_it_applies_to():
+    from airbench_nb.judge import Judge, judge_applies, load_judge, registered_judges
+    from airbench_nb.judge.llm import HFJudge, OpenAIJudge
+    from airbench_nb.judge.proxy import ProxyJudge
+    from airbench_nb.judge.rule import RuleJudge
+
+    expected = {
+        "rule": ({"foundation"}, RuleJudge),
+        "proxy": ({"chat"}, ProxyJudge),
+        "openai:gpt-4o@http://127.0.0.1:9/v1": ({"foundation", "chat"}, OpenAIJudge),
+        "hf:/some/judge": ({"foundation", "chat"}, HFJudge),
+    }
+    for spec, (kinds, cls) in expected.items():
+        assert {k for k in ("foundation", "chat") if judge_applies(spec, k)} == kinds, spec
+        assert cls.kinds == kinds and registered_judges()[cls.name] is cls
+    for spec in ("rule", "proxy", "openai:gpt-4o@http://127.0.0.1:9/v1"):  # built without loading or sending
+        judge = load_judge(spec, concurrency=2, cache=None, foundation_mode="all", batch_poll_s=1.0)
+        assert isinstance(judge, Judge) and judge.spec == spec
+    assert load_judge("openai:gpt-4o@http://127.0.0.1:9/v1", foundation_mode="all").foundation_mode == "all"
+
+
+class LengthJudge:
+    """A judge written in a test: scores a Chat answer by its length (no item kind but Chat), for the registry test."""
+
+    name = "length"
+    takes_argument = True
+    usage_text = "length:<max>"
+    kinds = frozenset({"chat"})
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.cap = int(spec.partition(":")[2])
+        self.asked = 0
+
+    @classmethod
+    def check_spec(cls, argument: str) -> None:
+        if not argument.isdigit():
+            raise JudgeSpecError(f"judge length:{argument}: the argument is a number of characters")
+
+    @classmethod
+    def applies_to(cls, kind: str) -> bool:
+        return kind in cls.kinds
+
+    def decide(self, task):
+        return None
+
+    def ask(self, tasks, *, batch_file):
+        self.asked += len(tasks)
+        return [
+            t.verdict(self.spec, raw="length", score_reference=10.0, score_hypothesis=min(len(t.answer), self.cap))
+            for t in tasks
+        ]
+
+    def estimate(self, tasks):
+        return f"{len(tasks)} lengths"
+
+    def usage(self):
+        return {}
+
+
+@pytest.fixture
+def length_judge():
+    from airbench_nb.judge import register_judge, unregister_judge
+
+    register_judge(LengthJudge)  # type: ignore[arg-type]
+    yield LengthJudge
+    unregister_judge("length")
+
+
+def test_a_judge_registered_elsewhere_is_used_by_judge_responses_and_the_run_folder(length_judge, tmp_path):
+    from airbench_nb.judge.run import judge_run_folder
+    from airbench_nb.manifests import write_manifest, write_records
+
+    foundation, chat = _items()
+    responses = _responses(foundation, chat)
+    summary = judge_responses("length:12", [*foundation, *chat], responses, tmp_path / "v.jsonl", progress=False)
+    verdicts = read_records(tmp_path / "v.jsonl", Verdict)
+    assert summary.tasks == summary.written == summary.asked == 2 * len(chat)  # Foundation items are not its kind
+    assert {v.judge for v in verdicts} == {"length:12"} and {v.uid for v in verdicts} == {i.uid for i in chat}
+    assert all(v.score_hypothesis == min(12, len(r.text)) for v in verdicts for r in responses if r.uid == v.uid)
+    again = judge_responses("length:12", [*foundation, *chat], responses, tmp_path / "v.jsonl", progress=False)
+    assert again.skipped_existing == 2 * len(chat) and again.written == 0  # resumed like any judge
+    dry = judge_responses("length:3", chat, responses, tmp_path / "d.jsonl", progress=False, dry_run=True)
+    assert dry.dry_run == f"{2 * len(chat)} lengths" and not (tmp_path / "d.jsonl").exists()
+    with pytest.raises(JudgeSpecError, match="a number of characters"):
+        judge_responses("length:many", chat, responses, tmp_path / "x.jsonl", progress=False)
+    with pytest.raises(JudgeSpecError, match=r"or length:<max>$"):  # the message lists registered judges
+        parse_judge_spec("llm")
+
+    write_manifest(tmp_path / "f.jsonl", foundation)
+    write_manifest(tmp_path / "c.jsonl", chat)
+    (tmp_path / "responses" / "m").mkdir(parents=True)
+    write_records(tmp_path / "responses" / "m" / "foundation.jsonl", [r for r in responses if r.uid.startswith("f")])
+    write_records(tmp_path / "responses" / "m" / "chat.jsonl", [r for r in responses if r.uid.startswith("c")])
+    rows = judge_run_folder(
+        tmp_path / "responses",
+        {"foundation": tmp_path / "f.jsonl", "chat": tmp_path / "c.jsonl"},
+        ["rule", "length:5"],
+        tmp_path / "verdicts",
+    )
+    assert [(r["kind"], r["judge"], r["written"]) for r in rows] == [
+        ("foundation", "rule", len(foundation)),
+        ("chat", "length:5", 2 * len(chat)),
+    ]
+
+    judge = LengthJudge("length:4")  # an object already built is used as it is
+    summary = judge_responses(judge, chat, responses, tmp_path / "o.jsonl", progress=False)
+    assert judge.asked == summary.asked == 2 * len(chat)
+
+
+def test_proxy_verdicts_batched_and_cached_equal_texts_embedded_one_by_one(tmp_path):
+    """The proxy embeds each distinct text of a chunk once, in one batched call, and keeps embeddings by text: the
+    verdicts (scores to the last digit, raw text) equal those of each text embedded alone, real MiniLM embeddings."""
+    import numpy as np
+
+    from airbench_nb.judge.base import CHAT_ORDERS, Task
+    from airbench_nb.judge.proxy import EmbeddingCache, ProxyJudge
+    from tests.test_judge_multi import multi_items, multi_responses
+
+    class OneByOne(ProxyJudge):
+        def embed(self, texts):
+            return np.stack([np.asarray(self.encoder.encode([t], normalize_embeddings=True))[0] for t in texts])
+
+    _, chat = _items()
+    chat = [
+        *chat,
+        *(i for i in multi_items() if i.kind == "chat"),
+        ChatItem(
+            uid="long",
+            dataset="d",
+            audio="a.wav",
+            question="What happens, in order?",
+            task="sound_QA",
+            reference="First a door creaks open, then footsteps cross a wooden floor, and finally a cat meows twice.",
+            meta_info="A door creaks; footsteps on wood; a cat meows twice. " * 6,
+        ),
+    ]
+    answers = ["A dog barking, twice.", "", "Footsteps and a cat.", "Rain on a roof; nothing else.", "REF twice"]
+    responses = [
+        Response(uid=item.uid, model=model, text=answers[(k + n) % len(answers)], turns=[])
+        for n, model in enumerate(("m1", "m2"))
+        for k, item in enumerate(chat)
+        if not item.multi_turn
+    ] + [r for r in multi_responses() if r.uid == "m0"]
+    by_uid = {i.uid: i for i in chat}
+    tasks = [
+        Task(by_uid[r.uid], r, order, turn=turn)
+        for r in responses
+        for turn in (range(len(by_uid[r.uid].turns)) if by_uid[r.uid].multi_turn else [None])
+        for order in CHAT_ORDERS
+        if r.turn_answer(turn) is not None
+    ]
+    alone = OneByOne(keep_embeddings=False).judge(tasks)
+    cached = ProxyJudge()
+    cached.cache = EmbeddingCache()
+    batched = cached.judge(tasks[: len(tasks) // 2]) + cached.judge(tasks[len(tasks) // 2 :])  # the 2nd hits
+    unique = {t for task in tasks for t in (task.reference, task.answer or "", task.item.meta_info)}
+    assert cached.cache.misses == len(unique) and cached.cache.hits == 3 * len(tasks) - len(unique)
+    plain = ProxyJudge(keep_embeddings=False).judge(tasks)  # all texts of the chunk in one call, as before the cache
+    fields = {"created"}
+    assert [v.model_dump(exclude=fields) for v in batched] == [v.model_dump(exclude=fields) for v in alone]
+    assert [v.model_dump(exclude=fields) for v in plain] == [v.model_dump(exclude=fields) for v in alone]
+    assert len({v.score_hypothesis for v in alone}) > 3  # the answers are told apart
+
+
+def test_embedding_cache_keeps_the_most_recently_used_texts():
+    import numpy as np
+
+    from airbench_nb.judge.proxy import EmbeddingCache
+
+    class Encoder:
+        calls: list[list[str]] = []
+
+        def encode(self, texts, **_):
+            self.calls.append(list(texts))
+            return np.array([[float(len(t)), 1.0] for t in texts], dtype=np.float32)
+
+    encoder, cache = Encoder(), EmbeddingCache(size=3)
+    assert cache.embed(encoder, ["a", "bb", "a"]).tolist() == [[1, 1], [2, 1], [1, 1]]
+    assert cache.embed(encoder, ["a", "ccc", "dddd"]).shape == (3, 2)
+    assert encoder.calls == [["a", "bb"], ["ccc", "dddd"]]  # each missing text once, in one call
+    assert list(cache.vectors) == ["a", "ccc", "dddd"]  # "bb" went first: least recently used
+    assert cache.embed(encoder, []).shape[0] == 0 and (cache.hits, cache.misses) == (2, 4)

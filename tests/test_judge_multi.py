@@ -161,3 +161,15 @@ def test_proxy_judges_each_turn(tmp_path):
     assert by[("broke", "m0", "hypothesis_first", 2)].parse_error.startswith("no response: turn 3")
     rerun = judge_responses("proxy", items, responses, tmp_path / "v.jsonl", progress=False)
     assert rerun.written == 0 and rerun.skipped_existing == summary.tasks
+
+
+def test_response_turn_answer_and_failure():
+    full, broke = (r for r in multi_responses() if r.uid == "m0")
+    assert [full.turn_answer(k) for k in range(3)] == full.turns and full.turn_answer(3) is None
+    assert broke.turn_answer(1) == broke.turns[1] and broke.turn_answer(2) is None
+    assert broke.turn_failure(2) == f"no response: turn 3 not answered ({broke.error})"
+    one = Response(uid="c0", model="m", text="A dog.")
+    assert one.turn_answer(None) == one.turn_answer(0) == "A dog."
+    failed = Response(uid="c0", model="m", error="timeout")
+    assert failed.turn_answer(None) is None and failed.turn_failure(None) == "no response: timeout"
+    assert Response(uid="c0", model="m", turns=["x"]).turn_failure(1).endswith("(the response holds no answer to it)")

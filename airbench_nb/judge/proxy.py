@@ -115,18 +115,19 @@ class ProxyJudge(BaseJudge):
     Args:
         spec: ``proxy``.
         device: Where the embedding model runs (loaded once per process, when first needed).
-        cache: Whether to keep embeddings by text for the process (False: embed every text of every chunk).
+        keep_embeddings: Whether to keep embeddings by text for the process (False: embed every text of every chunk,
+            as the proxy did before the cache).
     """
 
     name: ClassVar[str] = "proxy"
     usage_text: ClassVar[str] = "proxy"
     kinds: ClassVar[frozenset[str]] = frozenset({"chat"})
 
-    def __init__(self, spec: str = "proxy", *, device: str = "cpu", cache: bool = True) -> None:
+    def __init__(self, spec: str = "proxy", *, device: str = "cpu", keep_embeddings: bool = True) -> None:
         """A proxy judge; the embedding model loads on first use."""
         super().__init__(spec)
         self.device = device
-        self.cache = embedding_cache(device) if cache else None
+        self.cache = embedding_cache(device) if keep_embeddings else None
 
     @property
     def encoder(self) -> Any:

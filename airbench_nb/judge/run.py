@@ -475,13 +475,11 @@ def judge_run_folder(
         A :class:`JudgeSummaries`, one summary per (model, kind, judge).
 
     Raises:
-        JudgeSpecError: For a judge spec that names no judge (before anything is judged).
+        JudgeSpecError: For a judge spec that names no judge (at its first use, as before).
         FileNotFoundError: When the data folder holds none of the manifests.
     """
     from airbench_nb.manifests import read_manifest, read_records
 
-    for spec in judges:
-        parse_judge_spec(spec)
     summaries = JudgeSummaries()
     items_by_kind = {kind: read_manifest(manifest) for kind, manifest in folder.manifests(kinds).items()}
     for model_dir in folder.model_dirs():
