@@ -241,9 +241,13 @@ def run(
         str | None,
         typer.Option(
             help="Re-execute the run REPORTS/RESUME in place with its parameters (updated by --param), reusing "
-            "every response, verdict and cache entry already there.",
+            "every response, verdict and cache entry already there; a notebook whose inputs did not change is kept.",
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="With --resume: execute every notebook, even those whose inputs did not change."),
+    ] = False,
     cache_dir: Annotated[
         Path | None,
         typer.Option(
@@ -307,6 +311,7 @@ def run(
             progress=True,
             cache_dir=cache_dir,
             resume=resume is not None,
+            force=force,
         )
     except PipelineError as exc:
         raise _refuse(str(exc)) from None
