@@ -308,7 +308,8 @@ def notebook_inputs(
             :data:`STAGE_FILES` does not name.
 
     Returns:
-        ``{name: sha256}``, names sorted; a file that does not exist hashes to ``missing``.
+        ``{name: sha256}``, names sorted. A run-folder file that is not there has no entry (so a deleted output
+        changes the result); a path parameter naming nothing hashes to ``missing``.
     """
     hashes = {
         "notebook": _sha256_file(source),
