@@ -645,7 +645,8 @@ class NotebookStatus(Record):
     """SHA-256 of each thing the notebook's execution depends on, by name: ``notebook`` (its source),
     ``parameters`` (those injected), ``versions`` (Python, the kit, its dependencies), ``environment`` (the
     variables that change what it does), ``upstream`` (for a notebook outside the pipeline: the hashes of those
-    before it) and ``file:<path>`` for each run-folder file it reads or writes (``missing`` when absent)."""
+    before it), ``file:<path>`` for each run-folder file it reads or writes (one that is absent has no entry) and
+    ``param:<name>:<path>`` for each file a path parameter names (``missing`` when absent)."""
     reused: bool = False
     """True when a resumed run kept this notebook's earlier execution (its inputs hash unchanged): the executed
     notebook, its HTML and the times above are those of that execution."""
