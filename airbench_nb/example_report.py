@@ -126,8 +126,9 @@ def make_example(out: str | Path = EXAMPLE_DIR, *, cache_dir: str | Path | None 
 def comparable(path: str | Path) -> Any:
     """What of an example file must not change between two runs of :func:`make_example`.
 
-    Text files with timestamps, commits and durations masked; ``run.json`` without its times, versions, commit and
-    platform; a PNG as its pixels (an ``(h, w, 4)`` uint8 array), since encoders may differ in bytes.
+    Text files with timestamps, commits and durations masked; ``run.json`` without its times, versions, commit,
+    platform and each notebook's input hashes (they cover versions and the kit's code); a PNG as its pixels (an
+    ``(h, w, 4)`` uint8 array), since encoders may differ in bytes.
     """
     path = Path(path)
     if path.suffix == ".png":
@@ -141,7 +142,7 @@ def comparable(path: str | Path) -> Any:
         for key in ("started", "ended", "versions", "git_commit", "platform"):
             run.pop(key, None)
         for nb in run.get("notebooks", []):
-            for key in ("started", "ended", "duration_s"):
+            for key in ("started", "ended", "duration_s", "input_hashes", "inputs_hash"):
                 nb.pop(key, None)
         return run
     if path.name in ("index.html", "README.md"):

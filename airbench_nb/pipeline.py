@@ -5,10 +5,18 @@ absolute path of the run folder) when it declares one. The run folder receives t
 HTML exports and ``run.json`` (:class:`~airbench_nb.records.RunInfo`): parameters, package versions, git
 commit, start and end, and each notebook's status. ``run.json`` is rewritten after every notebook, so an
 interrupted run still says how far it got. Parameters that look like secrets are refused before anything runs.
+
+Resumes are incremental. After a notebook executes to the end, the run records the SHA-256 of what its execution
+depends on (:func:`notebook_inputs`: its source, its parameters, the package versions, a few environment variables
+and the content of the run-folder files it reads and writes, :data:`STAGE_FILES`); ``run --resume`` keeps a
+notebook whose hash is unchanged (its executed notebook and HTML stay, ``run.json`` marks it ``reused``) and
+executes the others; ``force`` executes every one.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import platform
@@ -17,12 +25,13 @@ import subprocess
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from airbench_nb.records import NotebookStatus, RunInfo
-from airbench_nb.run_folder import RUN_JSON, RunFolder
+from airbench_nb.run_folder import RUN_JSON, STAGE_FILES, RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +91,14 @@ PARAMETER_MINIMUMS: dict[str, int] = {"limit": 0, "batch_size": 0, "max_new_toke
 """Smallest value of the counting parameters of the notebooks (03, 04): 0 means "all" or "the default" where the
 notebook says so; below it a value would do something nobody asked for (``limit=-1`` would answer every item but
 the last), so :func:`check_parameter_values` refuses it before anything runs."""
+
+PATH_PARAMETERS = ("manifest_dir", "responses_dir", "verdicts_dir", "out_dir", "sample", "labels", "prompt_set")
+"""Parameters that may name files or folders (outside the run folder) a notebook reads or writes: the content of
+such a file, or of the ``.json``/``.jsonl`` files under such a folder, is part of the notebook's inputs hash."""
+
+INPUT_ENVIRONMENT = ("AIRBENCH_JUDGE", "AIRBENCH_CACHE", "OPENAI_BASE_URL")
+"""Environment variables that change what a notebook does (an added judge, the cache, an endpoint): their values
+are part of every notebook's inputs hash (only the digest is stored)."""
 
 
 class PipelineError(RuntimeError):
@@ -244,6 +261,123 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _files(run_dir: Path, pattern: str) -> list[Path]:
+    """Files matching ``pattern`` under ``run_dir`` (a symlinked ``data/`` is followed), sorted."""
+    return sorted(p for p in run_dir.glob(pattern) if p.is_file())
+
+
+def _path_parameter_files(run_dir: Path, value: Any) -> dict[str, Path]:
+    """The files a path parameter names: itself, or the ``.json``/``.jsonl`` files under a folder; by their name."""
+    values = value if isinstance(value, list) else [value]
+    found: dict[str, Path] = {}
+    for one in values:
+        if not isinstance(one, str) or not one.strip():
+            continue
+        path = Path(one).expanduser()
+        path = path if path.is_absolute() else run_dir / path  # papermill runs in the run folder
+        if path.is_file():
+            found[one] = path
+        elif path.is_dir():
+            for file in sorted(path.rglob("*.json*")):
+                if file.is_file() and file.suffix in {".json", ".jsonl"}:
+                    found[f"{one}/{file.relative_to(path).as_posix()}"] = file
+        else:
+            found[one] = path  # absent: recorded as missing
+    return found
+
+
+def notebook_inputs(
+    stem: str,
+    source: Path,
+    parameters: dict[str, Any],
+    run_dir: Path,
+    *,
+    versions: dict[str, str],
+    upstream: Sequence[str | None] = (),
+) -> dict[str, str]:
+    """SHA-256 of each thing a notebook's execution depends on (see :attr:`NotebookStatus.input_hashes`).
+
+    Args:
+        stem: The notebook's stem (its run-folder files come from :data:`STAGE_FILES`).
+        source: The notebook file executed.
+        parameters: The parameters injected into it.
+        run_dir: The run folder.
+        versions: Package versions of the run (:func:`package_versions`).
+        upstream: Inputs hashes of the notebooks before it in the run, used for a notebook that
+            :data:`STAGE_FILES` does not name.
+
+    Returns:
+        ``{name: sha256}``, names sorted. A run-folder file that is not there has no entry (so a deleted output
+        changes the result); a path parameter naming nothing hashes to ``missing``.
+    """
+    hashes = {
+        "notebook": _sha256_file(source),
+        "parameters": _sha256_text(json.dumps(parameters, sort_keys=True, default=str)),
+        "versions": _sha256_text(json.dumps(versions, sort_keys=True)),
+        "code": kit_code_sha256(),
+        "environment": _sha256_text(json.dumps({k: os.environ.get(k) for k in INPUT_ENVIRONMENT}, sort_keys=True)),
+    }
+    if stem in STAGE_FILES:
+        for pattern in STAGE_FILES[stem]:
+            for path in _files(run_dir, pattern):
+                hashes[f"file:{path.relative_to(run_dir).as_posix()}"] = _sha256_file(path)
+    else:
+        hashes["upstream"] = _sha256_text(json.dumps(list(upstream)))
+    for name in PATH_PARAMETERS:
+        if name in parameters:
+            for label, path in _path_parameter_files(run_dir, parameters[name]).items():
+                hashes[f"param:{name}:{label}"] = _sha256_file(path) if path.is_file() else "missing"
+    return dict(sorted(hashes.items()))
+
+
+@lru_cache(maxsize=1)
+def kit_code_sha256() -> str:
+    """SHA-256 over the kit's source (every ``.py`` of the package, paths and contents, sorted).
+
+    Part of every notebook's inputs: the kit's version string does not change when its code does (an editable
+    install, a checkout between releases), and a notebook run by other code is not kept by a resume.
+    """
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for file in sorted(package.rglob("*.py")):
+        digest.update(file.relative_to(package).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def inputs_hash(hashes: dict[str, str]) -> str:
+    """One SHA-256 over the named hashes of :func:`notebook_inputs`."""
+    return _sha256_text(json.dumps(hashes, sort_keys=True))
+
+
+def _changed(before: dict[str, str], now: dict[str, str]) -> str:
+    """What differs between two :func:`notebook_inputs` results, in a few words for the log."""
+    names = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "") if names else "nothing"
+
+
+def _reusable(previous: NotebookStatus | None, run_dir: Path) -> bool:
+    """Whether an earlier execution can be kept at all: it ran to the end, with a hash, and its notebook is there."""
+    return (
+        previous is not None
+        and previous.status == "ok"
+        and previous.inputs_hash is not None
+        and previous.output is not None
+        and (run_dir / previous.output).is_file()
+    )
+
+
 SHARED_CSS_MIN = 4000
 """Style blocks of nbconvert's HTML at least this long (its theme, ~260 KB, the same in every export) are written
 once to ``_static/`` in the run folder and linked, unless the run embeds its audio (a self-contained report)."""
@@ -291,6 +425,15 @@ def _export_html(notebook: Path, *, shared_css: bool = True) -> Path:
     return html
 
 
+def _try_export_html(notebook: Path, parameters: dict[str, Any]) -> str | None:
+    """The HTML export's name, or None (logged) when it failed: HTML is a convenience, the notebook the record."""
+    try:
+        return _export_html(notebook, shared_css=not parameters.get("embed_audio")).name
+    except Exception as exc:  # noqa: BLE001 - any failure of nbconvert leaves the run's record intact
+        logger.warning("HTML export of %s failed: %s", notebook, exc)
+        return None
+
+
 def run_pipeline(
     parameters: dict[str, Any] | None = None,
     *,
@@ -303,6 +446,7 @@ def run_pipeline(
     progress: bool = False,
     cache_dir: str | Path | None = None,
     resume: bool = False,
+    force: bool = False,
 ) -> RunInfo:
     """Execute notebooks in order with papermill into ``reports_dir/run_id/``.
 
@@ -325,7 +469,9 @@ def run_pipeline(
             by ``parameters`` (and its notebooks unless ``notebooks`` is given). Every response, verdict and cache
             entry already there is reused; what a changed parameter invalidates is redone (a new model: its
             responses; a new judge: its verdicts; new data: the responses to changed items, whose prompt hash
-            covers the audio's SHA-256).
+            covers the audio's SHA-256). A notebook whose inputs hash (:func:`notebook_inputs`) is the one
+            recorded when it last executed to the end is not executed again: it is kept, marked ``reused``.
+        force: With ``resume``, execute every notebook, even those whose inputs did not change.
 
     Returns:
         The final :class:`RunInfo`, also written to ``run.json``.
@@ -390,6 +536,7 @@ def run_pipeline(
         folder.write_info(info)
 
     save()
+    before = {n.name: n for n in previous.notebooks} if previous is not None and not force else {}
     failed = False
     for index, stem in enumerate(stems):
         status = info.notebooks[index]
@@ -401,6 +548,20 @@ def run_pipeline(
             nb_params["run_dir"] = str(run_dir)
         if info.cache_dir and "cache_dir" in declared[stem] and "cache_dir" not in parameters:
             nb_params["cache_dir"] = info.cache_dir
+        upstream = [n.inputs_hash for n in info.notebooks[:index]]
+        notebook = source / f"{stem}.ipynb"
+        earlier = before.get(stem)
+        if earlier is not None and _reusable(earlier, run_dir):
+            now = notebook_inputs(stem, notebook, nb_params, run_dir, versions=info.versions, upstream=upstream)
+            if inputs_hash(now) == earlier.inputs_hash:
+                logger.info("keeping %s: its inputs did not change since it last ran", stem)
+                kept = earlier.model_copy(update={"reused": True})
+                if html and not (kept.html and (run_dir / kept.html).is_file()):
+                    kept.html = _try_export_html(run_dir / str(kept.output), parameters)
+                info.notebooks[index] = kept
+                save()
+                continue
+            logger.info("running %s again: changed %s", stem, _changed(earlier.input_hashes, now))
         output = folder.notebook(stem)
         status.parameters = nb_params
         status.output = output.name
@@ -410,7 +571,7 @@ def run_pipeline(
         t0 = time.perf_counter()
         try:
             papermill.execute_notebook(
-                str(source / f"{stem}.ipynb"),
+                str(notebook),
                 str(output),
                 parameters=nb_params,
                 cwd=str(run_dir),
@@ -419,6 +580,10 @@ def run_pipeline(
                 log_output=False,
             )
             status.status = "ok"
+            status.input_hashes = notebook_inputs(
+                stem, notebook, nb_params, run_dir, versions=info.versions, upstream=upstream
+            )
+            status.inputs_hash = inputs_hash(status.input_hashes)
         except Exception as exc:  # noqa: BLE001 - recorded in run.json; later notebooks are skipped
             failed = True
             status.status = "failed"
@@ -430,10 +595,7 @@ def run_pipeline(
         status.ended = _now()
         status.duration_s = round(time.perf_counter() - t0, 3)
         if html and output.is_file():
-            try:
-                status.html = _export_html(output, shared_css=not parameters.get("embed_audio")).name
-            except Exception as exc:  # noqa: BLE001 - HTML is a convenience; the notebook is the record
-                logger.warning("HTML export of %s failed: %s", output, exc)
+            status.html = _try_export_html(output, parameters)
         save()
     info.status = "failed" if failed else "ok"
     info.ended = _now()

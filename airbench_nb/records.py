@@ -679,6 +679,19 @@ class NotebookStatus(Record):
     """Execution time in seconds."""
     error: str | None = None
     """The exception that stopped the notebook, or why it was skipped."""
+    inputs_hash: str | None = None
+    """SHA-256 over :attr:`input_hashes`, taken when the notebook last executed to the end; a resumed run whose
+    hash for this notebook is the same keeps its executed notebook instead of executing it again. None when it
+    failed, was skipped, or in a ``run.json`` written before resumes were incremental (it then executes again)."""
+    input_hashes: dict[str, str] = Field(default_factory=dict)
+    """SHA-256 of each thing the notebook's execution depends on, by name: ``notebook`` (its source),
+    ``parameters`` (those injected), ``versions`` (Python, the kit, its dependencies), ``environment`` (the
+    variables that change what it does), ``upstream`` (for a notebook outside the pipeline: the hashes of those
+    before it), ``file:<path>`` for each run-folder file it reads or writes (one that is absent has no entry) and
+    ``param:<name>:<path>`` for each file a path parameter names (``missing`` when absent)."""
+    reused: bool = False
+    """True when a resumed run kept this notebook's earlier execution (its inputs hash unchanged): the executed
+    notebook, its HTML and the times above are those of that execution."""
 
 
 class RunInfo(Record):

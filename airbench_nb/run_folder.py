@@ -79,6 +79,23 @@ RAW_FILES: tuple[str, ...] = (
 )
 """The run's files a landing page links under "Raw files" (relative to the run folder)."""
 
+_MANIFESTS = (f"{DATA}/*.jsonl", f"{DATA}/{DATASET_CARD}")
+_ANSWERS = (f"{RESPONSES}/**/*.jsonl", f"{VERDICTS}/**/*.jsonl")
+STAGE_FILES: dict[str, tuple[str, ...]] = {
+    "00_tutorial": ("tutorial/manifests/*.jsonl",),
+    "01_build_data": _MANIFESTS,
+    "02_mix_and_listen": ("mix_and_listen/**/*",),
+    "03_run_model": (*_MANIFESTS, f"{RESPONSES}/**/*.jsonl"),
+    "04_judge": (f"{DATA}/*.jsonl", *_ANSWERS, SCORES_CSV, SCORES_SUMMARY_CSV, SUMMARY_JSON),
+    "05_analyze": (f"{DATA}/*.jsonl", *_ANSWERS, f"{ANALYSIS}/**/*"),
+    "06_annotate": (f"{DATA}/*.jsonl", *_ANSWERS, f"{ANNOTATION}/**/*"),
+}
+"""Run-folder files (globs) each pipeline notebook reads or writes; their content is part of its inputs hash.
+
+A notebook is kept by a resume only while these files are as it left them: an upstream notebook that wrote new
+responses, or a deleted output, makes it execute again. A notebook not named here (another notebook folder)
+depends on the hashes of every notebook before it instead."""
+
 KINDS: tuple[str, ...] = ("foundation", "chat")
 """Manifest kinds, in pipeline order."""
 

@@ -251,3 +251,55 @@ def test_share_css_moves_long_style_blocks_only(tmp_path):
     (written,) = (tmp_path / "_static").iterdir()
     assert written.read_text() == long_css and f'href="_static/{written.name}"' in first
     assert share_css(page, tmp_path) == first and len(list((tmp_path / "_static").iterdir())) == 1  # written once
+
+
+def _executed(info) -> list[str]:
+    """The notebooks a run executed (not those it kept from an earlier execution)."""
+    return [n.name for n in info.notebooks if n.status == "ok" and not n.reused]
+
+
+def test_resume_executes_only_notebooks_whose_inputs_changed(tmp_path, toy_notebooks, monkeypatch):
+    """A notebook outside the pipeline depends on its source, parameters and the notebooks before it."""
+    run = dict(notebooks=["a", "c"], run_id="r", reports_dir=tmp_path, notebook_dir=toy_notebooks, html=False)
+    first = run_pipeline({"n": 1, "m": 1}, **run)
+    assert _executed(first) == ["a", "c"] and all(n.inputs_hash for n in first.notebooks)
+    assert set(first.notebooks[0].input_hashes) >= {"notebook", "parameters", "versions", "environment", "upstream"}
+    stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").glob("*.ipynb")}
+
+    same = run_pipeline({}, resume=True, **run)  # nothing changed: nothing executes, the notebooks are kept
+    assert same.status == "ok" and _executed(same) == [] and all(n.reused for n in same.notebooks)
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").glob("*.ipynb")} == stamps
+    assert [n.inputs_hash for n in same.notebooks] == [n.inputs_hash for n in first.notebooks]
+    saved = json.loads((tmp_path / "r/run.json").read_text())
+    assert [n["reused"] for n in saved["notebooks"]] == [True, True] and saved["resumed"] == 1
+
+    assert _executed(run_pipeline({"m": 2}, resume=True, **run)) == ["c"]  # only c declares m
+    assert _executed(run_pipeline({"n": 2}, resume=True, **run)) == ["a", "c"]  # c comes after a
+    assert (tmp_path / "r/a.txt").read_text() == "4"
+
+    (tmp_path / "r/c.ipynb").unlink()  # a kept notebook must still be there
+    assert _executed(run_pipeline({}, resume=True, **run)) == ["c"]
+    (toy_notebooks / "a.ipynb").write_text((toy_notebooks / "a.ipynb").read_text().replace("n * 2", "n * 3"))
+    assert _executed(run_pipeline({}, resume=True, **run)) == ["a", "c"]  # an edited notebook runs again
+    assert (tmp_path / "r/a.txt").read_text() == "6"
+    monkeypatch.setenv("AIRBENCH_JUDGE", "rule")  # an environment variable that changes what notebooks do
+    assert _executed(run_pipeline({}, resume=True, **run)) == ["a", "c"]
+
+    monkeypatch.setenv("AIRBENCH_NOTEBOOKS", str(toy_notebooks))
+    forced = runner.invoke(app, ["run", "--resume", "r", "--reports", str(tmp_path), "--no-html", "--force"])
+    assert forced.exit_code == 0, forced.output
+    saved = json.loads((tmp_path / "r/run.json").read_text())
+    assert [n["reused"] for n in saved["notebooks"]] == [False, False] and saved["resumed"] == 7
+
+
+def test_a_run_json_without_input_hashes_still_reads_and_resumes(tmp_path, toy_notebooks):
+    """run.json files written before incremental resumes have no hashes: every notebook executes again."""
+    run = dict(notebooks=["a"], run_id="old", reports_dir=tmp_path, notebook_dir=toy_notebooks, html=False)
+    run_pipeline({"n": 1}, **run)
+    saved = json.loads((tmp_path / "old/run.json").read_text())
+    for notebook in saved["notebooks"]:
+        for field in ("inputs_hash", "input_hashes", "reused"):
+            del notebook[field]
+    (tmp_path / "old/run.json").write_text(json.dumps(saved))
+    again = run_pipeline({}, resume=True, **run)
+    assert again.status == "ok" and _executed(again) == ["a"] and again.notebooks[0].inputs_hash

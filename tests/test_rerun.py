@@ -90,11 +90,13 @@ def test_resume_reuses_everything_and_invalidates_only_what_changed(tmp_path, ju
     saved = json.loads((run_dir / "run.json").read_text())
     assert saved["resumed"] == 1 and saved["parameters"] == PARAMS and saved["cache_dir"] == str(cache.resolve())
     assert [n["name"] for n in saved["notebooks"]] == NOTEBOOKS
+    assert [n["reused"] for n in saved["notebooks"]] == [True, True, True]  # nothing changed: nothing executed
     assert read_results(run_dir / "01_build_data.ipynb")["build_data"]["data_dir"].endswith("data")
 
     # 2. A new model: only its responses are made and only its answers judged; the others' files are untouched.
     more = run_pipeline({"models": [*PARAMS["models"], "baseline:random"]}, run_id="r", resume=True, **run)
     _ok(more)
+    assert [n.reused for n in more.notebooks] == [True, False, False]  # 04 reads the new responses
     after = _snapshot(run_dir)
     assert {k: v for k, v in after.items() if k in before} == before
     assert {k.split("/")[1] for k in set(after) - set(before)} == {"baseline_random"}
@@ -107,6 +109,7 @@ def test_resume_reuses_everything_and_invalidates_only_what_changed(tmp_path, ju
     second = f"openai:second@{server.base_url}"
     judged = run_pipeline({"judges": ["rule", "proxy", second]}, run_id="r", resume=True, **run)
     _ok(judged)
+    assert [n.reused for n in judged.notebooks] == [True, True, False]
     final = _snapshot(run_dir)
     assert {k: v for k, v in final.items() if k in after} == after
     assert set(final) - set(after) and all("second" in k for k in set(final) - set(after))
@@ -134,3 +137,33 @@ def test_resume_refuses_what_it_cannot_resume(tmp_path):
     assert result.exit_code == 2 and "not both" in result.output
     result = CliRunner().invoke(app, ["run", "--resume", "nothing", "--reports", str(tmp_path)])
     assert result.exit_code == 2 and "cannot resume 'nothing'" in result.output
+
+
+def test_resume_executes_a_changed_notebook_and_what_reads_its_files_only(tmp_path):
+    """Notebooks kept or executed by a resume, by what changed: nothing, a parameter of 05, a deleted output."""
+    params = {**PARAMS, "models": ["baseline:oracle"], "reps": 10}
+    run = dict(
+        notebooks=["01_build_data", "03_run_model", "05_analyze"],
+        run_id="r",
+        reports_dir=tmp_path / "reports",
+        html=False,
+        cache_dir=tmp_path / "cache",
+    )
+    _ok(run_pipeline(params, **run))
+    run_dir = tmp_path / "reports" / "r"
+    files = {n["name"]: n["input_hashes"] for n in json.loads((run_dir / "run.json").read_text())["notebooks"]}
+    assert "file:data/foundation.jsonl" in files["03_run_model"]
+    assert "file:responses/baseline_oracle/foundation.jsonl" in files["05_analyze"]
+
+    same = run_pipeline({}, resume=True, **run)
+    _ok(same)
+    assert [n.reused for n in same.notebooks] == [True, True, True]
+    fewer = run_pipeline({"reps": 20}, resume=True, **run)  # a parameter only notebook 05 declares
+    _ok(fewer)
+    assert [n.reused for n in fewer.notebooks] == [True, True, False]
+    assert read_results(run_dir / "05_analyze.ipynb")
+    (run_dir / "responses" / "baseline_oracle" / "chat.jsonl").unlink()  # 03 writes it, 05 reads it
+    healed = run_pipeline({}, resume=True, **run)
+    _ok(healed)
+    assert [n.reused for n in healed.notebooks] == [True, False, False]
+    assert (run_dir / "responses" / "baseline_oracle" / "chat.jsonl").is_file()

@@ -46,10 +46,14 @@ def run(
         str | None,
         typer.Option(
             help="Re-execute the run REPORTS/RESUME in place with its parameters (updated by --param), reusing "
-            "every response, verdict and cache entry already there. A grid's id resumes the grid: its finished "
-            "runs are kept, its failed and pending ones rerun.",
+            "every response, verdict and cache entry already there; a notebook whose inputs did not change is kept. "
+            "A grid's id resumes the grid: its finished runs are kept, its failed and pending ones rerun.",
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="With --resume: execute every notebook, even those whose inputs did not change."),
+    ] = False,
     cache_dir: Annotated[
         Path | None,
         typer.Option(
@@ -116,6 +120,7 @@ def run(
             progress=True,
             cache_dir=cache_dir,
             resume=resume is not None,
+            force=force,
         )
     rows = [
         {"notebook": n.name, "status": n.status, "seconds": n.duration_s, "error": (n.error or "")[:100]}
