@@ -689,7 +689,7 @@ class NotebookStatus(Record):
     variables that change what it does), ``upstream`` (for a notebook outside the pipeline: the hashes of those
     before it), ``file:<path>`` for each run-folder file it reads or writes (one that is absent has no entry) and
     ``param:<name>:<path>`` for each file a path parameter names (``missing`` when absent)."""
-    reused: bool = False
+    reused: StrictBoolean = False
     """True when a resumed run kept this notebook's earlier execution (its inputs hash unchanged): the executed
     notebook, its HTML and the times above are those of that execution."""
 

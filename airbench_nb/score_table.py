@@ -17,7 +17,7 @@ This module is ground level: it imports pydantic and pandas only.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
@@ -331,6 +331,13 @@ class ScoreTable(RootModel[dict[str, RunScores]]):
     def __len__(self) -> int:
         return len(self.root)
 
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override] - a mapping's iteration: its keys
+        return iter(self.root)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The scores of a key, else ``default`` (as ``dict.get``)."""
+        return self.root.get(key, default)
+
     def __bool__(self) -> bool:
         return bool(self.root)
 
@@ -392,3 +399,8 @@ class ScoreTable(RootModel[dict[str, RunScores]]):
     def to_json(self) -> str:
         """The JSON of ``summary.json`` (indent 1, fields a protocol does not produce left out)."""
         return json.dumps(self.model_dump(mode="json", exclude_unset=True, by_alias=True), indent=1, default=str)
+
+
+# The typed scores read like the JSON they are written as: code that takes a Mapping takes them.
+Mapping.register(_Readable)
+Mapping.register(ScoreTable)

@@ -484,7 +484,7 @@ def test_agreement_bars(tmp_path):
     from airbench_nb.plots import agreement_bars
 
     run, sample, files = _run(tmp_path)
-    fig = agreement_bars(ag.agreement(run, sample, files, reps=50).frame)
+    fig = agreement_bars(ag.agreement(run, sample, files, reps=50).frame, last=(ag.HUMANS,))
     assert "n = votes: foundation 11, chat 6" in fig._suptitle.get_text()
     assert [ax.get_title() for ax in fig.axes] == ["Foundation (n = 11 votes)", "Chat (n = 6 votes)"]
     assert fig.axes[0].get_ylabel() and fig.axes[0].get_xlabel()

@@ -191,15 +191,16 @@ def _one_notebook(folder: Path, stem: str, body: str) -> Path:
 
 
 def _toy_notebooks(folder: Path) -> Path:
-    """A one-notebook pipeline: ``x`` is a parameter; ``x == 3`` fails; the run writes a scores file."""
+    """A one-notebook pipeline: ``x`` is a parameter; ``x == 3`` fails; the run writes its score table."""
     return _one_notebook(
         folder,
         "toy",
-        "from pathlib import Path\n"
+        "from airbench_nb.run_folder import RunFolder\n"
+        "from airbench_nb.score_table import ScoreTable\n"
         "assert x != 3, 'planted failure'\n"
-        "Path(run_dir, 'scores_summary.csv').write_text(\n"
-        "    'model,chat_judge,protocol,foundation_average,foundation_ci,foundation_partial,chat_average,chat_ci\\n'\n"
-        '    f\'toy,-,strict,{x / 10},"({x / 20}, {x / 10})",False,,"(None, None)"\\n\')\n',
+        "average = {'value': x / 10, 'n': 10, 'failures': 0, 'ci_low': x / 20, 'ci_high': x / 10, 'partial': False}\n"
+        "strict = {'protocol': 'strict', 'model': 'toy', 'foundation': {'average': average}, 'chat': None}\n"
+        "RunFolder(run_dir).write_scores(ScoreTable.model_validate({'toy | chat judge -': {'strict': strict}}))\n",
     )
 
 

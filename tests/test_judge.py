@@ -16,6 +16,7 @@ from airbench_nb.judge.run import (
 )
 from airbench_nb.manifests import read_manifest, read_records
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.run_folder import RunFolder
 from tests.openai_server import Fault, OpenAITestServer
 
 
@@ -382,17 +383,12 @@ def test_a_judge_registered_elsewhere_is_used_by_judge_responses_and_the_run_fol
     with pytest.raises(JudgeSpecError, match=r"or length:<max>$"):  # the message lists registered judges
         parse_judge_spec("llm")
 
-    write_manifest(tmp_path / "f.jsonl", foundation)
-    write_manifest(tmp_path / "c.jsonl", chat)
-    (tmp_path / "responses" / "m").mkdir(parents=True)
-    write_records(tmp_path / "responses" / "m" / "foundation.jsonl", [r for r in responses if r.uid.startswith("f")])
-    write_records(tmp_path / "responses" / "m" / "chat.jsonl", [r for r in responses if r.uid.startswith("c")])
-    rows = judge_run_folder(
-        tmp_path / "responses",
-        {"foundation": tmp_path / "f.jsonl", "chat": tmp_path / "c.jsonl"},
-        ["rule", "length:5"],
-        tmp_path / "verdicts",
-    )
+    folder = RunFolder(tmp_path / "run")
+    write_manifest(folder.manifest("foundation"), foundation)
+    write_manifest(folder.manifest("chat"), chat)
+    write_records(folder.responses_file("m", "foundation"), [r for r in responses if r.uid.startswith("f")])
+    write_records(folder.responses_file("m", "chat"), [r for r in responses if r.uid.startswith("c")])
+    rows = judge_run_folder(folder, ["rule", "length:5"]).rows()
     assert [(r["kind"], r["judge"], r["written"]) for r in rows] == [
         ("foundation", "rule", len(foundation)),
         ("chat", "length:5", 2 * len(chat)),
