@@ -7,6 +7,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.airbench-installed
 ARGS ?=
+# pytest-xdist workers of `make test` (one per core; JOBS=0 runs the suite in one process). Files stay whole on one
+# worker (--dist loadfile): module fixtures are built once and the tutorial's cells share their kernel.
+JOBS ?= auto
 DEMO_ID ?= demo
 
 .PHONY: setup sysdeps testdeps demo example test lab lint format clean-reports
@@ -38,7 +41,7 @@ example: setup
 	$(BIN)/python -m airbench_nb.example_report reports/example
 
 test: setup testdeps
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(ARGS)
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ARGS)

@@ -44,8 +44,20 @@ def imported(official_release, tmp_path_factory: pytest.TempPathFactory):
     return root, out, report, expected
 
 
+HEAVY_FIRST: tuple[str, ...] = (
+    "test_grid.py",
+    "test_rerun.py",
+    "test_example_report.py",
+    "test_pipeline_e2e.py",
+    "test_build.py",
+)
+"""Test files that take minutes (pipelines, grids, the example): collected first, so that `make test`'s workers
+(pytest-xdist, ``--dist loadfile``) start them early and finish together instead of one waiting on the last."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip `gpu` tests without CUDA and `api` tests unless a key is set and paid calls are asked for."""
+    """Heavy files first; skip `gpu` tests without CUDA and `api` tests unless a key is set and paid calls are
+    asked for."""
     api_ok = bool(os.environ.get("OPENAI_API_KEY")) and os.environ.get("AIRBENCH_RUN_API_TESTS") == "1"
     try:
         import torch
@@ -53,6 +65,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         gpu_ok = torch.cuda.is_available()
     except ImportError:
         gpu_ok = False
+    rank = {name: k for k, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))  # stable: files keep their order
     for item in items:
         if "api" in item.keywords and not api_ok:
             item.add_marker(pytest.mark.skip(reason="paid API test: set OPENAI_API_KEY and AIRBENCH_RUN_API_TESTS=1"))
