@@ -7,9 +7,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.airbench-installed
 ARGS ?=
-# pytest-xdist workers of `make test` (one per core; JOBS=0 runs the suite in one process). --dist worksteal balances
-# the workers; tests/conftest.py collects the tutorial first (its cells share one kernel: a worker runs them all before
-# any stealing).
+# pytest-xdist workers of `make test` (one per core; JOBS=0 runs the suite in one process). Files stay whole on one
+# worker (--dist loadfile): module fixtures are built once and the tutorial's cells share their kernel.
 JOBS ?= auto
 DEMO_ID ?= demo
 
@@ -42,7 +41,7 @@ example: setup
 	$(BIN)/python -m airbench_nb.example_report reports/example
 
 test: setup testdeps
-	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal $(ARGS)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(ARGS)
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ARGS)

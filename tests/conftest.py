@@ -44,8 +44,19 @@ def imported(official_release, tmp_path_factory: pytest.TempPathFactory):
     return root, out, report, expected
 
 
+HEAVY_FIRST: tuple[str, ...] = (
+    "test_grid.py",
+    "test_rerun.py",
+    "test_example_report.py",
+    "test_pipeline_e2e.py",
+    "test_build.py",
+)
+"""Test files that take minutes (pipelines, grids, the example): collected first, so that `make test`'s workers
+(pytest-xdist, ``--dist loadfile``) start them early and finish together instead of one waiting on the last."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tutorial first; skip `gpu` tests without CUDA and `api` tests unless a key is set and paid calls are
+    """Heavy files first; skip `gpu` tests without CUDA and `api` tests unless a key is set and paid calls are
     asked for."""
     api_ok = bool(os.environ.get("OPENAI_API_KEY")) and os.environ.get("AIRBENCH_RUN_API_TESTS") == "1"
     try:
@@ -54,10 +65,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         gpu_ok = torch.cuda.is_available()
     except ImportError:
         gpu_ok = False
-    # The tutorial's cells first: they share one kernel, in order, and under `make test` (pytest-xdist, worksteal)
-    # the first worker runs them before any other worker could take work from its queue (stealing takes from the
-    # end of a queue). Stable: every other test keeps its place.
-    items.sort(key=lambda item: 0 if str(item.fspath).endswith(".ipynb") else 1)
+    rank = {name: k for k, name in enumerate(HEAVY_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))  # stable: files keep their order
     for item in items:
         if "api" in item.keywords and not api_ok:
             item.add_marker(pytest.mark.skip(reason="paid API test: set OPENAI_API_KEY and AIRBENCH_RUN_API_TESTS=1"))
