@@ -39,7 +39,19 @@ from typing import Any, Literal, TypeVar, overload
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from airbench_nb.audio import probe_audio
-from airbench_nb.records import AudioStatus, ChatItem, FoundationItem, Item, Record
+from airbench_nb.records import (
+    LETTERS,
+    REFERENCE_KINDS,
+    AudioStatus,
+    ChatItem,
+    EventsItem,
+    FoundationItem,
+    Item,
+    JointItem,
+    Record,
+    SceneItem,
+    TranscriptionItem,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +62,7 @@ MAX_JSON_DEPTH = 64
 RELEASE_MARKERS = ("Foundation/Foundation_meta.json", "Chat/Chat_meta.json")
 """Files that mark the root of an AIR-Bench release, a folder a ``dataset.json`` may point its data root at."""
 
-AnyItem = FoundationItem | ChatItem
+AnyItem = FoundationItem | ChatItem | TranscriptionItem | SceneItem | EventsItem | JointItem
 M = TypeVar("M", bound=BaseModel)
 _ITEM_ADAPTER: TypeAdapter[AnyItem] = TypeAdapter(Item)
 
@@ -93,10 +105,14 @@ class DatasetCard(Record):
     """Summary counts written by the tool that made the manifests."""
 
 
+_KIND_TAGS = frozenset({"foundation", "chat", *REFERENCE_KINDS})
+"""The tags pydantic puts in an error's location for the item kind (not a field of the line)."""
+
+
 def _validation_errors(exc: ValidationError, file: str, line: int, uid: str | None) -> list[ManifestError]:
     errors = []
     for err in exc.errors():
-        loc = [str(p) for p in err["loc"] if p not in ("foundation", "chat")]
+        loc = [str(p) for p in err["loc"] if p not in _KIND_TAGS]
         field = ".".join(loc) or None
         errors.append(ManifestError(file, line, err["msg"], uid=uid, field=field))
     return errors
@@ -534,7 +550,9 @@ def data_root(manifest: str | Path, root: str | Path | None = None) -> Path:
     )
 
 
-def manifest_files(folder: str | Path, kinds: Sequence[str] = ("foundation", "chat")) -> dict[str, Path]:
+def manifest_files(
+    folder: str | Path, kinds: Sequence[str] = ("foundation", "chat", *REFERENCE_KINDS)
+) -> dict[str, Path]:
     """The manifests ``<kind>.jsonl`` present in a folder, by kind; a missing folder or none of them is an error.
 
     Notebooks call it on their ``manifest_dir`` parameter, so that a wrong folder fails the run instead of
@@ -542,7 +560,8 @@ def manifest_files(folder: str | Path, kinds: Sequence[str] = ("foundation", "ch
 
     Args:
         folder: The manifest folder.
-        kinds: Manifest kinds to look for (``foundation``, ``chat``).
+        kinds: Manifest kinds to look for (``foundation``, ``chat``, ``transcription``, ``scene``, ``events``,
+            ``joint``).
 
     Returns:
         ``{kind: path}`` for those present, in the order of ``kinds``.
@@ -647,11 +666,20 @@ def items_frame(items: Sequence[AnyItem]) -> Any:
             "question": item.question,
         }
         if isinstance(item, FoundationItem):
-            row["choices"] = " | ".join(f"{'ABCD'[i]}. {c}" for i, c in enumerate(item.choices))
+            row["choices"] = " | ".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(item.choices))
             row["answer"] = item.answer_letter
-        else:
+        elif isinstance(item, ChatItem | TranscriptionItem):
             row["choices"] = ""
             row["answer"] = item.reference
+        elif isinstance(item, SceneItem):
+            row["choices"] = " | ".join(item.classes)
+            row["answer"] = item.label
+        elif isinstance(item, EventsItem):
+            row["choices"] = " | ".join(item.classes)
+            row["answer"] = ", ".join(item.labels)
+        else:
+            row["choices"] = ""
+            row["answer"] = f"{item.reference} | {item.scene_label} | {', '.join(item.event_labels)}"
         row["audio"] = item.audio
         row["audio_status"] = item.audio_status.value if item.audio_status else None
         rows.append(row)

@@ -21,12 +21,14 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the record shapes below. Bump it when a field changes meaning or type.
 
 2: items may carry several clips (``audios``) and Chat items several turns (``turns``); responses carry the
-answer to each turn and the generation settings; verdicts the turn they judged. Every version-1 line still reads,
-with the same meaning (``tests/test_schema_v1.py``)."""
+answer to each turn and the generation settings; verdicts the turn they judged.
+3: open-ended items scored against references (:class:`TranscriptionItem`, :class:`SceneItem`,
+:class:`EventsItem`, :class:`JointItem`). Every version-1 and version-2 line still reads, with the same meaning
+(``tests/test_schema_v1.py``)."""
 
 FOUNDATION_TASKS: dict[str, str] = {
     # speech (9)
@@ -87,6 +89,23 @@ ALL_CHAT_TASKS: dict[str, str] = {**CHAT_TASKS, **KIT_CHAT_TASKS}
 
 LETTERS = "ABCD"
 """Option letters, in option order (a Foundation item has two to four options: ``LETTERS[:len(choices)]``)."""
+
+REFERENCE_TASKS: dict[str, str] = {
+    "sseu_transcription": "speech",
+    "sseu_scene": "sound",
+    "sseu_events": "sound",
+    "sseu_joint": "joint",
+}
+"""Tasks of the items scored against references (schema 3), mapped to their category. SSEU-Bench (Yin & Choi,
+ICASSP 2026) asks three tasks about one clip of speech over a real-world background: ASR, acoustic scene
+classification and audio event tagging, one per prompt ("independent") or all three in one ("joint")."""
+
+REFERENCE_KINDS: tuple[str, ...] = ("transcription", "scene", "events", "joint")
+"""Item kinds scored against references, in pipeline order."""
+
+PROMPTINGS: tuple[str, ...] = ("independent", "joint", "sseu-cot")
+"""How a clip's tasks are asked: one task per prompt (``independent``: transcription, scene and events items), all
+three in SSEU-Bench's single prompt (``joint``), or in its five-step chain-of-thought prompt (``sseu-cot``)."""
 
 FoundationCategory = Literal["speech", "sound", "music", "multi-clip"]
 ChatCategory = Literal["speech", "sound", "music", "mixed", "multi-turn"]
@@ -530,8 +549,173 @@ class ChatItem(_ItemBase):
         return len(self.turns) > 1
 
 
-Item = Annotated[FoundationItem | ChatItem, Field(discriminator="kind")]
-"""Either item kind; the ``kind`` field tells them apart."""
+def _check_classes(value: list[str], field: str) -> list[str]:
+    if any(not c.strip() for c in value):
+        raise ValueError(f"{field} may not hold empty class names")
+    folded = [c.strip().casefold() for c in value]
+    repeated = sorted({c for c in folded if folded.count(c) > 1})
+    if repeated:
+        raise ValueError(f"{field} names a class twice: {', '.join(repeated)}")
+    return value
+
+
+class _ReferenceItem(_ItemBase):
+    """An open-ended item scored against a reference (schema 3).
+
+    Its answer is free text, read by the output parser (:mod:`airbench_nb.unify`) and scored by the metrics the kind
+    names.
+    """
+
+    task: str
+    """Task name (one of :data:`REFERENCE_TASKS`, e.g. ``sseu_transcription``)."""
+    category: str | None = None
+    """Category of the task (speech, sound, joint); derived from ``task`` when omitted and checked against it."""
+    clip_id: str | None = None
+    """Identifier of the clip the item asks about; the transcription, scene, events and joint items of one clip share
+    it, so that independent and joint answers are compared on the same audio. None when the item stands alone."""
+    snr_db: float | None = None
+    """SNR in dB of the speech over the whole background the clip was mixed at (as asked; the measured value is in
+    ``mix``); None for clean speech and for items without a background."""
+    mix: MixMeta | None = None
+    """How the audio was mixed, for items the kit built; None otherwise."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Ground truth and provenance of the item (voice, sentence, event times, ...)."""
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        if value not in REFERENCE_TASKS:
+            raise _unknown_task(value, REFERENCE_TASKS, "reference-scored")
+        return value
+
+    @model_validator(mode="after")
+    def _category(self) -> Any:
+        expected = REFERENCE_TASKS[self.task]
+        if self.category is None:
+            object.__setattr__(self, "category", expected)
+        elif self.category != expected:
+            raise ValueError(f"category {self.category!r} does not match task {self.task!r} (expected {expected!r})")
+        return self
+
+
+class TranscriptionItem(_ReferenceItem):
+    """Transcribe the speech of a clip; scored by word error rate against the reference transcript."""
+
+    METRICS: ClassVar[tuple[str, ...]] = ("wer",)
+    """The metrics that score this kind of item (names in :data:`airbench_nb.scoring.metrics.METRICS`)."""
+
+    kind: Literal["transcription"] = "transcription"
+    """Record kind, so that a manifest line says what it holds."""
+    reference: str
+    """The reference transcript (what was said, as written; both sides are normalised before scoring)."""
+    language: str = "en"
+    """Language of the speech (ISO 639-1); languages written without spaces are scored by character error rate."""
+
+
+class SceneItem(_ReferenceItem):
+    """Name the acoustic scene of a clip; scored by balanced accuracy (mACC) over the class list."""
+
+    METRICS: ClassVar[tuple[str, ...]] = ("scene_macc",)
+    """The metrics that score this kind of item."""
+
+    kind: Literal["scene"] = "scene"
+    """Record kind, so that a manifest line says what it holds."""
+    classes: Annotated[list[str], Field(min_length=2)]
+    """The scene classes (at least two, distinct); a free-text answer is mapped onto them."""
+    label: str
+    """The gold scene, one of ``classes``."""
+
+    @field_validator("classes")
+    @classmethod
+    def _classes_distinct(cls, value: list[str]) -> list[str]:
+        return _check_classes(value, "classes")
+
+    @model_validator(mode="after")
+    def _label_known(self) -> SceneItem:
+        if self.label not in self.classes:
+            raise ValueError(f"label {self.label!r} is not one of classes {self.classes!r}")
+        return self
+
+
+class EventsItem(_ReferenceItem):
+    """List the sound events of a clip; scored by mean average precision (mAP) over the class list."""
+
+    METRICS: ClassVar[tuple[str, ...]] = ("event_map",)
+    """The metrics that score this kind of item."""
+
+    kind: Literal["events"] = "events"
+    """Record kind, so that a manifest line says what it holds."""
+    classes: Annotated[list[str], Field(min_length=2)]
+    """The event classes (at least two, distinct); each predicted event is mapped onto them."""
+    labels: list[str]
+    """The gold events, each one of ``classes`` (none repeated; empty when the clip carries none)."""
+
+    @field_validator("classes")
+    @classmethod
+    def _classes_distinct(cls, value: list[str]) -> list[str]:
+        return _check_classes(value, "classes")
+
+    @model_validator(mode="after")
+    def _labels_known(self) -> EventsItem:
+        unknown = [label for label in self.labels if label not in self.classes]
+        if unknown:
+            raise ValueError(f"labels {unknown!r} are not among classes {self.classes!r}")
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"labels repeat an event: {self.labels!r}")
+        return self
+
+
+class JointItem(_ReferenceItem):
+    """All three SSEU tasks of a clip in one prompt.
+
+    Its transcript, scene and events are scored by the three metrics, like the independent items of the same clip.
+    """
+
+    METRICS: ClassVar[tuple[str, ...]] = ("wer", "scene_macc", "event_map")
+    """The metrics that score this kind of item (each reads its part of the answer)."""
+
+    kind: Literal["joint"] = "joint"
+    """Record kind, so that a manifest line says what it holds."""
+    prompting: Literal["joint", "sseu-cot"] = "joint"
+    """How the three tasks are asked: SSEU-Bench's single prompt (``joint``) or its five-step chain of thought
+    (``sseu-cot``); see :data:`PROMPTINGS`."""
+    reference: str
+    """The reference transcript."""
+    language: str = "en"
+    """Language of the speech (ISO 639-1)."""
+    scene_classes: Annotated[list[str], Field(min_length=2)]
+    """The scene classes."""
+    scene_label: str
+    """The gold scene, one of ``scene_classes``."""
+    event_classes: Annotated[list[str], Field(min_length=2)]
+    """The event classes."""
+    event_labels: list[str]
+    """The gold events, each one of ``event_classes``."""
+
+    @field_validator("scene_classes", "event_classes")
+    @classmethod
+    def _classes_distinct(cls, value: list[str]) -> list[str]:
+        return _check_classes(value, "classes")
+
+    @model_validator(mode="after")
+    def _gold_known(self) -> JointItem:
+        if self.scene_label not in self.scene_classes:
+            raise ValueError(f"scene_label {self.scene_label!r} is not one of scene_classes {self.scene_classes!r}")
+        unknown = [label for label in self.event_labels if label not in self.event_classes]
+        if unknown:
+            raise ValueError(f"event_labels {unknown!r} are not among event_classes {self.event_classes!r}")
+        if len(set(self.event_labels)) != len(self.event_labels):
+            raise ValueError(f"event_labels repeat an event: {self.event_labels!r}")
+        return self
+
+
+ReferenceItem = TranscriptionItem | SceneItem | EventsItem | JointItem
+"""Any item scored against a reference (schema 3)."""
+
+Item = Annotated[
+    FoundationItem | ChatItem | TranscriptionItem | SceneItem | EventsItem | JointItem, Field(discriminator="kind")
+]
+"""Any item kind; the ``kind`` field tells them apart."""
 
 
 def _now() -> datetime:
