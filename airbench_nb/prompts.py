@@ -17,6 +17,14 @@ Reproducible. :func:`item_prompt_hash` hashes the system text, every turn's text
 one-clip, one-turn item it is the hash of schema version 1 (:func:`prompt_hash`). A response records it with the
 prompt set's name (:func:`prompt_set_name`), so its prompt can be rebuilt from the record and the item.
 
+Reference-scored items (schema 3, SSEU-Bench). A transcription, scene or events item is asked alone
+("independent": :data:`TRANSCRIPTION_TEMPLATE`, :data:`SCENE_TEMPLATE`, :data:`EVENTS_TEMPLATE`); a joint item asks
+all three in SSEU-Bench's single prompt (:data:`JOINT_TEMPLATE`) or in its five-step chain of thought
+(:data:`SSEU_COT_TEMPLATE`), as its ``prompting`` says. Both end in labelled lines (``Transcript:``, ``Scene:``,
+``Events:``) that the output parser (:mod:`airbench_nb.unify`) reads; the chain of thought puts them under a final
+``Final answer:`` line. The scene and event prompts name the item's classes, so that a model answers in the
+benchmark's vocabulary; its free text is still mapped onto the classes by embeddings, as SSEU-Bench does.
+
 Judge prompts. Every prompt a judge sends is here (:data:`FOUNDATION_JUDGE_TEMPLATE`, :data:`CHAT_JUDGE_TEMPLATE`,
 :data:`CHAT_EARLIER_QUESTIONS_TEMPLATE`) with the functions that fill them (:func:`foundation_judge_messages`,
 :func:`chat_judge_messages`, :func:`chat_turn_question`); the messages are part of an LLM judge's cache key, so a
@@ -33,9 +41,21 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from airbench_nb.records import LETTERS, ChatItem, FoundationItem
+from airbench_nb.records import (
+    LETTERS,
+    ChatItem,
+    EventsItem,
+    FoundationItem,
+    JointItem,
+    ReferenceItem,
+    SceneItem,
+    TranscriptionItem,
+)
 
 logger = logging.getLogger(__name__)
+
+AnyItem = FoundationItem | ChatItem | TranscriptionItem | SceneItem | EventsItem | JointItem
+"""Every item kind a prompt is made for."""
 
 PROMPTS_VERSION = "1"
 """Version of the constants below; recorded with every response through the prompt hash and the prompt set name."""
@@ -72,6 +92,52 @@ MULTI_CLIP_INTRO = "You are given {count} audio clips, in this order: {clips}."
 """First line of the text of a multi-clip item; ``{clips}`` is filled by :func:`clip_names` ("Clip 1 is the first
 clip, Clip 2 is the second clip")."""
 
+TRANSCRIPTION_TEMPLATE = (
+    "Transcribe the speech in this audio clip exactly, word for word. Reply with the transcript only."
+)
+"""Prompt of a transcription item asked alone (SSEU-Bench's ASR task, "independent")."""
+
+SCENE_TEMPLATE = (
+    "In which acoustic scene was this audio clip recorded? The possible scenes are: {classes}. "
+    "Reply with the scene only."
+)
+"""Prompt of a scene item asked alone; ``{classes}`` lists the item's scene classes, comma-separated."""
+
+EVENTS_TEMPLATE = (
+    "Which sound events can you hear in this audio clip, apart from the speech? The possible events are: "
+    "{classes}. Reply with a comma-separated list of the events you hear, or 'none'."
+)
+"""Prompt of an events item asked alone; ``{classes}`` lists the item's event classes, comma-separated."""
+
+JOINT_TEMPLATE = (
+    "This audio clip holds speech over a background sound. Do three tasks:\n"
+    "1. Transcribe the speech exactly, word for word.\n"
+    "2. Classify the acoustic scene. The possible scenes are: {scene_classes}.\n"
+    "3. Tag the sound events you hear apart from the speech. The possible events are: {event_classes}.\n"
+    "Reply in exactly this format, with nothing else:\n"
+    "Transcript: <the transcript>\n"
+    "Scene: <one scene>\n"
+    "Events: <a comma-separated list of events, or none>"
+)
+"""SSEU-Bench's joint prompt: the three tasks of a clip in one request, answered in three labelled lines."""
+
+SSEU_COT_TEMPLATE = (
+    "This audio clip holds speech over a background sound. Work through these five steps, writing each one out:\n"
+    "Step 1. Judge the energy of the speech and of the background, and when each starts (onsets).\n"
+    "Step 2. Transcribe the speech exactly, word for word.\n"
+    "Step 3. List candidate acoustic scenes, from: {scene_classes}.\n"
+    "Step 4. List candidate sound events apart from the speech, from: {event_classes}.\n"
+    "Step 5. Correct the transcript and the candidates using everything you found, and select the scene and the "
+    "events.\n"
+    "Then end your reply with exactly this block:\n"
+    "Final answer:\n"
+    "Transcript: <the transcript>\n"
+    "Scene: <one scene>\n"
+    "Events: <a comma-separated list of events, or none>"
+)
+"""SSEU-Bench's five-step chain-of-thought prompt (1 energy and onsets, 2 ASR, 3 scene candidates, 4 event
+candidates, 5 correction and selection), ending in the block the output parser reads (the last ``Final answer:``)."""
+
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 """How the questions name clips in order ("the first clip", ...)."""
 
@@ -81,6 +147,11 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
     "foundation_template": frozenset({"instruction", "question", "options"}),
     "chat_template": frozenset({"question"}),
     "multi_clip_intro": frozenset({"count", "clips"}),
+    "transcription_template": frozenset(),
+    "scene_template": frozenset({"classes"}),
+    "events_template": frozenset({"classes"}),
+    "joint_template": frozenset({"scene_classes", "event_classes"}),
+    "cot_template": frozenset({"scene_classes", "event_classes"}),
 }
 """The ``{fields}`` each template of a :class:`PromptSet` may use (literal braces are written ``{{`` and ``}}``)."""
 
@@ -137,6 +208,16 @@ class PromptSet:
     """Layout of a Chat prompt (``{question}``), used for every turn of a multi-turn item."""
     multi_clip_intro: str = MULTI_CLIP_INTRO
     """First line of a multi-clip item's text (``{count}`` clips, ``{clips}`` named in order)."""
+    transcription_template: str = TRANSCRIPTION_TEMPLATE
+    """Prompt of a transcription item (no fields)."""
+    scene_template: str = SCENE_TEMPLATE
+    """Prompt of a scene item (``{classes}``)."""
+    events_template: str = EVENTS_TEMPLATE
+    """Prompt of an events item (``{classes}``)."""
+    joint_template: str = JOINT_TEMPLATE
+    """Prompt of a joint item whose ``prompting`` is ``joint`` (``{scene_classes}``, ``{event_classes}``)."""
+    cot_template: str = SSEU_COT_TEMPLATE
+    """Prompt of a joint item whose ``prompting`` is ``sseu-cot`` (``{scene_classes}``, ``{event_classes}``)."""
     source: str | None = None
     """What :meth:`named` was given, when it was a template file's path (the name alone would not find it again)."""
 
@@ -214,6 +295,22 @@ def chat_prompt(item: ChatItem, prompts: PromptSet | None = None, turn: int = 0)
     return (prompts or PromptSet()).chat_template.format(question=question)
 
 
+def reference_prompt(item: ReferenceItem, prompts: PromptSet | None = None) -> str:
+    """The text prompt of an item scored against a reference: its kind's template, filled with its classes.
+
+    A joint item uses ``joint_template`` or ``cot_template`` as its ``prompting`` says.
+    """
+    prompts = prompts or PromptSet()
+    if isinstance(item, TranscriptionItem):
+        return prompts.transcription_template.format()
+    if isinstance(item, SceneItem):
+        return prompts.scene_template.format(classes=", ".join(item.classes))
+    if isinstance(item, EventsItem):
+        return prompts.events_template.format(classes=", ".join(item.classes))
+    template = prompts.cot_template if item.prompting == "sseu-cot" else prompts.joint_template
+    return template.format(scene_classes=", ".join(item.scene_classes), event_classes=", ".join(item.event_classes))
+
+
 def clip_names(count: int) -> str:
     """How :data:`MULTI_CLIP_INTRO` names ``count`` clips: ``Clip 1 is the first clip, Clip 2 is the second clip``."""
     return ", ".join(
@@ -226,13 +323,15 @@ def multi_clip_intro(count: int, prompts: PromptSet | None = None) -> str:
     return (prompts or PromptSet()).multi_clip_intro.format(count=count, clips=clip_names(count))
 
 
-def item_prompts(item: FoundationItem | ChatItem, prompts: PromptSet | None = None) -> list[str]:
-    """The user text of every turn of an item, in order (one for a Foundation item or a one-turn Chat item).
+def item_prompts(item: AnyItem, prompts: PromptSet | None = None) -> list[str]:
+    """The user text of every turn of an item, in order (one, except for a multi-turn Chat item).
 
     A multi-clip item's first text begins with the line naming its clips (:func:`multi_clip_intro`).
     """
     if isinstance(item, FoundationItem):
         texts = [foundation_prompt(item, prompts)]
+    elif isinstance(item, TranscriptionItem | SceneItem | EventsItem | JointItem):
+        texts = [reference_prompt(item, prompts)]
     else:
         texts = [chat_prompt(item, prompts, turn) for turn in range(len(item.conversation))]
     if item.multi_clip:
@@ -240,7 +339,7 @@ def item_prompts(item: FoundationItem | ChatItem, prompts: PromptSet | None = No
     return texts
 
 
-def item_prompt(item: FoundationItem | ChatItem, prompts: PromptSet | None = None) -> str:
+def item_prompt(item: AnyItem, prompts: PromptSet | None = None) -> str:
     """The text prompt of either kind of item (its first turn's; see :func:`item_prompts` for every turn)."""
     return item_prompts(item, prompts)[0]
 
@@ -268,9 +367,7 @@ def prompt_hash(
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def item_prompt_hash(
-    item: FoundationItem | ChatItem, prompts: PromptSet | None = None, system: str | None = None
-) -> str:
+def item_prompt_hash(item: AnyItem, prompts: PromptSet | None = None, system: str | None = None) -> str:
     """The :func:`prompt_hash` of an item: every turn's text and every clip's SHA-256 (the runner records it)."""
     texts = item_prompts(item, prompts)
     audio: str | list[str | None] | None = item.clips_sha256 if item.multi_clip else item.audio_sha256

@@ -49,7 +49,16 @@ class Recorder:
 
 
 def test_defaults_by_kind():
-    assert DEFAULT_MAX_NEW_TOKENS == {"foundation": 64, "chat": 512, "cot": 512}
+    assert DEFAULT_MAX_NEW_TOKENS == {
+        "foundation": 64,
+        "chat": 512,
+        "cot": 512,
+        "transcription": 256,
+        "scene": 64,
+        "events": 128,
+        "joint": 384,
+        "sseu-cot": 1024,
+    }
     params = GenerationParams()
     assert params.greedy and params.max_new_tokens is None and params.temperature == 0.0
 

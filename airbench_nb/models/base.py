@@ -27,10 +27,21 @@ from airbench_nb.records import ChatItem, FoundationItem
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {"foundation": 64, "chat": 512, "cot": 512}
+DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {
+    "foundation": 64,
+    "chat": 512,
+    "cot": 512,
+    "transcription": 256,
+    "scene": 64,
+    "events": 128,
+    "joint": 384,
+    "sseu-cot": 1024,
+}
 """Length bound used when none is given: ``foundation`` (the answer is a letter, perhaps with its option's text or a
 short sentence), ``chat`` (one answer of a few sentences, per turn), ``cot`` (any item under the chain-of-thought
-prompt set, whose answer reasons before it concludes). An explicit ``max_new_tokens`` overrides all three."""
+prompt set, whose answer reasons before it concludes); for reference-scored items, by kind (``transcription``: a
+transcript of up to about 30 s of speech; ``scene``; ``events``; ``joint``: the three labelled lines), and
+``sseu-cot`` for a joint item asked in five steps. An explicit ``max_new_tokens`` overrides them all."""
 
 
 def default_max_new_tokens(item: FoundationItem | ChatItem, prompt_set: str | None = None) -> int:
@@ -40,9 +51,12 @@ def default_max_new_tokens(item: FoundationItem | ChatItem, prompt_set: str | No
         item: The item.
         prompt_set: Name of the prompt set (``cot`` asks for reasoning first: the longer bound).
     """
+    kind = getattr(item, "kind", "chat")
+    if kind == "joint" and getattr(item, "prompting", "joint") == "sseu-cot":
+        return DEFAULT_MAX_NEW_TOKENS["sseu-cot"]
     if prompt_set == "cot":
-        return DEFAULT_MAX_NEW_TOKENS["cot"]
-    return DEFAULT_MAX_NEW_TOKENS["foundation" if isinstance(item, FoundationItem) else "chat"]
+        return max(DEFAULT_MAX_NEW_TOKENS["cot"], DEFAULT_MAX_NEW_TOKENS.get(kind, 0))
+    return DEFAULT_MAX_NEW_TOKENS.get(kind, DEFAULT_MAX_NEW_TOKENS["chat"])
 
 
 @dataclass(frozen=True)
