@@ -25,13 +25,13 @@ It reads; it never interprets. The rules, in the order they apply:
 5. **Whole answer.** For a single-task kind without JSON or labelled sections, the whole cleaned answer is the
    part. An answer with sections, but none for a part it is asked (a joint answer without a scene, a scene answer
    that labels only a transcript), fails that part: it is never guessed from unlabelled text.
-6. **Clean-up of a part.** Repeated until nothing changes: markdown bold and header marks ("markdown"); a wrapping
-   code fence ("code-fence"); wrapping quotes, straight or curly, and backticks ("quotes"); a preamble ending in a
-   colon, such as "The transcription is:", "Sure! Here is the transcript:" or "Here's what I heard:" ("preamble:
-   <its text>"). A preamble is a leading phrase up to a colon that ends its line, or that holds a word of
-   :data:`PREAMBLE_WORDS` or starts with one of :data:`PREAMBLE_OPENERS`; any sentence before its last must be an
-   interjection ("Sure!", "Okay."). So "Note: the meeting..." and "I love it. Scene: two." stay transcripts, while
-   "The answer is: ..." loses its preamble. Whitespace runs become one space.
+6. **Clean-up of a part.** Repeated until nothing changes: markdown bold, header marks and a wrapping italic
+   ``*...*`` ("markdown"); a wrapping code fence ("code-fence"); wrapping quotes, straight or curly, and backticks
+   ("quotes"); a preamble ending in a colon, such as "The transcription is:", "Sure! Here is the transcript:" or
+   "Here's what I heard:" ("preamble: <its text>"). A preamble is a leading phrase up to a colon that ends its
+   line, or that holds a word of :data:`PREAMBLE_WORDS` or starts with one of :data:`PREAMBLE_OPENERS`; any
+   sentence before its last must be an interjection ("Sure!", "Okay."). So "Note: the meeting..." and "I love it.
+   Scene: two." stay transcripts, while "The answer is: ..." loses its preamble. Whitespace runs become one space.
 7. **Events** are split into items: bullet or numbered lines, then commas, semicolons, "and" and "&". Items lose
    leading articles (a, an, the, some) and trailing punctuation; repeats (case-insensitive) are dropped, keeping the
    first ("duplicates"). An answer that says so explicitly ("none", "no events", "No sound events detected.", a
@@ -162,6 +162,7 @@ _JSON_ITEM_KEYS = ("label", "name", "event", "class")
 _FENCE_RE = re.compile(r"^```(?:[ \t]*[\w+-]*[ \t]*\n)?(.*?)\n?[ \t]*```$", re.DOTALL)
 _FENCE_OPEN_RE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?[ \t]*$", re.IGNORECASE)
 _MARKDOWN_RE = re.compile(r"\*\*|__|^[ \t]*#{1,6}[ \t]+", re.MULTILINE)
+_ITALIC_RE = re.compile(r"^([*_])(?=\S)([^*_\n]+)(?<=\S)\1$")
 _QUOTE_PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»", "„": "“", "`": "`"}
 _PREAMBLE_RE = re.compile(r"^(?P<pre>[^\n:：]{1,120}?)[ \t]*[:：](?P<end>[ \t]*\n|[ \t]+|$)")
 _PREAMBLE_WORD_RE = re.compile(
@@ -459,7 +460,7 @@ def _clean(text: str, removed: _Removed) -> str:
     text = text.strip()
     for _ in range(8):
         before = text
-        unmarked = _MARKDOWN_RE.sub("", text).strip()
+        unmarked = _ITALIC_RE.sub(r"\2", _MARKDOWN_RE.sub("", text).strip()).strip()
         if unmarked != text:
             removed.add("markdown")
             text = unmarked

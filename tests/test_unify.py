@@ -127,6 +127,7 @@ CASES = [
         {},
     ),
     ("backticks", "`hello world`", "transcription", "hello world", None, None, ("quotes",), {}),
+    ("italic", "*hello world*", "transcription", "hello world", None, None, ("markdown",), {}),
     ("code-fence", "```\nhello world\n```", "transcription", "hello world", None, None, ("code-fence",), {}),
     ("code-fence-lang", "```text\nhello world\n```", "transcription", "hello world", None, None, ("code-fence",), {}),
     ("two-quotes-kept", '"Yes" and "no" are words.', "transcription", '"Yes" and "no" are words.', None, None, (), {}),
@@ -311,8 +312,8 @@ CASES = [
         "events",
         None,
         None,
-        ["Dog bark", "*Car horn*", "speech"],
-        ("preamble: Here are the sound events:", "duplicates"),
+        ["Dog bark", "Car horn", "speech"],
+        ("preamble: Here are the sound events:", "markdown", "duplicates"),
         {},
     ),
     (
