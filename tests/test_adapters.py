@@ -68,7 +68,7 @@ def _built(family: str, root: Path) -> Path:
 
 
 def test_adapters_every_family_has_a_tiny_builder():
-    assert FAMILIES == ["audioflamingo3", "qwen2_5_omni", "qwen2_audio", "voxtral"]
+    assert FAMILIES == ["audioflamingo3", "qwen2_5_omni", "qwen2_audio", "voxtral", "whisper"]
     assert set(FAMILIES) <= set(BUILDERS)
     assert not set(UNSUPPORTED) & set(ADAPTERS)
 
@@ -126,7 +126,7 @@ def test_adapters_errors_are_one_line(tmp_path, tiny_root, monkeypatch):
         HFAudioLM(str(granite))
     assert "\n" not in str(unsupported.value)
     assert "'granite_speech' is not supported (its feature extractor needs torchaudio" in str(unsupported.value)
-    assert "supported: audioflamingo3, qwen2_5_omni, qwen2_audio, voxtral" in str(unsupported.value)
+    assert "supported: audioflamingo3, qwen2_5_omni, qwen2_audio, voxtral, whisper" in str(unsupported.value)
 
     path = _built("qwen2_audio", tiny_root)
     with pytest.raises(SpecError, match="unknown attention 'fast'"):

@@ -223,7 +223,14 @@ def test_conversation_puts_audio_first(qwen, prompts):
 def test_adapter_registry():
     assert isinstance(adapter_for("qwen2_audio"), Qwen2AudioAdapter)
     assert adapter_for("qwen2_5_omni_thinker").name == "qwen2_5_omni"
-    assert {cls.name for cls in ADAPTERS.values()} == {"qwen2_audio", "qwen2_5_omni", "audioflamingo3", "voxtral"}
+    assert {cls.name for cls in ADAPTERS.values()} == {
+        "qwen2_audio",
+        "qwen2_5_omni",
+        "audioflamingo3",
+        "voxtral",
+        "whisper",
+    }
+    assert adapter_for("whisper").kinds == frozenset({"transcription"}) and adapter_for("qwen2_audio").kinds is None
     assert not set(UNSUPPORTED) & set(ADAPTERS)  # a family is either served (and tested) or explained
     with pytest.raises(UnsupportedFamily, match="model type 'some_future_audio_lm' is not supported; supported: aud"):
         adapter_for("some_future_audio_lm")

@@ -87,6 +87,8 @@ def infer(
                 model_options={"device": device, "dtype": dtype, "attn": attn},
             )
     console.print(rows_table(f"{model} on {manifest}", field_rows(summary.as_dict())))
+    if summary.not_applicable:
+        console.print(summary.not_applicable_text())
     if summary.unusable:
         console.print(
             f"{summary.unusable} items have missing, empty or corrupt audio: data defects, left out of scoring"

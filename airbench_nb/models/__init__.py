@@ -1,7 +1,10 @@
 """Model backends and the registry that builds them from spec strings.
 
 Specs: ``hf:<path or hub id>`` (transformers), ``openai:<model>[@<base_url>]`` (any OpenAI-compatible server:
-OpenAI audio models, vLLM, Ollama, llama.cpp) and ``baseline:random|first|dsp|oracle``; a new kind of spec is a
+OpenAI audio models, vLLM, Ollama, llama.cpp), ``faster-whisper:<folder, size or tiny.en-bundled>`` (Whisper through
+CTranslate2, a transcriber) and ``baseline:random|first|dsp|oracle``. A model declares the item kinds it serves
+(``kinds``; None for every kind, as LALMs do): a specialist such as an ASR model gets only its kinds' items, the others
+are counted as not applicable (:func:`serves`). A new kind of spec is a
 :class:`Backend` passed to :func:`register_backend` (see ``docs/extending.md``).
 """
 
@@ -10,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt
+from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt, served_kinds, serves
 from airbench_nb.models.specs import (
     BACKENDS,
     Backend,
@@ -35,6 +38,8 @@ __all__ = [
     "load_model",
     "parse_spec",
     "register_backend",
+    "served_kinds",
+    "serves",
 ]
 
 

@@ -241,6 +241,12 @@ class AudioLM(Protocol):
     """The spec string the model was made from (``hf:...``, ``openai:...``, ``baseline:...``)."""
     batch_size: int
     """How many prompts the backend takes per call."""
+    kinds: frozenset[str] | None
+    """The item kinds the model serves (``foundation``, ``chat``, ``transcription``, ...); None: every kind, through
+    the prompt sets (an LALM). A specialist names its own (an ASR model: ``{"transcription"}``); the runner sends it
+    no other item, and counts those as not applicable (never an error, never scored). A backend without the attribute
+    serves every kind (:func:`serves`). A backend may also have ``settings``, a dict of its own decoding settings
+    (beam size, device, compute type...), which the runner records in each response's ``generation["backend"]``."""
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer a batch of prompts."""
@@ -249,3 +255,15 @@ class AudioLM(Protocol):
     def close(self) -> None:
         """Release resources (GPU memory, HTTP sessions)."""
         ...
+
+
+def served_kinds(model: object) -> frozenset[str] | None:
+    """The item kinds a model serves (its ``kinds``; None, every kind, when it has none)."""
+    kinds = getattr(model, "kinds", None)
+    return None if kinds is None else frozenset(kinds)
+
+
+def serves(model: object, kind: str) -> bool:
+    """Whether a model answers items of ``kind`` (see :attr:`AudioLM.kinds`)."""
+    kinds = served_kinds(model)
+    return kinds is None or kind in kinds

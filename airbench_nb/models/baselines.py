@@ -5,6 +5,16 @@ in scoring, ``oracle`` checks the pipeline end to end (it must score 100%), and 
 signal processing gets on the tasks whose answer is measurable (pitch, velocity, gender, number of voices, event
 count). Where a baseline cannot answer, it says so (``I cannot tell.``): it never guesses, so the judge abstains.
 
+Items scored against references (transcription, scene, events, joint). ``oracle`` answers from the item in the form
+the prompts ask (:func:`oracle_answer`): the reference transcript, the scene label, the events comma-separated (or
+``none``), and for a joint item the three labelled lines (``Transcript:``, ``Scene:``, ``Events:``), under a
+``Final answer:`` line when the item asks for SSEU-Bench's chain of thought; it must score WER 0, mACC 1 and mAP 1.
+``random`` names a seeded class for a scene and a seeded subset of the classes for events, ``first`` the first class
+for both (chance and label-bias calibrations of mACC and mAP); neither can transcribe (``I cannot tell.``), and a joint
+item gets their scene and events under the labels, with that line as its transcript. ``dsp`` measures nothing that
+names a scene, an event class or a word: it answers ``I cannot tell.`` to these kinds. Every baseline serves every
+kind (``kinds`` is None).
+
 Several clips and turns. ``random`` and ``first`` answer a multi-clip item like any Foundation item (a seeded letter,
 ``A``), and every turn of a multi-turn item as they answer Chat (``I cannot tell.``); ``oracle`` answers the gold
 letter, and on each turn that turn's reference. ``dsp`` compares the clips of the kit's multi-clip tasks by
@@ -25,7 +35,7 @@ from collections.abc import Callable
 import numpy as np
 
 from airbench_nb.models.base import Generation, GenerationParams, Prompt
-from airbench_nb.records import FoundationItem
+from airbench_nb.records import EventsItem, FoundationItem, JointItem, SceneItem, TranscriptionItem
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +56,15 @@ class Baseline:
         self.seed = seed
         self.batch_size = batch_size
         self.spec = f"baseline:{name}"
+        self.kinds: frozenset[str] | None = None
+        """Every item kind (see the module docstring for what each baseline answers)."""
 
     def _answer(self, prompt: Prompt) -> str:
         item = prompt.item
+        if self.name == "oracle":
+            return oracle_answer(item, prompt.turn)
+        if isinstance(item, TranscriptionItem | SceneItem | EventsItem | JointItem):
+            return self._reference_guess(item)
         if not isinstance(item, FoundationItem):
             return item.conversation[prompt.turn][1] if self.name == "oracle" else CANNOT_TELL
         if self.name == "oracle":
@@ -59,6 +75,34 @@ class Baseline:
             digest = hashlib.sha256(f"{self.seed}:{item.uid}".encode()).digest()
             return "ABCD"[int.from_bytes(digest[:4], "big") % len(item.choices)]
         return dsp_answer(prompt)
+
+    def _pick(self, uid: str, classes: list[str], salt: str) -> int:
+        digest = hashlib.sha256(f"{self.seed}:{uid}:{salt}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") % len(classes)
+
+    def _scene_guess(self, uid: str, classes: list[str]) -> str:
+        return classes[0] if self.name == "first" else classes[self._pick(uid, classes, "scene")]
+
+    def _events_guess(self, uid: str, classes: list[str]) -> str:
+        if self.name == "first":
+            return classes[0]
+        chosen = [c for c in classes if self._pick(uid, [c, c], f"event:{c}") == 0]  # each class with chance 1/2
+        return events_text(chosen)
+
+    def _reference_guess(self, item: TranscriptionItem | SceneItem | EventsItem | JointItem) -> str:
+        """What ``random``, ``first`` and ``dsp`` answer to an item scored against references."""
+        if self.name == "dsp" or isinstance(item, TranscriptionItem):
+            return CANNOT_TELL
+        if isinstance(item, SceneItem):
+            return self._scene_guess(item.uid, item.classes)
+        if isinstance(item, EventsItem):
+            return self._events_guess(item.uid, item.classes)
+        return joint_answer(
+            item,
+            CANNOT_TELL,
+            self._scene_guess(item.uid, item.scene_classes),
+            self._events_guess(item.uid, item.event_classes),
+        )
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer each prompt; a DSP failure on one item becomes that item's error."""
@@ -74,6 +118,43 @@ class Baseline:
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def events_text(labels: list[str]) -> str:
+    """Events as the prompts ask for them: comma-separated, or ``none``."""
+    return ", ".join(labels) or "none"
+
+
+def joint_answer(item: JointItem, transcript: str, scene: str, events: str) -> str:
+    """A joint item's answer in the form its prompt asks: three labelled lines, under ``Final answer:`` for CoT."""
+    lines = f"Transcript: {transcript}\nScene: {scene}\nEvents: {events}"
+    return f"Final answer:\n{lines}" if item.prompting == "sseu-cot" else lines
+
+
+def oracle_answer(item: object, turn: int = 0) -> str:
+    """The gold answer of an item, in the form its prompt asks (what ``baseline:oracle`` answers).
+
+    Foundation: the gold letter; Chat: the turn's reference; transcription: the reference transcript; scene: the
+    label; events: the labels comma-separated, or ``none``; joint: the three labelled lines (see
+    :func:`joint_answer`).
+
+    Raises:
+        TypeError: For an object that is no item kind the kit knows.
+    """
+    if isinstance(item, FoundationItem):
+        return item.answer_letter
+    if isinstance(item, TranscriptionItem):
+        return item.reference
+    if isinstance(item, SceneItem):
+        return item.label
+    if isinstance(item, EventsItem):
+        return events_text(item.labels)
+    if isinstance(item, JointItem):
+        return joint_answer(item, item.reference, item.scene_label, events_text(item.event_labels))
+    conversation = getattr(item, "conversation", None)
+    if conversation is None:
+        raise TypeError(f"no oracle answer for a {type(item).__name__}")
+    return conversation[turn][1]
 
 
 def make_baseline(rest: str, seed: int = 0, batch_size: int = 64) -> Baseline:

@@ -23,6 +23,9 @@ with an error of its own.
 - ``audioflamingo3``: Audio Flamingo 3 (``<sound>`` placeholder), audio padded to whole 30 s windows; one clip per
   prompt (its processor pairs each text with one audio).
 - ``voxtral``: Voxtral through mistral-common's tokenizer (the ``[voxtral]`` extra), each clip sent as base64 WAV.
+- ``whisper``: Whisper checkpoints (``WhisperForConditionalGeneration``), a transcriber: it serves ``transcription``
+  items only (:attr:`FamilyAdapter.kinds`; the runner counts other kinds as not applicable), forced to transcribe
+  in the item's language when the checkpoint is multilingual, up to 30 s per clip.
 
 Any other model type is refused with one line naming the supported families; :data:`UNSUPPORTED` says why the
 families the design names but this kit cannot run here (Granite Speech, Gemma 3n, Phi-4-multimodal) are left out.
@@ -96,6 +99,9 @@ class FamilyAdapter:
     """``config.model_type`` values this adapter serves."""
     max_clips: ClassVar[int | None] = None
     """Most clips one prompt may carry (None: any number); a prompt with more gets an error of its own."""
+    kinds: ClassVar[frozenset[str] | None] = None
+    """Item kinds the family's models serve (None: every kind, through the prompt sets, as a chat LALM does); a
+    specialist family (a transcriber) names its kinds, and the runner counts the other items as not applicable."""
 
     def load_processor(self, path: str, *, trust_remote_code: bool = False) -> Any:
         """Load the processor (tokenizer + audio feature extractor), padding on the left."""
@@ -156,6 +162,21 @@ class FamilyAdapter:
     def generate_kwargs(self) -> dict[str, Any]:
         """Extra keyword arguments for ``generate``."""
         return {}
+
+    def prepare(self, generator: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The ``generate`` arguments of a chunk from its encoded inputs (the inputs themselves, by default)."""
+        return inputs
+
+    def new_tokens(self, sequences: torch.Tensor, inputs: Mapping[str, Any]) -> list[list[int]]:
+        """The generated tokens of each row (a decoder-only model's output begins with its prompt)."""
+        return sequences[:, inputs["input_ids"].shape[1] :].tolist()
+
+    def input_token_counts(self, inputs: Mapping[str, Any], count: int) -> list[int | None]:
+        """Prompt tokens of each of the ``count`` rows (padding left out)."""
+        mask = inputs.get("attention_mask")
+        if mask is not None:
+            return [int(n) for n in mask.sum(dim=1).tolist()]
+        return [int(inputs["input_ids"].shape[1])] * count
 
 
 ADAPTERS: dict[str, type[FamilyAdapter]] = {}
@@ -398,6 +419,89 @@ class VoxtralAdapter(FamilyAdapter):
         return processor.apply_chat_template([self.conversation(p) for p in prompts])
 
 
+WHISPER_WINDOW_S = 30.0
+"""Audio Whisper's encoder takes at once (seconds); the ``whisper`` family transcribes clips up to this long."""
+
+
+@register_adapter
+class WhisperAdapter(FamilyAdapter):
+    """Whisper checkpoints (``WhisperForConditionalGeneration``): a transcriber, serving ``transcription`` items only.
+
+    The prompt's text is not read: the feature extractor turns each clip into log-mel ``input_features`` (padded to
+    the 30 s window, with the attention mask), and ``generate`` transcribes. A multilingual checkpoint is forced to the
+    ``transcribe`` task in the item's ``language`` (English when the item names none); an English-only one
+    (``*.en``) takes neither. One clip per prompt, up to :data:`WHISPER_WINDOW_S` seconds (a longer clip gets an
+    error of its own: use ``faster-whisper:<folder>``, which transcribes long audio window by window).
+    """
+
+    name = "whisper"
+    model_types = ("whisper",)
+    max_clips = 1
+    kinds = frozenset({"transcription"})
+
+    def load_processor(self, path: str, *, trust_remote_code: bool = False) -> Any:
+        """``WhisperProcessor`` (feature extractor and tokenizer)."""
+        from transformers import WhisperProcessor
+
+        return WhisperProcessor.from_pretrained(path, local_files_only=_is_local(path))
+
+    def model_class(self, config: Any) -> Any:
+        """``WhisperForConditionalGeneration``."""
+        from transformers import WhisperForConditionalGeneration
+
+        return WhisperForConditionalGeneration
+
+    def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
+        """Log-mel features of each clip padded to the window, its attention mask, and the language of each item."""
+        too_long = [p.uid for p in prompts if p.audio.size > WHISPER_WINDOW_S * SAMPLE_RATE]
+        if too_long:
+            raise ValueError(
+                f"{', '.join(too_long)}: longer than {WHISPER_WINDOW_S:g} s; hf: Whisper transcribes one window, "
+                "faster-whisper:<folder> transcribes long audio"
+            )
+        features = processor.feature_extractor(
+            [p.audio for p in prompts],
+            sampling_rate=SAMPLE_RATE,
+            padding="max_length",
+            return_attention_mask=True,
+            return_tensors="pt",
+        )
+        return {
+            "input_features": features["input_features"],
+            "attention_mask": features["attention_mask"],
+            "languages": [getattr(p.item, "language", None) or "en" for p in prompts],
+        }
+
+    def prepare(self, generator: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The ``transcribe`` task in each item's language for a multilingual checkpoint; nothing for ``*.en``."""
+        languages = inputs.pop("languages")
+        config = generator.generation_config
+        if getattr(config, "is_multilingual", False):
+            inputs.update(task="transcribe", language=languages)
+        prompt_ids = {config.decoder_start_token_id, getattr(config, "no_timestamps_token_id", None)}
+        prompt_ids |= set((getattr(config, "lang_to_id", None) or {}).values())
+        prompt_ids |= set((getattr(config, "task_to_id", None) or {}).values())
+        self._prompt_ids = frozenset(i for i in prompt_ids if i is not None)
+        return inputs
+
+    def new_tokens(self, sequences: torch.Tensor, inputs: Mapping[str, Any]) -> list[list[int]]:
+        """The transcript's tokens: the decoder prompt (start, language, task tokens) dropped where returned."""
+        rows = []
+        for row in sequences.tolist():
+            start = 0
+            while start < len(row) and row[start] in self._prompt_ids:
+                start += 1
+            rows.append(row[start:])
+        return rows
+
+    def input_token_counts(self, inputs: Mapping[str, Any], count: int) -> list[int | None]:
+        """None: an encoder-decoder transcriber reads audio frames, not prompt tokens."""
+        return [None] * count
+
+    _prompt_ids: frozenset[int] = frozenset()
+    """Tokens of the decoder prompt, set by :meth:`prepare` from the checkpoint's generation config."""
+
+
 ATTN_IMPLEMENTATIONS: tuple[str, ...] = ("sdpa", "flash_attention_2", "flash_attention_3", "flex_attention", "eager")
 """Values ``attn`` takes (transformers' ``attn_implementation``); None lets transformers choose (SDPA where it can)."""
 
@@ -636,6 +740,11 @@ class HFAudioLM:
         )
 
     @property
+    def kinds(self) -> frozenset[str] | None:
+        """Item kinds this model serves: its family's (:attr:`FamilyAdapter.kinds`; None: every kind)."""
+        return self.adapter.kinds
+
+    @property
     def effective_batch_size(self) -> int:
         """The chunk size in use: ``batch_size``, or less after an out-of-memory error."""
         return min(self.batch_size, self._batch_cap or self.batch_size)
@@ -675,21 +784,19 @@ class HFAudioLM:
     def _generate_chunk(self, prompts: Sequence[Prompt], params: GenerationParams) -> list[Generation]:
         """One ``generate`` call for prompts of similar length; raises on any failure."""
         inputs = self._to_device(self.adapter.encode(self.processor, prompts))
-        input_ids = inputs["input_ids"]
-        mask = inputs.get("attention_mask")
-        input_tokens = mask.sum(dim=1).tolist() if mask is not None else [input_ids.shape[1]] * len(prompts)
+        input_tokens = self.adapter.input_token_counts(inputs, len(prompts))
         if not params.greedy and params.seed is not None:
             torch.manual_seed(params.seed)
+        inputs = self.adapter.prepare(self._generator, inputs)
         with torch.inference_mode():
             output = self._generator.generate(**inputs, **self._generation_kwargs(params))
         sequences = output if isinstance(output, torch.Tensor) else output.sequences
-        new_tokens = sequences[:, input_ids.shape[1] :].tolist()
         generations = []
-        for row, n_in in zip(new_tokens, input_tokens, strict=True):
+        for row, n_in in zip(self.adapter.new_tokens(sequences, inputs), input_tokens, strict=True):
             stop = next((i for i, token in enumerate(row) if token in self._eos_ids), None)
             kept = row if stop is None else row[: stop + 1]
             text = self._tokenizer.decode(kept, skip_special_tokens=True).strip()
-            generations.append(Generation(text=text, input_tokens=int(n_in), output_tokens=len(kept)))
+            generations.append(Generation(text=text, input_tokens=n_in, output_tokens=len(kept)))
         return generations
 
     def _generate_one(self, prompt: Prompt, params: GenerationParams) -> Generation:

