@@ -230,6 +230,15 @@ def test_sseu_preset_scales_it():
     assert sseu_recipe(recipes).snr_grid_db == tuple(SSEU_GRID) and "sseu_snr_grid_db" not in big
 
 
+def test_tiny_and_mini_hold_small_sseu_sets(tmp_path):
+    """The tiny preset's SSEU set is minimal (one utterance, clean and at 0 dB), the mini one small (3 utterances)."""
+    presets = load_recipes().presets
+    assert presets["tiny"]["sseu_utterances"] == 1 and presets["tiny"]["sseu_snr_grid_db"] == [0]
+    assert presets["mini"]["sseu_utterances"] == 3 and "sseu_snr_grid_db" not in presets["mini"]
+    report = build("tiny", out=tmp_path, tasks=["sseu_transcription"], progress=False)
+    assert [i.clip_id for i in report.sseu.transcription] == ["sseu-000@clean", "sseu-000@snr+0"]
+
+
 def test_cache_key_follows_the_sseu_recipe(tmp_path):
     base = build_key("tiny", 0)
     shutil.copytree(load_recipes().folder, tmp_path / "r")
