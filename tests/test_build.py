@@ -113,11 +113,18 @@ def test_every_task_built_and_valid(tiny):
     assert chat == report.chat
     assert report.graded and all("clean_uid" in i.meta for i in report.graded)
     assert not any("clean_uid" in i.meta for i in report.foundation)
-    for item in [*foundation, *chat]:
+    # the tiny preset's SSEU set: one utterance, clean (a transcription item) and at 0 dB (transcription, scene,
+    # events, joint and sseu-cot items), in manifests of their own
+    reference = {kind: read_manifest(out / f"{kind}.jsonl") for kind in ("transcription", "scene", "events", "joint")}
+    assert reference == report.reference_items
+    assert {k: len(v) for k, v in reference.items()} == {"transcription": 2, "scene": 1, "events": 1, "joint": 2}
+    assert {i.clip_id for items in reference.values() for i in items} == {"sseu-000@clean", "sseu-000@snr+0"}
+    for item in [*foundation, *chat, *(i for items in reference.values() for i in items)]:
         assert item.dataset == "synthetic" and item.audio_status == AudioStatus.ok
         assert (out / item.audio).is_file()
     card = json.loads((out / "dataset.json").read_text())
     assert card["source"] == "build:tiny" and card["counts"]["failures"] == 0 and card["data_root"] == "."
+    assert card["counts"]["sseu_utterances"] == 1 and card["counts"]["sseu"]["clips_by_snr"] == {"clean": 1, "0": 1}
     assert card["counts"]["graded_items"] == len(report.graded) and card["counts"]["snr_grid"] == [-5.0, 5.0]
 
 
@@ -349,8 +356,12 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     for name in ("a", "b"):
         result = subprocess.run([*cmd, "--out", str(tmp_path / name)], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
-    for name in ("foundation.jsonl", "chat.jsonl"):
+    reference = ("transcription", "scene", "events", "joint")
+    for name in ("foundation.jsonl", "chat.jsonl", *(f"{kind}.jsonl" for kind in reference)):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    # mini's SSEU set: 3 utterances, each clean (transcription only) and at 7 SNRs (4 kinds, joint twice)
+    sseu = {kind: read_manifest(tmp_path / f"a/{kind}.jsonl") for kind in reference}
+    assert {k: len(v) for k, v in sseu.items()} == {"transcription": 24, "scene": 21, "events": 21, "joint": 42}
     written = read_manifest(tmp_path / "a/foundation.jsonl")
     items = [i for i in written if "clean_uid" not in i.meta and "rotation_of" not in i.meta]
     counts = Counter(i.task for i in items)

@@ -3,8 +3,9 @@
 Modules: :mod:`~airbench_nb.builders.core` (recipes, seeding, choice order, drafts), one module of task makers per
 category (:mod:`~airbench_nb.builders.speech`, :mod:`~airbench_nb.builders.sounds`, :mod:`~airbench_nb.builders.music`,
 :mod:`~airbench_nb.builders.chat`, and :mod:`~airbench_nb.builders.multi` for the kit's own tasks about several clips or
-turns), :mod:`~airbench_nb.builders.builder` (:func:`build`, the task registries and the report). The names below
-are the package's public interface.
+turns), :mod:`~airbench_nb.builders.sseu` (SSEU-style speech over synthesized scenes, scored against references),
+:mod:`~airbench_nb.builders.builder` (:func:`build`, the task registries and the report). The names below are the
+package's public interface.
 """
 
 from airbench_nb.builders.builder import (
@@ -59,6 +60,15 @@ from airbench_nb.builders.speech import (
     make_speaker_number,
     make_speech_grounding,
 )
+from airbench_nb.builders.sseu import (
+    SSEU_BUILDER_VERSION,
+    SSEU_TASKS,
+    SseuBuild,
+    SseuRecipe,
+    build_sseu,
+    clip_id,
+    sseu_recipe,
+)
 
 __all__ = [
     "CHAT_MAKERS",
@@ -70,6 +80,8 @@ __all__ = [
     "RECIPE_DIR",
     "RECIPE_FILES",
     "SR",
+    "SSEU_BUILDER_VERSION",
+    "SSEU_TASKS",
     "TURN_GAP_S",
     "WORD_GAP_S",
     "BuildReport",
@@ -78,8 +90,12 @@ __all__ = [
     "FoundationDraft",
     "RecipeError",
     "Recipes",
+    "SseuBuild",
+    "SseuRecipe",
     "arrange",
     "build",
+    "build_sseu",
+    "clip_id",
     "cycle_value",
     "gold_position",
     "item_rng",
@@ -108,4 +124,5 @@ __all__ = [
     "make_speaker_number",
     "make_speech_grounding",
     "make_velocity",
+    "sseu_recipe",
 ]

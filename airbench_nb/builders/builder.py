@@ -8,6 +8,10 @@ or music at each SNR (:mod:`airbench_nb.builders.snr`); they follow the clean it
 The kit's own tasks (:mod:`airbench_nb.builders.multi`) are built with the official ones: their Foundation items have
 two clips each (``<uid>-1.wav``, ``<uid>-2.wav``), their Chat items several turns; SNR-graded copies are made of
 official speech tasks only, so never of them, while circular rotations are made of them as of every task.
+With ``sseu_utterances`` (the preset's, or the argument), SSEU-style clips are built too, speech over synthesized
+scenes at SSEU-Bench's 7 SNRs plus the clean speech (:mod:`airbench_nb.builders.sseu`), and their items written to
+``transcription.jsonl``, ``scene.jsonl``, ``events.jsonl`` and ``joint.jsonl``. Their task names
+(``sseu_transcription``, ...) may be given in ``tasks`` like the others.
 """
 
 from __future__ import annotations
@@ -61,8 +65,9 @@ from airbench_nb.builders.speech import (
     make_speaker_number,
     make_speech_grounding,
 )
+from airbench_nb.builders.sseu import SSEU_TASKS, SseuBuild, build_sseu
 from airbench_nb.manifests import DatasetCard, write_dataset_card, write_manifest
-from airbench_nb.records import AudioStatus, ChatItem, ChatTurn, FoundationItem
+from airbench_nb.records import AudioStatus, ChatItem, ChatTurn, FoundationItem, ReferenceItem
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +144,14 @@ class BuildReport:
     """SNRs in dB the graded items were asked for (empty: none)."""
     rotated: list[FoundationItem] = field(default_factory=list)
     """Circular-evaluation copies (``meta.rotation_of`` set, uid ``<uid>@r<k>``), written after the graded items."""
+    sseu: SseuBuild = field(default_factory=SseuBuild)
+    """SSEU-style items (:mod:`airbench_nb.builders.sseu`), written to ``transcription.jsonl``, ``scene.jsonl``,
+    ``events.jsonl`` and ``joint.jsonl``; empty when the preset has no ``sseu_utterances``."""
+
+    @property
+    def reference_items(self) -> dict[str, list[ReferenceItem]]:
+        """The SSEU-style items of each reference manifest kind, in the manifests' order (empty lists for none)."""
+        return self.sseu.by_kind
 
     @property
     def foundation_written(self) -> list[FoundationItem]:
@@ -150,7 +163,8 @@ class BuildReport:
 
         Keys: ``foundation``, ``chat``, ``foundation_categories``, ``chat_categories`` (``{name: n}``),
         ``graded`` (``{task: n}``), ``graded_by_snr`` (``{"-5": n, ...}``), ``graded_items``, ``graded_failures``
-        ``rotated_items`` and ``failures`` (all failures, graded ones included).
+        ``rotated_items``, ``sseu`` (:meth:`~airbench_nb.builders.sseu.SseuBuild.counts`) and ``failures`` (all
+        failures, graded and SSEU ones included).
         """
         graded_failures = sum(1 for f in self.failures if "snr_db" in f)
         return {
@@ -163,6 +177,7 @@ class BuildReport:
             "graded_items": len(self.graded),
             "graded_failures": graded_failures,
             "rotated_items": len(self.rotated),
+            "sseu": self.sseu.counts(),
             "failures": len(self.failures),
         }
 
@@ -301,6 +316,7 @@ def build(
     snr_grid: Sequence[float] | None = None,
     snr_items_per_task: int | None = None,
     circular_items_per_task: int | None = None,
+    sseu_utterances: int | None = None,
 ) -> BuildReport:
     """Build the offline benchmark.
 
@@ -323,6 +339,9 @@ def build(
         circular_items_per_task: Also write the first N clean items of each Foundation task once per rotation of
             their choices (MMBench CircularEval, :func:`airbench_nb.rotation.rotate_items`); None: the
             preset's ``circular_items_per_task`` (0 when it has none).
+        sseu_utterances: How many SSEU-style utterances to build, each over a synthesized scene at every SNR of
+            the grid plus its clean copy (:mod:`airbench_nb.builders.sseu`); None: the preset's ``sseu_utterances``
+            (0 when it has none). The preset's ``sseu_snr_grid_db``, when given, replaces ``sseu.json``'s grid.
 
     Returns:
         A :class:`BuildReport`. An item (clean or graded) that fails to build is counted in ``failures`` and
@@ -351,12 +370,16 @@ def build(
     )
     if isinstance(circular_per_task, bool) or not isinstance(circular_per_task, int) or circular_per_task < 0:
         raise ValueError(f"circular_items_per_task must be a whole number >= 0, got {circular_per_task!r}")
-    wanted = set(tasks) if tasks else set(FOUNDATION_MAKERS) | set(CHAT_MAKERS)
-    unknown = wanted - set(FOUNDATION_MAKERS) - set(CHAT_MAKERS)
+    n_sseu = sseu_utterances if sseu_utterances is not None else sizes.get("sseu_utterances", 0)
+    if isinstance(n_sseu, bool) or not isinstance(n_sseu, int) or n_sseu < 0:
+        raise ValueError(f"sseu_utterances must be a whole number >= 0, got {n_sseu!r}")
+    sseu_tasks = set(SSEU_TASKS.values())
+    wanted = set(tasks) if tasks else set(FOUNDATION_MAKERS) | set(CHAT_MAKERS) | sseu_tasks
+    unknown = wanted - set(FOUNDATION_MAKERS) - set(CHAT_MAKERS) - sseu_tasks
     if unknown:
         raise ValueError(
             f"cannot build task(s) {', '.join(sorted(unknown))}; buildable: "
-            f"{', '.join([*FOUNDATION_MAKERS, *CHAT_MAKERS])}"
+            f"{', '.join([*FOUNDATION_MAKERS, *CHAT_MAKERS, *SSEU_TASKS.values()])}"
         )
     out = Path(out)
     jobs = [("foundation", t, i) for t in FOUNDATION_MAKERS if t in wanted for i in range(sizes["foundation_per_task"])]
@@ -430,12 +453,28 @@ def build(
         progress=progress,
     )
     failures += graded_failures
+    sseu = build_sseu(
+        out,
+        seed=seed,
+        recipes=recipes,
+        utterances=n_sseu,
+        snr_grid_db=sizes.get("sseu_snr_grid_db"),
+        kinds=[kind for kind, task in SSEU_TASKS.items() if task in wanted],
+        progress=progress,
+    )
+    failures += sseu.failures
     if reference_model and chat:
         chat, reference_failures = llm_references(chat, reference_model, cache=reference_cache)
         failures += [{"task": "reference", "index": -1, **f} for f in reference_failures]
     rotated = _rotations(foundation, circular_per_task)
     write_manifest(out / "foundation.jsonl", [*foundation, *graded, *rotated])
     write_manifest(out / "chat.jsonl", chat)
+    for kind, items in sseu.by_kind.items():
+        if items:
+            write_manifest(out / f"{kind}.jsonl", items)
+        elif (out / f"{kind}.jsonl").is_file():  # left by an earlier build into the same folder: not this dataset's
+            logger.warning("removing %s: this build has no %s items", out / f"{kind}.jsonl", kind)
+            (out / f"{kind}.jsonl").unlink()
     report = BuildReport(
         out=out,
         preset=preset,
@@ -447,6 +486,7 @@ def build(
         graded=graded,
         snr_grid=grid,
         rotated=rotated,
+        sseu=sseu,
     )
     card = DatasetCard(
         data_root=".",
@@ -458,6 +498,7 @@ def build(
             "snr_grid": grid,
             "snr_items_per_task": graded_per_task,
             "circular_items_per_task": circular_per_task,
+            "sseu_utterances": n_sseu,
             "failures_detail": failures,
             "not_built": NOT_BUILT,
         },

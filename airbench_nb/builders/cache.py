@@ -84,7 +84,7 @@ def build_key(
         tasks: Task names to build (None: all; the order does not matter).
         recipe_dir: Folder of the recipe files (hashed by content, not by path).
         options: Other :func:`~airbench_nb.builders.build` options (``snr_grid``, ``snr_items_per_task``,
-            ``circular_items_per_task``); None values are left out.
+            ``circular_items_per_task``, ``sseu_utterances``); None values are left out.
 
     Raises:
         RecipeError: For a bad recipe folder.
@@ -131,11 +131,25 @@ def _locked(lock_path: Path) -> Iterator[None]:
 
 
 def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any]) -> BuildReport:
+    from airbench_nb.builders.sseu import SseuBuild
     from airbench_nb.manifests import read_manifest
-    from airbench_nb.records import ChatItem, FoundationItem
+    from airbench_nb.records import ChatItem, EventsItem, FoundationItem, JointItem, SceneItem, TranscriptionItem
 
     written = [i for i in read_manifest(path / "foundation.jsonl") if isinstance(i, FoundationItem)]
     chat = [i for i in read_manifest(path / "chat.jsonl") if isinstance(i, ChatItem)]
+    reference = {
+        kind: read_manifest(path / f"{kind}.jsonl") if (path / f"{kind}.jsonl").is_file() else []
+        for kind in ("transcription", "scene", "events", "joint")
+    }
+    sseu = SseuBuild(
+        transcription=[i for i in reference["transcription"] if isinstance(i, TranscriptionItem)],
+        scene=[i for i in reference["scene"] if isinstance(i, SceneItem)],
+        events=[i for i in reference["events"] if isinstance(i, EventsItem)],
+        joint=[i for i in reference["joint"] if isinstance(i, JointItem)],
+        failures=[f for f in stored.get("failures", []) if f.get("task") == "sseu"],
+        snr_grid_db=list(stored.get("sseu_snr_grid_db", [])),
+        utterances=int(stored.get("sseu_utterances", 0)),
+    )
     return BuildReport(
         out=path,
         preset=preset,
@@ -147,6 +161,7 @@ def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any
         graded=[i for i in written if "clean_uid" in i.meta],
         snr_grid=list(stored.get("snr_grid", [])),
         rotated=[i for i in written if "rotation_of" in i.meta],
+        sseu=sseu,
     )
 
 
@@ -169,7 +184,8 @@ def cached_build(
         recipe_dir: Recipe folder.
         cache_dir: Cache folder (see :func:`cache_root`).
         progress: Show the build's progress bar.
-        **options: ``snr_grid``, ``snr_items_per_task``, ``circular_items_per_task`` as :func:`build` takes them.
+        **options: ``snr_grid``, ``snr_items_per_task``, ``circular_items_per_task``, ``sseu_utterances`` as
+            :func:`build` takes them.
 
     Returns:
         A :class:`CachedBuild`.
@@ -206,6 +222,8 @@ def cached_build(
                 "seconds": report.seconds,
                 "failures": report.failures,
                 "snr_grid": report.snr_grid,
+                "sseu_snr_grid_db": report.sseu.snr_grid_db,
+                "sseu_utterances": report.sseu.utterances,
                 "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             (partial / KEY_FILE).write_text(json.dumps(stored, indent=2, default=str) + "\n", encoding="utf-8")

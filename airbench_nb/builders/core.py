@@ -37,6 +37,7 @@ RECIPE_FILES = (
     "chat.json",
     "snr.json",
     "multi.json",
+    "sseu.json",
 )
 """Recipe files read by the builder."""
 DATASET = "synthetic"
@@ -75,6 +76,9 @@ class Recipes:
     """SNR-graded items: tasks to grade, background noise colours and music settings."""
     multi: dict[str, Any]
     """The kit's own tasks about several clips or several turns: phrasings, pools and ranges."""
+    sseu: dict[str, Any]
+    """SSEU-style items: sentences, voices, SNR grid, scene settings and questions
+    (:mod:`airbench_nb.builders.sseu`)."""
     sha256: str
     """Hash of the recipe files' bytes, recorded in ``dataset.json``."""
 

@@ -206,6 +206,13 @@ def build(
             "(circular evaluation; uid <uid>@r<k>). Default: the preset's."
         ),
     ] = None,
+    sseu_utterances: Annotated[
+        int | None,
+        typer.Option(
+            help="SSEU-style utterances: speech over a synthesized scene at 7 SNRs plus the clean speech, each mixed "
+            "clip with transcription, scene, events and joint items. Default: the preset's."
+        ),
+    ] = None,
 ) -> None:
     """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
     from airbench_nb.builders import RECIPE_DIR, RecipeError
@@ -224,11 +231,17 @@ def build(
             snr_grid=parse_snr_grid(snr_grid) if snr_grid is not None else None,
             snr_items_per_task=snr_items_per_task,
             circular_items_per_task=circular_items_per_task,
+            sseu_utterances=sseu_utterances,
         )
     counts = report.counts()
     rows = [{"kind": "foundation", "task": t, "items": n} for t, n in counts["foundation"].items()]
     rows += [{"kind": "foundation, SNR-graded", "task": t, "items": n} for t, n in counts["graded"].items()]
     rows += [{"kind": "chat", "task": t, "items": n} for t, n in counts["chat"].items()]
+    rows += [
+        {"kind": kind, "task": items[0].task, "items": len(items)}
+        for kind, items in report.reference_items.items()
+        if items
+    ]
     console.print(
         rows_table(
             f"built {len(report.foundation)} Foundation + {len(report.chat)} Chat items in "
@@ -246,12 +259,20 @@ def build(
             f"and {len(report.rotated)} rotated copies (circular evaluation) of "
             f"{len({i.meta['rotation_of'] for i in report.rotated})} items, last in foundation.jsonl"
         )
+    if report.sseu.items:
+        sseu = counts["sseu"]
+        console.print(
+            f"and {len(report.sseu.items)} SSEU-style items: {sseu['utterances']} utterances, clean and at "
+            f"{', '.join(f'{s:+g}' for s in report.sseu.snr_grid_db)} dB over scenes {sseu['scenes']} "
+            f"({sseu['failures']} failures)"
+        )
     for failure in report.failures:
         err_console.print(
             f"[red]failed:[/red] {failure['task']} {failure.get('uid', failure['index'])}: {failure['error']}"
         )
     console.print(f"gold-letter balance: {report.letter_balance()}")
-    console.print(f"wrote {out}/ (foundation.jsonl, chat.jsonl, dataset.json, audio/)")
+    written = ["foundation.jsonl", "chat.jsonl", *(f"{k}.jsonl" for k, v in report.reference_items.items() if v)]
+    console.print(f"wrote {out}/ ({', '.join(written)}, dataset.json, audio/)")
 
 
 def rotate(
