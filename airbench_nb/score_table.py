@@ -192,7 +192,8 @@ class ScoreSection(_Readable):
     kit_rows: dict[str, Any] | None = None
     """Official result files: the kit's rows left out (``count``, per task, ``why``)."""
     source: str | list[str] | None = None
-    """Official result files: the file(s) scored."""
+    """Official result files: the file(s) scored; reference-scored sections: what the scores rest on besides the
+    answers (``embeddings: <spec>`` for scenes and events)."""
 
     def entries(self) -> Iterator[tuple[str, str, ScoreEntry]]:
         """``(level, name, entry)`` of every score of the section, the Average last."""
@@ -209,6 +210,8 @@ class ItemCounts(_Readable):
     """Foundation items left out."""
     chat: int | None = None
     """Chat items left out."""
+    reference: int | None = None
+    """Items scored against references (transcription, scene, events, joint) left out."""
     why: str = ""
     """Why they are left out."""
 
@@ -374,7 +377,11 @@ class ScoreTable(RootModel[dict[str, RunScores]]):
                     "model": table.model or model,
                     "chat_judge": PROXY_SHORT if judge in SCORES_ONLY_JUDGES else judge or "-",
                     "protocol": table.protocol,
-                    "unusable_items": (table.unusable_items.foundation + (table.unusable_items.chat or 0))
+                    "unusable_items": (
+                        table.unusable_items.foundation
+                        + (table.unusable_items.chat or 0)
+                        + (table.unusable_items.reference or 0)
+                    )
                     if table.unusable_items is not None
                     else 0,
                 }

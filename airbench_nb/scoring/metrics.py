@@ -18,6 +18,10 @@ answer (a transcript scored by WER, a translation by BLEU) is a new metric class
   and drops failures; strict takes the deciding judge's verdict and counts failures wrong.
 - :class:`JudgeScore` (``judge_score``, Chat): the Chat judge's 1-10 scores in both orders; official parses the raw
   reply as ``cal_score.py`` does, strict takes the parsed scores; failures are left out and counted.
+
+And the three of the items scored against references (:mod:`airbench_nb.scoring.reference`): ``wer``,
+``scene_macc`` and ``event_map``. A metric that takes options (the embedding backend) has ``configured(options)``;
+:func:`~airbench_nb.scoring.run.score_run` applies its ``metric_options`` through it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from airbench_nb.scoring.outcomes import (
     official_foundation_correct,
     strict_foundation,
 )
+from airbench_nb.scoring.reference import EventTagging, SceneAccuracy, WordErrorRate
 
 logger = logging.getLogger(__name__)
 
@@ -186,6 +191,9 @@ class JudgeScore:
 
 register_metric(ChoiceAccuracy())
 register_metric(JudgeScore())
+register_metric(WordErrorRate())
+register_metric(SceneAccuracy())
+register_metric(EventTagging())
 
 __all__ = [
     "METRICS",
@@ -194,6 +202,9 @@ __all__ = [
     "ValueOutcome",
     "mean_section",
     "JudgeScore",
+    "EventTagging",
+    "SceneAccuracy",
+    "WordErrorRate",
     "Metric",
     "metric_for",
     "metrics_of",

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from airbench_nb.records import AudioStatus, ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.records import REFERENCE_KINDS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.score_table import ProtocolScores, RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _log_summary, _protocols
 from airbench_nb.scoring.metrics import Metric, metrics_of
@@ -20,6 +20,7 @@ from airbench_nb.scoring.outcomes import (
     foundation_verdicts,
     latest_responses,
 )
+from airbench_nb.scoring.reference import with_options
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ def score_run(
     seed: int = 0,
     reps: int = DEFAULT_REPS,
     judges: Sequence[str] | None = None,
+    metric_options: Mapping[str, Any] | None = None,
 ) -> RunScores:
     """Score one model's run under the official and/or strict protocol.
 
@@ -87,6 +89,8 @@ def score_run(
         seed: Seed of the bootstrap.
         reps: Bootstrap replicates (0: no confidence intervals).
         judges: Judge specs in priority order (see the module docstring); None for the default.
+        metric_options: Options of the metrics that take some (``embedder``: the embedding backend of the scene
+            and event metrics, :mod:`airbench_nb.scoring.reference`).
 
     Returns:
         A :class:`~airbench_nb.score_table.RunScores`: a :class:`~airbench_nb.score_table.ProtocolScores` for each
@@ -125,7 +129,7 @@ def score_run(
     # Each metric scores the items that name it (FoundationItem: choice_accuracy; ChatItem: judge_score) into its
     # section; a metric whose items the model did not answer leaves its section None, and picks no verdicts.
     scored: list[tuple[Metric, list[Any], Mapping[Any, Verdict]]] = []
-    for metric in metrics_of(usable):
+    for metric in (with_options(m, metric_options) for m in metrics_of(usable)):
         own_items = [i for i in usable if metric.name in i.METRICS]
         answered = any(i.uid in by_uid for i in own_items)
         chosen = metric.select(own, {i.uid for i in own_items}, judges) if answered else None
@@ -138,6 +142,7 @@ def score_run(
         table["unusable_items"] = {
             "foundation": unusable.get("foundation", 0),
             "chat": unusable.get("chat", 0),
+            **({"reference": other} if (other := sum(unusable[k] for k in REFERENCE_KINDS)) else {}),
             "why": "audio missing, empty or corrupt: left out of both protocols and counted here",
         }
         table["graded_items"] = {

@@ -40,6 +40,7 @@ def score_run_folder(
     protocol: Protocol = "both",
     seed: int = 0,
     reps: int = DEFAULT_REPS,
+    embedder: str | None = None,
 ) -> tuple[Any, ScoreTable]:
     """Score every model of a run folder (notebook 03/04 layout), once per Chat judge present.
 
@@ -49,6 +50,8 @@ def score_run_folder(
         protocol: ``official``, ``strict`` or ``both``.
         seed: Bootstrap seed.
         reps: Bootstrap replicates.
+        embedder: Embedding backend of the scene and event metrics (:func:`airbench_nb.embeddings.load_embedder`);
+            None: the default offline model.
 
     Returns:
         ``(summary, table)``: a DataFrame with one row per (model, Chat judge, protocol) and the averages and
@@ -73,7 +76,7 @@ def score_run_folder(
             continue
         verdicts = [v for path in folder.verdict_files(model_dir.name) for v in read_records(path, Verdict)]
         runs.append((responses, verdicts))
-    return score_models(items, runs, protocol=protocol, seed=seed, reps=reps)
+    return score_models(items, runs, protocol=protocol, seed=seed, reps=reps, embedder=embedder)
 
 
 def score_models(
@@ -83,6 +86,7 @@ def score_models(
     protocol: Protocol = "both",
     seed: int = 0,
     reps: int = DEFAULT_REPS,
+    embedder: str | None = None,
 ) -> tuple[Any, ScoreTable]:
     """Score several models' records already in memory, once per Chat judge present (see :func:`score_run_folder`).
 
@@ -92,6 +96,7 @@ def score_models(
         protocol: ``official``, ``strict`` or ``both``.
         seed: Bootstrap seed.
         reps: Bootstrap replicates.
+        embedder: Embedding backend of the scene and event metrics; None: the default offline model.
 
     Returns:
         ``(summary, results)`` as :func:`score_run_folder` returns them.
@@ -107,7 +112,16 @@ def score_models(
                 if chat_judge is None
                 else [chat_judge, RULE_JUDGE, *sorted({v.judge for v in verdicts} - {chat_judge, RULE_JUDGE})]
             )
-            result = score_run(items, responses, verdicts, protocol=protocol, seed=seed, reps=reps, judges=judges)
+            result = score_run(
+                items,
+                responses,
+                verdicts,
+                protocol=protocol,
+                seed=seed,
+                reps=reps,
+                judges=judges,
+                metric_options={"embedder": embedder} if embedder else None,
+            )
             key = f"{responses[0].model} | chat judge {chat_judge or '-'}"
             results[key] = result
     table = ScoreTable(results)

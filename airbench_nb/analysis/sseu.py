@@ -1,0 +1,518 @@
+"""SSEU-Bench's analyses: the table of models x prompting modes, curves against SNR, and paired mode differences.
+
+Inputs are the items scored against references (transcription, scene, events and joint items) and each model's
+latest responses; every answer is read by :func:`airbench_nb.scoring.reference.read_part`, exactly as the score
+tables read it, and scored by the same functions (:mod:`airbench_nb.scoring.wer`, :mod:`airbench_nb.scoring.tagging`).
+
+- **The SSEU table** (:attr:`SseuAnalysis.table`): per model and mode (``independent``, ``joint``, ``sseu-cot``),
+  corpus WER (a fraction, lower is better), scene mACC and event mAP (higher is better), each with its 95% bootstrap
+  interval, over the mixed clips (the clean copies are a reference point of the curves, not part of the table: the
+  joint items exist only for mixed clips). ``n`` counts clips; ``failures`` the parts that could not be read.
+- **SNR curves** (:attr:`SseuAnalysis.curves`): the same three numbers per SNR step, per model, task and mode; the
+  clean copies have ``snr_db`` None (transcription only).
+- **Mode differences** (:attr:`SseuAnalysis.differences`): ``joint - independent`` and ``sseu-cot - joint`` per task,
+  on the clips both modes answered, with a paired bootstrap interval (the same resampled clips for both modes; see
+  :func:`paired_difference`). A task is *sacrificed* under joint prompting when its difference is worse (WER up,
+  mACC or mAP down) and the interval excludes 0; :attr:`ModeComparison.sacrificed` names the worst one by relative
+  change, None when no task is significantly worse.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from airbench_nb.records import REFERENCE_KINDS, Response
+from airbench_nb.scoring.aggregate import DEFAULT_REPS
+from airbench_nb.scoring.reference import MODES, ReferenceOutcome, read_part
+
+logger = logging.getLogger(__name__)
+
+TASKS: dict[str, str] = {"transcription": "transcript", "scene": "scene", "events": "events"}
+"""SSEU's three tasks and the answer part each reads."""
+
+METRIC_OF_TASK: dict[str, str] = {"transcription": "wer", "scene": "macc", "events": "map"}
+"""The headline metric of each task (WER lower is better; mACC and mAP higher)."""
+
+LOWER_IS_BETTER: frozenset[str] = frozenset({"wer"})
+"""Metrics for which a rise is a loss."""
+
+COMPARISONS: tuple[tuple[str, str], ...] = (("joint", "independent"), ("sseu-cot", "joint"))
+"""Mode differences reported, ``(mode, baseline)``: joint prompting's cost, then the chain of thought's effect."""
+
+PARTS_OF_KIND: dict[str, tuple[str, ...]] = {
+    "transcription": ("transcript",),
+    "scene": ("scene",),
+    "events": ("events",),
+    "joint": ("transcript", "scene", "events"),
+}
+"""The answer parts each item kind is scored on."""
+
+
+@dataclass
+class TaskScores:
+    """One task's per-item primitives for one model and mode, aligned by clip: what every statistic is made of."""
+
+    task: str
+    """``transcription``, ``scene`` or ``events``."""
+    clips: list[str | None]
+    """Each item's clip id."""
+    snr: list[float | None]
+    """Each item's SNR (None: clean)."""
+    failures: int
+    """Items whose part could not be read (kept in the statistic)."""
+    errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Transcription: S+D+I per item."""
+    words: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Transcription: reference words per item."""
+    gold: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    """Scenes: gold class index per item."""
+    correct: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Scenes: whether the embedding-mapped class is the gold one."""
+    truth: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    """Events: gold 0/1 per item and class."""
+    scores: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    """Events: the sigmoid class scores per item and class."""
+
+    def statistic(self, weights: np.ndarray) -> np.ndarray:
+        """The task's headline metric per row of item weights (rows, n): WER, mACC or mAP."""
+        from airbench_nb.scoring.tagging import weighted_average_precision, weighted_balanced_accuracy
+
+        if self.task == "transcription":
+            top, bottom = weights @ self.errors, weights @ self.words
+            out = np.full(weights.shape[0], np.nan)
+            np.divide(top, bottom, out=out, where=bottom > 0)
+            return out
+        if self.task == "scene":
+            return weighted_balanced_accuracy(self.gold, self.correct, weights)
+        columns = [j for j in range(self.truth.shape[1]) if self.truth[:, j].any()]
+        if not columns:
+            return np.full(weights.shape[0], np.nan)
+        aps = np.stack([weighted_average_precision(self.truth[:, j], self.scores[:, j], weights) for j in columns], 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(aps, axis=1)
+
+    def subset(self, keep: Sequence[int]) -> TaskScores:
+        """The primitives of the items at ``keep``."""
+        idx = np.asarray(keep, dtype=int)
+        return TaskScores(
+            task=self.task,
+            clips=[self.clips[i] for i in idx],
+            snr=[self.snr[i] for i in idx],
+            failures=0,
+            errors=self.errors[idx] if self.errors.size else self.errors,
+            words=self.words[idx] if self.words.size else self.words,
+            gold=self.gold[idx] if self.gold.size else self.gold,
+            correct=self.correct[idx] if self.correct.size else self.correct,
+            truth=self.truth[idx] if self.truth.size else self.truth,
+            scores=self.scores[idx] if self.scores.size else self.scores,
+        )
+
+    @property
+    def n(self) -> int:
+        """Items."""
+        return len(self.clips)
+
+
+def _weights(n: int, reps: int, seed: int, key: str) -> np.ndarray:
+    """Bootstrap weights (reps, n): how often each unit is drawn in each replicate."""
+    from airbench_nb.scoring.wer import _key_rng
+
+    rng = _key_rng(seed, key)
+    idx = rng.integers(0, n, size=(reps, n))
+    flat = (np.arange(reps)[:, None] * n + idx).ravel()
+    return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(float)
+
+
+def _interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
+    from airbench_nb.scoring.wer import percentile_interval
+
+    return percentile_interval(replicates)
+
+
+def _value(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def estimate(scores: TaskScores, reps: int, seed: int, key: str) -> tuple[float | None, float | None, float | None]:
+    """The headline metric over the items and its 95% percentile bootstrap interval (items resampled)."""
+    if not scores.n:
+        return None, None, None
+    point = _value(float(scores.statistic(np.ones((1, scores.n)))[0]))
+    if not reps:
+        return point, None, None
+    low, high = _interval(scores.statistic(_weights(scores.n, reps, seed, key)))
+    return point, low, high
+
+
+def task_scores(task: str, outcomes: Sequence[ReferenceOutcome], embedder: Any) -> TaskScores:
+    """Score one task's outcomes (one model, one mode) into per-item primitives.
+
+    Failures stay in: an unread transcript is all deletions, an unread scene maps to no class, unread events score 0.
+    Transcripts whose reference normalises to nothing are left out (the score tables count them).
+    """
+    from airbench_nb.scoring.tagging import score_events, score_scenes
+    from airbench_nb.scoring.wer import SkippedUtterance, utterance_errors
+
+    failures = sum(o.failure is not None for o in outcomes)
+    if task == "transcription":
+        kept, errors, words = [], [], []
+        for o in outcomes:
+            u = utterance_errors(o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid)
+            if isinstance(u, SkippedUtterance):
+                continue
+            kept.append(o)
+            errors.append(u.errors)
+            words.append(u.ref_words)
+        return TaskScores(
+            task,
+            [o.clip_id for o in kept],
+            [o.snr_db for o in kept],
+            failures,
+            errors=np.array(errors, float),
+            words=np.array(words, float),
+        )
+    classes = outcomes[0].classes if outcomes else ()
+    same = [o for o in outcomes if o.classes == classes]
+    if len(same) < len(outcomes):
+        logger.warning("%s: %d items with another class list left out", task, len(outcomes) - len(same))
+    clips, snr = [o.clip_id for o in same], [o.snr_db for o in same]
+    if task == "scene":
+        answers = [o.answer if isinstance(o.answer, str) else None for o in same]
+        result = score_scenes(answers, [str(o.gold) for o in same], classes, embedder, reps=0)
+        gold = np.array([list(classes).index(str(o.gold)) for o in same], int)
+        return TaskScores(task, clips, snr, failures, gold=gold, correct=np.array(result.correct, bool))
+    answers_e = [list(o.answer) if isinstance(o.answer, tuple) else None for o in same]
+    golds = [list(o.gold or ()) for o in same]
+    result_e = score_events(answers_e, golds, classes, embedder, reps=0)
+    truth = np.zeros((len(same), len(classes)))
+    for i, gold_set in enumerate(golds):
+        truth[i, [list(classes).index(g) for g in gold_set]] = 1.0
+    return TaskScores(task, clips, snr, failures, truth=truth, scores=np.asarray(result_e.scores, float))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One task's ``mode - baseline`` difference on the clips both answered, with a paired bootstrap interval."""
+
+    task: str
+    """``transcription``, ``scene`` or ``events``."""
+    metric: str
+    """``wer``, ``macc`` or ``map``."""
+    mode: str
+    """The mode compared."""
+    baseline: str
+    """The mode it is compared with."""
+    n_clips: int
+    """Clips both modes answered (the paired units)."""
+    value: float | None
+    """Metric under ``mode`` minus metric under ``baseline``."""
+    ci_low: float | None
+    """Lower end of the 95% paired bootstrap interval."""
+    ci_high: float | None
+    """Upper end of the 95% paired bootstrap interval."""
+    mode_value: float | None
+    """The metric under ``mode`` on the paired clips."""
+    baseline_value: float | None
+    """The metric under ``baseline`` on the paired clips."""
+    worse: bool
+    """Whether ``mode`` is significantly worse (WER up, mACC or mAP down; the interval excludes 0)."""
+    better: bool
+    """Whether ``mode`` is significantly better."""
+    relative: float | None
+    """The loss relative to the baseline's value (positive: worse under ``mode``); None when undefined."""
+
+
+@dataclass(frozen=True)
+class ModeComparison:
+    """Every task's difference between two modes for one model, and which task it sacrifices."""
+
+    mode: str
+    """The mode compared (``joint``, ``sseu-cot``)."""
+    baseline: str
+    """The baseline mode (``independent``, ``joint``)."""
+    differences: dict[str, Difference]
+    """By task."""
+    sacrificed: str | None
+    """The significantly worse task with the largest relative loss; None when no task is significantly worse."""
+
+
+def paired_difference(
+    a: TaskScores, b: TaskScores, mode: str, baseline: str, reps: int, seed: int, key: str
+) -> Difference | None:
+    """``statistic(a) - statistic(b)`` on the clips present in both, resampling clips (the same draws for both).
+
+    Returns None when no clip is in both.
+    """
+    index_a = {c: i for i, c in enumerate(a.clips) if c is not None}
+    index_b = {c: i for i, c in enumerate(b.clips) if c is not None}
+    shared = sorted(set(index_a) & set(index_b))
+    if not shared:
+        return None
+    pa, pb = a.subset([index_a[c] for c in shared]), b.subset([index_b[c] for c in shared])
+    ones = np.ones((1, len(shared)))
+    va, vb = float(pa.statistic(ones)[0]), float(pb.statistic(ones)[0])
+    low = high = None
+    if reps:
+        w = _weights(len(shared), reps, seed, key)
+        low, high = _interval(pa.statistic(w) - pb.statistic(w))
+    metric = METRIC_OF_TASK[a.task]
+    sign = 1.0 if metric in LOWER_IS_BETTER else -1.0  # a positive signed difference is a loss
+    value = _value(va - vb)
+    worse = better = False
+    if low is not None and high is not None:
+        lo, hi = sorted((sign * low, sign * high))
+        worse, better = lo > 0, hi < 0
+    relative = sign * (va - vb) / abs(vb) if value is not None and vb and not math.isnan(vb) else None
+    return Difference(
+        task=a.task,
+        metric=metric,
+        mode=mode,
+        baseline=baseline,
+        n_clips=len(shared),
+        value=value,
+        ci_low=low,
+        ci_high=high,
+        mode_value=_value(va),
+        baseline_value=_value(vb),
+        worse=worse,
+        better=better,
+        relative=relative,
+    )
+
+
+@dataclass
+class SseuAnalysis:
+    """SSEU-Bench's analyses of a run (see the module docstring)."""
+
+    table: dict[str, dict[str, dict[str, Any]]]
+    """``table[model][mode] = {wer, wer_ci, macc, macc_ci, map, map_ci, n, failures, failures_by_task}``."""
+    curves: dict[str, dict[str, list[dict[str, Any]]]]
+    """``curves[model][task] = [{mode, snr_db, n, value, ci_low, ci_high}]`` (WER as a fraction)."""
+    comparisons: dict[str, list[ModeComparison]]
+    """Per model, the mode comparisons of :data:`COMPARISONS` that both modes answered."""
+    embedder: str
+    """The embedding backend that mapped scenes and events onto classes."""
+    reps: int
+    """Bootstrap replicates."""
+    seed: int
+    """Bootstrap seed."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (``differences[model] = [comparison...]``)."""
+        return {
+            "table": self.table,
+            "curves": self.curves,
+            "differences": {m: [asdict(c) for c in cs] for m, cs in self.comparisons.items()},
+            "embedder": self.embedder,
+            "reps": self.reps,
+            "seed": self.seed,
+        }
+
+    def table_frame(self) -> Any:
+        """The SSEU table as rows: model, mode, WER, mACC and mAP (percent, each with its interval), n, failures."""
+        import pandas as pd
+
+        rows = []
+        for model, modes in self.table.items():
+            for mode, row in modes.items():
+
+                def pct(key: str, row: Mapping[str, Any] = row) -> str:
+                    value, ci = row.get(key), row.get(f"{key}_ci") or (None, None)
+                    if value is None:
+                        return "-"
+                    if ci[0] is None:
+                        return f"{value * 100:.1f}"
+                    return f"{value * 100:.1f} [{ci[0] * 100:.1f}, {ci[1] * 100:.1f}]"
+
+                rows.append(
+                    {
+                        "model": model,
+                        "mode": mode,
+                        "WER % (lower better)": pct("wer"),
+                        "mACC %": pct("macc"),
+                        "mAP %": pct("map"),
+                        "clips": row["n"],
+                        "failures": row["failures"],
+                    }
+                )
+        return pd.DataFrame(rows)
+
+    def curves_frame(self) -> Any:
+        """The SNR curves as one long frame: model, task, metric, mode, snr_db, n, value, ci_low, ci_high."""
+        import pandas as pd
+
+        rows = [
+            {"model": model, "task": task, "metric": METRIC_OF_TASK[task], **point}
+            for model, tasks in self.curves.items()
+            for task, points in tasks.items()
+            for point in points
+        ]
+        return pd.DataFrame(
+            rows, columns=["model", "task", "metric", "mode", "snr_db", "n", "value", "ci_low", "ci_high"]
+        )
+
+    def differences_frame(self) -> Any:
+        """Every mode difference as rows (model, comparison, task, metric, difference with its CI, sacrificed)."""
+        import pandas as pd
+
+        rows = []
+        for model, comparisons in self.comparisons.items():
+            for comparison in comparisons:
+                for d in comparison.differences.values():
+                    rows.append(
+                        {
+                            "model": model,
+                            "comparison": f"{d.mode} - {d.baseline}",
+                            "task": d.task,
+                            "metric": d.metric,
+                            "clips": d.n_clips,
+                            "difference": d.value,
+                            "ci_low": d.ci_low,
+                            "ci_high": d.ci_high,
+                            "worse": d.worse,
+                            "better": d.better,
+                            "sacrificed": comparison.sacrificed == d.task,
+                        }
+                    )
+        return pd.DataFrame(rows)
+
+
+def outcomes_by_model(
+    items: Iterable[Any], responses: Mapping[str, Mapping[str, Response]]
+) -> dict[str, list[ReferenceOutcome]]:
+    """Every part of every reference-scored item, read from each model's latest responses.
+
+    Args:
+        items: Items of any kind (only the reference-scored ones are read).
+        responses: ``{model: {uid: latest response}}``.
+    """
+    reference = [i for i in items if i.kind in REFERENCE_KINDS]
+    return {
+        model: [read_part(item, by_uid.get(item.uid), part) for item in reference for part in PARTS_OF_KIND[item.kind]]
+        for model, by_uid in responses.items()
+    }
+
+
+def sseu_analysis(
+    outcomes: Mapping[str, Sequence[ReferenceOutcome]],
+    *,
+    embedder: str | None = None,
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+) -> SseuAnalysis:
+    """The SSEU table, SNR curves and mode differences of each model's outcomes (see the module docstring).
+
+    A model's mode counts only when the model answered at least one item of it (a model that does not serve a kind
+    has no row there). Within an answered mode, items it failed are failures kept in the statistics.
+    """
+    from airbench_nb.embeddings import DEFAULT_EMBEDDER, load_embedder
+
+    backend = load_embedder(embedder)
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    curves: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    comparisons: dict[str, list[ModeComparison]] = {}
+    for model, model_outcomes in outcomes.items():
+        groups: dict[tuple[str, str], list[ReferenceOutcome]] = defaultdict(list)
+        for o in model_outcomes:
+            groups[(o.mode, o.part)].append(o)
+        answered_modes = {o.mode for o in model_outcomes if o.answered}
+        primitives: dict[tuple[str, str], TaskScores] = {}
+        for task, part in TASKS.items():
+            for mode in MODES:
+                group = groups.get((mode, part))
+                if mode in answered_modes and group and any(o.answered for o in group):
+                    primitives[(mode, task)] = task_scores(task, group, backend)
+        table[model] = _table_rows(primitives, reps, seed, model)
+        curves[model] = _curves(primitives, reps, seed, model)
+        comparisons[model] = _comparisons(primitives, reps, seed, model)
+    return SseuAnalysis(table, curves, comparisons, embedder or DEFAULT_EMBEDDER, reps, seed)
+
+
+def _mixed(scores: TaskScores) -> TaskScores:
+    return scores.subset([i for i, s in enumerate(scores.snr) if s is not None])
+
+
+def _table_rows(primitives: Mapping[tuple[str, str], TaskScores], reps: int, seed: int, model: str) -> dict[str, Any]:
+    rows: dict[str, dict[str, Any]] = {}
+    for mode in MODES:
+        present = {task: primitives[(mode, task)] for task in TASKS if (mode, task) in primitives}
+        if not present:
+            continue
+        row: dict[str, Any] = {}
+        clips: set[str | None] = set()
+        failures: dict[str, int] = {}
+        for task, scores in present.items():
+            mixed = _mixed(scores)
+            metric = METRIC_OF_TASK[task]
+            value, low, high = estimate(mixed, reps, seed, f"sseu/{model}/{mode}/{task}")
+            row[metric], row[f"{metric}_ci"] = value, [low, high]
+            clips.update(c if c is not None else f"item{i}" for i, c in enumerate(mixed.clips))
+            failures[task] = scores.failures
+        for metric in ("wer", "macc", "map"):
+            row.setdefault(metric, None)
+            row.setdefault(f"{metric}_ci", [None, None])
+        row["n"] = len(clips)
+        row["failures"] = sum(failures.values())
+        row["failures_by_task"] = failures
+        rows[mode] = row
+    return rows
+
+
+def _curves(
+    primitives: Mapping[tuple[str, str], TaskScores], reps: int, seed: int, model: str
+) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (mode, task), scores in primitives.items():
+        levels = sorted({s for s in scores.snr if s is not None}) + ([None] if None in scores.snr else [])
+        for snr in levels:
+            sub = scores.subset([i for i, s in enumerate(scores.snr) if s == snr])
+            value, low, high = estimate(sub, reps, seed, f"snr/{model}/{mode}/{task}/{snr}")
+            point = {"mode": mode, "snr_db": snr, "n": sub.n, "value": value, "ci_low": low, "ci_high": high}
+            out.setdefault(task, []).append(point)
+    return out
+
+
+def _comparisons(
+    primitives: Mapping[tuple[str, str], TaskScores], reps: int, seed: int, model: str
+) -> list[ModeComparison]:
+    out = []
+    for mode, baseline in COMPARISONS:
+        differences = {}
+        for task in TASKS:
+            a, b = primitives.get((mode, task)), primitives.get((baseline, task))
+            if a is None or b is None:
+                continue
+            d = paired_difference(
+                _mixed(a), _mixed(b), mode, baseline, reps, seed, f"paired/{model}/{mode}/{baseline}/{task}"
+            )
+            if d is not None:
+                differences[task] = d
+        if not differences:
+            continue
+        losses = [d for d in differences.values() if d.worse]
+        sacrificed = max(losses, key=lambda d: d.relative if d.relative is not None else 0.0).task if losses else None
+        out.append(ModeComparison(mode, baseline, differences, sacrificed))
+    return out
+
+
+__all__ = [
+    "COMPARISONS",
+    "Difference",
+    "ModeComparison",
+    "SseuAnalysis",
+    "TaskScores",
+    "estimate",
+    "outcomes_by_model",
+    "paired_difference",
+    "sseu_analysis",
+    "task_scores",
+]
