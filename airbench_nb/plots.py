@@ -29,6 +29,8 @@ FIGURE_NAMES: dict[str, str] = {
     "length": "accuracy-vs-answer-length",
     "multi_clip": "accuracy-single-vs-multi-clip",
     "multi_turn": "chat-score-by-turn",
+    "sseu_snr": "sseu-wer-macc-map-vs-snr",
+    "sseu_modes": "sseu-joint-and-cot-minus-baseline",
 }
 """Caption-ready file stems of the analysis figures (``figures/<stem>.png``)."""
 
@@ -692,5 +694,129 @@ def turn_scores_chart(frame: pd.DataFrame) -> Any:
     n = int(shown["conversations"].max())
     ax.set_title(f"Multi-turn Chat: score by turn (n = {n} conversations, 95% bootstrap CIs)")
     ax.legend(title="model · judge", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+SSEU_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("transcription", "wer", "WER (%, lower is better)"),
+    ("scene", "macc", "scene mACC (%)"),
+    ("events", "map", "event mAP (%)"),
+)
+"""SSEU-Bench's three tasks, their metric and the axis label of each panel."""
+
+
+def sseu_snr_curves(frame: pd.DataFrame) -> Any:
+    """SSEU-Bench's headline figure: WER, scene mACC and event mAP against SNR, per model; one row per prompting mode.
+
+    Bands are the 95% bootstrap intervals; the clean copies (transcription only, asked alone) are a square at the
+    right of the WER panel of the ``independent`` row.
+
+    Args:
+        frame: :meth:`airbench_nb.analysis.sseu.SseuAnalysis.curves_frame` (columns ``model, task, metric, mode,
+            snr_db, n, value, ci_low, ci_high``; ``snr_db`` NaN for the clean copies).
+
+    Returns:
+        The figure, or None when there is no SNR step.
+    """
+    if frame.empty or frame["snr_db"].dropna().empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    snrs = sorted(frame["snr_db"].dropna().unique())
+    clean_x = snrs[-1] + max(3.0, (snrs[-1] - snrs[0]) / 5 if len(snrs) > 1 else 3.0)
+    models = list(dict.fromkeys(frame["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
+    modes = [m for m in ("independent", "joint", "sseu-cot") if (frame["mode"] == m).any()]
+    panels = [spec for spec in SSEU_METRICS if (frame["task"] == spec[0]).any()]
+    fig, axes = plt.subplots(
+        len(modes), len(panels), figsize=(4.4 * len(panels) + 2.4, 3.0 * len(modes)), squeeze=False, sharex=True
+    )
+    for r, mode in enumerate(modes):
+        for c, (task, _metric, label) in enumerate(panels):
+            ax = axes[r, c]
+            part = frame[(frame["task"] == task) & (frame["mode"] == mode)]
+            graded = part[part["snr_db"].notna()]
+            for model, sub in graded.groupby("model", sort=False):
+                sub = sub.sort_values("snr_db")
+                color = palette[model]
+                ax.plot(sub["snr_db"], sub["value"] * 100, marker="o", markersize=3.5, color=color, label=_short(model))
+                ax.fill_between(sub["snr_db"], sub["ci_low"] * 100, sub["ci_high"] * 100, color=color, alpha=0.12)
+            clean = part[part["snr_db"].isna()]
+            for _, row in clean.iterrows():
+                low, high = row["ci_low"], row["ci_high"]
+                yerr = None if pd.isna(low) else [[(row["value"] - low) * 100], [(high - row["value"]) * 100]]
+                ax.errorbar(
+                    [clean_x], [row["value"] * 100], yerr=yerr, fmt="s", markersize=4, color=palette[row["model"]]
+                )
+            ticks = [*snrs, clean_x]
+            ax.set_xticks(ticks, [f"{s:g}" for s in snrs] + ["clean"], fontsize=8)
+            per_point = int(graded["n"].max()) if not graded.empty else 0
+            ax.set_title(f"{task}, {mode} (n = {per_point} clips per point)", fontsize=9)
+            ax.set_ylabel(label, fontsize=8.5)
+            ax.set_ylim(0, 105) if task != "transcription" else ax.set_ylim(bottom=0)
+            if r == len(modes) - 1:
+                ax.set_xlabel("SNR of speech over background (dB)")
+            if graded.empty and clean.empty:
+                ax.text(0.5, 0.5, "not answered", ha="center", va="center", transform=ax.transAxes, color="grey")
+    handles: list[Any] = []
+    labels: list[str] = []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.suptitle("SSEU-Bench: WER, scene mACC and event mAP against SNR (95% bootstrap bands)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def sseu_mode_differences(frame: pd.DataFrame) -> Any:
+    """Joint minus independent, and chain of thought minus joint, per model and task, with paired 95% intervals.
+
+    Args:
+        frame: :meth:`airbench_nb.analysis.sseu.SseuAnalysis.differences_frame` (columns ``model, comparison, task,
+            metric, clips, difference, ci_low, ci_high, worse, better, sacrificed``).
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    comparisons = list(dict.fromkeys(frame["comparison"]))
+    models = list(dict.fromkeys(frame["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
+    tasks = [t for t, _, _ in SSEU_METRICS if (frame["task"] == t).any()]
+    fig, axes = plt.subplots(
+        1, len(comparisons), figsize=(4.8 * len(comparisons) + 1.6, 0.5 * len(tasks) * len(models) + 1.6), squeeze=False
+    )
+    for ax, comparison in zip(axes.flat, comparisons, strict=True):
+        part = frame[frame["comparison"] == comparison]
+        labels = []
+        y = 0
+        for task in tasks:
+            for model in models:
+                row = part[(part["task"] == task) & (part["model"] == model)]
+                if row.empty:
+                    continue
+                r = row.iloc[0]
+                value = r["difference"] * 100 if pd.notna(r["difference"]) else np.nan
+                low = (r["difference"] - r["ci_low"]) * 100 if pd.notna(r["ci_low"]) else 0.0
+                high = (r["ci_high"] - r["difference"]) * 100 if pd.notna(r["ci_high"]) else 0.0
+                marker = "X" if r["sacrificed"] else "o"
+                ax.errorbar([value], [y], xerr=[[low], [high]], fmt=marker, color=palette[model], capsize=2)
+                labels.append(f"{r['metric'].upper()} · {_short(model, 22)} (n = {r['clips']})")
+                y += 1
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_yticks(range(len(labels)), labels, fontsize=7.5)
+        ax.invert_yaxis()
+        ax.set_title(f"{comparison} (× sacrificed task)", fontsize=9)
+        ax.set_xlabel("difference (percentage points; WER up or mACC/mAP down is a loss)")
+    fig.suptitle("SSEU-Bench: effect of joint and chain-of-thought prompting, paired over the same clips", fontsize=10)
     fig.tight_layout()
     return fig

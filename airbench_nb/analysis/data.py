@@ -44,12 +44,14 @@ from airbench_nb.records import (
     Response,
     Verdict,
 )
+from airbench_nb.run_folder import KINDS as RUN_KINDS
 from airbench_nb.run_folder import RunFolder
 
 logger = logging.getLogger(__name__)
 
-KINDS: tuple[str, ...] = ("foundation", "chat")
-"""Manifest kinds of a run folder's data directory (``<kind>.jsonl``)."""
+KINDS: tuple[str, ...] = RUN_KINDS
+"""Manifest kinds of a run folder's data directory (``<kind>.jsonl``): AIR-Bench's two and the reference-scored
+ones (:data:`airbench_nb.run_folder.KINDS`)."""
 
 FOUNDATION_COLUMNS: tuple[str, ...] = (
     "model",
@@ -329,7 +331,7 @@ def load_run(
     run_dir = folder.path
     manifests = [folder.manifest(kind) for kind in KINDS if folder.manifest(kind).is_file()]
     if not manifests:
-        raise FileNotFoundError(f"{folder.data_dir}: no foundation.jsonl or chat.jsonl")
+        raise FileNotFoundError(f"{folder.data_dir}: no manifest ({', '.join(f'{k}.jsonl' for k in KINDS)})")
     items: dict[str, FoundationItem | ChatItem] = {}
     all_items: list[FoundationItem | ChatItem] = []
     unusable = 0

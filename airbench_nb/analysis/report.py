@@ -19,7 +19,10 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
 - multi-clip: the plain Foundation items under the strict protocol, single-clip against multi-clip
   (:mod:`airbench_nb.analysis.multi`);
 - multi-turn: the per-turn Chat scores of the score tables under ``protocol``, and the Chat rows of the
-  multi-turn items for the follow-up test.
+  multi-turn items for the follow-up test;
+- SSEU-Bench (``sseu``, ``snr_curves``): the items scored against references (transcription, scene, events and
+  joint items), read as the score tables read them (:mod:`airbench_nb.analysis.sseu`): the table of models x
+  prompting modes, WER, mACC and mAP against SNR, and the paired joint and chain-of-thought differences.
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ SECTIONS: tuple[str, ...] = (
     "agreement",
     "multi_clip",
     "multi_turn",
+    "sseu",
+    "snr_curves",
 )
 """Sections of ``analysis.json``, in report order."""
 
@@ -91,6 +96,8 @@ class RunAnalysis:
         reps: Bootstrap replicates of the main table's intervals.
         sample: An annotation sample of this run (``airbench-nb sample-annotation``), for the agreement section.
         labels: Label files of that sample (one per annotator).
+        embedder: Embedding backend that maps scene and event answers onto classes
+            (:func:`airbench_nb.embeddings.load_embedder`); None: the default offline model.
     """
 
     def __init__(
@@ -109,6 +116,7 @@ class RunAnalysis:
         reps: int = 1000,
         sample: str | Path | None = None,
         labels: Sequence[str | Path] = (),
+        embedder: str | None = None,
     ) -> None:
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
@@ -125,6 +133,8 @@ class RunAnalysis:
         self.confusion_model = confusion_model
         self.sample = Path(sample) if sample else None
         self.labels = [Path(p) for p in labels]
+        self.embedder = embedder or None
+        self._sseu: Any = None
         self.run: RunData = load_run(
             self.run_dir,
             manifest_dir=manifest_dir,
@@ -163,7 +173,9 @@ class RunAnalysis:
 
             items = list(self.run.all_items)
             runs = [(list(self.run.responses[m].values()), self.run.verdicts.get(m, [])) for m in self.run.models]
-            summary, results = score_models(items, runs, protocol="both", seed=self.seed, reps=self.reps)
+            summary, results = score_models(
+                items, runs, protocol="both", seed=self.seed, reps=self.reps, embedder=self.embedder
+            )
             self._scores = (summary, results)
         return self._scores
 
@@ -425,6 +437,62 @@ class RunAnalysis:
             figure=plots.turn_scores_chart(frame),
             figure_key="multi_turn",
             extra_data={"protocol": self.protocol},
+        )
+
+    def sseu_results(self) -> Any:
+        """SSEU-Bench's analyses of the run (:func:`~airbench_nb.analysis.sseu.sseu_analysis`; computed once).
+
+        None when no model answered an item scored against a reference.
+        """
+        if self._sseu is None:
+            from airbench_nb.analysis.sseu import outcomes_by_model, sseu_analysis
+
+            outcomes = outcomes_by_model(self.run.items.values(), self.run.responses)
+            outcomes = {m: o for m, o in outcomes.items() if any(x.answered for x in o)}
+            self._sseu = (
+                sseu_analysis(outcomes, embedder=self.embedder, reps=self.reps, seed=self.seed) if outcomes else False
+            )
+        return self._sseu or None
+
+    def sseu(self) -> Section:
+        """The SSEU table: WER, mACC and mAP per model and prompting mode, and the paired mode differences."""
+        result = self.sseu_results()
+        if result is None or not any(result.table.values()):
+            return Section(
+                "sseu",
+                {},
+                reason="no transcription, scene, events or joint item was answered (build them with `airbench-nb "
+                "build --preset mini`, and answer them with notebook 03's kinds)",
+            )
+        differences = result.differences_frame()
+        return Section(
+            "sseu",
+            result.table,
+            frame=result.table_frame(),
+            figure=plots.sseu_mode_differences(differences),
+            figure_key="sseu_modes",
+            extra_data={
+                "differences": result.as_dict()["differences"],
+                "embedder": result.embedder,
+                "reps": result.reps,
+                "seed": result.seed,
+                "scope": "mixed clips (the clean copies are a point of the SNR curves); WER, mACC and mAP as "
+                "fractions; n counts clips",
+            },
+        )
+
+    def snr_curves(self) -> Section:
+        """WER, scene mACC and event mAP against SNR per model, task and mode (SSEU-Bench's headline figure)."""
+        result = self.sseu_results()
+        frame = result.curves_frame() if result is not None else pd.DataFrame()
+        if frame.empty:
+            return Section("snr_curves", {}, reason="no SSEU item with an SNR was answered")
+        return Section(
+            "snr_curves",
+            result.curves,
+            frame=frame,
+            figure=plots.sseu_snr_curves(frame),
+            figure_key="sseu_snr",
         )
 
     def _ranking_judge(self, summary: pd.DataFrame) -> str | None:
