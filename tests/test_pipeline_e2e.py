@@ -34,8 +34,19 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
     mixed = read_results(run_dir / "02_mix_and_listen.ipynb")
     assert mixed
     runs = read_results(run_dir / "03_run_model.ipynb")["run_model"]["runs"]
-    assert {r["model"] for r in runs} == {"baseline:oracle", "baseline:random", "baseline:first", "baseline:dsp"}
+    whisper = "faster-whisper:tiny.en-bundled"
+    assert {r["model"] for r in runs} == {
+        "baseline:oracle",
+        "baseline:random",
+        "baseline:first",
+        "baseline:dsp",
+        whisper,
+    }
     assert all(r["errors"] == 0 for r in runs)
+    # the ASR model serves transcription items only: every other kind is n/a (no response, not an error)
+    served = {r["kind"]: r for r in runs if r["model"] == whisper}
+    assert served["transcription"]["answered"] == 2 and served["scene"]["not_applicable"] == 1
+    assert served["foundation"]["not_applicable"] == served["foundation"]["total"] > 0
 
     judged = read_results(run_dir / "04_judge.ipynb")["judge"]
     assert judged["judges"] == ["rule", "proxy"]
@@ -50,6 +61,14 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
         scores.loc[("baseline:oracle", "strict"), "chat_average"]
         > scores.loc[("baseline:first", "strict"), "chat_average"]
     )
+    # SSEU-Bench's items need no judge: the oracle is perfect in every task, the ASR model has a WER and nothing else
+    for column, best in (("transcription_average", 0.0), ("scene_average", 1.0), ("events_average", 1.0)):
+        assert scores.loc[("baseline:oracle", "strict"), column] == best
+    assert 0.0 <= scores.loc[(whisper, "strict"), "transcription_average"] <= 2.0
+    assert pd.isna(pd.to_numeric(scores.loc[(whisper, "strict"), "scene_average"], errors="coerce"))
+    analysed = read_results(run_dir / "05_analyze.ipynb")["analyze"]
+    assert analysed["sseu"]["baseline:oracle"]["joint"]["wer"] == 0.0
+    assert set(analysed["sseu"][whisper]) == {"independent"}
     assert (run_dir / "scores.csv").is_file()
     page = (run_dir / "index.html").read_text()  # the landing page, written at the end of every run
     assert "baseline:oracle" in page and 'class="status ok"' in page and (run_dir / "README.md").is_file()
