@@ -44,6 +44,8 @@ FIGURE_CAPTIONS: dict[str, str] = {
     "judge-human-agreement": "Agreement of judges with human labels.",
     "accuracy-single-vs-multi-clip": "Accuracy on single-clip vs multi-clip items (the kit's own tasks), strict.",
     "chat-score-by-turn": "Multi-turn Chat: the judge's score of each turn (does it fall on follow-ups?).",
+    "sseu-wer-macc-map-vs-snr": "SSEU-Bench: WER, scene mACC and event mAP against SNR, per prompting mode.",
+    "sseu-joint-and-cot-minus-baseline": "SSEU-Bench: joint minus independent and CoT minus joint, paired over clips.",
 }
 """Captions of the known figures of notebook 05, by file stem (others get their stem)."""
 
@@ -94,6 +96,14 @@ questions): no Average includes them.</p>
 {% if main_table %}<div class="wide">{{ main_table | safe }}</div>
 {% else %}<p>No scores (the judging stage did not finish).</p>{% endif %}
 
+{% if sseu_table %}<h2>SSEU-Bench</h2>
+<p class="meta">Transcription (corpus WER in %, lower is better), acoustic scene (mACC: balanced accuracy of the
+answers mapped onto the class names by {{ sseu_embedder }} embeddings) and sound events (mAP), each in % with its 95%
+bootstrap interval, over the mixed clips. <b>independent</b> asks each task alone, <b>joint</b> all three in one
+prompt, <b>sseu-cot</b> in SSEU-Bench's five steps. A dash: the model does not serve that task (a transcriber has no
+scene) or was not asked. <b>failures</b>: answer parts that could not be read (kept in the scores).</p>
+<div class="wide">{{ sseu_table | safe }}</div>
+{% endif %}
 <h2>Figures</h2>
 {% for figure in figures %}<figure>
 <a href="{{ figure.path }}"><img src="{{ figure.path }}" alt="{{ figure.caption }}"></a>
@@ -175,6 +185,10 @@ def _warnings(run: RunInfo, summary: list[dict[str, Any]], analysis: dict[str, A
                 )
             if row.get(f"{bench}_partial"):
                 out.append(("warn", f"{row['model']}: the {bench} Average is partial (not all categories present)"))
+        for bench in ("transcription", "scene", "events"):
+            failed = row.get(f"{bench}_failed") or 0
+            if failed:
+                out.append(("warn", f"{row['model']}: {failed} {bench} answers could not be read (kept as failures)"))
         if row.get("unusable_items"):
             out.append(("warn", f"{row['unusable_items']} items with missing, empty or corrupt audio were left out"))
     if any(row.get("chat_judge") == PROXY_SHORT for row in summary):
@@ -210,6 +224,37 @@ def _main_table_html(results: ScoreTable | None) -> str:
         return ""
     flat = _main_markdown(frame)
     return flat.to_html(index=False, border=0, escape=True, na_rep="–")
+
+
+def _sseu_table_html(analysis: dict[str, Any] | None) -> str:
+    """SSEU-Bench's table (models x prompting modes) from ``analysis.json``, or "" when the run has none."""
+    table = (analysis or {}).get("sseu") or {}
+    if not table:
+        return ""
+    import pandas as pd
+
+    def cell(row: dict[str, Any], key: str) -> str:
+        value, ci = row.get(key), row.get(f"{key}_ci") or [None, None]
+        if value is None:
+            return "–"
+        if ci[0] is None or ci[1] is None:
+            return f"{value * 100:.1f}"
+        return f"{value * 100:.1f} [{ci[0] * 100:.1f}, {ci[1] * 100:.1f}]"
+
+    rows = [
+        {
+            "model": model,
+            "mode": mode,
+            "WER %": cell(row, "wer"),
+            "scene mACC %": cell(row, "macc"),
+            "event mAP %": cell(row, "map"),
+            "clips": row.get("n"),
+            "failures": row.get("failures"),
+        }
+        for model, modes in table.items()
+        for mode, row in modes.items()
+    ]
+    return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep="–")
 
 
 def _figures(run: RunFolder) -> list[dict[str, str]]:
@@ -272,6 +317,8 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
         "versions": sorted(run.versions.items()),
         "warnings": _warnings(run, summary_rows, analysis),
         "main_table": _main_table_html(results),
+        "sseu_table": _sseu_table_html(analysis),
+        "sseu_embedder": ((analysis or {}).get("sseu_detail") or {}).get("embedder", "text"),
         "figures": _figures(folder),
         "notebooks": notebooks,
         "raw_files": folder.raw_files(),

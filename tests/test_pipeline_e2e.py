@@ -72,3 +72,6 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
     assert (run_dir / "scores.csv").is_file()
     page = (run_dir / "index.html").read_text()  # the landing page, written at the end of every run
     assert "baseline:oracle" in page and 'class="status ok"' in page and (run_dir / "README.md").is_file()
+    sseu = page.split("<h2>SSEU-Bench</h2>")[1].split("<h2>")[0]  # the SSEU table: the real model's row is there
+    assert f"<td>{whisper}</td>" in sseu and "<td>sseu-cot</td>" in sseu
+    assert "SSEU-Bench: WER, scene mACC and event mAP against SNR" in page
