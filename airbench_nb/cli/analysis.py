@@ -29,16 +29,27 @@ def analyze(
         Path | None, typer.Option(help="Output folder (default RUN_DIR/analysis).", callback=out_folder)
     ] = None,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    embedder: Annotated[
+        str | None,
+        typer.Option(help="Text embeddings mapping scene/event answers onto classes (default: the offline MiniLM)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print analysis.json.")] = False,
 ) -> None:
-    """Analyse a run: main table, position bias, circular, order bias, per-class metrics, SNR curves, rankings."""
+    """Analyse a run: main table, biases, per-class metrics, SNR curves, rankings, SSEU-Bench's table and curves."""
     from airbench_nb.analysis.report import analyze_run
 
     if not run_dir.is_dir():
         raise refuse("no such run folder", file=run_dir)
     with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError
         result = analyze_run(
-            run_dir, protocol=protocol, weights=weights, out=out, models=model, judges=judge, seed=seed
+            run_dir,
+            protocol=protocol,
+            weights=weights,
+            out=out,
+            models=model,
+            judges=judge,
+            seed=seed,
+            embedder=embedder,
         )
     if as_json:
         typer.echo(json.dumps(result, indent=1, default=str))

@@ -112,6 +112,10 @@ def score(
     ] = "both",
     model: Annotated[str | None, typer.Option(help="Model spec, when the files hold several models.")] = None,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    embedder: Annotated[
+        str | None,
+        typer.Option(help="Text embeddings mapping scene/event answers onto classes (default: the offline MiniLM)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Score a run with the official and/or strict protocol (each score with n, failures and a 95% CI)."""
@@ -127,6 +131,7 @@ def score(
             protocol=protocol,  # type: ignore[arg-type]
             model=model,
             seed=seed,
+            metric_options={"embedder": embedder} if embedder else None,
         )
     _print_scores(result, as_json)
 

@@ -21,8 +21,15 @@ from airbench_nb.cli.app import (
 
 
 def infer(
-    model: Annotated[str, typer.Option(help="Model spec: hf:<path>, openai:<model>[@<base_url>], baseline:<name>.")],
-    manifest: Annotated[Path, typer.Option(help="A JSONL manifest (foundation.jsonl or chat.jsonl).")],
+    model: Annotated[
+        str,
+        typer.Option(
+            help="Model spec: hf:<path>, openai:<model>[@<base_url>], faster-whisper:<folder|size>, baseline:<name>."
+        ),
+    ],
+    manifest: Annotated[
+        Path, typer.Option(help="A JSONL manifest (foundation, chat, transcription, scene, events or joint).")
+    ],
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Responses JSONL (resumed when it exists).", callback=out_file)
     ],
