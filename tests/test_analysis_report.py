@@ -42,7 +42,8 @@ def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path,
     saved = json.loads((planted / "analysis" / "analysis.json").read_text())
     assert saved["models"] == analysis["models"] == ["planted:letter-a", "planted:skilled", "planted:uniform"]
     assert set(SECTIONS) <= set(saved)
-    assert set(saved["reasons"]) == {"multi_clip", "multi_turn"}  # the planted run has none of the kit's tasks
+    # the planted run has none of the kit's tasks and no SSEU-Bench item
+    assert set(saved["reasons"]) == {"multi_clip", "multi_turn", "sseu", "snr_curves"}
     bias = saved["position_bias"]["planted:letter-a"]
     assert {"n", "chosen", "gold", "chi2", "p_value", "accuracy_by_gold"} <= set(bias)
     order = saved["order_bias"]["planted-judge"]["planted:skilled"]
@@ -172,7 +173,12 @@ def test_notebook_05_runs_under_papermill(planted: Path, tmp_path: Path):
     )
     results = read_results(out)["analyze"]
     assert results["models"] == ["planted:letter-a", "planted:skilled", "planted:uniform"]
-    assert len(results["figures"]) >= 8 and set(results["empty_sections"]) == {"multi_clip", "multi_turn"}
+    assert len(results["figures"]) >= 8 and set(results["empty_sections"]) == {
+        "multi_clip",
+        "multi_turn",
+        "sseu",
+        "snr_curves",
+    }
     assert results["position_bias_p"]["planted:letter-a"] < 0.01
     executed = nbformat.read(str(out), as_version=4)
     errors = [o for c in executed.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]

@@ -151,7 +151,11 @@ def test_run_reports_under_a_file_and_bad_params_exit_2(tmp_path):
 
 @pytest.mark.parametrize(
     ("notebook", "error"),
-    [("03_run_model", "no such folder"), ("04_judge", "no such folder"), ("05_analyze", "no foundation.jsonl")],
+    [
+        ("03_run_model", "no such folder"),
+        ("04_judge", "no such folder"),
+        ("05_analyze", "no manifest (foundation.jsonl"),
+    ],
 )
 def test_missing_manifest_dir_fails_the_notebook_and_the_run(tmp_path, notebook, error):
     from airbench_nb.pipeline import run_pipeline
