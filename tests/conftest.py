@@ -11,9 +11,17 @@ import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# The shared cache of built data and judge calls (airbench_nb.builders.cache): one fresh folder per test session, so
-# that tests never read or fill the user's ~/.cache/airbench-nb, and notebooks run by papermill inherit it.
-os.environ["AIRBENCH_CACHE"] = tempfile.mkdtemp(prefix="airbench-cache-")
+# The shared cache of built data, judge calls and embeddings (airbench_nb.cache): one fresh folder per test session,
+# so that tests never read or fill the user's ~/.cache/airbench-nb, and notebooks run by papermill inherit it. The
+# pytest-xdist workers of one session share it (their run id names it): a dataset one worker built is a cache hit
+# for the other (the cache is safe across processes: builds take a file lock).
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+if _RUN:
+    _SHARED = Path(tempfile.gettempdir()) / f"airbench-cache-{_RUN}"
+    _SHARED.mkdir(exist_ok=True)
+    os.environ["AIRBENCH_CACHE"] = str(_SHARED)
+else:
+    os.environ["AIRBENCH_CACHE"] = tempfile.mkdtemp(prefix="airbench-cache-")
 
 REPO = Path(__file__).resolve().parent.parent
 

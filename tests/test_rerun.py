@@ -146,8 +146,7 @@ def test_resume_executes_a_changed_notebook_and_what_reads_its_files_only(tmp_pa
         notebooks=["01_build_data", "03_run_model", "05_analyze"],
         run_id="r",
         reports_dir=tmp_path / "reports",
-        html=False,
-        cache_dir=tmp_path / "cache",
+        html=False,  # the session's data cache (conftest.py): the tiny build is shared with other tests
     )
     _ok(run_pipeline(params, **run))
     run_dir = tmp_path / "reports" / "r"
