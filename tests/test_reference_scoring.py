@@ -223,3 +223,24 @@ def test_unusable_audio_is_left_out_and_counted_for_reference_items():
     strict = score_run(items, responses, protocol="strict", reps=0).strict
     assert strict.unusable_items.reference == 1
     assert strict.metric_sections["transcription"].tasks["independent"].n == 1
+
+
+def test_what_the_parser_removed_and_could_not_read_is_counted_per_model():
+    items = [i for k in range(3) for i in _clip_items(k)]
+
+    def text(item):
+        if isinstance(item, TranscriptionItem):
+            return f'<think>easy</think>"{item.reference}"'  # a think block and wrapping quotes
+        if isinstance(item, JointItem) and item.prompting == "joint":
+            return f"Transcript: {item.reference}\nEvents: none"  # no scene line
+        return _oracle_text(item)
+
+    by_uid = {r.uid: r for r in _responses(items, text)}
+    analysis = sseu_analysis(outcomes_by_model(items, {"m": by_uid}), reps=0)
+    counts = analysis.cleanup["m"]
+    assert counts["answers"] == 15
+    assert counts["removed"]["think"] == 3 and counts["removed"]["quotes"] == 3
+    assert counts["failures"] == {"scene": {"no scene section": 3}}
+    assert analysis.table["m"]["joint"]["failures_by_task"] == {"transcription": 0, "scene": 3, "events": 0}
+    frame = analysis.cleanup_frame()
+    assert {"answers read", "removed: think", "failed scene: no scene section"} <= set(frame["what"])

@@ -473,6 +473,7 @@ class RunAnalysis:
             figure_key="sseu_modes",
             extra_data={
                 "differences": result.as_dict()["differences"],
+                "cleanup": result.cleanup,
                 "embedder": result.embedder,
                 "reps": result.reps,
                 "seed": result.seed,

@@ -305,6 +305,9 @@ class SseuAnalysis:
     """Bootstrap replicates."""
     seed: int
     """Bootstrap seed."""
+    cleanup: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per model, what the output parser did (:func:`cleanup_counts`): ``answers`` read, ``removed`` (answers per
+    clean-up: think blocks, preambles, quotes, ...) and ``failures`` (parts it could not read, by part and reason)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (``differences[model] = [comparison...]``)."""
@@ -312,10 +315,26 @@ class SseuAnalysis:
             "table": self.table,
             "curves": self.curves,
             "differences": {m: [asdict(c) for c in cs] for m, cs in self.comparisons.items()},
+            "cleanup": self.cleanup,
             "embedder": self.embedder,
             "reps": self.reps,
             "seed": self.seed,
         }
+
+    def cleanup_frame(self) -> Any:
+        """What the output parser removed and could not read, one row per (model, what, count)."""
+        import pandas as pd
+
+        rows = []
+        for model, counts in self.cleanup.items():
+            rows.append({"model": model, "what": "answers read", "count": counts["answers"]})
+            rows += [{"model": model, "what": f"removed: {k}", "count": n} for k, n in counts["removed"].items()]
+            rows += [
+                {"model": model, "what": f"failed {part}: {why}", "count": n}
+                for part, reasons in counts["failures"].items()
+                for why, n in reasons.items()
+            ]
+        return pd.DataFrame(rows, columns=["model", "what", "count"])
 
     def table_frame(self) -> Any:
         """The SSEU table as rows: model, mode, WER, mACC and mAP (percent, each with its interval), n, failures."""
@@ -420,7 +439,9 @@ def sseu_analysis(
     table: dict[str, dict[str, dict[str, Any]]] = {}
     curves: dict[str, dict[str, list[dict[str, Any]]]] = {}
     comparisons: dict[str, list[ModeComparison]] = {}
+    cleanup: dict[str, dict[str, Any]] = {}
     for model, model_outcomes in outcomes.items():
+        cleanup[model] = cleanup_counts(model_outcomes)
         groups: dict[tuple[str, str], list[ReferenceOutcome]] = defaultdict(list)
         for o in model_outcomes:
             groups[(o.mode, o.part)].append(o)
@@ -434,7 +455,33 @@ def sseu_analysis(
         table[model] = _table_rows(primitives, reps, seed, model)
         curves[model] = _curves(primitives, reps, seed, model)
         comparisons[model] = _comparisons(primitives, reps, seed, model)
-    return SseuAnalysis(table, curves, comparisons, embedder or DEFAULT_EMBEDDER, reps, seed)
+    return SseuAnalysis(table, curves, comparisons, embedder or DEFAULT_EMBEDDER, reps, seed, cleanup)
+
+
+def cleanup_counts(outcomes: Sequence[ReferenceOutcome]) -> dict[str, Any]:
+    """What the output parser did over one model's answers: answers read, clean-ups applied, parts not read.
+
+    A clean-up counts once per answer (a joint answer's three parts share it); its tag is the kind of clean-up
+    (``preamble: The transcript is:`` counts as ``preamble``). Failures count per part, by reason; answers that do not
+    exist (a kind the model was not asked) are not counted.
+    """
+    answers: dict[str, tuple[str, ...]] = {}
+    failures: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for o in outcomes:
+        if not o.answered:
+            continue
+        answers[o.uid] = o.removed
+        if o.failure is not None:
+            failures[o.part][o.failure] += 1
+    removed: dict[str, int] = defaultdict(int)
+    for tags in answers.values():
+        for tag in dict.fromkeys(t.split(":", 1)[0] for t in tags):
+            removed[tag] += 1
+    return {
+        "answers": len(answers),
+        "removed": dict(sorted(removed.items(), key=lambda kv: -kv[1])),
+        "failures": {part: dict(reasons) for part, reasons in failures.items()},
+    }
 
 
 def _mixed(scores: TaskScores) -> TaskScores:
@@ -510,6 +557,7 @@ __all__ = [
     "ModeComparison",
     "SseuAnalysis",
     "TaskScores",
+    "cleanup_counts",
     "estimate",
     "outcomes_by_model",
     "paired_difference",
