@@ -155,9 +155,20 @@ def format_cell(entry: Mapping[str, Any] | None, benchmark: str, partial: bool =
     return f"{text} {PARTIAL_MARK}" if partial else text
 
 
+def _has_airbench(result: Mapping[str, Any]) -> bool:
+    """Whether a model's scores hold a Foundation or Chat section under some protocol."""
+    return any(
+        isinstance(table, Mapping) and (table.get("foundation") or table.get("chat")) for table in result.values()
+    )
+
+
 def _rows(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame | None) -> list[tuple[str, str, str]]:
-    """``(key, model, chat judge label)`` per result, in the summary's order when a summary is given."""
-    rows = [(key, *split_key(key, result)) for key, result in results.items()]
+    """``(key, model, chat judge label)`` per result, in the summary's order when a summary is given.
+
+    A model without Foundation or Chat scores (an ASR model answers SSEU-Bench's items only) has no row: the SSEU
+    table shows it.
+    """
+    rows = [(key, *split_key(key, result)) for key, result in results.items() if _has_airbench(result)]
     labelled = [(key, model, judge_label(judge)) for key, model, judge in rows]
     if summary is None or summary.empty or not {"model", "chat_judge"} <= set(summary.columns):
         return labelled
