@@ -244,3 +244,25 @@ def test_what_the_parser_removed_and_could_not_read_is_counted_per_model():
     assert analysis.table["m"]["joint"]["failures_by_task"] == {"transcription": 0, "scene": 3, "events": 0}
     frame = analysis.cleanup_frame()
     assert {"answers read", "removed: think", "failed scene: no scene section"} <= set(frame["what"])
+
+
+def test_the_sseu_table_carries_the_wer_profile_and_the_embedding_free_views():
+    items = [i for k in range(4) for i in _clip_items(k)]
+
+    def text(item):
+        if isinstance(item, TranscriptionItem):
+            return " ".join([*item.reference.split()[:-1], "banana"])  # one substitution in each
+        if isinstance(item, SceneItem) and item.clip_id == "clip0":
+            return f"It sounds like a {item.label} to me"  # right by embeddings, not an exact label
+        return _oracle_text(item)
+
+    by_uid = {r.uid: r for r in _responses(items, text)}
+    row = sseu_analysis(outcomes_by_model(items, {"m": by_uid}), reps=0).table["m"]["independent"]
+    profile = row["wer_detail"]
+    assert profile["substitutions"] == 4 and profile["deletions"] == profile["insertions"] == 0
+    words = [len(EnglishTextNormalizer()(s).split()) for s in SENTENCES]
+    assert row["wer"] == pytest.approx(4 / sum(words))
+    assert profile["mean_wer"] == pytest.approx(sum(1 / w for w in words) / 4)
+    assert profile["empty_share"] == 0.0 and profile["hallucination_rate"] == 0.0
+    assert row["macc"] == 1.0 and row["macc_exact"] == 0.75
+    assert row["map"] == pytest.approx(1.0) and row["map_exact"] == 1.0

@@ -80,6 +80,32 @@ class TaskScores:
     """Events: gold 0/1 per item and class."""
     scores: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
     """Events: the sigmoid class scores per item and class."""
+    utterances: list[Any] = field(default_factory=list)
+    """Transcription: each item's :class:`~airbench_nb.scoring.wer.UtteranceErrors` (the error profile)."""
+    exact: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """Scenes: whether the answer names the gold class exactly (normalised), the embedding-free view."""
+    named: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    """Events: 0/1 per item and class, the classes the answer names exactly (the embedding-free view)."""
+
+    def exact_view(self) -> float | None:
+        """The embedding-free view of the items: exact-label accuracy (scenes) or exact-label micro F1 (events)."""
+        if not self.n or self.task == "transcription":
+            return None
+        if self.task == "scene":
+            return float(np.mean(self.exact))
+        from sklearn.metrics import f1_score
+
+        return float(f1_score(self.truth.astype(int), self.named.astype(int), average="micro", zero_division=0))
+
+    def wer_profile(self) -> dict[str, Any] | None:
+        """Transcription: per-utterance mean and median WER, S/D/I, the share of empty outputs, hallucinations."""
+        if self.task != "transcription" or not self.utterances:
+            return None
+        from airbench_nb.scoring.wer import corpus_wer
+
+        s = corpus_wer(self.utterances, reps=0)
+        keys = ("mean_wer", "median_wer", "substitutions", "deletions", "insertions", "ref_words", "empty_share")
+        return {**{k: getattr(s, k) for k in keys}, "hallucination_rate": s.hallucination_rate}
 
     def statistic(self, weights: np.ndarray) -> np.ndarray:
         """The task's headline metric per row of item weights (rows, n): WER, mACC or mAP."""
@@ -114,6 +140,9 @@ class TaskScores:
             correct=self.correct[idx] if self.correct.size else self.correct,
             truth=self.truth[idx] if self.truth.size else self.truth,
             scores=self.scores[idx] if self.scores.size else self.scores,
+            utterances=[self.utterances[i] for i in idx] if self.utterances else [],
+            exact=self.exact[idx] if self.exact.size else self.exact,
+            named=self.named[idx] if self.named.size else self.named,
         )
 
     @property
@@ -164,21 +193,21 @@ def task_scores(task: str, outcomes: Sequence[ReferenceOutcome], embedder: Any) 
 
     failures = sum(o.failure is not None for o in outcomes)
     if task == "transcription":
-        kept, errors, words = [], [], []
+        kept, utterances = [], []
         for o in outcomes:
             u = utterance_errors(o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid)
             if isinstance(u, SkippedUtterance):
                 continue
             kept.append(o)
-            errors.append(u.errors)
-            words.append(u.ref_words)
+            utterances.append(u)
         return TaskScores(
             task,
             [o.clip_id for o in kept],
             [o.snr_db for o in kept],
             failures,
-            errors=np.array(errors, float),
-            words=np.array(words, float),
+            errors=np.array([u.errors for u in utterances], float),
+            words=np.array([u.ref_words for u in utterances], float),
+            utterances=utterances,
         )
     classes = outcomes[0].classes if outcomes else ()
     same = [o for o in outcomes if o.classes == classes]
@@ -189,14 +218,22 @@ def task_scores(task: str, outcomes: Sequence[ReferenceOutcome], embedder: Any) 
         answers = [o.answer if isinstance(o.answer, str) else None for o in same]
         result = score_scenes(answers, [str(o.gold) for o in same], classes, embedder, reps=0)
         gold = np.array([list(classes).index(str(o.gold)) for o in same], int)
-        return TaskScores(task, clips, snr, failures, gold=gold, correct=np.array(result.correct, bool))
+        exact = np.array([e == str(o.gold) for e, o in zip(result.exact, same, strict=True)], bool)
+        return TaskScores(task, clips, snr, failures, gold=gold, correct=np.array(result.correct, bool), exact=exact)
     answers_e = [list(o.answer) if isinstance(o.answer, tuple) else None for o in same]
     golds = [list(o.gold or ()) for o in same]
     result_e = score_events(answers_e, golds, classes, embedder, reps=0)
+    from airbench_nb.scoring.tagging import label_key
+
     truth = np.zeros((len(same), len(classes)))
+    named = np.zeros((len(same), len(classes)))
+    keys = {label_key(c): j for j, c in enumerate(classes)}
     for i, gold_set in enumerate(golds):
         truth[i, [list(classes).index(g) for g in gold_set]] = 1.0
-    return TaskScores(task, clips, snr, failures, truth=truth, scores=np.asarray(result_e.scores, float))
+        for event in answers_e[i] or []:
+            if (j := keys.get(label_key(event))) is not None:
+                named[i, j] = 1.0
+    return TaskScores(task, clips, snr, failures, truth=truth, scores=np.asarray(result_e.scores, float), named=named)
 
 
 @dataclass(frozen=True)
@@ -294,7 +331,9 @@ class SseuAnalysis:
     """SSEU-Bench's analyses of a run (see the module docstring)."""
 
     table: dict[str, dict[str, dict[str, Any]]]
-    """``table[model][mode] = {wer, wer_ci, macc, macc_ci, map, map_ci, n, failures, failures_by_task}``."""
+    """``table[model][mode] = {wer, wer_ci, macc, macc_ci, map, map_ci, n, failures, failures_by_task}``, with
+    ``wer_detail`` (per-utterance mean and median, S/D/I, ``ref_words``, ``empty_share``, ``hallucination_rate``),
+    ``macc_exact`` (exact-label accuracy) and ``map_exact`` (exact-label micro F1), the embedding-free views."""
     curves: dict[str, dict[str, list[dict[str, Any]]]]
     """``curves[model][task] = [{mode, snr_db, n, value, ci_low, ci_high}]`` (WER as a fraction)."""
     comparisons: dict[str, list[ModeComparison]]
@@ -502,6 +541,10 @@ def _table_rows(primitives: Mapping[tuple[str, str], TaskScores], reps: int, see
             metric = METRIC_OF_TASK[task]
             value, low, high = estimate(mixed, reps, seed, f"sseu/{model}/{mode}/{task}")
             row[metric], row[f"{metric}_ci"] = value, [low, high]
+            if task == "transcription":
+                row["wer_detail"] = mixed.wer_profile()
+            else:
+                row[f"{metric}_exact"] = mixed.exact_view()  # macc_exact: exact-label accuracy; map_exact: micro F1
             clips.update(c if c is not None else f"item{i}" for i, c in enumerate(mixed.clips))
             failures[task] = scores.failures
         for metric in ("wer", "macc", "map"):

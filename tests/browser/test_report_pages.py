@@ -20,12 +20,14 @@ def test_example_landing_page_shows_the_table_and_figures(page, tmp_path):
     page.goto(index.as_uri())
     assert page.locator("h1").inner_text().startswith("airbench-nb run")
     headers = page.locator("h2").all_inner_texts()
-    assert headers[:4] == ["What was run", "Warnings", "Main table", "Figures"]
+    assert headers[:5] == ["What was run", "Warnings", "Main table", "SSEU-Bench", "Figures"]
     main = page.locator("h2:text('Main table') + p + div.wide > table")
     rows = main.locator("tbody tr")
     assert rows.count() >= 8  # 4 baselines x 2 protocols
     text = main.inner_text()
     assert "baseline:oracle" in text and "strict" in text and "official" in text
+    sseu = page.locator("h2:text('SSEU-Bench') + p + div.wide > table").inner_text()
+    assert "faster-whisper:tiny.en-bundled" in sseu and "sseu-cot" in sseu  # the real model's row, every mode
     images = page.locator("figure img")
     assert images.count() >= len(FIGURE_CAPTIONS) - 2  # all of 05's figures but agreement (no labels) at least
     for k in range(images.count()):
