@@ -20,14 +20,15 @@ python_setup() {
         "$PYTHON" -m venv "$VENV"
     fi
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    # torch first: once it is there, nothing else pulls a (multi-GB) CUDA build.
+    # torch first: once it is there, nothing else pulls a (multi-GB) CUDA build. --no-compile: pip would byte-compile
+    # all of site-packages (about 20,000 files, a minute or two on 2 cores); Python compiles what is imported instead.
     if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
         echo ">> installing $TORCH_SPEC"
-        "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
+        "$VENV/bin/python" -m pip install --quiet --no-compile "$TORCH_SPEC"
     fi
     # voxtral and gpu are light (mistral-common, accelerate: a few MB): with them every model adapter is tested.
     echo ">> installing airbench-nb (editable, with the dev, voxtral and gpu extras)"
-    "$VENV/bin/python" -m pip install --quiet -e ".[dev,voxtral,gpu]"
+    "$VENV/bin/python" -m pip install --quiet --no-compile -e ".[dev,voxtral,gpu]"
     "$VENV/bin/python" -m ipykernel install --sys-prefix --name airbench-nb \
         --display-name "Python (airbench-nb)" >/dev/null
     echo ">> ready: $VENV ($("$VENV/bin/python" --version))"
