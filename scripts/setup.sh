@@ -20,15 +20,16 @@ python_setup() {
         "$PYTHON" -m venv "$VENV"
     fi
     "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    # torch first: once it is there, nothing else pulls a (multi-GB) CUDA build. --no-compile: pip would byte-compile
-    # all of site-packages (about 20,000 files, a minute or two on 2 cores); Python compiles what is imported instead.
+    # torch first: once it is there, nothing else pulls a (multi-GB) CUDA build. pip byte-compiles what it installs
+    # (a minute or two on 2 cores): keep it, a shell with PYTHONDONTWRITEBYTECODE=1 would otherwise compile every
+    # imported module again in every process (it made the test suite 50% slower).
     if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
         echo ">> installing $TORCH_SPEC"
-        "$VENV/bin/python" -m pip install --quiet --no-compile "$TORCH_SPEC"
+        "$VENV/bin/python" -m pip install --quiet "$TORCH_SPEC"
     fi
     # voxtral and gpu are light (mistral-common, accelerate: a few MB): with them every model adapter is tested.
     echo ">> installing airbench-nb (editable, with the dev, voxtral and gpu extras)"
-    "$VENV/bin/python" -m pip install --quiet --no-compile -e ".[dev,voxtral,gpu]"
+    "$VENV/bin/python" -m pip install --quiet -e ".[dev,voxtral,gpu]"
     "$VENV/bin/python" -m ipykernel install --sys-prefix --name airbench-nb \
         --display-name "Python (airbench-nb)" >/dev/null
     echo ">> ready: $VENV ($("$VENV/bin/python" --version))"

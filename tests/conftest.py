@@ -53,14 +53,20 @@ def imported(official_release, tmp_path_factory: pytest.TempPathFactory):
 
 
 HEAVY_FIRST: tuple[str, ...] = (
+    "test_example_report.py",
     "test_grid.py",
     "test_rerun.py",
-    "test_example_report.py",
     "test_pipeline_e2e.py",
     "test_build.py",
+    "test_widgets_in_lab.py",
+    "test_analysis_report.py",
+    "test_analysis_multi.py",
+    "test_sseu_whisper.py",
+    "test_asr.py",
 )
-"""Test files that take minutes (pipelines, grids, the example): collected first, so that `make test`'s workers
-(pytest-xdist, ``--dist loadfile``) start them early and finish together instead of one waiting on the last."""
+"""Test files that take minutes (pipelines, grids, the example) or most of one (JupyterLab in chromium, notebook 05,
+Whisper), longest first: collected first, so that `make test`'s workers (pytest-xdist, ``--dist loadfile``) start
+them early and finish together instead of one waiting on the last (the browser tests used to come last)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
