@@ -54,7 +54,6 @@ def imported(official_release, tmp_path_factory: pytest.TempPathFactory):
 
 HEAVY_FIRST: tuple[str, ...] = (
     "test_example_report.py",
-    "00_tutorial.ipynb",
     "test_grid.py",
     "test_rerun.py",
     "test_pipeline_e2e.py",
@@ -65,10 +64,11 @@ HEAVY_FIRST: tuple[str, ...] = (
     "test_sseu_whisper.py",
     "test_asr.py",
 )
-"""Test files that take minutes (pipelines, grids, the example) or most of one (the tutorial's cells under nbval,
-kept in order by the stable sort; JupyterLab in chromium, notebook 05, Whisper), longest first: collected first, so
-that `make test`'s workers (pytest-xdist, ``--dist loadfile``) start them early and finish together instead of one
-waiting on the last (the browser tests and the tutorial used to come last)."""
+"""Test files that take minutes (pipelines, grids, the example) or most of one (JupyterLab in chromium, notebook 05,
+Whisper), longest first: collected first, so that `make test`'s workers (pytest-xdist, ``--dist loadfile``) start
+them early and finish together instead of one waiting on the last (the browser tests used to come last). The
+tutorial's cells stay where pytest collects them: moved among these, the suite measured 14 min 24 s against 13 min 5 s
+from a clean clone."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
