@@ -15,6 +15,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # so that tests never read or fill the user's ~/.cache/airbench-nb, and notebooks run by papermill inherit it. The
 # pytest-xdist workers of one session share it (their run id names it): a dataset one worker built is a cache hit
 # for the other (the cache is safe across processes: builds take a file lock).
+# numba's on-disk cache of librosa's JIT functions lives in site-packages: two pytest-xdist workers compiling and
+# writing it at once on a fresh install left a half-written entry that the other loaded, and pyin segfaulted (seen
+# once from a clean clone). Each worker (and the notebooks it runs) gets a cache folder of its own.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"numba-{os.environ['PYTEST_XDIST_WORKER']}-")
 _RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")
 if _RUN:
     _SHARED = Path(tempfile.gettempdir()) / f"airbench-cache-{_RUN}"
