@@ -42,12 +42,12 @@ from airbench_nb.audio import probe_audio
 from airbench_nb.records import (
     LETTERS,
     REFERENCE_KINDS,
+    AnyItem,
     AudioStatus,
     ChatItem,
     EventsItem,
     FoundationItem,
     Item,
-    JointItem,
     Record,
     SceneItem,
     TranscriptionItem,
@@ -62,7 +62,6 @@ MAX_JSON_DEPTH = 64
 RELEASE_MARKERS = ("Foundation/Foundation_meta.json", "Chat/Chat_meta.json")
 """Files that mark the root of an AIR-Bench release, a folder a ``dataset.json`` may point its data root at."""
 
-AnyItem = FoundationItem | ChatItem | TranscriptionItem | SceneItem | EventsItem | JointItem
 M = TypeVar("M", bound=BaseModel)
 _ITEM_ADAPTER: TypeAdapter[AnyItem] = TypeAdapter(Item)
 

@@ -43,19 +43,19 @@ from typing import Any
 
 from airbench_nb.records import (
     LETTERS,
+    AnyItem,
+    CaptionItem,
     ChatItem,
     EventsItem,
     FoundationItem,
-    JointItem,
     ReferenceItem,
     SceneItem,
+    SpeechGenerationItem,
     TranscriptionItem,
+    TranslationItem,
 )
 
 logger = logging.getLogger(__name__)
-
-AnyItem = FoundationItem | ChatItem | TranscriptionItem | SceneItem | EventsItem | JointItem
-"""Every item kind a prompt is made for."""
 
 PROMPTS_VERSION = "1"
 """Version of the constants below; recorded with every response through the prompt hash and the prompt set name."""
@@ -138,6 +138,50 @@ SSEU_COT_TEMPLATE = (
 """SSEU-Bench's five-step chain-of-thought prompt (1 energy and onsets, 2 ASR, 3 scene candidates, 4 event
 candidates, 5 correction and selection), ending in the block the output parser reads (the last ``Final answer:``)."""
 
+TRANSLATION_TEMPLATE = (
+    "Translate the speech in this audio clip from {source_language} into {target_language}. "
+    "Reply with the {target_language} translation only."
+)
+"""Prompt of a translation item (UG-Bench's speech-to-text translation); the languages are named in English
+(:data:`LANGUAGE_NAMES`)."""
+
+CAPTION_TEMPLATE = "Describe this {subject} in one sentence. Reply with the sentence only."
+"""Prompt of a caption item; ``{subject}`` is "audio clip" (audio captioning) or "piece of music" (music
+captioning)."""
+
+TTS_TEMPLATE = "Read the following text aloud in {language}, exactly as written, and reply with the speech: {text}"
+"""Prompt of a ``tts`` speech generation item: speak ``{text}`` (the item's clip carries no content)."""
+
+SPOKEN_ANSWER_TEMPLATE = (
+    "Listen to the question in this audio clip and answer it aloud in {language}, in one short sentence, "
+    "replying with speech."
+)
+"""Prompt of a ``spoken_answer`` speech generation item: the question is the clip's speech."""
+
+LANGUAGE_NAMES: dict[str, str] = {
+    "en": "English",
+    "de": "German",
+    "fr": "French",
+    "es": "Spanish",
+    "it": "Italian",
+    "pt": "Portuguese",
+    "nl": "Dutch",
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "ru": "Russian",
+}
+"""English names of the languages prompts name (other codes are named by the code itself)."""
+
+CAPTION_SUBJECTS: dict[str, str] = {"audio_captioning": "audio clip", "music_captioning": "piece of music"}
+"""What a caption prompt calls the clip, by task."""
+
+
+def language_name(code: str) -> str:
+    """The English name of an ISO 639-1 code (:data:`LANGUAGE_NAMES`), or the code when it is not listed."""
+    return LANGUAGE_NAMES.get(code, code)
+
+
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 """How the questions name clips in order ("the first clip", ...)."""
 
@@ -152,6 +196,10 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
     "events_template": frozenset({"classes"}),
     "joint_template": frozenset({"scene_classes", "event_classes"}),
     "cot_template": frozenset({"scene_classes", "event_classes"}),
+    "translation_template": frozenset({"source_language", "target_language"}),
+    "caption_template": frozenset({"subject"}),
+    "tts_template": frozenset({"language", "text"}),
+    "spoken_answer_template": frozenset({"language"}),
 }
 """The ``{fields}`` each template of a :class:`PromptSet` may use (literal braces are written ``{{`` and ``}}``)."""
 
@@ -218,6 +266,14 @@ class PromptSet:
     """Prompt of a joint item whose ``prompting`` is ``joint`` (``{scene_classes}``, ``{event_classes}``)."""
     cot_template: str = SSEU_COT_TEMPLATE
     """Prompt of a joint item whose ``prompting`` is ``sseu-cot`` (``{scene_classes}``, ``{event_classes}``)."""
+    translation_template: str = TRANSLATION_TEMPLATE
+    """Prompt of a translation item (``{source_language}``, ``{target_language}``: English names)."""
+    caption_template: str = CAPTION_TEMPLATE
+    """Prompt of a caption item (``{subject}``)."""
+    tts_template: str = TTS_TEMPLATE
+    """Prompt of a ``tts`` item (``{language}``, ``{text}``)."""
+    spoken_answer_template: str = SPOKEN_ANSWER_TEMPLATE
+    """Prompt of a ``spoken_answer`` item (``{language}``)."""
     source: str | None = None
     """What :meth:`named` was given, when it was a template file's path (the name alone would not find it again)."""
 
@@ -301,6 +357,16 @@ def reference_prompt(item: ReferenceItem, prompts: PromptSet | None = None) -> s
     A joint item uses ``joint_template`` or ``cot_template`` as its ``prompting`` says.
     """
     prompts = prompts or PromptSet()
+    if isinstance(item, TranslationItem):
+        return prompts.translation_template.format(
+            source_language=language_name(item.source_language), target_language=language_name(item.target_language)
+        )
+    if isinstance(item, CaptionItem):
+        return prompts.caption_template.format(subject=CAPTION_SUBJECTS.get(item.task, "audio clip"))
+    if isinstance(item, SpeechGenerationItem):
+        if item.task == "tts":
+            return prompts.tts_template.format(language=language_name(item.language), text=item.text)
+        return prompts.spoken_answer_template.format(language=language_name(item.language))
     if isinstance(item, TranscriptionItem):
         return prompts.transcription_template.format()
     if isinstance(item, SceneItem):
@@ -330,7 +396,7 @@ def item_prompts(item: AnyItem, prompts: PromptSet | None = None) -> list[str]:
     """
     if isinstance(item, FoundationItem):
         texts = [foundation_prompt(item, prompts)]
-    elif isinstance(item, TranscriptionItem | SceneItem | EventsItem | JointItem):
+    elif not isinstance(item, ChatItem):
         texts = [reference_prompt(item, prompts)]
     else:
         texts = [chat_prompt(item, prompts, turn) for turn in range(len(item.conversation))]

@@ -21,14 +21,16 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the record shapes below. Bump it when a field changes meaning or type.
 
 2: items may carry several clips (``audios``) and Chat items several turns (``turns``); responses carry the
 answer to each turn and the generation settings; verdicts the turn they judged.
 3: open-ended items scored against references (:class:`TranscriptionItem`, :class:`SceneItem`,
 :class:`EventsItem`, :class:`JointItem`). Every version-1 and version-2 line still reads, with the same meaning
-(``tests/test_schema_v1.py``)."""
+(``tests/test_schema_v1.py``).
+4: UG-Bench's open-ended kinds (:class:`TranslationItem`, :class:`CaptionItem`, :class:`SpeechGenerationItem`) and
+spoken answers (:attr:`Response.audio`). Older lines read unchanged."""
 
 FOUNDATION_TASKS: dict[str, str] = {
     # speech (9)
@@ -95,12 +97,27 @@ REFERENCE_TASKS: dict[str, str] = {
     "sseu_scene": "sound",
     "sseu_events": "sound",
     "sseu_joint": "joint",
+    "speech_translation": "speech",
+    "audio_captioning": "sound",
+    "music_captioning": "music",
+    "tts": "speech_generation",
+    "spoken_answer": "speech_generation",
 }
-"""Tasks of the items scored against references (schema 3), mapped to their category. SSEU-Bench (Yin & Choi,
+"""Tasks of the items scored against references, mapped to their category. SSEU-Bench (Yin & Choi,
 ICASSP 2026) asks three tasks about one clip of speech over a real-world background: ASR, acoustic scene
-classification and audio event tagging, one per prompt ("independent") or all three in one ("joint")."""
+classification and audio event tagging, one per prompt ("independent") or all three in one ("joint") (schema 3).
+UG-Bench adds speech-to-text translation, audio and music captioning, and speech generation: text to speech
+(``tts``) and questions answered aloud (``spoken_answer``) (schema 4)."""
 
-REFERENCE_KINDS: tuple[str, ...] = ("transcription", "scene", "events", "joint")
+REFERENCE_KINDS: tuple[str, ...] = (
+    "transcription",
+    "scene",
+    "events",
+    "joint",
+    "translation",
+    "caption",
+    "speech_generation",
+)
 """Item kinds scored against references, in pipeline order."""
 
 PROMPTINGS: tuple[str, ...] = ("independent", "joint", "sseu-cot")
@@ -709,17 +726,148 @@ class JointItem(_ReferenceItem):
         return self
 
 
-ReferenceItem = TranscriptionItem | SceneItem | EventsItem | JointItem
-"""Any item scored against a reference (schema 3)."""
+def _check_texts(value: list[str], field: str) -> list[str]:
+    if any(not isinstance(v, str) or not v.strip() for v in value):
+        raise ValueError(f"{field} may not hold empty texts")
+    return value
+
+
+class TranslationItem(_ReferenceItem):
+    """Translate the speech of a clip into another language; scored by corpus BLEU and chrF (sacrebleu)."""
+
+    METRICS: ClassVar[tuple[str, ...]] = ("bleu",)
+    """The metrics that score this kind of item."""
+
+    kind: Literal["translation"] = "translation"
+    """Record kind, so that a manifest line says what it holds."""
+    source_language: str = Field(min_length=2)
+    """Language of the speech (ISO 639-1, e.g. ``de``)."""
+    target_language: str = Field(min_length=2)
+    """Language the answer must be in (ISO 639-1, e.g. ``en``); it chooses sacrebleu's tokenizer."""
+    source_text: str | None = None
+    """What was said, in the source language (provenance; not shown to the model)."""
+    references: Annotated[list[str], Field(min_length=1)]
+    """Reference translations (one or more, as written: BLEU and chrF are computed on cased, untokenized text)."""
+
+    @field_validator("references")
+    @classmethod
+    def _references_given(cls, value: list[str]) -> list[str]:
+        return _check_texts(value, "references")
+
+    @model_validator(mode="after")
+    def _languages_differ(self) -> TranslationItem:
+        if self.source_language == self.target_language:
+            raise ValueError(f"source_language and target_language are both {self.source_language!r}")
+        return self
+
+
+class CaptionItem(_ReferenceItem):
+    """Describe a clip (a sound scene or a piece of music) in one sentence; scored by captioning metrics."""
+
+    METRICS: ClassVar[tuple[str, ...]] = ("caption",)
+    """The metrics that score this kind of item."""
+
+    kind: Literal["caption"] = "caption"
+    """Record kind, so that a manifest line says what it holds."""
+    references: Annotated[list[str], Field(min_length=1)]
+    """Reference captions (3-5 as in Clotho and AudioCaps; every item of a set should have the same number)."""
+
+    @field_validator("references")
+    @classmethod
+    def _references_given(cls, value: list[str]) -> list[str]:
+        return _check_texts(value, "references")
+
+
+class SpeechGenerationItem(_ReferenceItem):
+    """Answer aloud: speak a text (``tts``) or answer a spoken question by speaking (``spoken_answer``).
+
+    The response is audio (:attr:`Response.audio`), transcribed back by an ASR judge (``asr:<model>``) and scored
+    against :attr:`text` (WER and CER) or :attr:`answers` (whether an accepted answer is heard); its naturalness is
+    rated by listeners (the MOS listening test).
+    """
+
+    METRICS: ClassVar[tuple[str, ...]] = ("speech_output",)
+    """The metrics that score this kind of item."""
+
+    kind: Literal["speech_generation"] = "speech_generation"
+    """Record kind, so that a manifest line says what it holds."""
+    text: str | None = None
+    """``tts``: the text to speak, the reference of the back-transcription; None for ``spoken_answer``."""
+    answers: list[str] = Field(default_factory=list)
+    """``spoken_answer``: the accepted answers (any one heard in the back-transcription is right); empty for
+    ``tts``."""
+    language: str = "en"
+    """Language the answer must be spoken in (ISO 639-1)."""
+
+    @field_validator("answers")
+    @classmethod
+    def _answers_given(cls, value: list[str]) -> list[str]:
+        return _check_texts(value, "answers")
+
+    @model_validator(mode="after")
+    def _target_given(self) -> SpeechGenerationItem:
+        if self.task == "tts" and not (self.text or "").strip():
+            raise ValueError("a tts item needs the text to speak (text)")
+        if self.task == "spoken_answer" and not self.answers:
+            raise ValueError("a spoken_answer item needs its accepted answers (answers)")
+        if self.task not in {"tts", "spoken_answer"}:
+            raise ValueError(f"task {self.task!r} is not a speech generation task (tts, spoken_answer)")
+        return self
+
+
+ReferenceItem = (
+    TranscriptionItem | SceneItem | EventsItem | JointItem | TranslationItem | CaptionItem | SpeechGenerationItem
+)
+"""Any item scored against a reference."""
 
 Item = Annotated[
-    FoundationItem | ChatItem | TranscriptionItem | SceneItem | EventsItem | JointItem, Field(discriminator="kind")
+    FoundationItem
+    | ChatItem
+    | TranscriptionItem
+    | SceneItem
+    | EventsItem
+    | JointItem
+    | TranslationItem
+    | CaptionItem
+    | SpeechGenerationItem,
+    Field(discriminator="kind"),
 ]
 """Any item kind; the ``kind`` field tells them apart."""
+
+AnyItem = (
+    FoundationItem
+    | ChatItem
+    | TranscriptionItem
+    | SceneItem
+    | EventsItem
+    | JointItem
+    | TranslationItem
+    | CaptionItem
+    | SpeechGenerationItem
+)
+"""Any item (the plain union of :data:`Item`, for type hints and ``isinstance``)."""
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+class ResponseAudio(Record):
+    """A spoken answer: an audio file written beside the responses file, never inline in the JSONL."""
+
+    path: str
+    """Path of the file relative to the folder of the responses file (``audio/<uid>.wav``), forward slashes."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """SHA-256 of the file's bytes, as written; a file whose bytes differ is not this answer."""
+    sample_rate: StrictInteger = Field(gt=0)
+    """Sample rate in Hz."""
+    duration_s: float = Field(ge=0)
+    """Duration in seconds."""
+
+    @field_validator("path")
+    @classmethod
+    def _path_relative(cls, value: str) -> str:
+        return check_relative_audio_path(value)
 
 
 class Response(Record):
@@ -756,11 +904,14 @@ class Response(Record):
     prompt_set: str | None = None
     """Name (or template file) of the prompt set the prompt was made from, so that it can be rebuilt from this
     record and the item (:func:`airbench_nb.prompts.item_prompt`); None in older files."""
+    audio: ResponseAudio | None = None
+    """The spoken answer, for models that answer with audio (``text`` then holds what the model said it said, when
+    it says); None for text-only answers."""
     created: datetime = Field(default_factory=_now)
     """When the response was recorded (UTC)."""
 
     def content_hash(self) -> str:
-        """SHA-256 of what a judge judges: uid, model, prompt hash, text, error and each turn's answer.
+        """SHA-256 of what a judge judges: uid, model, prompt hash, text, error, each turn's answer, the audio's hash.
 
         Not the time, latency or settings. A verdict records it (:attr:`Verdict.response_hash`), so a re-inferred
         answer is re-judged and a verdict of an older answer never scores a newer one; the same answer given again
@@ -773,6 +924,8 @@ class Response(Record):
         fields: list[Any] = [self.uid, self.model, self.prompt_hash, self.text, self.error]
         if self.turns:
             fields.append(list(self.turns))
+        if self.audio is not None:
+            fields.append({"audio_sha256": self.audio.sha256})
         return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     def turn_answer(self, turn: int | None) -> str | None:

@@ -36,12 +36,17 @@ DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {
     "events": 128,
     "joint": 384,
     "sseu-cot": 1024,
+    "translation": 256,
+    "caption": 96,
+    "speech_generation": 512,
 }
 """Length bound used when none is given: ``foundation`` (the answer is a letter, perhaps with its option's text or a
 short sentence), ``chat`` (one answer of a few sentences, per turn), ``cot`` (any item under the chain-of-thought
 prompt set, whose answer reasons before it concludes); for reference-scored items, by kind (``transcription``: a
 transcript of up to about 30 s of speech; ``scene``; ``events``; ``joint``: the three labelled lines), and
-``sseu-cot`` for a joint item asked in five steps. An explicit ``max_new_tokens`` overrides them all."""
+``sseu-cot`` for a joint item asked in five steps; ``translation``, ``caption`` (one sentence) and
+``speech_generation`` (a spoken answer's text, for models that write one beside the audio). An explicit
+``max_new_tokens`` overrides them all."""
 
 
 def default_max_new_tokens(item: FoundationItem | ChatItem, prompt_set: str | None = None) -> int:

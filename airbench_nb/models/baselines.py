@@ -12,8 +12,10 @@ the prompts ask (:func:`oracle_answer`): the reference transcript, the scene lab
 ``random`` names a seeded class for a scene and a seeded subset of the classes for events, ``first`` the first class
 for both (chance and label-bias calibrations of mACC and mAP); neither can transcribe (``I cannot tell.``), and a joint
 item gets their scene and events under the labels, with that line as its transcript. ``dsp`` measures nothing that
-names a scene, an event class or a word: it answers ``I cannot tell.`` to these kinds. Every baseline serves every
-kind (``kinds`` is None).
+names a scene, an event class or a word: it answers ``I cannot tell.`` to these kinds. Translation and caption items:
+``oracle`` answers the first reference (BLEU and CIDEr-D against itself are high but not 100: the other references
+count too), the others ``I cannot tell.``; speech generation: ``oracle`` writes the text asked for, but no baseline
+speaks, so every spoken answer is a failure with no audio. Every baseline serves every kind (``kinds`` is None).
 
 Several clips and turns. ``random`` and ``first`` answer a multi-clip item like any Foundation item (a seeded letter,
 ``A``), and every turn of a multi-turn item as they answer Chat (``I cannot tell.``); ``oracle`` answers the gold
@@ -35,7 +37,17 @@ from collections.abc import Callable
 import numpy as np
 
 from airbench_nb.models.base import Generation, GenerationParams, Prompt
-from airbench_nb.records import EventsItem, FoundationItem, JointItem, SceneItem, TranscriptionItem
+from airbench_nb.records import (
+    CaptionItem,
+    ChatItem,
+    EventsItem,
+    FoundationItem,
+    JointItem,
+    SceneItem,
+    SpeechGenerationItem,
+    TranscriptionItem,
+    TranslationItem,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +75,10 @@ class Baseline:
         item = prompt.item
         if self.name == "oracle":
             return oracle_answer(item, prompt.turn)
-        if isinstance(item, TranscriptionItem | SceneItem | EventsItem | JointItem):
+        if isinstance(item, SceneItem | EventsItem | JointItem):
             return self._reference_guess(item)
-        if not isinstance(item, FoundationItem):
-            return item.conversation[prompt.turn][1] if self.name == "oracle" else CANNOT_TELL
+        if isinstance(item, ChatItem | TranscriptionItem | TranslationItem | CaptionItem | SpeechGenerationItem):
+            return CANNOT_TELL
         if self.name == "oracle":
             return item.answer_letter
         if self.name == "first":
@@ -89,9 +101,9 @@ class Baseline:
         chosen = [c for c in classes if self._pick(uid, [c, c], f"event:{c}") == 0]  # each class with chance 1/2
         return events_text(chosen)
 
-    def _reference_guess(self, item: TranscriptionItem | SceneItem | EventsItem | JointItem) -> str:
-        """What ``random``, ``first`` and ``dsp`` answer to an item scored against references."""
-        if self.name == "dsp" or isinstance(item, TranscriptionItem):
+    def _reference_guess(self, item: SceneItem | EventsItem | JointItem) -> str:
+        """What ``random``, ``first`` and ``dsp`` answer to a scene, events or joint item (a guess among classes)."""
+        if self.name == "dsp":
             return CANNOT_TELL
         if isinstance(item, SceneItem):
             return self._scene_guess(item.uid, item.classes)
@@ -136,7 +148,9 @@ def oracle_answer(item: object, turn: int = 0) -> str:
 
     Foundation: the gold letter; Chat: the turn's reference; transcription: the reference transcript; scene: the
     label; events: the labels comma-separated, or ``none``; joint: the three labelled lines (see
-    :func:`joint_answer`).
+    :func:`joint_answer`); translation and caption: the first reference; speech generation: the text to speak or the
+    first accepted answer, as text (the oracle cannot speak: its spoken-answer score counts every item as a failure
+    with no audio).
 
     Raises:
         TypeError: For an object that is no item kind the kit knows.
@@ -151,6 +165,10 @@ def oracle_answer(item: object, turn: int = 0) -> str:
         return events_text(item.labels)
     if isinstance(item, JointItem):
         return joint_answer(item, item.reference, item.scene_label, events_text(item.event_labels))
+    if isinstance(item, TranslationItem | CaptionItem):
+        return item.references[0]
+    if isinstance(item, SpeechGenerationItem):
+        return item.text if item.text is not None else item.answers[0]
     conversation = getattr(item, "conversation", None)
     if conversation is None:
         raise TypeError(f"no oracle answer for a {type(item).__name__}")
