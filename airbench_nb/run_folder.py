@@ -65,6 +65,10 @@ INDEX_HTML = "index.html"
 """The landing page."""
 README_MD = "README.md"
 """The landing page for GitHub viewers."""
+RESPONSE_AUDIO = "audio"
+"""Folder, inside a model's responses folder, of its spoken answers (``<uid>.wav``)."""
+LISTENING = "listening"
+"""Folder, inside ``annotation/``, of the MOS listening test (playlist and each listener's ratings)."""
 BATCH_REQUESTS = ".batch-requests-"
 """Batch API request files (``<kind>.<judge>.batch-requests-<k>.jsonl``) lie beside the verdicts; never verdicts."""
 
@@ -209,6 +213,22 @@ class RunFolder:
         """The responses of a model (spec or folder name) to a kind's items."""
         return self.responses_dir / file_slug(model) / f"{kind}.jsonl"
 
+    def response_audio_file(self, model: str, uid: str) -> Path:
+        """Where a model's spoken answer to an item is written (``responses/<model>/audio/<uid>.wav``)."""
+        return self.responses_dir / file_slug(model) / RESPONSE_AUDIO / f"{file_slug(uid)}.wav"
+
+    def response_audio_path(self, model: str, relative: str) -> Path:
+        """The file a :class:`~airbench_nb.records.ResponseAudio` ``path`` names: relative to the model's folder.
+
+        Raises:
+            ValueError: When the path leaves the model's responses folder.
+        """
+        base = (self.responses_dir / file_slug(model)).resolve()
+        path = (base / relative).resolve()
+        if not path.is_relative_to(base):
+            raise ValueError(f"response audio path {relative!r} leaves the model's responses folder")
+        return path
+
     def model_dirs(self) -> list[Path]:
         """The models' response folders, sorted (none when there is no responses folder)."""
         if not self.responses_dir.is_dir():
@@ -315,6 +335,20 @@ class RunFolder:
     def annotation_samples(self) -> list[Path]:
         """The annotation samples of the run (label files left out), sorted."""
         return sorted(p for p in self.annotation_dir.glob("sample*.jsonl") if not p.name.endswith(LABELS_SUFFIX))
+
+    @property
+    def listening_dir(self) -> Path:
+        """The MOS listening test's folder (``annotation/listening``)."""
+        return self.annotation_dir / LISTENING
+
+    @property
+    def listening_playlist(self) -> Path:
+        """The listening test's playlist (``annotation/listening/playlist.jsonl``)."""
+        return self.listening_dir / "playlist.jsonl"
+
+    def listening_ratings(self, listener: str) -> Path:
+        """One listener's ratings (``annotation/listening/<listener>.ratings.jsonl``)."""
+        return self.listening_dir / f"{file_slug(listener)}.ratings.jsonl"
 
     # --- notebooks and pages ----------------------------------------------------------------------------------
 
