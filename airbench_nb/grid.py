@@ -353,19 +353,19 @@ def check_grid(grid: Grid, *, notebook_dir: str | Path | None = None) -> list[st
         check_no_secrets,
         check_parameter_values,
         notebook_parameters,
+        notebook_path,
         notebooks_dir,
     )
 
+    default_source = not notebook_dir and not os.environ.get("AIRBENCH_NOTEBOOKS")
     source = Path(notebook_dir) if notebook_dir else notebooks_dir()
     stems = list(grid.notebooks or PIPELINE)
     by_notebook: dict[str, dict[str, dict[str, Any]]] = {}
     for stem in stems:
-        path = source / f"{stem}.ipynb"
-        if not path.is_file():
-            raise GridError(
-                f"{grid.source}: key 'notebooks': no notebook {stem!r} in {source} "
-                f"(pipeline notebooks: {', '.join(PIPELINE)})"
-            )
+        try:
+            path = notebook_path(source, stem, default_source)
+        except PipelineError as exc:
+            raise GridError(f"{grid.source}: key 'notebooks': {exc}") from None
         by_notebook[stem] = notebook_parameters(path)
     declared: set[str] = set().union(*by_notebook.values()) - {"run_dir"}
     for params in grid.sets:

@@ -108,6 +108,38 @@ class PipelineError(RuntimeError):
     """
 
 
+NOTEBOOK_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""How a notebook stem is written: a plain file name without extension, never a path."""
+
+
+def notebook_path(source: Path, stem: object, default_source: bool) -> Path:
+    """The notebook a stem names in ``source``, refusing what is not one of its own notebooks.
+
+    A stem is a plain name (:data:`NOTEBOOK_STEM`: no folder, no ``..``) of a notebook directly inside ``source``;
+    from the kit's own folder only the pipeline's stems (:data:`PIPELINE`) are accepted. So a grid, ``--notebooks``
+    or a ``run.json`` read back on ``--resume`` can never execute a notebook from elsewhere or write outside the run
+    folder.
+
+    Args:
+        source: The notebook folder.
+        stem: The stem asked for.
+        default_source: Whether ``source`` is the kit's own folder (no ``notebook_dir``, no ``$AIRBENCH_NOTEBOOKS``).
+
+    Raises:
+        PipelineError: In one line, for any other stem.
+    """
+    known = f"pipeline notebooks: {', '.join(PIPELINE)}"
+    if not isinstance(stem, str) or not NOTEBOOK_STEM.fullmatch(stem):
+        shown = repr(stem)[:80]
+        raise PipelineError(f"notebook {shown} is not a notebook stem (a plain name such as 03_run_model; {known})")
+    if default_source and stem not in PIPELINE:
+        raise PipelineError(f"no notebook {stem!r} in the pipeline ({known})")
+    path = source / f"{stem}.ipynb"
+    if not path.is_file() or path.resolve().parent != source.resolve():
+        raise PipelineError(f"no notebook {stem!r} in {source} ({known})")
+    return path
+
+
 def notebooks_dir() -> Path:
     """Folder of the pipeline notebooks: ``$AIRBENCH_NOTEBOOKS`` or ``notebooks/`` beside the package."""
     env = os.environ.get("AIRBENCH_NOTEBOOKS")
@@ -492,17 +524,16 @@ def run_pipeline(
     previous = _previous_run(Path(reports_dir), run_id) if resume else None
     if previous is not None:
         parameters = {**previous.parameters, **parameters}
+        check_no_secrets(parameters)  # a run.json is a file anyone may have edited: its values are checked too
         notebooks = notebooks or [n.name for n in previous.notebooks]
         if cache_dir is None and previous.cache_dir:
             cache_dir = previous.cache_dir
+    default_source = not notebook_dir and not os.environ.get("AIRBENCH_NOTEBOOKS")
     source = Path(notebook_dir) if notebook_dir else notebooks_dir()
     stems = list(notebooks or PIPELINE)
     declared: dict[str, dict[str, dict[str, Any]]] = {}
     for stem in stems:
-        path = source / f"{stem}.ipynb"
-        if not path.is_file():
-            raise PipelineError(f"no notebook {stem!r} in {source} (pipeline notebooks: {', '.join(PIPELINE)})")
-        declared[stem] = notebook_parameters(path)
+        declared[stem] = notebook_parameters(notebook_path(source, stem, default_source))
     known = set().union(*(set(d) for d in declared.values())) - {"run_dir"}
     unknown = sorted(set(parameters) - known)
     if unknown:

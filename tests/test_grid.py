@@ -146,6 +146,7 @@ BAD = [
     ("fixed: [seed]\nseed: [0]\n", "key 'fixed': give a mapping"),
     ("notebooks: [01_build_data, 99_nope]\nseed: [0]\n", "key 'notebooks': no notebook '99_nope'"),
     ("notebooks: 3\nseed: [0]\n", "key 'notebooks': give a list of notebook stems"),
+    ("notebooks: ['../../../tmp/x/evil']\nseed: [0]\n", "key 'notebooks': notebook '../../../tmp/x/evil' is not"),
     ("official_root: [2024-01-01]\n", "key 'official_root': datetime.date(2024, 1, 1) is a YAML date"),
     ("official_root: ['sk-abc123def456']\n", "key 'official_root': the value of parameter 'official_root' looks"),
     ("seed: [0]\n3: [1]\n", "key 3: top-level keys must be parameter names"),

@@ -303,3 +303,38 @@ def test_a_run_json_without_input_hashes_still_reads_and_resumes(tmp_path, toy_n
     (tmp_path / "old/run.json").write_text(json.dumps(saved))
     again = run_pipeline({}, resume=True, **run)
     assert again.status == "ok" and _executed(again) == ["a"] and again.notebooks[0].inputs_hash
+
+
+@pytest.mark.parametrize("stem", ["../../../tmp/x/evil", "/tmp/evil", "..", "a/b", ".hidden", "a.ipynb"])
+def test_only_plain_notebook_stems_run(tmp_path, toy_notebooks, stem):
+    """A stem that is a path is refused in one line before anything runs (issue 22: notebooks from outside)."""
+    with pytest.raises(PipelineError, match="is not a notebook stem") as caught:
+        run_pipeline({}, notebooks=[stem], reports_dir=tmp_path / "reports", notebook_dir=toy_notebooks)
+    assert "\n" not in str(caught.value) and not (tmp_path / "reports").exists()
+
+
+def test_the_kits_folder_runs_only_pipeline_notebooks(tmp_path, monkeypatch):
+    """From the kit's own notebook folder only the pipeline's stems are accepted."""
+    monkeypatch.delenv("AIRBENCH_NOTEBOOKS", raising=False)
+    with pytest.raises(PipelineError, match="no notebook 'conftest' in the pipeline"):
+        run_pipeline({}, notebooks=["conftest"], reports_dir=tmp_path / "reports")
+
+
+def test_a_tampered_run_json_cannot_run_a_notebook_from_elsewhere(tmp_path, toy_notebooks):
+    """On --resume the notebook names and parameters of run.json are checked like those given on the command line."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.ipynb").write_text((toy_notebooks / "a.ipynb").read_text())
+    run = dict(notebooks=["a"], run_id="r", reports_dir=tmp_path / "reports", notebook_dir=toy_notebooks, html=False)
+    run_pipeline({"n": 1}, **run)
+    saved_path = tmp_path / "reports/r/run.json"
+    saved = json.loads(saved_path.read_text())
+    saved["notebooks"][0]["name"] = "../../outside/evil"
+    saved_path.write_text(json.dumps(saved))
+    with pytest.raises(PipelineError, match="is not a notebook stem"):
+        run_pipeline({}, resume=True, run_id="r", reports_dir=tmp_path / "reports", notebook_dir=toy_notebooks)
+    saved["notebooks"][0]["name"] = "a"
+    saved["parameters"]["n"] = "sk-" + "A1b2" * 12
+    saved_path.write_text(json.dumps(saved))
+    with pytest.raises(PipelineError, match="looks like"):
+        run_pipeline({}, resume=True, run_id="r", reports_dir=tmp_path / "reports", notebook_dir=toy_notebooks)
