@@ -114,12 +114,42 @@ class Grid:
         return [run_slug(i + 1, s, self.varying, width=width) for i, s in enumerate(self.sets)]
 
 
+MAX_ALIASES = 16
+"""Aliases (``*name``) a grid file may use: a few save typing; a "billion laughs" file of nested aliases would
+expand into gigabytes and keep a core busy for minutes."""
+MAX_GRID_BYTES = 1_000_000
+"""Largest grid file read (a grid of 999 runs is a few tens of kilobytes)."""
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a mapping that gives the same key twice (PyYAML keeps the last silently)."""
+    """PyYAML's safe loader, refusing what a grid file must not hold.
+
+    A mapping that gives the same key twice (PyYAML keeps the last silently), merge keys (``<<:``), and more than
+    :data:`MAX_ALIASES` aliases.
+    """
+
+    aliases_seen = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.events.AliasEvent):
+            self.aliases_seen += 1
+            if self.aliases_seen > MAX_ALIASES:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(
+                    None, None, f"more than {MAX_ALIASES} aliases (*name); write the values out", mark
+                )
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    "merge keys (<<:) are not read in grid files; write the parameters out",
+                    key_node.start_mark,
+                )
             key = self.construct_object(key_node, deep=deep)
             try:
                 duplicate = key in seen
@@ -316,6 +346,8 @@ def read_grid(path: str | Path, *, extra: dict[str, Any] | None = None) -> Grid:
     """
     path = Path(path)
     try:
+        if path.is_file() and path.stat().st_size > MAX_GRID_BYTES:
+            raise GridError(f"{path}: {path.stat().st_size} bytes, more than a grid file holds ({MAX_GRID_BYTES})")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise GridError(f"{path}: no such grid file") from None
@@ -332,6 +364,8 @@ def read_grid(path: str | Path, *, extra: dict[str, Any] | None = None) -> Grid:
         raise GridError(f"{path}: not valid YAML: {where}{problem}") from None
     except RecursionError:
         raise GridError(f"{path}: not valid YAML: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits (Python's int conversion limit)
+        raise GridError(f"{path}: not a usable grid: {str(exc).splitlines()[0][:120]}") from None
     return parse_grid(data, path, extra=extra)
 
 

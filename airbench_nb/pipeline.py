@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import platform
 import re
@@ -166,11 +167,31 @@ def check_no_secrets(parameters: dict[str, Any]) -> None:
             )
 
 
+_TYPE_CHECKS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("float", (int, float), "a finite number"),
+    ("str", str, "a string (quote it)"),
+    ("bool", bool, "true or false"),
+    ("list", list, "a list"),
+    ("dict", dict, "a mapping"),
+)
+"""Declared parameter type, the Python types its values may have, and how an error says it."""
+
+
+def _is_type(value: Any, expected: type | tuple[type, ...]) -> bool:
+    if isinstance(value, bool) and expected is not bool:
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return isinstance(value, expected)
+
+
 def check_parameter_values(parameters: dict[str, Any], declared: dict[str, dict[str, dict[str, Any]]]) -> None:
     """Refuse a parameter value the notebooks declaring it cannot use, before anything runs.
 
-    A parameter declared ``int`` takes a whole number (not ``true``, not ``"5"``, not ``2.5``); a counting parameter
-    of :data:`PARAMETER_MINIMUMS` takes its minimum or more (``limit=-1`` is refused).
+    A parameter declared ``int`` takes a whole number (not ``true``, not ``"5"``, not ``2.5``), one declared
+    ``float`` a finite number, ``str`` a string, ``bool`` true or false, ``list`` a list and ``dict`` a mapping
+    (:data:`_TYPE_CHECKS`); a counting parameter of :data:`PARAMETER_MINIMUMS` takes its minimum or more
+    (``limit=-1`` is refused).
 
     Args:
         parameters: The run's parameters.
@@ -184,9 +205,13 @@ def check_parameter_values(parameters: dict[str, Any], declared: dict[str, dict[
         if not stems:
             continue
         where = f"(declared by {', '.join(stems)}: {declared[stems[0]][name]['help'] or 'no help'})"
-        whole = any(declared[stem][name]["type"] == "int" for stem in stems)
-        if whole and (isinstance(value, bool) or not isinstance(value, int)):
-            raise PipelineError(f"parameter {name}={value!r} must be a whole number {where}")
+        types = {declared[stem][name]["type"] for stem in stems}
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        if "int" in types and (isinstance(value, bool) or not isinstance(value, int)):
+            raise PipelineError(f"parameter {name}={shown} must be a whole number {where}")
+        for declared_type, expected, what in _TYPE_CHECKS:
+            if declared_type in types and not _is_type(value, expected):
+                raise PipelineError(f"parameter {name}={shown} must be {what} {where}")
         minimum = PARAMETER_MINIMUMS.get(name)
         if minimum is not None and isinstance(value, int | float) and not isinstance(value, bool) and value < minimum:
             raise PipelineError(f"parameter {name}={value!r} must be {minimum} or more {where}")

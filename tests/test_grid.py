@@ -146,6 +146,13 @@ BAD = [
     ("fixed: [seed]\nseed: [0]\n", "key 'fixed': give a mapping"),
     ("notebooks: [01_build_data, 99_nope]\nseed: [0]\n", "key 'notebooks': no notebook '99_nope'"),
     ("notebooks: 3\nseed: [0]\n", "key 'notebooks': give a list of notebook stems"),
+    ("seed: [" + "9" * 5000 + "]\n", "not a usable grid: Exceeds the limit (4300 digits)"),
+    ("base: &b {seed: 1}\nruns:\n  - <<: *b\n    limit: 2\n", "line 3, column 5: merge keys (<<:) are not read"),
+    (
+        "a: &a [1, 2]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b, *b]\n",
+        "more than 16 aliases",
+    ),
+    ("embedder: [3]\n", "key 'embedder': parameter embedder=3 must be a string (quote it)"),
     ("notebooks: ['../../../tmp/x/evil']\nseed: [0]\n", "key 'notebooks': notebook '../../../tmp/x/evil' is not"),
     ("official_root: [2024-01-01]\n", "key 'official_root': datetime.date(2024, 1, 1) is a YAML date"),
     ("official_root: ['sk-abc123def456']\n", "key 'official_root': the value of parameter 'official_root' looks"),
