@@ -16,6 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.markup import md_code, md_link, md_text
 from airbench_nb.report_page import read_json
 from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
 
@@ -296,18 +297,18 @@ def write_grid_page(grid_dir: str | Path) -> tuple[Path, Path]:
 
 
 def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return md_text(text)
 
 
 def _markdown(context: dict[str, Any]) -> str:
     lines = [
-        f"# airbench-nb grid `{context['grid_id']}`: {context['status']}",
+        f"# airbench-nb grid {md_code(context['grid_id'])}: {md_text(context['status'])}",
         "",
-        f"{context['name'] + ': ' if context['name'] else ''}{context['counts']}; started {context['started']}, "
-        f"ended {context['ended']}. The full page, with intervals and the official protocol, is "
-        "[index.html](index.html).",
+        f"{_md(context['name']) + ': ' if context['name'] else ''}{_md(context['counts'])}; started "
+        f"{_md(context['started'])}, ended {_md(context['ended'])}. The full page, with intervals and the official "
+        "protocol, is [index.html](index.html).",
         "",
-        *[f"- **{key}**: {_md(value)}" for key, value in context["what"]],
+        *[f"- **{_md(key)}**: {_md(value)}" for key, value in context["what"]],
         "",
         "## Runs (strict protocol)",
         "",
@@ -317,13 +318,13 @@ def _markdown(context: dict[str, Any]) -> str:
     head = ["#", "run", *context["varying"], "status", "seconds", *score_heads]
     lines += ["| " + " | ".join(_md(h) for h in head) + " |", "|" + "---|" * len(head)]
     for row in table["rows"]:
-        run = f"[{row['run_id']}]({row['link']})" if row["link"] else row["run_id"]
-        cells = [str(row["index"]), run, *row["params"], row["status"], row["seconds"]]
-        cells += [c["value"] for c in row["cells"]]
-        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+        run = f"[{_md(row['run_id'])}]({md_link(row['link'])})" if row["link"] else _md(row["run_id"])
+        cells = [_md(c) for c in (row["index"], *row["params"], row["status"], row["seconds"])]
+        cells += [_md(c["value"]) for c in row["cells"]]
+        lines.append("| " + " | ".join([cells[0], run, *cells[1:]]) + " |")
     errors = [row for row in table["rows"] if row["error"]]
     if errors:
         lines += ["", "## Failed runs", ""]
-        lines += [f"- `{row['run_id']}`: {_md(row['error'])}" for row in errors]
-    lines += ["", "## Files", "", *[f"- [{p}]({p})" for p in context["files"]], ""]
+        lines += [f"- {md_code(row['run_id'])}: {_md(row['error'])}" for row in errors]
+    lines += ["", "## Files", "", *[f"- [{_md(p)}]({md_link(p)})" for p in context["files"]], ""]
     return "\n".join(lines)

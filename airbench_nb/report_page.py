@@ -16,6 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.markup import md_code, md_link, md_text
 from airbench_nb.records import RunInfo
 from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
 from airbench_nb.score_table import PROXY_SHORT, ScoreTable
@@ -334,19 +335,20 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
 
 
 def _markdown(context: dict[str, Any], folder: RunFolder) -> str:
+    """The page as Markdown; every text from a run (specs, warnings, captions, names) escaped (:func:`md_text`)."""
     lines = [
-        f"# airbench-nb run `{context['run_id']}`: {context['status']}",
+        f"# airbench-nb run {md_code(context['run_id'])}: {md_text(context['status'])}",
         "",
-        f"Started {context['started']}, ended {context['ended']} ({context['duration']}); commit "
-        f"`{context['commit']}`. The full page is [index.html](index.html).",
+        f"Started {md_text(context['started'])}, ended {md_text(context['ended'])} ({md_text(context['duration'])}); "
+        f"commit {md_code(context['commit'])}. The full page is [index.html](index.html).",
         "",
         "## What was run",
         "",
-        *[f"- **{key}**: {value}" for key, value in context["what"]],
+        *[f"- **{md_text(key)}**: {md_text(value)}" for key, value in context["what"]],
         "",
         "## Warnings",
         "",
-        *([f"- {text}" for _, text in context["warnings"]] or ["None."]),
+        *([f"- {md_text(text)}" for _, text in context["warnings"]] or ["None."]),
         "",
     ]
     if folder.leaderboard.is_file():
@@ -354,10 +356,13 @@ def _markdown(context: dict[str, Any], folder: RunFolder) -> str:
         lines += ["## Tables", "", f"See [{board}]({board}).", ""]
     if context["figures"]:
         lines += ["## Figures", ""]
-        lines += [f"![{f['caption']}]({f['path']})\n\n*{f['caption']}*\n" for f in context["figures"]]
+        lines += [
+            f"![{md_text(f['caption'])}]({md_link(f['path'])})\n\n*{md_text(f['caption'])}*\n"
+            for f in context["figures"]
+        ]
     lines += ["## Notebooks", ""]
     for nb in context["notebooks"]:
-        links = " · ".join(f"[{name}]({name})" for name in (nb["output"], nb["html"]) if name)
-        lines.append(f"- {nb['name']}: {nb['status']} ({nb['seconds'] or '-'} s) {links}")
-    lines += ["", "## Raw files", "", *[f"- [{p}]({p})" for p in context["raw_files"]], ""]
+        links = " · ".join(f"[{md_text(name)}]({md_link(name)})" for name in (nb["output"], nb["html"]) if name)
+        lines.append(f"- {md_text(nb['name'])}: {md_text(nb['status'])} ({md_text(nb['seconds'] or '-')} s) {links}")
+    lines += ["", "## Raw files", "", *[f"- [{md_text(p)}]({md_link(p)})" for p in context["raw_files"]], ""]
     return "\n".join(lines)

@@ -42,8 +42,10 @@ def show(section: Section) -> None:
     """Display a section in a notebook: the reason when empty, else its frame and figure."""
     from IPython.display import Markdown, display
 
+    from airbench_nb.markup import md_text
+
     if section.reason:
-        display(Markdown(f"*Nothing to show: {section.reason}*"))
+        display(Markdown(f"*Nothing to show: {md_text(section.reason)}*"))
         return
     if not section.frame.empty:
         display(section.frame)

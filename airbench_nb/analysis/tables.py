@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from airbench_nb.analysis.stats import plain, wilson
+from airbench_nb.markup import md_text
 from airbench_nb.run_folder import LEADERBOARD, TABLES_CSV
 from airbench_nb.scoring import (
     CHAT_CATEGORIES,
@@ -434,7 +435,7 @@ def format_following(foundation_frame_strict: pd.DataFrame) -> pd.DataFrame:
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    """A DataFrame as a GitHub markdown table (index levels first when named), ``|`` in cells escaped.
+    """A DataFrame as a GitHub markdown table (index levels first when named), every cell escaped (:func:`md_text`).
 
     Args:
         frame: The table; MultiIndex columns are joined with spaces.
@@ -448,7 +449,7 @@ def markdown_table(frame: pd.DataFrame) -> str:
     def cell(value: Any) -> str:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return MISSING
-        return str(value).replace("|", "\\|").replace("\n", " ")
+        return md_text(value)
 
     lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     for values in data.itertuples(index=False):
