@@ -268,3 +268,49 @@ def test_speech_sections_through_score_run(spoken_run) -> None:
 def test_registry_names_match_items() -> None:
     for kind in (TranslationItem, CaptionItem, SpeechGenerationItem):
         assert all(name in METRICS for name in kind.METRICS)
+
+
+def test_pairs_with_other_tokenizers_average_by_items() -> None:
+    rows = [("de", "en", ["The house is small."], "The house is small."), ("en", "zh", ["我喜欢喝茶。"], "我爱喝茶。")]
+    rows += [("de", "en", ["Where is the station?"], "Where is the train station?")]
+    items = [
+        TranslationItem(
+            uid=f"m{k}",
+            task="speech_translation",
+            source_language=src,
+            target_language=trg,
+            references=refs,
+            **COMMON,
+        )
+        for k, (src, trg, refs, _) in enumerate(rows)
+    ]
+    responses = [Response(uid=f"m{k}", model=MODEL, text=answer) for k, (*_, answer) in enumerate(rows)]
+    summary = translation_summary(items, responses, reps=0)
+    de_en = sacrebleu.corpus_bleu([rows[0][3], rows[2][3]], [[rows[0][2][0], rows[2][2][0]]]).score
+    en_zh = sacrebleu.corpus_bleu([rows[1][3]], [[rows[1][2][0]]], tokenize="zh").score
+    assert summary.by_pair["en-zh"].bleu.value == pytest.approx(en_zh) and summary.by_pair["en-zh"].tokenize == "zh"
+    assert summary.by_pair["de-en"].bleu.value == pytest.approx(de_en)
+    assert summary.bleu == pytest.approx((2 * de_en + en_zh) / 3) and summary.bleu_ci is None
+    assert summary.signature is None and "tok:zh" in summary.by_pair["en-zh"].bleu.signature
+
+
+def test_cider_d_of_one_item_says_why(caption_run) -> None:
+    items, responses = caption_run
+    summary = caption_summary(items[:1], responses[:1], metrics=("cider_d",), reps=10)
+    assert summary.metrics["cider_d"].corpus is None
+    (reason,) = summary.failure_reasons
+    assert reason.startswith("CIDEr-D not computed: CIDEr-D metric does not support less than 2 candidates")
+
+
+def test_stale_transcripts_and_tasks_apart(spoken_run) -> None:
+    from airbench_nb.scoring.metrics import metric_for
+
+    items, responses, verdicts = spoken_run
+    retried = Response(uid="s1", model=MODEL, text=None, latency_s=1.0, prompt_hash="new")  # a newer answer
+    summary = speech_output_summary(items, [*responses, retried], verdicts, judges=[ASR], reps=0)
+    assert summary.failure_reasons["no transcript: no verdict by the ASR judge"] == 2  # s1's verdict is stale now
+    tts, answer = metric_for("speech_output"), metric_for("spoken_answer")
+    assert tts.serves(items[0]) and not tts.serves(items[4]) and answer.serves(items[4])
+    assert answer.outcomes(items[0], responses[0], {}, "strict") == []
+    empty = answer.aggregate([], "strict", 10, 0)
+    assert empty.average.value is None and empty.average.n == 0 and not empty.tasks

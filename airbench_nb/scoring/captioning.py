@@ -385,6 +385,10 @@ class CaptionMetric(NoJudge):
             return type(self)(embedder=options["embedder"])
         return self
 
+    def serves(self, item: Any) -> bool:
+        """Whether the metric scores this item (a caption item)."""
+        return isinstance(item, CaptionItem)
+
     def outcomes(
         self, item: CaptionItem, response: Response | None, chosen: Mapping[Any, Verdict], protocol: str
     ) -> list[CaptionOutcome]:

@@ -210,12 +210,11 @@ register_metric(SpokenAnswerAccuracy())
 OPTIONAL: dict[str, Metric] = {"spider": Spider(), "fense": Fense()}
 """Metrics no item names by default, run only when asked for (``metric_options={"metrics": [...]}``), by name."""
 
-OPTIONAL_KINDS: dict[str, str] = {"spider": "caption", "fense": "caption"}
-"""The item kind each optional metric scores."""
-
 
 def optional_metrics(options: Mapping[str, Any] | None) -> list[Metric]:
     """The optional metrics asked for in ``options["metrics"]``, each checked to run here.
+
+    Each scores the items its ``serves(item)`` accepts (SPIDEr and FENSE: caption items), though no item names it.
 
     Args:
         options: ``score_run``'s ``metric_options``; ``{"metrics": ["spider", "fense"]}`` asks for both.
@@ -240,7 +239,6 @@ __all__ = [
     "ValueOutcome",
     "mean_section",
     "OPTIONAL",
-    "OPTIONAL_KINDS",
     "optional_metrics",
     "JudgeScore",
     "EventTagging",

@@ -280,11 +280,15 @@ class _SpokenMetric:
         """The ASR judge (one at most)."""
         return sorted({v.judge for v in chosen.values()})
 
+    def serves(self, item: Any) -> bool:
+        """Whether the metric scores this item (a speech generation item of its task)."""
+        return isinstance(item, SpeechGenerationItem) and item.task == self.task
+
     def outcomes(
         self, item: SpeechGenerationItem, response: Response | None, chosen: Mapping[Any, Verdict], protocol: str
     ) -> list[SpokenOutcome]:
         """The item's outcome when it is of this metric's task (none otherwise); the same under both protocols."""
-        if item.task != self.task:
+        if not self.serves(item):
             return []
         return [spoken_outcome(item, response, chosen.get(item.uid))]
 

@@ -323,6 +323,10 @@ class _SacreMetric(NoJudge):
     section: ClassVar[str] = ""
     score_field: ClassVar[str] = ""
 
+    def serves(self, item: Any) -> bool:
+        """Whether the metric scores this item (a translation item)."""
+        return isinstance(item, TranslationItem)
+
     def outcomes(
         self, item: TranslationItem, response: Response | None, chosen: Mapping[Any, Verdict], protocol: str
     ) -> list[TranslationOutcome]:
