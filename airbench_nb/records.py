@@ -735,7 +735,7 @@ def _check_texts(value: list[str], field: str) -> list[str]:
 class TranslationItem(_ReferenceItem):
     """Translate the speech of a clip into another language; scored by corpus BLEU and chrF (sacrebleu)."""
 
-    METRICS: ClassVar[tuple[str, ...]] = ("bleu",)
+    METRICS: ClassVar[tuple[str, ...]] = ("bleu", "chrf")
     """The metrics that score this kind of item."""
 
     kind: Literal["translation"] = "translation"
@@ -764,7 +764,7 @@ class TranslationItem(_ReferenceItem):
 class CaptionItem(_ReferenceItem):
     """Describe a clip (a sound scene or a piece of music) in one sentence; scored by captioning metrics."""
 
-    METRICS: ClassVar[tuple[str, ...]] = ("caption",)
+    METRICS: ClassVar[tuple[str, ...]] = ("cider_d", "caption_similarity")
     """The metrics that score this kind of item."""
 
     kind: Literal["caption"] = "caption"
@@ -786,7 +786,7 @@ class SpeechGenerationItem(_ReferenceItem):
     rated by listeners (the MOS listening test).
     """
 
-    METRICS: ClassVar[tuple[str, ...]] = ("speech_output",)
+    METRICS: ClassVar[tuple[str, ...]] = ("speech_output", "spoken_answer")
     """The metrics that score this kind of item."""
 
     kind: Literal["speech_generation"] = "speech_generation"

@@ -29,9 +29,12 @@ def test_airbench_kinds_name_their_metrics():
 
 
 def test_unknown_and_malformed_metrics_are_refused():
-    registered = "choice_accuracy, event_map, judge_score, scene_macc, wer"
-    with pytest.raises(KeyError, match=f"no metric 'bleu'; registered: {registered}"):
-        metric_for("bleu")
+    registered = (
+        "bleu, caption_similarity, choice_accuracy, chrf, cider_d, event_map, judge_score, scene_macc, speech_output, "
+        "spoken_answer, wer"
+    )
+    with pytest.raises(KeyError, match=f"no metric 'meteor'; registered: {registered}"):
+        metric_for("meteor")
     with pytest.raises(TypeError, match="is not a Metric"):
         register_metric(object())  # type: ignore[arg-type]
 

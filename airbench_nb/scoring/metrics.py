@@ -20,8 +20,11 @@ answer (a transcript scored by WER, a translation by BLEU) is a new metric class
   reply as ``cal_score.py`` does, strict takes the parsed scores; failures are left out and counted.
 
 And the three of the items scored against references (:mod:`airbench_nb.scoring.reference`): ``wer``,
-``scene_macc`` and ``event_map``. A metric that takes options (the embedding backend) has ``configured(options)``;
-:func:`~airbench_nb.scoring.run.score_run` applies its ``metric_options`` through it.
+``scene_macc`` and ``event_map``. UG-Bench's: ``bleu`` and ``chrf`` (:mod:`airbench_nb.scoring.translation`),
+``cider_d`` and ``caption_similarity`` (:mod:`airbench_nb.scoring.captioning`, with ``spider`` and ``fense`` run only
+when asked for: :func:`optional_metrics`), ``speech_output`` and ``spoken_answer``
+(:mod:`airbench_nb.scoring.speech_output`). A metric that takes options (the embedding backend) has
+``configured(options)``; :func:`~airbench_nb.scoring.run.score_run` applies its ``metric_options`` through it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.aggregate import ValueOutcome, _chat_section, _foundation_section, mean_section
+from airbench_nb.scoring.captioning import CaptionSimilarity, CiderD, Fense, Spider, require_metric
 from airbench_nb.scoring.outcomes import (
     CHAT_ORDERS,
     RULE_JUDGE,
@@ -45,6 +49,8 @@ from airbench_nb.scoring.outcomes import (
     strict_foundation,
 )
 from airbench_nb.scoring.reference import EventTagging, SceneAccuracy, WordErrorRate
+from airbench_nb.scoring.speech_output import SpeechOutputWer, SpokenAnswerAccuracy
+from airbench_nb.scoring.translation import Bleu, Chrf
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +200,37 @@ register_metric(JudgeScore())
 register_metric(WordErrorRate())
 register_metric(SceneAccuracy())
 register_metric(EventTagging())
+register_metric(Bleu())
+register_metric(Chrf())
+register_metric(CiderD())
+register_metric(CaptionSimilarity())
+register_metric(SpeechOutputWer())
+register_metric(SpokenAnswerAccuracy())
+
+OPTIONAL: dict[str, Metric] = {"spider": Spider(), "fense": Fense()}
+"""Metrics no item names by default, run only when asked for (``metric_options={"metrics": [...]}``), by name."""
+
+
+def optional_metrics(options: Mapping[str, Any] | None) -> list[Metric]:
+    """The optional metrics asked for in ``options["metrics"]``, each checked to run here.
+
+    Each scores the items its ``serves(item)`` accepts (SPIDEr and FENSE: caption items), though no item names it.
+
+    Args:
+        options: ``score_run``'s ``metric_options``; ``{"metrics": ["spider", "fense"]}`` asks for both.
+
+    Raises:
+        KeyError: For a name that is not an optional metric.
+        airbench_nb.scoring.captioning.CaptionMetricUnavailable: When one cannot run here (one line: why).
+    """
+    asked = list((options or {}).get("metrics", ()))
+    unknown = [name for name in asked if name not in OPTIONAL]
+    if unknown:
+        raise KeyError(f"no optional metric {', '.join(map(repr, unknown))}; optional: {', '.join(OPTIONAL)}")
+    for name in asked:
+        require_metric(name)
+    return [OPTIONAL[name] for name in asked]
+
 
 __all__ = [
     "METRICS",
@@ -201,6 +238,8 @@ __all__ = [
     "ChoiceAccuracy",
     "ValueOutcome",
     "mean_section",
+    "OPTIONAL",
+    "optional_metrics",
     "JudgeScore",
     "EventTagging",
     "SceneAccuracy",
