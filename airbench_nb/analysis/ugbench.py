@@ -20,14 +20,15 @@ its score lives in a run's score table and whether higher or lower is better is 
 4. **Sub-rank.** A capability's sub-rank is the mean of the model's ranks over the capability's tasks.
 5. **Total.** Each sub-rank ``r`` is put on 0-100 by the number of models ``N``: ``(N + 1 - r) / N * 100``
    (``scale="ugbench"``: rank 1 scores 100, rank N scores 100 / N), and the total is the weighted mean of the four
-   (weights renormalised over the capabilities that have a task). The paper says only "scaled to 0-100 by the
-   number of models"; this form is the one its published totals fit (78.18, 62.73 and 57.27 are 860/11, 690/11 and
-   630/11 with its 11 LALMs). ``scale="minmax"`` gives ``(N - r) / (N - 1) * 100`` instead (rank N scores 0).
+   (weights renormalised over the capabilities that have a task). UG-Bench's summary says only "scaled to 0-100
+   by the number of models" (the full text was not at hand); this form is the one its published totals fit
+   (78.18, 62.73 and 57.27 are 860/11, 690/11 and 630/11 with its 11 LALMs). ``scale="minmax"`` gives
+   ``(N - r) / (N - 1) * 100`` instead (rank N scores 0).
 6. **Order.** Models are listed by total, best first; equal totals share a position (competition ranking) and are
    listed by name.
 
-Where the paper is silent (ties, models that cannot perform a task, the exact scaling), the choices above are the
-kit's, each a parameter of :func:`ugbench_ranking`, and stated in ``docs/analysis.md``.
+Where UG-Bench's description is silent (ties, models that cannot perform a task, the exact scaling), the choices
+above are the kit's, each a parameter of :func:`ugbench_ranking`, and stated in ``docs/analysis.md``.
 """
 
 from __future__ import annotations
