@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from airbench_nb import plots
+from airbench_nb.analysis.report import RunAnalysis
 from airbench_nb.analysis.ugbench import (
     CAPABILITIES,
     UG_WEIGHTS,
@@ -20,6 +21,8 @@ from airbench_nb.analysis.ugbench import (
 )
 from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, KIT_FOUNDATION_TASKS, REFERENCE_TASKS
 from airbench_nb.score_table import ScoreTable
+from tests.planted_run import FOUNDATION_TASKS as PLANTED_TASKS
+from tests.planted_run import write_planted_run
 
 matplotlib.use("Agg")
 
@@ -374,3 +377,19 @@ def test_chart(result):
     assert len(ax.get_legend().get_texts()) == 4
     matplotlib.pyplot.close(fig)
     assert plots.ugbench_chart(ugbench_ranking(pd.DataFrame()).ranking_frame()) is None
+
+
+def test_a_planted_run_end_to_end(tmp_path):
+    folder = write_planted_run(tmp_path / "run", per_task=20, chat_per_task=2, snr_items=0, rotated_per_task=0)
+    _, results = RunAnalysis(folder, reps=0).scores()
+    with pytest.raises(ValueError, match="several Chat judges"):
+        ugbench_ranking(results)
+    ranked = ugbench_ranking(results, chat_judge="fair-judge")
+    tasks = {t for c in ranked.capabilities.values() for t in c.tasks}
+    assert tasks == set(PLANTED_TASKS) | {"chat_speech", "chat_sound", "chat_music", "chat_mixed"}
+    assert "speech_generation" not in ranked.capabilities  # nobody was asked to speak
+    best = ranked.models[0]
+    # the skilled model (80% right, the best Chat answers) is first on every task: every sub-rank 1, total 100
+    assert best.model == "planted:skilled" and best.score == 100.0
+    assert set(best.sub_ranks.values()) == {1.0}
+    assert {m.model for m in ranked.models} == {"planted:skilled", "planted:letter-a", "planted:uniform"}
