@@ -393,3 +393,41 @@ def test_a_planted_run_end_to_end(tmp_path):
     assert best.model == "planted:skilled" and best.score == 100.0
     assert set(best.sub_ranks.values()) == {1.0}
     assert {m.model for m in ranked.models} == {"planted:skilled", "planted:letter-a", "planted:uniform"}
+
+
+def test_a_model_that_failed_every_spoken_answer_cannot_speak():
+    # speech_output keeps failures inside n with a value (a text answer: every word deleted, WER 1.0)
+    def spoken(wer: float, failures: int) -> dict:
+        return {
+            "strict": {
+                "protocol": "strict",
+                "foundation": {"tasks": {"Speech_Grounding": _entry(0.5)}, "average": _entry(0.5)},
+                "metric_sections": {
+                    "speech_output": {
+                        "tasks": {"tts": {"value": wer, "n": 10, "failures": failures}},
+                        "average": {"value": wer, "n": 10, "failures": failures},
+                    }
+                },
+            }
+        }
+
+    table = ScoreTable.model_validate(
+        {
+            "text-only | chat judge -": spoken(1.0, 10),
+            "babbler | chat judge -": spoken(1.4, 2),
+            "speaker | chat judge -": spoken(0.1, 0),
+        }
+    )
+    frame = task_scores(table)
+    assert math.isnan(frame.loc["text-only", "tts"]) and frame.loc["babbler", "tts"] == 1.4
+    ranked = ugbench_ranking(table)
+    assert ranked.unable == {"tts": ["text-only"]}
+    assert ranked.rules()["unable"] == {"tts": ["text-only"]}
+    # the one that cannot speak is last on tts, behind the one that speaks badly
+    assert ranked.capabilities["speech_generation"].ranks == {
+        "babbler": {"tts": 2.0},
+        "speaker": {"tts": 1.0},
+        "text-only": {"tts": 3.0},
+    }
+    skipped = ugbench_ranking(table, missing="skip")
+    assert skipped.capabilities["speech_generation"].ranks["text-only"] == {}

@@ -14,9 +14,11 @@ its score lives in a run's score table and whether higher or lower is better is 
 3. **A model without a score for a task** (a text-only model on speech generation, an answer file that failed
    throughout) is, by default (``missing="last"``), ranked after every model that has one, tied with the others
    that lack it: it cannot do the task, so it does no better than any model that can, and no model gains a place by
-   skipping a task. With ``missing="skip"`` it is left out of that task's ranking instead; a model with no task of a
-   capability then has no sub-rank there, its total is renormalised over the capabilities it has and it is flagged
-   ``partial``.
+   skipping a task. Where a metric keeps failed units in its value (speech output: a text answer is every word
+   deleted, WER 1), the map marks the task ``failed_means_missing``: a model that failed every unit counts as
+   without a score (:attr:`UgBenchRanking.unable`). With ``missing="skip"`` a model without a score is left out
+   of that task's ranking instead; a model with no task of a capability then has no sub-rank there, its total is
+   renormalised over the capabilities it has and it is flagged ``partial``.
 4. **Sub-rank.** A capability's sub-rank is the mean of the model's ranks over the capability's tasks.
 5. **Total.** Each sub-rank ``r`` is put on 0-100 by the number of models ``N``: ``(N + 1 - r) / N * 100``
    (``scale="ugbench"``: rank 1 scores 100, rank N scores 100 / N), and the total is the weighted mean of the four
@@ -124,6 +126,10 @@ class TaskSpec:
     """Name of the entry at that level (a task, a category, a prompting mode; ``average``); None for extra."""
     kit_own: bool = False
     """True for the kit's own tasks (not AIR-Bench's, SSEU-Bench's or UG-Bench's): ranked only on request."""
+    failed_means_missing: bool = False
+    """True where the metric keeps failed units inside ``n`` with a value (speech output: a text answer is every
+    word deleted, WER 1): an entry whose every unit failed then means the model cannot do the task, and it is
+    ranked as a model without a score (:data:`MISSING_RULES`)."""
     note: str | None = None
     """Why the task sits where it does, where that is not obvious."""
 
@@ -191,8 +197,9 @@ def _task_spec(raw: Any, index: int, path: str) -> TaskSpec:
                 raise _map_error(path, where, f"field {name!r} must name where the score is, got {raw.get(name)!r}")
         if raw["level"] not in LEVELS:
             raise _map_error(path, where, f"level {raw['level']!r} is not one of {', '.join(LEVELS)}")
-    if not isinstance(raw.get("kit_own", False), bool):
-        raise _map_error(path, where, f"field 'kit_own' must be true or false, got {raw.get('kit_own')!r}")
+    for flag in ("kit_own", "failed_means_missing"):
+        if not isinstance(raw.get(flag, False), bool):
+            raise _map_error(path, where, f"field {flag!r} must be true or false, got {raw.get(flag)!r}")
     return TaskSpec(**dict(raw))
 
 
@@ -274,17 +281,25 @@ def task_scores(
 
     Returns:
         One row per model (index ``model``), one column per task id of the map with a score-table source, NaN where
-        the model has no score (no such section, entry or value).
+        the model has no score (no such section, entry or value; for a task marked ``failed_means_missing``, also
+        an entry whose every unit failed).
 
     Raises:
         ValueError: On an unknown protocol, or several Chat judges for one model and ``chat_judge`` None.
     """
+    return _read_scores(table, protocol, chat_judge, capability_map or load_capability_map())[0]
+
+
+def _read_scores(
+    table: ScoreTable, protocol: str, chat_judge: str | None, cmap: CapabilityMap
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """:func:`task_scores`' frame, and ``{task: [models]}`` failing every unit of a ``failed_means_missing`` task."""
     if protocol not in ("official", "strict"):
         raise ValueError(f"unknown protocol {protocol!r}: use 'official' or 'strict'")
-    cmap = capability_map or load_capability_map()
     specs = [s for s in cmap.tasks if s.source == "score_table"]
     rows: dict[str, dict[str, float]] = {}
     judges: dict[str, list[str]] = {}
+    unable: dict[str, list[str]] = {}
     for key, scores in table.items():
         model, judge = split_key(key, scores)
         if chat_judge is not None and judge_label(judge) != judge_label(chat_judge):
@@ -296,6 +311,9 @@ def task_scores(
             section = _section(protocol_scores, str(spec.section)) if protocol_scores is not None else None
             entry = _entry(section, str(spec.level), str(spec.name)) if section is not None else None
             value = plain(entry.value) if entry is not None and entry.value is not None else None
+            if value is not None and spec.failed_means_missing and entry is not None and entry.failures >= entry.n:
+                unable.setdefault(spec.id, []).append(model)
+                value = None
             row[spec.id] = np.nan if value is None else value
         rows[model] = row
     doubled = {m: j for m, j in judges.items() if len(j) > 1}
@@ -303,7 +321,9 @@ def task_scores(
         listed = "; ".join(f"{m}: {', '.join(j)}" for m, j in doubled.items())
         raise ValueError(f"several Chat judges for one model ({listed}): pass chat_judge= to choose one")
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=[s.id for s in specs], dtype=float)
-    return frame.rename_axis("model")
+    for task, models in unable.items():
+        logger.info("%s: every unit failed for %s: ranked as without a score", task, ", ".join(models))
+    return frame.rename_axis("model"), unable
 
 
 def _extra_frame(extra: Any, cmap: CapabilityMap) -> pd.DataFrame:
@@ -403,6 +423,9 @@ class UgBenchRanking:
     """How a sub-rank is put on 0-100 (:data:`SCALES`)."""
     left_out: dict[str, str] = field(default_factory=dict)
     """Tasks of the map not ranked, with why (no model has a score; the kit's own task)."""
+    unable: dict[str, list[str]] = field(default_factory=dict)
+    """``{task: [models]}`` whose every unit of a ``failed_means_missing`` task failed (a text-only model asked to
+    speak): ranked as without a score."""
     notes: tuple[str, ...] = ()
     """Anything else the reader should know (capabilities without tasks, ...)."""
     reason: str | None = None
@@ -416,7 +439,7 @@ class UgBenchRanking:
         }
 
     def rules(self) -> dict[str, Any]:
-        """How the ranking was made, for a report's detail: weights, N, the rules as text, tasks left out, notes."""
+        """How the ranking was made, for a report's detail: weights, N, rules, tasks left out, models unable, notes."""
         return {
             "weights": dict(self.weights),
             "effective_weights": dict(self.effective_weights),
@@ -425,6 +448,7 @@ class UgBenchRanking:
             "ties": f"scipy.stats.rankdata(method={self.ties!r})",
             "scale": f"{self.scale}: {SCALES[self.scale]}",
             "left_out": dict(self.left_out),
+            "unable": {task: list(models) for task, models in self.unable.items()},
             "notes": list(self.notes),
             "reason": self.reason,
         }
@@ -556,8 +580,9 @@ def ugbench_ranking(
     clean = validate_weights(weights, CAPABILITIES)
     _checked_options(missing, ties, scale)
     cmap = capability_map or load_capability_map()
+    unable: dict[str, list[str]] = {}
     if isinstance(scores, ScoreTable):
-        frame = task_scores(scores, protocol, chat_judge, cmap)
+        frame, unable = _read_scores(scores, protocol, chat_judge, cmap)
     else:
         frame = scores if scores is not None else pd.DataFrame(dtype=float)
         if "model" in frame.columns:
@@ -605,6 +630,7 @@ def ugbench_ranking(
             sub_ranks[model][capability] = plain(np.mean(values)) if values else None
     notes = tuple(f"no task of {c} has a score: left out of the total" for c in CAPABILITIES if c not in capabilities)
     common: dict[str, Any] = {"weights": clean, "n_models": n, "missing": missing, "ties": ties, "scale": scale}
+    common["unable"] = {task: sorted(models) for task, models in unable.items()}
     if not capabilities:
         reason = "no model has a score for any task of the capability map" if n else "no model scores to rank"
         return UgBenchRanking(
