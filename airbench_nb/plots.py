@@ -820,3 +820,54 @@ def sseu_mode_differences(frame: pd.DataFrame) -> Any:
     fig.suptitle("SSEU-Bench: effect of joint and chain-of-thought prompting, paired over the same clips", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def ugbench_chart(frame: pd.DataFrame, n_tasks: int | None = None) -> Any:
+    """UG-Bench's total per model as stacked bars: each capability's weighted part, its sub-rank written inside.
+
+    Args:
+        frame: :meth:`airbench_nb.analysis.ugbench.UgBenchRanking.ranking_frame` (``position, model, capability,
+            weight, sub_rank, scaled, contribution, score, partial``; one row per model and capability).
+        n_tasks: Tasks the ranking rests on, for the title (None: not shown).
+
+    Returns:
+        The figure (save it with ``save(fig, folder, "ugbench-capability-ranking")``), or None when no model has a
+        total.
+    """
+    if frame.empty or frame["score"].isna().all():
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    totals = frame.groupby("model", sort=False)[["position", "score", "partial"]].first()
+    totals = totals.sort_values(["position"], kind="stable")
+    models = list(totals.index)
+    capabilities = list(dict.fromkeys(frame["capability"]))
+    weights = frame.groupby("capability")["weight"].first()
+    colors = dict(zip(capabilities, sns.color_palette("colorblind", len(capabilities)), strict=False))
+    fig, ax = plt.subplots(figsize=(10.0, 0.55 * len(models) + 1.8))
+    left = np.zeros(len(models))
+    for capability in capabilities:
+        rows = frame[frame["capability"] == capability].set_index("model").reindex(models)
+        widths = rows["contribution"].astype(float).fillna(0.0).to_numpy()
+        label = f"{capability.replace('_', ' ')} (w {weights[capability]:.2g})"
+        ax.barh(range(len(models)), widths, left=left, color=colors[capability], label=label, edgecolor="white")
+        for y, (width, sub_rank) in enumerate(zip(widths, rows["sub_rank"], strict=True)):
+            if width >= 4 and sub_rank is not None and not pd.isna(sub_rank):
+                ax.text(left[y] + width / 2, y, f"{sub_rank:.3g}", ha="center", va="center", fontsize=7)
+        left += widths
+    for y, model in enumerate(models):
+        score = totals.at[model, "score"]
+        text = "no total" if score is None or pd.isna(score) else f"{score:.2f}"
+        ax.text(left[y] + 1.0, y, text + (" (partial)" if totals.at[model, "partial"] else ""), va="center", fontsize=8)
+    ax.set_yticks(range(len(models)), [f"{int(totals.at[m, 'position'])}. {_short(m)}" for m in models])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 118)
+    ax.set_xticks(range(0, 101, 20))
+    ax.set_xlabel("weighted total on 0-100 (each part: weight x scaled sub-rank; numbers in bars: sub-rank, 1 = best)")
+    ax.set_ylabel("model (position)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (len(models) + 3)), ncol=2, fontsize=8)
+    tasks = "" if n_tasks is None else f", {n_tasks} tasks"
+    ax.set_title(f"UG-Bench ranking over every task (n = {len(models)} models{tasks})")
+    fig.tight_layout()
+    return fig

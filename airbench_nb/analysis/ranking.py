@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -51,23 +51,28 @@ RANK_METHOD = "scipy.stats.rankdata(-score, method='average')"
 """How ranks are computed (ties share the mean rank)."""
 
 
-def validate_weights(weights: Mapping[str, float]) -> dict[str, float]:
+def validate_weights(weights: Mapping[str, float], capabilities: Sequence[str] = CAPABILITIES) -> dict[str, float]:
     """Check capability weights and return them as a plain dict (capabilities left out weigh 0).
 
     Args:
         weights: ``{capability: weight}``.
+        capabilities: The capabilities a weight may name (default :data:`CAPABILITIES`; UG-Bench's ranking over
+            every task passes its own, :data:`airbench_nb.analysis.ugbench.CAPABILITIES`).
 
     Returns:
-        ``{capability: weight}`` for every capability of :data:`CAPABILITIES`, in that order.
+        ``{capability: weight}`` for every capability of ``capabilities``, in that order.
 
     Raises:
-        ValueError: On an unknown capability, a negative or non-finite weight, or weights that are all zero.
+        ValueError: On weights that are not a mapping, an unknown capability, a negative or non-finite weight, or
+            weights that are all zero.
     """
-    unknown = sorted(set(weights) - set(CAPABILITIES))
+    if not isinstance(weights, Mapping):
+        raise ValueError(f"weights must be a mapping {{capability: weight}}, got {type(weights).__name__}")
+    unknown = sorted(set(weights) - set(capabilities), key=str)
     if unknown:
-        raise ValueError(f"unknown capabilities in weights: {unknown}; known: {', '.join(CAPABILITIES)}")
+        raise ValueError(f"unknown capabilities in weights: {unknown}; known: {', '.join(capabilities)}")
     out: dict[str, float] = {}
-    for capability in CAPABILITIES:
+    for capability in capabilities:
         raw = weights.get(capability, 0.0)
         try:
             value = float(raw)
@@ -81,11 +86,12 @@ def validate_weights(weights: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
-def parse_weights(text: str) -> dict[str, float]:
+def parse_weights(text: str, capabilities: Sequence[str] = CAPABILITIES) -> dict[str, float]:
     """Parse ``"speech=0.4,sound=0.3,music=0.2,chat=0.1"`` into validated weights.
 
     Args:
         text: Comma-separated ``capability=weight`` pairs; capabilities left out weigh 0.
+        capabilities: The capabilities a weight may name (as :func:`validate_weights`).
 
     Returns:
         The weights, as :func:`validate_weights` returns them.
@@ -96,20 +102,21 @@ def parse_weights(text: str) -> dict[str, float]:
     """
     pairs = [p.strip() for p in text.split(",") if p.strip()]
     if not pairs:
-        raise ValueError(f"no weights in {text!r}: write e.g. 'speech=0.4,sound=0.3,music=0.2,chat=0.1'")
+        example = ",".join(f"{c}=1" for c in capabilities)
+        raise ValueError(f"no weights in {text!r}: write capability=weight pairs, e.g. '{example}'")
     weights: dict[str, float] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         name, value = name.strip(), value.strip()
         if not sep or not name or not value:
-            raise ValueError(f"bad weight {pair!r} in {text!r}: write capability=weight, e.g. speech=0.4")
+            raise ValueError(f"bad weight {pair!r} in {text!r}: write capability=weight, e.g. {capabilities[0]}=0.4")
         if name in weights:
             raise ValueError(f"capability {name!r} given twice in {text!r}")
         try:
             weights[name] = float(value)
         except ValueError:
             raise ValueError(f"weight of {name!r} is not a number: {value!r}") from None
-    return validate_weights(weights)
+    return validate_weights(weights, capabilities)
 
 
 def scaled(capability: str, score: float) -> float:
