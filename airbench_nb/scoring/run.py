@@ -10,7 +10,7 @@ from typing import Any
 from airbench_nb.records import REFERENCE_KINDS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.score_table import ProtocolScores, RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _log_summary, _protocols
-from airbench_nb.scoring.metrics import Metric, metrics_of
+from airbench_nb.scoring.metrics import Metric, metrics_of, optional_metrics
 from airbench_nb.scoring.outcomes import (
     DEFAULT_PROTOCOL,
     SCORES_ONLY_JUDGES,
@@ -89,8 +89,11 @@ def score_run(
         seed: Seed of the bootstrap.
         reps: Bootstrap replicates (0: no confidence intervals).
         judges: Judge specs in priority order (see the module docstring); None for the default.
-        metric_options: Options of the metrics that take some (``embedder``: the embedding backend of the scene
-            and event metrics, :mod:`airbench_nb.scoring.reference`).
+        metric_options: Options of the metrics that take some (``embedder``: the embedding backend of the scene,
+            event and caption-similarity metrics, :mod:`airbench_nb.scoring.reference`), and ``metrics``: names of
+            optional metrics to compute too (``spider``, ``fense``:
+            :func:`~airbench_nb.scoring.metrics.optional_metrics`; one that cannot run here is refused in one line
+            before anything is scored).
 
     Returns:
         A :class:`~airbench_nb.score_table.RunScores`: a :class:`~airbench_nb.score_table.ProtocolScores` for each
@@ -129,8 +132,15 @@ def score_run(
     # Each metric scores the items that name it (FoundationItem: choice_accuracy; ChatItem: judge_score) into its
     # section; a metric whose items the model did not answer leaves its section None, and picks no verdicts.
     scored: list[tuple[Metric, list[Any], Mapping[Any, Verdict]]] = []
-    for metric in (with_options(m, metric_options) for m in metrics_of(usable)):
-        own_items = [i for i in usable if metric.name in i.METRICS]
+    extra = optional_metrics(metric_options)  # asked for by name (SPIDEr, FENSE): refused in one line when unavailable
+    extra_names = {m.name for m in extra}
+    for metric in (with_options(m, metric_options) for m in [*metrics_of(usable), *extra]):
+        serves = getattr(metric, "serves", None)
+        own_items = [
+            i
+            for i in usable
+            if (metric.name in i.METRICS or metric.name in extra_names) and (serves is None or serves(i))
+        ]
         answered = any(i.uid in by_uid for i in own_items)
         chosen = metric.select(own, {i.uid for i in own_items}, judges) if answered else None
         scored.append((metric, own_items, chosen))
