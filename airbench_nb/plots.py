@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,10 @@ FIGURE_NAMES: dict[str, str] = {
     "multi_turn": "chat-score-by-turn",
     "sseu_snr": "sseu-wer-macc-map-vs-snr",
     "sseu_modes": "sseu-joint-and-cot-minus-baseline",
+    "ugbench": "ugbench-capability-ranking",
+    "translation": "translation-bleu-by-language-pair",
+    "captioning": "captioning-metrics-by-task",
+    "speech_output": "speech-output-back-transcription",
 }
 """Caption-ready file stems of the analysis figures (``figures/<stem>.png``)."""
 
@@ -869,5 +873,68 @@ def ugbench_chart(frame: pd.DataFrame, n_tasks: int | None = None) -> Any:
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / (len(models) + 3)), ncol=2, fontsize=8)
     tasks = "" if n_tasks is None else f", {n_tasks} tasks"
     ax.set_title(f"UG-Bench ranking over every task (n = {len(models)} models{tasks})")
+    fig.tight_layout()
+    return fig
+
+
+def metric_panels(
+    frame: pd.DataFrame,
+    *,
+    panel: str,
+    group: str,
+    value: str,
+    scale: float,
+    ylabels: Mapping[str, str],
+    title: str,
+    xlabel: str,
+) -> Any:
+    """Grouped bars per model with 95% CI whiskers, one panel per value of ``panel`` (each with its own unit).
+
+    Args:
+        frame: Long frame with columns ``model``, ``panel``, ``group``, ``value``, ``ci_low``, ``ci_high``, ``n``.
+        panel: Column whose values get a panel each (a metric, a measure).
+        group: Column of the x-axis groups (a language pair, a task).
+        value: Column of the bar heights.
+        scale: Multiplier of the values for display (100 for fractions shown in %).
+        ylabels: Y-axis label of each panel (with its unit); a panel not listed is labelled by its name.
+        title: Figure title (n is added per panel).
+        xlabel: X-axis label.
+
+    Returns:
+        The figure, or None when ``frame`` has no value.
+    """
+    frame = frame[frame[value].notna()]
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    panels = list(dict.fromkeys(frame[panel]))
+    models = list(dict.fromkeys(frame["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
+    groups_max = max(frame[frame[panel] == p][group].nunique() for p in panels)
+    fig, axes = plt.subplots(
+        1,
+        len(panels),
+        figsize=(max(4.8, 0.9 * groups_max * max(1, len(models)) ** 0.5 + 2.5) * len(panels), 3.8),
+        squeeze=False,
+    )
+    for ax, name in zip(axes[0], panels, strict=True):
+        part = frame[frame[panel] == name]
+        groups = list(dict.fromkeys(part[group]))
+        width = 0.8 / max(len(models), 1)
+        for k, model in enumerate(models):
+            rows = part[part["model"] == model].drop_duplicates(group).set_index(group).reindex(groups)
+            x = np.arange(len(groups)) + (k - (len(models) - 1) / 2) * width
+            low = rows["ci_low"].fillna(rows[value])
+            high = rows["ci_high"].fillna(rows[value])
+            _ci_bars(ax, x, rows[value], low, high, scale, width, palette[model], model)
+        ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups], rotation=15, ha="right")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabels.get(name, str(name)))
+        n_max = int(part["n"].max()) if part["n"].notna().any() else 0
+        ax.set_title(f"{name} (n ≤ {n_max} per bar)", fontsize=10)
+    axes[0][-1].legend(title="model", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(title, y=1.02)
     fig.tight_layout()
     return fig

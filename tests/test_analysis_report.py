@@ -42,8 +42,16 @@ def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path,
     saved = json.loads((planted / "analysis" / "analysis.json").read_text())
     assert saved["models"] == analysis["models"] == ["planted:letter-a", "planted:skilled", "planted:uniform"]
     assert set(SECTIONS) <= set(saved)
-    # the planted run has none of the kit's tasks and no SSEU-Bench item
-    assert set(saved["reasons"]) == {"multi_clip", "multi_turn", "sseu", "snr_curves"}
+    # the planted run has none of the kit's tasks and no SSEU-Bench or UG-Bench open-ended item
+    assert set(saved["reasons"]) == {
+        "multi_clip",
+        "multi_turn",
+        "sseu",
+        "snr_curves",
+        "translation",
+        "captioning",
+        "speech_output",
+    }
     bias = saved["position_bias"]["planted:letter-a"]
     assert {"n", "chosen", "gold", "chi2", "p_value", "accuracy_by_gold"} <= set(bias)
     order = saved["order_bias"]["planted-judge"]["planted:skilled"]

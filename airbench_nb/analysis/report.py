@@ -23,6 +23,11 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
 - SSEU-Bench (``sseu``, ``snr_curves``): the items scored against references (transcription, scene, events and
   joint items), read as the score tables read them (:mod:`airbench_nb.analysis.sseu`): the table of models x
   prompting modes, WER, mACC and mAP against SNR, and the paired joint and chain-of-thought differences.
+- UG-Bench (``translation``, ``captioning``, ``speech_output``, ``ugbench``): the translation, caption and speech
+  generation items per model (:mod:`airbench_nb.analysis.ugtasks`: BLEU and chrF with sacrebleu's signature, the
+  captioning metrics, the back-transcription WER and CER of spoken answers), and UG-Bench's four-capability ranking
+  over every task of the score tables (:mod:`airbench_nb.analysis.ugbench`), with the listeners' MOS when a MOS
+  result is given.
 """
 
 from __future__ import annotations
@@ -64,6 +69,10 @@ SECTIONS: tuple[str, ...] = (
     "multi_turn",
     "sseu",
     "snr_curves",
+    "translation",
+    "captioning",
+    "speech_output",
+    "ugbench",
 )
 """Sections of ``analysis.json``, in report order."""
 
@@ -98,6 +107,8 @@ class RunAnalysis:
         labels: Label files of that sample (one per annotator).
         embedder: Embedding backend that maps scene and event answers onto classes
             (:func:`airbench_nb.embeddings.load_embedder`); None: the default offline model.
+        mos: Listening-test MOS by model (``airbench-nb mos``), ranked as UG-Bench's TTS MOS task; None: read
+            the run's MOS result when there is one.
     """
 
     def __init__(
@@ -117,6 +128,7 @@ class RunAnalysis:
         sample: str | Path | None = None,
         labels: Sequence[str | Path] = (),
         embedder: str | None = None,
+        mos: Mapping[str, float] | None = None,
     ) -> None:
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
@@ -135,6 +147,8 @@ class RunAnalysis:
         self.labels = [Path(p) for p in labels]
         self.embedder = embedder or None
         self._sseu: Any = None
+        self._ug: Any = None
+        self.mos = dict(mos or {})
         self.run: RunData = load_run(
             self.run_dir,
             manifest_dir=manifest_dir,
@@ -494,6 +508,108 @@ class RunAnalysis:
             frame=frame,
             figure=plots.sseu_snr_curves(frame),
             figure_key="sseu_snr",
+        )
+
+    def ug_results(self) -> Any:
+        """UG-Bench's open-ended task families per model (:func:`~airbench_nb.analysis.ugtasks.ug_tasks`; once)."""
+        if self._ug is None:
+            from airbench_nb.analysis.ugtasks import ug_tasks
+
+            asr = [j for j in self.judges if j.startswith("asr:")] or None
+            self._ug = ug_tasks(
+                self.run.items.values(),
+                self.run.responses,
+                {m: self.run.current_verdicts(m) for m in self.run.models},
+                asr_judges=asr,
+                embedder=self.embedder,
+                reps=self.reps,
+                seed=self.seed,
+            )
+        return self._ug
+
+    def translation(self) -> Section:
+        """Speech-to-text translation: corpus BLEU and chrF per model and language pair, with sacrebleu's signature."""
+        result = self.ug_results()
+        if not result.translation:
+            return Section(
+                "translation",
+                {},
+                reason="no translation item was answered (build them with the mini "
+                "or ugbench preset and answer them with notebook 03's kinds)",
+            )
+        frame = result.translation_frame()
+        shown = frame.assign(metric="BLEU")
+        figure = plots.metric_panels(
+            shown,
+            panel="metric",
+            group="pair",
+            value="bleu",
+            scale=1.0,
+            ylabels={"BLEU": "BLEU (0-100, sacrebleu)"},
+            title="Speech translation: corpus BLEU by language pair (95% bootstrap CIs, sacrebleu)",
+            xlabel="language pair (source-target)",
+        )
+        return Section("translation", result.translation_dict(), frame=frame, figure=figure, figure_key="translation")
+
+    def captioning(self) -> Section:
+        """Audio and music captioning: CIDEr-D, the other offline aac-metrics and the embedding similarity."""
+        result = self.ug_results()
+        if not result.captioning:
+            return Section("captioning", {}, reason="no caption item was answered")
+        frame = result.captioning_frame()
+        shown = frame[frame["task"] != "average"]
+        figure = plots.metric_panels(
+            shown,
+            panel="label",
+            group="task",
+            value="value",
+            scale=1.0,
+            ylabels={},
+            title="Captioning metrics by task (95% bootstrap CIs over items)",
+            xlabel="task",
+        )
+        return Section("captioning", result.captioning_dict(), frame=frame, figure=figure, figure_key="captioning")
+
+    def speech_output(self) -> Section:
+        """Spoken answers: back-transcription WER and CER (corpus and per-utterance mean) and spoken-answer accuracy."""
+        result = self.ug_results()
+        if not result.speech_output:
+            return Section("speech_output", {}, reason="no speech generation item was answered")
+        frame = result.speech_output_frame()
+        figure = plots.metric_panels(
+            frame.assign(panel=frame["measure"].map(lambda m: "accuracy" if "accuracy" in m else "error rate")),
+            panel="panel",
+            group="measure",
+            value="value",
+            scale=100.0,
+            ylabels={"error rate": "error rate (%, lower is better)", "accuracy": "accuracy (%)"},
+            title="Spoken answers transcribed back by the ASR judge (95% bootstrap CIs)",
+            xlabel="measure",
+        )
+        return Section(
+            "speech_output", result.speech_output_dict(), frame=frame, figure=figure, figure_key="speech_output"
+        )
+
+    def ugbench(self) -> Section:
+        """UG-Bench's ranking over every task: per capability the mean task rank, then the weighted 0-100 total."""
+        from airbench_nb.analysis import ugbench
+
+        summary, results = self.scores()
+        if summary.empty:
+            return Section("ugbench", {}, reason="no scored responses")
+        judge = self._ranking_judge(summary)
+        extra = {"tts_mos": dict(self.mos)} if self.mos else None
+        result = ugbench.ugbench_ranking(results, protocol=self.protocol, chat_judge=judge, extra=extra)
+        if result.reason:
+            return Section("ugbench", {}, reason=result.reason)
+        n_tasks = sum(len(c.tasks) for c in result.capabilities.values())
+        return Section(
+            "ugbench",
+            result.as_dict(),
+            extra_data={**result.rules(), "protocol": self.protocol, "chat_judge": judge},
+            frame=result.ranking_frame(),
+            figure=plots.ugbench_chart(result.ranking_frame(), n_tasks=n_tasks),
+            figure_key="ugbench",
         )
 
     def _ranking_judge(self, summary: pd.DataFrame) -> str | None:
