@@ -280,7 +280,10 @@ def write_playlist(path: str | Path, entries: Sequence[ListeningEntry]) -> Path:
     keys = [(e.listener, e.entry_id) for e in entries]
     if len(set(keys)) != len(keys):
         raise ValueError(f"{path}: a listener has two entries with one entry_id")
-    return write_once(path, entries, "playlist", "ratings files may refer to its entries")
+    why = "ratings files may refer to its entries"
+    return write_once(
+        path, entries, "playlist", why, "keep it (same seed and parameters), or move the folder away first"
+    )
 
 
 def read_playlist(path: str | Path) -> list[ListeningEntry]:

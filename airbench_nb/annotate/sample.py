@@ -276,7 +276,7 @@ def write_sample(path: str | Path, pairs: Sequence[AnnotationPair]) -> Path:
     return write_once(path, pairs, "sample", "label files may refer to its pairs")
 
 
-def write_once(path: str | Path, records: Sequence[Any], what: str, why: str) -> Path:
+def write_once(path: str | Path, records: Sequence[Any], what: str, why: str, fix: str = "") -> Path:
     """Write records atomically unless ``path`` already holds them; refuse to replace different ones.
 
     Args:
@@ -284,6 +284,7 @@ def write_once(path: str | Path, records: Sequence[Any], what: str, why: str) ->
         records: The records, in order.
         what: What the file is, for the message (``sample``, ``playlist``).
         why: Why it may not be replaced (``label files may refer to its pairs``).
+        fix: What to do instead (default: write it under another name, or delete the old one first).
 
     Returns:
         The path (written, or already holding the same records).
@@ -300,7 +301,7 @@ def write_once(path: str | Path, records: Sequence[Any], what: str, why: str) ->
             return path
         raise FileExistsError(
             f"{path} already holds a different {what}, and {why}: "
-            f"write the new {what} under another name, or delete the old one first"
+            + (fix or f"write the new {what} under another name, or delete the old one first")
         )
     return write_records(path, records)
 
