@@ -325,3 +325,22 @@ def test_listening_entry_is_a_strict_record():
             audio_sha256="not a hash",
             duration_s=1.0,
         )
+
+
+def test_notebook_06_headless_reports_the_mos(rated: Path, tmp_path: Path):
+    import papermill
+
+    from airbench_nb.nbresults import read_results
+
+    out = tmp_path / "06.ipynb"
+    papermill.execute_notebook(
+        str(Path(__file__).resolve().parents[1] / "notebooks" / "06_annotate.ipynb"),
+        str(out),
+        kernel_name="python3",
+        cwd=str(tmp_path),
+        progress_bar=False,
+        parameters={"run_dir": str(rated), "reps": 50, "listening_wer": {A: 0.1, B: 0.3}},
+    )
+    listening = read_results(out)["annotate"]["listening"]
+    assert [s["model"] for s in listening["systems"]] == [A, B] and listening["systems"][1]["unrated"] == 1
+    assert listening["agreement"]["stimuli"] == 6 and listening["correlation"]["n"] == 2
