@@ -2,7 +2,8 @@
 
 Read from the run's playlist (:meth:`~airbench_nb.run_folder.RunFolder.listening_playlist`) and each listener's
 ratings file (:meth:`~airbench_nb.run_folder.RunFolder.listening_ratings`); a listener's rating of an entry is the
-latest ``label`` not undone (as the tool shows it).
+latest ``label`` not undone (:func:`latest_decisions`, the rule the tools replay). A bad line (one cut short by a crash
+included; reopening the tool repairs it) stops the analysis with its file, line and field, as in the agreement.
 
 - **MOS** of a system: the mean of its ratings on the absolute category rating scale (1 Bad .. 5 Excellent). Only
   the *first* presentation of each stimulus counts; the rating of a repeated presentation (``repeat``) is used for
@@ -38,8 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from airbench_nb.annotate.listening_playlist import read_playlist
-from airbench_nb.annotate.session import latest_decisions, read_action_file
+from airbench_nb.manifests import read_records
 from airbench_nb.records import ListeningEntry, Rating
 from airbench_nb.run_folder import RunFolder
 
@@ -222,6 +222,32 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(value) else value
 
 
+def latest_decisions(actions: Sequence[Any], id_field: str) -> tuple[dict[str, Any], set[str]]:
+    """Replay actions (labels, ratings) without a session: each unit's latest decision not undone, and the skipped.
+
+    Args:
+        actions: The actions in file order.
+        id_field: The action's field naming the unit (``pair_id``, ``entry_id``).
+
+    Returns:
+        ``({unit id: latest decision}, {unit ids skipped and not decided since})``.
+    """
+    stacks: dict[str, list[Any]] = {}
+    skipped: set[str] = set()
+    for action in actions:
+        key = getattr(action, id_field)
+        stack = stacks.setdefault(key, [])
+        if action.action == "label":
+            stack.append(action)
+            skipped.discard(key)
+        elif action.action == "undo" and stack:
+            stack.pop()
+        elif action.action == "skip":
+            skipped.add(key)
+    decided = {key: stack[-1] for key, stack in stacks.items() if stack}
+    return decided, skipped - set(decided)
+
+
 def read_ratings(run_dir: str | Path) -> tuple[list[ListeningEntry], pd.DataFrame, list[str]]:
     """The playlist and every listener's ratings (the latest not undone per entry) as a frame.
 
@@ -234,7 +260,11 @@ def read_ratings(run_dir: str | Path) -> tuple[list[ListeningEntry], pd.DataFram
         airbench_nb.manifests.ManifestError: On a line that is not a valid rating (file, line and field named).
     """
     folder = RunFolder(Path(run_dir))
-    playlist = read_playlist(folder.listening_playlist)
+    if not folder.listening_playlist.is_file():
+        raise FileNotFoundError(
+            f"{folder.listening_playlist}: no listening playlist (draw one with `airbench-nb sample-listening RUN_DIR`)"
+        )
+    playlist = read_records(folder.listening_playlist, ListeningEntry)
     slots = sorted({e.listener for e in playlist}, key=lambda s: (len(s), s))
     rows, missing = [], []
     for listener in slots:
@@ -243,7 +273,7 @@ def read_ratings(run_dir: str | Path) -> tuple[list[ListeningEntry], pd.DataFram
             missing.append(listener)
             continue
         mine = {e.entry_id: e for e in playlist if e.listener == listener}
-        actions = read_action_file(path, Rating)
+        actions = read_records(path, Rating)
         for line, action in enumerate(actions, start=1):
             if action.listener != listener:
                 raise RatingsError(f"{path}, line {line}, field listener: {action.listener!r}, not {listener!r}")

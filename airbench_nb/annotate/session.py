@@ -478,6 +478,8 @@ def labels_summary(session_or_path: AnnotationSession | str | Path, pairs: Seque
     else:
         path = Path(session_or_path)
         actions = read_label_file(path)
+    from airbench_nb.analysis.mos import latest_decisions
+
     decided, skipped = latest_decisions(actions, "pair_id")
     by_id = {p.pair_id: p for p in pairs}
     final = {pid: label for pid, label in decided.items() if pid in by_id}
@@ -494,29 +496,3 @@ def labels_summary(session_or_path: AnnotationSession | str | Path, pairs: Seque
         "skipped": len(skipped - set(final)),
         "by_label": dict(sorted(by_label.items())),
     }
-
-
-def latest_decisions(actions: Sequence[Any], id_field: str) -> tuple[dict[str, Any], set[str]]:
-    """Replay actions (labels, ratings) without a session: each unit's latest decision not undone, and the skipped.
-
-    Args:
-        actions: The actions in file order.
-        id_field: The action's field naming the unit (``pair_id``, ``entry_id``).
-
-    Returns:
-        ``({unit id: latest decision}, {unit ids skipped and not decided since})``.
-    """
-    stacks: dict[str, list[Any]] = {}
-    skipped: set[str] = set()
-    for action in actions:
-        key = getattr(action, id_field)
-        stack = stacks.setdefault(key, [])
-        if action.action == "label":
-            stack.append(action)
-            skipped.discard(key)
-        elif action.action == "undo" and stack:
-            stack.pop()
-        elif action.action == "skip":
-            skipped.add(key)
-    decided = {key: stack[-1] for key, stack in stacks.items() if stack}
-    return decided, skipped - set(decided)
