@@ -10,7 +10,8 @@ included; reopening the tool repairs it) stops the analysis with its file, line 
   the listener's consistency only, so no stimulus weighs twice. An entry never rated (skipped, or not reached) is
   counted in ``unrated``, never guessed.
 - **95% interval**: a two-way percentile bootstrap over listeners *and* clips (items), since both are samples
-  (listeners from a population of listeners, items from a population of texts). Each of ``reps`` resamples draws
+  (listeners from a population of listeners, items from a population of texts; those with at least one rating of
+  a first presentation). Each of ``reps`` resamples draws
   the listeners with replacement and, independently, the items with replacement (``numpy.random.default_rng(seed)``:
   first a ``reps x listeners`` array of indices, then a ``reps x items`` array); a system's resampled MOS is the mean
   of the ratings in the cells (listener, item) drawn, each weighted by how often its listener and its item were
