@@ -269,21 +269,41 @@ def write_sample(path: str | Path, pairs: Sequence[AnnotationPair]) -> Path:
         FileExistsError: If ``path`` holds a different sample.
         ValueError: If two pairs share a pair id.
     """
-    from airbench_nb.manifests import dumps_record, write_records
-
     path = Path(path)
     ids = [p.pair_id for p in pairs]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{path}: duplicate pair ids in the sample")
-    text = "".join(dumps_record(p) + "\n" for p in pairs)
+    return write_once(path, pairs, "sample", "label files may refer to its pairs")
+
+
+def write_once(path: str | Path, records: Sequence[Any], what: str, why: str, fix: str = "") -> Path:
+    """Write records atomically unless ``path`` already holds them; refuse to replace different ones.
+
+    Args:
+        path: The JSONL file.
+        records: The records, in order.
+        what: What the file is, for the message (``sample``, ``playlist``).
+        why: Why it may not be replaced (``label files may refer to its pairs``).
+        fix: What to do instead (default: write it under another name, or delete the old one first).
+
+    Returns:
+        The path (written, or already holding the same records).
+
+    Raises:
+        FileExistsError: If ``path`` holds different records.
+    """
+    from airbench_nb.manifests import dumps_record, write_records
+
+    path = Path(path)
+    text = "".join(dumps_record(r) + "\n" for r in records)
     if path.exists():
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             return path
         raise FileExistsError(
-            f"{path} already holds a different sample, and label files may refer to its pairs: "
-            "write the new sample under another name, or delete the old one first"
+            f"{path} already holds a different {what}, and {why}: "
+            + (fix or f"write the new {what} under another name, or delete the old one first")
         )
-    return write_records(path, pairs)
+    return write_records(path, records)
 
 
 def sample_annotation(
@@ -330,22 +350,47 @@ def read_sample(path: str | Path) -> list[AnnotationPair]:
     """
     from airbench_nb.manifests import ManifestError
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such sample (make one with `airbench-nb sample-annotation`)")
-    raw = path.read_bytes()
-    pairs = _read_lines(path, raw, AnnotationPair)
-    lines = [n for n, text in enumerate(raw.split(b"\n"), start=1) if text.strip()]
-    seen: set[str] = set()
-    for line, pair in zip(lines, pairs, strict=True):
-        if pair.pair_id in seen:
-            raise ManifestError(str(path), line, "duplicate pair_id", uid=pair.pair_id, field="pair_id")
-        seen.add(pair.pair_id)
+    missing = "no such sample (make one with `airbench-nb sample-annotation`)"
+    found = read_keyed(path, AnnotationPair, ("pair_id",), missing)
+    for line, pair in found:
         if pair.kind == "chat" and (pair.model_answer not in (1, 2) or len(pair.answers) != 2):
             raise ManifestError(
                 str(path), line, "a Chat pair needs two answers and model_answer 1 or 2", uid=pair.pair_id
             )
-    return pairs
+    return [pair for _, pair in found]
+
+
+def read_keyed(path: str | Path, model: type[Any], key: tuple[str, ...], missing: str) -> list[tuple[int, Any]]:
+    """Read a JSONL file of ``model`` records whose ``key`` fields are unique (a sample, a playlist).
+
+    Args:
+        path: The file.
+        model: The record type of a line.
+        key: The fields that together identify a record (the last one is named in errors).
+        missing: What to say when the file does not exist.
+
+    Returns:
+        ``(line number, record)`` in file order.
+
+    Raises:
+        FileNotFoundError: If the file does not exist.
+        airbench_nb.manifests.ManifestError: On a bad line or a duplicate key (file, line and field named).
+    """
+    from airbench_nb.manifests import ManifestError
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: {missing}")
+    raw = path.read_bytes()
+    records = _read_lines(path, raw, model)
+    lines = [n for n, text in enumerate(raw.split(b"\n"), start=1) if text.strip()]
+    seen: set[tuple[Any, ...]] = set()
+    for line, record in zip(lines, records, strict=True):
+        value = tuple(getattr(record, name) for name in key)
+        if value in seen:
+            raise ManifestError(str(path), line, f"duplicate {'/'.join(key)}", uid=value[-1], field=key[-1])
+        seen.add(value)
+    return list(zip(lines, records, strict=True))
 
 
 def _read_lines(path: Path, raw: bytes, model: type[Any]) -> list[Any]:

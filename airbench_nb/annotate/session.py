@@ -8,12 +8,17 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from airbench_nb.annotate.sample import _read_lines
 from airbench_nb.records import LETTERS, AnnotationPair, Label
 
 logger = logging.getLogger(__name__)
+
+U = TypeVar("U")
+"""What a session steps through (an annotation pair, a playlist entry)."""
+A = TypeVar("A")
+"""An action record of a session's file (a label, a rating)."""
 
 ANNOTATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """What an annotator id may be: it names the label file."""
@@ -29,8 +34,12 @@ def label_file(sample: str | Path, annotator: str) -> Path:
     return sample.with_name(f"{sample.stem}.{check_annotator(annotator)}.labels.jsonl")
 
 
-def check_annotator(annotator: str) -> str:
-    """Validate an annotator id (it names a file): 1-64 letters, digits, ``.``, ``_`` or ``-``.
+def check_annotator(annotator: str, role: str = "annotator") -> str:
+    """Validate an annotator (or listener) id (it names a file): 1-64 letters, digits, ``.``, ``_`` or ``-``.
+
+    Args:
+        annotator: The id typed.
+        role: What the id names in the message (``annotator``, ``listener``).
 
     Raises:
         ValueError: Saying what an id may hold.
@@ -38,8 +47,8 @@ def check_annotator(annotator: str) -> str:
     annotator = annotator.strip()
     if not ANNOTATOR.fullmatch(annotator):
         raise ValueError(
-            f"annotator id {annotator!r} is not usable: give 1-64 letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit (it names your label file)"
+            f"{role} id {annotator!r} is not usable: give 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (it names your file)"
         )
     return annotator
 
@@ -57,6 +66,23 @@ def read_label_file(path: str | Path, *, repair: bool = False) -> list[Label]:
     Raises:
         airbench_nb.manifests.ManifestError: On a complete line that is not a valid label (file and line named).
     """
+    return read_action_file(path, Label, repair=repair)
+
+
+def read_action_file(path: str | Path, record: type[A], *, repair: bool = False) -> list[A]:
+    """Read an append-only file of ``record`` actions (labels, ratings), dropping a final line cut short by a crash.
+
+    Args:
+        path: The file (absent: no actions).
+        record: The record type of a line.
+        repair: Also rewrite the file without that cut line, so that appending can go on.
+
+    Returns:
+        The actions in file order.
+
+    Raises:
+        airbench_nb.manifests.ManifestError: On a complete line that is not a valid record (file and line named).
+    """
     path = Path(path)
     if not path.is_file():
         return []
@@ -72,7 +98,7 @@ def read_label_file(path: str | Path, *, repair: bool = False) -> list[Label]:
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
         raw = keep
-    return _read_lines(path, raw, Label)
+    return _read_lines(path, raw, record)
 
 
 def _append_durably(path: Path, line: str) -> None:
@@ -96,7 +122,234 @@ def _append_durably(path: Path, line: str) -> None:
             os.close(fd)
 
 
-class AnnotationSession:
+class ReplaySession(Generic[U, A]):
+    """One person working through a list (pairs to label, clips to rate) into their own append-only action file.
+
+    The state is always what replaying the file gives (see the package docstring): a decision (action ``label``)
+    pushes onto its unit's stack, ``undo`` pops the latest one, ``skip`` only passes the unit over. Each action is
+    appended durably before the state moves on. If the file grows outside this session (the same person in a second
+    tab), the session replays it before its next action. Not thread-safe: the widgets take one action at a time.
+    Subclasses name the record and its fields (:attr:`record`, :attr:`id_field`, :attr:`who_field`) and add the
+    decision of their kind (:meth:`_decide`).
+    """
+
+    record: ClassVar[type[Any]]
+    """The action record of a line."""
+    id_field: ClassVar[str]
+    """The field naming the unit, on the unit and on the action (``pair_id``, ``entry_id``)."""
+    who_field: ClassVar[str]
+    """The action's field naming the person (``annotator``, ``listener``)."""
+    collection: ClassVar[str] = "list"
+    """What the units are called in messages (``sample``, ``playlist``)."""
+    unit_name: ClassVar[str] = "unit"
+    """What one unit is called in messages (``pair``, ``clip``)."""
+
+    def __init__(
+        self,
+        units: Sequence[U],
+        path: str | Path,
+        who: str,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Open (or create) the person's file and resume at the first unit without a decision.
+
+        Args:
+            units: The units, in display order.
+            path: The person's action file (created on the first action).
+            who: The person's id.
+            clock: Seconds counter used to time each unit (a fake one in tests).
+
+        Raises:
+            ValueError: For a bad id, no units or duplicate unit ids.
+            LabelFileError: When the file holds another person's actions or units not in the list.
+        """
+        if not units:
+            raise ValueError(f"the {self.collection} holds no {self.unit_name}s")
+        self.units = list(units)
+        """The units, in display order."""
+        self.index_of = {getattr(u, self.id_field): i for i, u in enumerate(self.units)}
+        """Position of each unit id."""
+        if len(self.index_of) != len(self.units):
+            raise ValueError(f"the {self.collection} holds duplicate {self.id_field}s")
+        self.path = Path(path)
+        """The person's action file."""
+        self.who = check_annotator(who, self.who_field)
+        """The person's id."""
+        self.clock = clock
+        self.index: int | None = None
+        """Position of the unit shown (None when every unit has a decision)."""
+        self.actions: list[A] = []
+        """Every action of the file, in order."""
+        self._stacks: dict[str, list[A]] = {}
+        self._history: list[str] = []
+        self._skipped: set[str] = set()
+        self._size = -1
+        self._shown_at = clock()
+        self.reload()
+
+    # -- state ---------------------------------------------------------------------------------------------------
+
+    def _id(self, unit_or_action: Any) -> str:
+        return str(getattr(unit_or_action, self.id_field))
+
+    def reload(self) -> None:
+        """Replay the file (repairing a final line cut short) and go to the first unit without a decision.
+
+        Raises:
+            LabelFileError: When the file holds another person's actions or units not in the list.
+        """
+        actions = read_action_file(self.path, self.record, repair=True)
+        self.actions, self._stacks, self._history, self._skipped = [], {}, [], set()
+        for line, action in enumerate(actions, start=1):
+            who = getattr(action, self.who_field)
+            if who != self.who:
+                raise LabelFileError(
+                    f"{self.path}, line {line}, field {self.who_field}: labels of {who!r}, not "
+                    f"{self.who!r}; each {self.who_field} labels into their own file"
+                )
+            if self._id(action) not in self.index_of:
+                raise LabelFileError(
+                    f"{self.path}, line {line}, field {self.id_field}: {self._id(action)!r} is not in the "
+                    f"{self.collection}; is this the file of another {self.collection}?"
+                )
+            self._replay(action)
+        self._size = self.path.stat().st_size if self.path.exists() else 0
+        self._go(self.next_unlabelled(None))
+
+    def _replay(self, action: A) -> None:
+        self.actions.append(action)
+        key = self._id(action)
+        stack = self._stacks.setdefault(key, [])
+        kind = action.action  # type: ignore[attr-defined]
+        if kind == "label":
+            stack.append(action)
+            self._history.append(key)
+            self._skipped.discard(key)
+        elif kind == "undo":
+            if stack:
+                stack.pop()
+                for position in range(len(self._history) - 1, -1, -1):
+                    if self._history[position] == key:
+                        del self._history[position]
+                        break
+            else:
+                logger.warning("%s: an undo of %s with no label to retract (ignored)", self.path, key)
+        else:
+            self._skipped.add(key)
+
+    def _go(self, index: int | None) -> None:
+        self.index = index
+        self._shown_at = self.clock()
+
+    @property
+    def current(self) -> U | None:
+        """The unit shown (None when done)."""
+        return None if self.index is None else self.units[self.index]
+
+    @property
+    def done(self) -> bool:
+        """Whether every unit has a decision."""
+        return self.index is None
+
+    @property
+    def labels(self) -> dict[str, A]:
+        """The person's decision on each decided unit (the latest not undone), by unit id."""
+        return {key: stack[-1] for key, stack in self._stacks.items() if stack}
+
+    def label_of(self, unit_id: str) -> A | None:
+        """The person's decision on a unit, or None."""
+        stack = self._stacks.get(unit_id)
+        return stack[-1] if stack else None
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """``(units decided, units in the list)``."""
+        return sum(1 for stack in self._stacks.values() if stack), len(self.units)
+
+    @property
+    def skipped(self) -> set[str]:
+        """Unit ids skipped and not decided since."""
+        return set(self._skipped)
+
+    def next_unlabelled(self, after: int | None) -> int | None:
+        """The next unit without a decision after position ``after`` (None: from the start), wrapping around.
+
+        Units never skipped come first; skipped ones after them. None when every unit has a decision.
+        """
+        n = len(self.units)
+        start = 0 if after is None else after + 1
+        order = [(start + k) % n for k in range(n)]
+        open_ = [i for i in order if not self._stacks.get(self._id(self.units[i]))]
+        fresh = [i for i in open_ if self._id(self.units[i]) not in self._skipped]
+        return (fresh or open_ or [None])[0]
+
+    # -- actions -------------------------------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Replay the file if it changed outside this session, keeping the unit shown when it is still open."""
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if size != self._size:
+            logger.warning("%s changed outside this session: replaying it", self.path)
+            shown = self.current
+            self.reload()
+            if shown is not None and self.label_of(self._id(shown)) is None:
+                self._go(self.index_of[self._id(shown)])
+
+    def _write(self, action: A) -> A:
+        from airbench_nb.manifests import dumps_record
+
+        _append_durably(self.path, dumps_record(action))  # type: ignore[arg-type]
+        self._size = self.path.stat().st_size
+        self._replay(action)
+        return action
+
+    def _elapsed(self) -> float:
+        return round(max(0.0, self.clock() - self._shown_at), 3)
+
+    def _new(self, action: str, unit_id: str, **fields: Any) -> A:
+        return self.record(**{self.id_field: unit_id, self.who_field: self.who, "action": action, **fields})
+
+    def _current_or_refuse(self, doing: str) -> U:
+        self._sync()
+        unit = self.current
+        if unit is None:
+            raise RuntimeError(f"every {self.unit_name} is labelled: nothing to {doing} (undo to change a label)")
+        return unit
+
+    def _decide(self, unit: U, **fields: Any) -> A:
+        """Write a decision on ``unit`` (shown) with the fields of the kind, and go to the next open unit."""
+        action = self._write(self._new("label", self._id(unit), seconds=self._elapsed(), **fields))
+        self._go(self.next_unlabelled(self.index))
+        return action
+
+    def skip(self, comment: str = "") -> A:
+        """Pass the unit shown over for now (written as a skip) and go to the next open unit.
+
+        Raises:
+            RuntimeError: When every unit has a decision.
+        """
+        unit = self._current_or_refuse("skip")
+        action = self._write(self._new("skip", self._id(unit), comment=comment.strip(), seconds=self._elapsed()))
+        self._go(self.next_unlabelled(self.index))
+        return action
+
+    def undo(self) -> A | None:
+        """Retract the latest decision not yet undone (written as an undo) and show its unit again.
+
+        Returns:
+            The undo written, or None when there is nothing to undo.
+        """
+        self._sync()
+        if not self._history:
+            return None
+        unit_id = self._history[-1]
+        action = self._write(self._new("undo", unit_id))
+        self._go(self.index_of[unit_id])
+        return action
+
+
+class AnnotationSession(ReplaySession[AnnotationPair, Label]):
     """One annotator labelling one sample: the current pair, labels, skips, undo and resume, without widgets.
 
     The state is always what replaying the label file gives (see the module docstring); each action is appended
@@ -104,6 +357,12 @@ class AnnotationSession:
     tab), the session replays it before its next action. A session is not thread-safe: :class:`AnnotationTool`
     takes one action at a time.
     """
+
+    record = Label
+    id_field = "pair_id"
+    who_field = "annotator"
+    collection = "sample"
+    unit_name = "pair"
 
     def __init__(
         self,
@@ -125,142 +384,17 @@ class AnnotationSession:
             ValueError: For a bad annotator id, an empty sample or duplicate pair ids.
             LabelFileError: When the file holds another annotator's labels or pairs not in the sample.
         """
-        if not pairs:
-            raise ValueError("the sample holds no pairs")
-        self.pairs = list(pairs)
+        super().__init__(pairs, labels_path, annotator, clock=clock)
+
+    @property
+    def pairs(self) -> list[AnnotationPair]:
         """The sample, in display order."""
-        self.index_of = {p.pair_id: i for i, p in enumerate(self.pairs)}
-        """Position of each pair id in the sample."""
-        if len(self.index_of) != len(self.pairs):
-            raise ValueError("the sample holds duplicate pair ids")
-        self.path = Path(labels_path)
-        """The annotator's label file."""
-        self.annotator = check_annotator(annotator)
+        return self.units
+
+    @property
+    def annotator(self) -> str:
         """The annotator's id."""
-        self.clock = clock
-        self.index: int | None = None
-        """Position of the pair shown (None when every pair is labelled)."""
-        self.actions: list[Label] = []
-        """Every action of the file, in order."""
-        self._stacks: dict[str, list[Label]] = {}
-        self._history: list[str] = []
-        self._skipped: set[str] = set()
-        self._size = -1
-        self._shown_at = clock()
-        self.reload()
-
-    # -- state ---------------------------------------------------------------------------------------------------
-
-    def reload(self) -> None:
-        """Replay the label file (repairing a final line cut short) and go to the first unlabelled pair.
-
-        Raises:
-            LabelFileError: When the file holds another annotator's labels or pairs not in the sample.
-        """
-        actions = read_label_file(self.path, repair=True)
-        self.actions, self._stacks, self._history, self._skipped = [], {}, [], set()
-        for line, action in enumerate(actions, start=1):
-            if action.annotator != self.annotator:
-                raise LabelFileError(
-                    f"{self.path}, line {line}, field annotator: labels of {action.annotator!r}, not "
-                    f"{self.annotator!r}; each annotator labels into their own file"
-                )
-            if action.pair_id not in self.index_of:
-                raise LabelFileError(
-                    f"{self.path}, line {line}, field pair_id: {action.pair_id!r} is not in the sample; "
-                    "is this the label file of another sample?"
-                )
-            self._replay(action)
-        self._size = self.path.stat().st_size if self.path.exists() else 0
-        self._go(self.next_unlabelled(None))
-
-    def _replay(self, action: Label) -> None:
-        self.actions.append(action)
-        stack = self._stacks.setdefault(action.pair_id, [])
-        if action.action == "label":
-            stack.append(action)
-            self._history.append(action.pair_id)
-            self._skipped.discard(action.pair_id)
-        elif action.action == "undo":
-            if stack:
-                stack.pop()
-                for position in range(len(self._history) - 1, -1, -1):
-                    if self._history[position] == action.pair_id:
-                        del self._history[position]
-                        break
-            else:
-                logger.warning("%s: an undo of %s with no label to retract (ignored)", self.path, action.pair_id)
-        else:
-            self._skipped.add(action.pair_id)
-
-    def _go(self, index: int | None) -> None:
-        self.index = index
-        self._shown_at = self.clock()
-
-    @property
-    def current(self) -> AnnotationPair | None:
-        """The pair shown (None when done)."""
-        return None if self.index is None else self.pairs[self.index]
-
-    @property
-    def done(self) -> bool:
-        """Whether every pair has a label."""
-        return self.index is None
-
-    @property
-    def labels(self) -> dict[str, Label]:
-        """The annotator's label of each labelled pair (the latest label not undone), by pair id."""
-        return {pid: stack[-1] for pid, stack in self._stacks.items() if stack}
-
-    def label_of(self, pair_id: str) -> Label | None:
-        """The annotator's label of a pair, or None."""
-        stack = self._stacks.get(pair_id)
-        return stack[-1] if stack else None
-
-    @property
-    def progress(self) -> tuple[int, int]:
-        """``(pairs labelled, pairs in the sample)``."""
-        return sum(1 for stack in self._stacks.values() if stack), len(self.pairs)
-
-    @property
-    def skipped(self) -> set[str]:
-        """Pair ids skipped and not labelled since."""
-        return set(self._skipped)
-
-    def next_unlabelled(self, after: int | None) -> int | None:
-        """The next unlabelled pair after position ``after`` (None: from the start), wrapping around.
-
-        Pairs never skipped come first; skipped ones after them. None when every pair is labelled.
-        """
-        n = len(self.pairs)
-        start = 0 if after is None else after + 1
-        order = [(start + k) % n for k in range(n)]
-        unlabelled = [i for i in order if not self._stacks.get(self.pairs[i].pair_id)]
-        fresh = [i for i in unlabelled if self.pairs[i].pair_id not in self._skipped]
-        return (fresh or unlabelled or [None])[0]
-
-    # -- actions -------------------------------------------------------------------------------------------------
-
-    def _sync(self) -> None:
-        """Replay the file if it changed outside this session, keeping the pair shown when it is still open."""
-        size = self.path.stat().st_size if self.path.exists() else 0
-        if size != self._size:
-            logger.warning("%s changed outside this session: replaying it", self.path)
-            shown = self.current
-            self.reload()
-            if shown is not None and self.label_of(shown.pair_id) is None:
-                self._go(self.index_of[shown.pair_id])
-
-    def _write(self, action: Label) -> Label:
-        from airbench_nb.manifests import dumps_record
-
-        _append_durably(self.path, dumps_record(action))
-        self._size = self.path.stat().st_size
-        self._replay(action)
-        return action
-
-    def _elapsed(self) -> float:
-        return round(max(0.0, self.clock() - self._shown_at), 3)
+        return self.who
 
     def label(
         self,
@@ -289,10 +423,7 @@ class AnnotationSession:
             RuntimeError: When every pair is labelled.
             ValueError: For a label that does not fit the pair's kind (nothing is written).
         """
-        self._sync()
-        pair = self.current
-        if pair is None:
-            raise RuntimeError("every pair is labelled: nothing to label (undo to change a label)")
+        pair = self._current_or_refuse("label")
         if pair.kind == "foundation":
             if preference is not None or score_1 is not None or score_2 is not None:
                 raise ValueError("a Foundation pair takes an option or unclear, not a preference or scores")
@@ -308,57 +439,15 @@ class AnnotationSession:
             for name, score in (("score_1", score_1), ("score_2", score_2)):
                 if score is not None and not 1 <= score <= 10:
                     raise ValueError(f"{name} must be from 1 to 10, got {score}")
-        action = Label(
-            pair_id=pair.pair_id,
-            annotator=self.annotator,
-            action="label",
+        return self._decide(
+            pair,
             choice=choice,
             unclear=unclear,
             preference=preference,
             score_1=score_1,
             score_2=score_2,
             comment=comment.strip(),
-            seconds=self._elapsed(),
         )
-        self._write(action)
-        self._go(self.next_unlabelled(self.index))
-        return action
-
-    def skip(self, comment: str = "") -> Label:
-        """Pass the pair shown over for now (written as a skip) and go to the next unlabelled pair.
-
-        Raises:
-            RuntimeError: When every pair is labelled.
-        """
-        self._sync()
-        pair = self.current
-        if pair is None:
-            raise RuntimeError("every pair is labelled: nothing to skip")
-        action = Label(
-            pair_id=pair.pair_id,
-            annotator=self.annotator,
-            action="skip",
-            comment=comment.strip(),
-            seconds=self._elapsed(),
-        )
-        self._write(action)
-        self._go(self.next_unlabelled(self.index))
-        return action
-
-    def undo(self) -> Label | None:
-        """Retract the latest label not yet undone (written as an undo) and show its pair again.
-
-        Returns:
-            The undo written, or None when there is no label to undo.
-        """
-        self._sync()
-        if not self._history:
-            return None
-        pair_id = self._history[-1]
-        action = Label(pair_id=pair_id, annotator=self.annotator, action="undo")
-        self._write(action)
-        self._go(self.index_of[pair_id])
-        return action
 
 
 def _label_text(pair: AnnotationPair, label: Label) -> str:
@@ -389,19 +478,11 @@ def labels_summary(session_or_path: AnnotationSession | str | Path, pairs: Seque
     else:
         path = Path(session_or_path)
         actions = read_label_file(path)
-    stacks: dict[str, list[Label]] = {}
-    skipped: set[str] = set()
-    for action in actions:
-        stack = stacks.setdefault(action.pair_id, [])
-        if action.action == "label":
-            stack.append(action)
-            skipped.discard(action.pair_id)
-        elif action.action == "undo" and stack:
-            stack.pop()
-        elif action.action == "skip":
-            skipped.add(action.pair_id)
+    from airbench_nb.analysis.mos import latest_decisions
+
+    decided, skipped = latest_decisions(actions, "pair_id")
     by_id = {p.pair_id: p for p in pairs}
-    final = {pid: stack[-1] for pid, stack in stacks.items() if stack and pid in by_id}
+    final = {pid: label for pid, label in decided.items() if pid in by_id}
     by_label: dict[str, int] = {}
     for pid, label in final.items():
         text = _label_text(by_id[pid], label)

@@ -7,9 +7,9 @@ import html
 import logging
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from airbench_nb.annotate.sample import read_sample
 from airbench_nb.annotate.session import (
@@ -145,12 +145,181 @@ def judge_text(pair: AnnotationPair) -> str:
     return "; ".join(texts)
 
 
-class AnnotationTool:
+class KeyedCard:
+    """What the labelling tools share: keys over their card (ipyevents), one action at a time, redraw, status line.
+
+    A subclass builds ``card`` (the widget that receives keys) and ``controls`` (``message``, ``comment``,
+    ``progress``, ``count``, ``skip`` and the one named by :attr:`shown`), and says what its decision is
+    (:meth:`_decide`) and how a unit is drawn (:meth:`_draw`, :meth:`_media`).
+    """
+
+    words: ClassVar[dict[str, str]] = {
+        "unit": "pair",
+        "units": "pairs",
+        "decision": "label",
+        "held": "labels",
+        "done": "labelled",
+        "verb": "label",
+    }
+    """How the tool names things in its messages."""
+    shown: ClassVar[str] = "pair"
+    """The control (HTML) that shows the unit."""
+
+    card: Any
+    controls: dict[str, Any]
+    status: str
+    session: Any
+    start_row: Any
+    _events: Any
+    key_action: Callable[[Any, str], tuple[str, dict[str, Any]] | None]
+    """What a key does on the unit shown: ``(action, kwargs of act)`` or None."""
+
+    _lock: Any
+
+    def _decide(self, unit: Any, kwargs: dict[str, Any]) -> tuple[Any, str]:  # pragma: no cover - abstract
+        """Write the tool's decision on ``unit`` with the typed inputs; return it and the message to show."""
+        raise NotImplementedError
+
+    def _after_decision(self) -> None:
+        """Clear the inputs of the tool's own a decision used (the comment is cleared for every tool)."""
+
+    def _draw(self, unit: Any | None, position: int, total: int) -> None:  # pragma: no cover - abstract
+        """Draw ``unit`` (None: done) and show the buttons that apply."""
+        raise NotImplementedError
+
+    def _media(self, unit: Any | None) -> None:  # pragma: no cover - abstract
+        """Show the unit's audio (None: none)."""
+        raise NotImplementedError
+
+    def act(self, action: str, kwargs: dict[str, Any]) -> Any:
+        """Take an action (``undo``, ``skip`` or the tool's decision) with the comment typed, then redraw.
+
+        Returns:
+            The action written (None when nothing was written).
+        """
+        with self._lock:  # one action at a time, whichever thread the front end's message arrives on
+            return self._act(action, kwargs)
+
+    def _act(self, action: str, kwargs: dict[str, Any]) -> Any:
+        session = self.session
+        if session is None:
+            return None
+        w, c = self.words, self.controls
+        unit = session.current
+        try:
+            if action == "undo":
+                written = session.undo()
+                if written is None:
+                    self._say("nothing to undo")
+                else:
+                    position = session.index_of[session._id(written)] + 1
+                    self._say(f"undid the {w['decision']} of {w['unit']} {position}")
+            elif unit is None:
+                self._say(f"every {w['unit']} is {w['done']} (U undoes the latest {w['decision']})")
+                written = None
+            elif action == "skip":
+                written = session.skip(comment=c["comment"].value)
+                position = session.index_of[session._id(unit)] + 1
+                self._say(f"skipped {w['unit']} {position}; it comes back after the others")
+            else:
+                written, message = self._decide(unit, kwargs)
+                self._say(message)
+        except (ValueError, RuntimeError, LabelFileError) as exc:
+            self._say(f"<span style='color:#b00'>{_esc(exc)}</span>")
+            return None
+        if written is not None and written.action != "undo":
+            c["comment"].value = ""
+            self._after_decision()
+        self.refresh()
+        return written
+
+    def refresh(self) -> None:
+        """Redraw the progress, the unit shown, the buttons that apply and the audio, from the session."""
+        session = self.session
+        if session is None:
+            return
+        w, c = self.words, self.controls
+        done, total = session.progress
+        c["progress"].max, c["progress"].value = total, done
+        unit = session.current
+        c["count"].value = f"{done} / {total} {w['done']}" + (" · done" if unit is None else "")
+        c["skip"].disabled = unit is None
+        if unit is None:
+            c[self.shown].value = (
+                f"<h4 class='airbench-annotate-done'>done: all {total} {w['units']} are {w['done']} ✓</h4>"
+                f"<p>{w['held'].capitalize()} are in <code>{_esc(session.path)}</code>. Press <b>U</b> (or undo) to "
+                "change the latest one.</p>"
+            )
+        self._draw(unit, (session.index or 0) + 1, total)
+        self._media(unit)
+
+    def press(self, key: str) -> str | None:
+        """Do what ``key`` does on the unit shown (see the tool's keys).
+
+        Returns:
+            The action taken (``label``, ``rate``, ``skip``, ``undo``) or None when the key does nothing here.
+        """
+        if self.session is None:
+            return None
+        found = type(self).key_action(self.session.current, key)
+        if found is None:
+            return None
+        self.act(*found)
+        return found[0]
+
+    def _refused(self, exc: Exception, shown: str) -> None:
+        """Say why a session could not be opened (in red) and blank the unit shown."""
+        self._say(f"<span style='color:#b00'>{_esc(exc)}</span>")
+        self.card.layout.display = ""
+        self.controls[shown].value = ""
+
+    def _opened(self, box: str, who: str, path: Path) -> Any:
+        """Show the opened session: the id fixed, where its file is, resumed or how many to do; then redraw.
+
+        Args:
+            box: The control holding the id.
+            who: The id.
+            path: The person's file.
+        """
+        w, c = self.words, self.controls
+        held, done_word, units, verb = w["held"], w["done"], w["units"], w["verb"]
+        c[box].value = who
+        c[box].disabled = True
+        self.start_row.layout.display = "none"  # the id is named in the line below
+        c["file"].value = f"<small>{held} of <b>{_esc(who)}</b> go to <code>{_esc(path)}</code></small>"
+        self.card.layout.display = ""
+        done, total = self.session.progress
+        self._say(f"resumed: {done} of {total} {done_word}" if done else f"{total} {units} to {verb}")
+        self.refresh()
+        return self.session
+
+    def _watch_keys(self) -> None:
+        try:
+            from ipyevents import Event
+        except ImportError:  # pragma: no cover - ipyevents is a dependency
+            logger.warning("ipyevents is not installed: keyboard shortcuts are off, the buttons work")
+            return
+        self._events = Event(source=self.card, watched_events=["keydown"], prevent_default_action=True)
+        self._events.on_dom_event(self._on_key)
+
+    def _on_key(self, event: dict[str, Any]) -> None:
+        if event.get("repeat") or any(event.get(m) for m in ("ctrlKey", "altKey", "metaKey")):
+            return
+        self.press(str(event.get("key", "")))
+
+    def _say(self, message: str) -> None:
+        self.status = re.sub(r"<[^>]+>", "", message)
+        self.controls["message"].value = f"<span class='airbench-annotate-status'>{message}</span>"
+
+
+class AnnotationTool(KeyedCard):
     """The widgets over an :class:`AnnotationSession`: player, pair, label buttons, scores, comment, progress.
 
     The widgets hold no state of their own: every button and key calls the session, then :meth:`refresh` redraws
     from it. :meth:`press` is what a key does, so tests can drive the tool without a browser.
     """
+
+    key_action = staticmethod(key_action)
 
     def __init__(
         self,
@@ -269,24 +438,6 @@ class AnnotationTool:
             self.card.layout.display = "none"
             self._say("Type your annotator id and press Enter (or <b>start labelling</b>).")
 
-    def _watch_keys(self) -> None:
-        try:
-            from ipyevents import Event
-        except ImportError:  # pragma: no cover - ipyevents is a dependency
-            logger.warning("ipyevents is not installed: keyboard shortcuts are off, the buttons work")
-            return
-        self._events = Event(source=self.card, watched_events=["keydown"], prevent_default_action=True)
-        self._events.on_dom_event(self._on_key)
-
-    def _on_key(self, event: dict[str, Any]) -> None:
-        if event.get("repeat") or any(event.get(m) for m in ("ctrlKey", "altKey", "metaKey")):
-            return
-        self.press(str(event.get("key", "")))
-
-    def _say(self, message: str) -> None:
-        self.status = re.sub(r"<[^>]+>", "", message)
-        self.controls["message"].value = f"<span class='airbench-annotate-status'>{message}</span>"
-
     def start(self, annotator: str) -> AnnotationSession | None:
         """Open the annotator's session (label file) and show the first unlabelled pair.
 
@@ -297,7 +448,6 @@ class AnnotationTool:
             return self._start(annotator)
 
     def _start(self, annotator: str) -> AnnotationSession | None:
-        c = self.controls
         if self.session is not None:
             return self.session
         try:
@@ -305,107 +455,38 @@ class AnnotationTool:
             path = self.labels_path or label_file(self.sample, annotator)  # type: ignore[arg-type]
             self.session = AnnotationSession(self.pairs, path, annotator)
         except (ValueError, LabelFileError) as exc:
-            self._say(f"<span style='color:#b00'>{_esc(exc)}</span>")
-            self.card.layout.display = ""
-            c["pair"].value = ""
+            self._refused(exc, "pair")
             return None
-        c["annotator"].value = annotator
-        c["annotator"].disabled = True
-        self.start_row.layout.display = "none"  # the id is named in the line below
-        c["file"].value = f"<small>labels of <b>{_esc(annotator)}</b> go to <code>{_esc(path)}</code></small>"
-        self.card.layout.display = ""
-        labelled, total = self.session.progress
-        self._say(f"resumed: {labelled} of {total} labelled" if labelled else f"{total} pairs to label")
-        self.refresh()
-        return self.session
+        return self._opened("annotator", annotator, path)
 
-    def press(self, key: str) -> str | None:
-        """Do what ``key`` does on the pair shown (see :data:`KEYS`).
-
-        Returns:
-            The action taken (``label``, ``skip``, ``undo``) or None when the key does nothing here.
-        """
-        if self.session is None:
-            return None
-        found = key_action(self.session.current, key)
-        if found is None:
-            return None
-        self.act(*found)
-        return found[0]
-
-    def act(self, action: str, kwargs: dict[str, Any]) -> Label | None:
-        """Take an action on the session with the comment and scores typed, then redraw.
-
-        Returns:
-            The action written (None when nothing was written).
-        """
-        with self._lock:  # one action at a time, whichever thread the front end's message arrives on
-            return self._act(action, kwargs)
-
-    def _act(self, action: str, kwargs: dict[str, Any]) -> Label | None:
-        session = self.session
-        if session is None:
-            return None
+    def _decide(self, unit: AnnotationPair, kwargs: dict[str, Any]) -> tuple[Label, str]:
         c = self.controls
-        pair = session.current
-        try:
-            if action == "undo":
-                written = session.undo()
-                if written is None:
-                    self._say("nothing to undo")
-                else:
-                    self._say(f"undid the label of pair {session.index_of[written.pair_id] + 1}")
-            elif pair is None:
-                self._say("every pair is labelled (U undoes the latest label)")
-                written = None
-            elif action == "skip":
-                written = session.skip(comment=c["comment"].value)
-                self._say(f"skipped pair {session.index_of[pair.pair_id] + 1}; it comes back after the others")
-            else:
-                if pair.kind == "chat":
-                    kwargs = {**kwargs, "score_1": c["score_1"].value, "score_2": c["score_2"].value}
-                written = session.label(comment=c["comment"].value, **kwargs)
-                self._say(f"pair {session.index_of[pair.pair_id] + 1} labelled {_label_text(pair, written)}")
-        except (ValueError, RuntimeError, LabelFileError) as exc:
-            self._say(f"<span style='color:#b00'>{_esc(exc)}</span>")
-            return None
-        if written is not None and written.action != "undo":
-            c["comment"].value = ""
-            c["score_1"].index = c["score_2"].index = 0  # "no score" (a value of None would show a blank box)
-        self.refresh()
-        return written
+        if unit.kind == "chat":
+            kwargs = {**kwargs, "score_1": c["score_1"].value, "score_2": c["score_2"].value}
+        written = self.session.label(comment=c["comment"].value, **kwargs)  # type: ignore[union-attr]
+        position = self.session.index_of[unit.pair_id] + 1  # type: ignore[union-attr]
+        return written, f"pair {position} labelled {_label_text(unit, written)}"
 
-    def refresh(self) -> None:
-        """Redraw progress, the pair, the buttons that apply, and the player, from the session."""
-        session = self.session
-        if session is None:
-            return
+    def _after_decision(self) -> None:
         c = self.controls
-        labelled, total = session.progress
-        c["progress"].max, c["progress"].value = total, labelled
-        pair = session.current
-        c["count"].value = f"{labelled} / {total} labelled" + (" · done" if pair is None else "")
-        if pair is None:
-            c["pair"].value = (
-                f"<h4 class='airbench-annotate-done'>done: all {total} pairs are labelled ✓</h4>"
-                f"<p>Labels are in <code>{_esc(session.path)}</code>. Press <b>U</b> (or undo) to change the latest "
-                "one.</p>"
-            )
+        c["score_1"].index = c["score_2"].index = 0  # "no score" (a value of None would show a blank box)
+
+    def _draw(self, unit: AnnotationPair | None, position: int, total: int) -> None:
+        c = self.controls
+        if unit is None:
             self.foundation_row.layout.display = self.chat_row.layout.display = "none"
-            c["skip"].disabled = True
-            self._show_audio(None)
             return
-        position = (session.index or 0) + 1
-        c["pair"].value = pair_html(pair, position, total)
-        c["skip"].disabled = False
-        is_foundation = pair.kind == "foundation"
+        c["pair"].value = pair_html(unit, position, total)
+        is_foundation = unit.kind == "foundation"
         self.foundation_row.layout.display = "" if is_foundation else "none"
         self.chat_row.layout.display = "none" if is_foundation else ""
         for index, option in enumerate(c["options"]):
-            option.layout.display = "" if index < len(pair.choices) else "none"
-            if index < len(pair.choices):
-                option.tooltip = f"the answer picks {LETTERS[index]}: {pair.choices[index]} (key {LETTERS[index]})"
-        self._show_audio(pair)
+            option.layout.display = "" if index < len(unit.choices) else "none"
+            if index < len(unit.choices):
+                option.tooltip = f"the answer picks {LETTERS[index]}: {unit.choices[index]} (key {LETTERS[index]})"
+
+    def _media(self, unit: AnnotationPair | None) -> None:
+        self._show_audio(unit)
 
     def _show_audio(self, pair: AnnotationPair | None) -> None:
         out = self.controls["audio"]

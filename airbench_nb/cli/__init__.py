@@ -29,6 +29,8 @@ for _name, _command in (
     ("compare", analysis.compare),
     ("agreement", analysis.agreement_cmd),
     ("sample-annotation", annotation.sample_annotation_cmd),
+    ("sample-listening", annotation.sample_listening_cmd),
+    ("mos", annotation.mos_cmd),
     ("report", pipeline.report),
 ):
     app.command(_name)(_command)

@@ -1,9 +1,10 @@
-"""The command that draws an annotation sample: ``sample-annotation``."""
+"""The annotation commands: ``sample-annotation``, and the MOS listening test's ``sample-listening`` and ``mos``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -52,3 +53,89 @@ def sample_annotation_cmd(
     if left_out:
         console.print(escape(f"left out: {left_out}"), soft_wrap=True)
     console.print("label them in JupyterLab with notebooks/06_annotate.ipynb (sample=..., annotator=your id)")
+
+
+def sample_listening_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder whose responses include spoken answers (audio).")],
+    listeners: Annotated[int, typer.Option(help="Listener slots (L1 .. LN); each rates every stimulus.", min=1)] = 10,
+    clips_per_system: Annotated[
+        int, typer.Option(help="Items per system (the same items where possible).", min=1)
+    ] = 20,
+    repeats: Annotated[int, typer.Option(help="Stimuli presented twice to each listener (consistency).", min=0)] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the draw, the system ids and each listener's order.")] = 0,
+    model: Annotated[list[str] | None, typer.Option(help="Only this model spec (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Draw the MOS listening test's balanced, blind, seeded playlist into the run folder (rate it in notebook 06)."""
+    from rich.markup import escape
+
+    from airbench_nb.annotate.listening_playlist import draw_playlist
+
+    if not run_dir.is_dir():
+        raise refuse("no such run folder", file=run_dir)
+    with refusing(FileNotFoundError, FileExistsError, ValueError):  # ManifestError is a ValueError
+        report = draw_playlist(
+            run_dir,
+            listeners=listeners,
+            clips_per_system=clips_per_system,
+            repeats=repeats,
+            seed=seed,
+            models=model,
+            write=True,
+        )
+    if as_json:
+        rows = {"path": str(report.path), "summary": report.summary(), "systems": report.rows()}
+        typer.echo(json.dumps({**rows, "excluded": report.excluded, "listeners": report.listeners}, indent=1))
+        return
+    console.print(escape(f"playlist written to {report.path}: {report.summary()}"), soft_wrap=True)
+    console.print(rows_table("systems (the key: never shown to listeners)", report.rows()))
+    console.print(
+        f"listeners rate it in JupyterLab with notebooks/06_annotate.ipynb (run_dir=..., listener=one of "
+        f"{', '.join(report.listeners)}); then `airbench-nb mos {run_dir}`"
+    )
+
+
+def _wer_option(values: list[str] | None) -> dict[str, float] | None:
+    if not values:
+        return None
+    out = {}
+    for value in values:
+        system, sep, number = value.rpartition("=")
+        try:
+            out[system] = float(number)
+        except ValueError:
+            sep = ""
+        if not sep or not system:
+            raise refuse(f"--wer takes SYSTEM=WER (a model spec or system id and a number), got {value!r}")
+    return out
+
+
+def mos_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="The run folder with the playlist and the listeners' ratings.")],
+    wer: Annotated[
+        list[str] | None, typer.Option(help="Back-transcription WER of a system: MODEL=WER (repeatable).")
+    ] = None,
+    reps: Annotated[int, typer.Option(help="Bootstrap resamples.", min=1)] = 2000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """MOS per system with 95% CIs (bootstrap over listeners and items), agreement, consistency, MOS vs WER."""
+    from airbench_nb.analysis.mos import mos
+
+    if not run_dir.is_dir():
+        raise refuse("no such run folder", file=run_dir)
+    wer_by_system = _wer_option(wer)
+    with refusing(FileNotFoundError, ValueError):  # RatingsError and ManifestError are ValueErrors
+        result = mos(run_dir, wer=wer_by_system, reps=reps, seed=seed)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=1))
+        return
+    console.print(rows_table("MOS per system (1 Bad .. 5 Excellent; first presentations)", _rows(result.frame())))
+    console.print(rows_table("listeners (consistency on repeated clips)", _rows(result.listeners_frame())))
+    console.print(result.summary(), soft_wrap=True)
+
+
+def _rows(frame: Any) -> list[dict[str, Any]]:
+    return [
+        {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()} for row in frame.to_dict("records")
+    ]

@@ -171,3 +171,82 @@ def write_tiny_run(folder: Path) -> Path:
     )
     write_records(answers / "chat.jsonl", [Response(uid="mix-1", model=model, text="Noise, then a beep.")])
     return folder
+
+
+SPOKEN_TEXTS: dict[str, str] = {
+    "tts-1": "Seven hundred and twelve.",
+    "tts-2": "Please call Stella at nine.",
+    "tts-3": "Is the train to Berlin late?",
+}
+"""The ``tts`` items of :func:`write_spoken_run`: uid and the text to speak."""
+SPOKEN_QUESTION = ("ask-1", "What is two plus three?", "five")
+"""The ``spoken_answer`` item of :func:`write_spoken_run`: uid, question, accepted answer."""
+SPEAKERS: dict[str, str] = {"tts:espeak-ng:en-us": "en-us", "tts:espeak-ng:en-us+f3": "en-us+f3"}
+"""The systems of :func:`write_spoken_run`: model spec and espeak-ng voice."""
+
+
+def _speak(text: str, voice: str, path: Path) -> tuple[int, float]:
+    """Speak ``text`` with espeak-ng into ``path`` (wav); returns the sample rate and the duration."""
+    import subprocess
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["espeak-ng", "-v", voice, "-w", str(path), text], check=True, capture_output=True)
+    info = sf.info(str(path))
+    return int(info.samplerate), float(info.duration)
+
+
+def write_spoken_run(folder: Path) -> Path:
+    """A run folder with spoken answers: two espeak-ng "systems" speak 3 texts and answer 1 question aloud.
+
+    Files go where :class:`~airbench_nb.run_folder.RunFolder` says; a text-only model answers too (it has no audio
+    and is not a system of the listening test), and the second system's answer to ``ask-1`` names a file that is
+    missing (left out, counted). Every other answer is a real espeak-ng wav with its SHA-256.
+    """
+    import hashlib
+
+    from airbench_nb.manifests import write_manifest, write_records
+    from airbench_nb.records import Response, ResponseAudio, SpeechGenerationItem
+    from airbench_nb.run_folder import RunFolder
+
+    run = RunFolder(folder)
+    data = run.data_dir
+    (data / "audio").mkdir(parents=True)
+    sf.write(str(data / "audio" / "cue.wav"), _tone(440, 0.3), SR)
+    _speak(SPOKEN_QUESTION[1], "en-gb", data / "audio" / "question.wav")
+    items = [
+        SpeechGenerationItem(uid=uid, dataset="synthetic", audio="audio/cue.wav", task="tts", question="", text=text)
+        for uid, text in SPOKEN_TEXTS.items()
+    ]
+    uid, question, answer = SPOKEN_QUESTION
+    items.append(
+        SpeechGenerationItem(
+            uid=uid,
+            dataset="synthetic",
+            audio="audio/question.wav",
+            task="spoken_answer",
+            question=question,
+            answers=[answer],
+        )
+    )
+    write_manifest(run.manifest("speech_generation"), items)
+    (data / "dataset.json").write_text(json.dumps({"data_root": ".", "source": "browser-test"}))
+    for model, voice in SPEAKERS.items():
+        responses = []
+        base = run.responses_file(model, "speech_generation").parent
+        for item in items:
+            spoken = item.text if item.task == "tts" else f"The answer is {answer}."
+            path = run.response_audio_file(model, item.uid)
+            sample_rate, duration = _speak(spoken or "", voice, path)
+            sha = hashlib.sha256(path.read_bytes()).hexdigest()
+            if model.endswith("+f3") and item.task == "spoken_answer":
+                path.unlink()  # a spoken answer whose file went missing
+            audio = ResponseAudio(
+                path=path.relative_to(base).as_posix(), sha256=sha, sample_rate=sample_rate, duration_s=duration
+            )
+            responses.append(Response(uid=item.uid, model=model, text=spoken, audio=audio))
+        write_records(run.responses_file(model, "speech_generation"), responses)
+    write_records(
+        run.responses_file("baseline:oracle", "speech_generation"),
+        [Response(uid=item.uid, model="baseline:oracle", text=item.text or answer) for item in items],
+    )
+    return folder
