@@ -107,8 +107,8 @@ class RunAnalysis:
         labels: Label files of that sample (one per annotator).
         embedder: Embedding backend that maps scene and event answers onto classes
             (:func:`airbench_nb.embeddings.load_embedder`); None: the default offline model.
-        mos: Listening-test MOS by model (``airbench-nb mos``), ranked as UG-Bench's TTS MOS task; None: read
-            the run's MOS result when there is one.
+        mos: Listening-test MOS by model, ranked as UG-Bench's TTS MOS task; None: the run's own listening test
+            (``annotation/listening``: :func:`airbench_nb.analysis.mos.mos`) when it holds ratings.
     """
 
     def __init__(
@@ -148,7 +148,8 @@ class RunAnalysis:
         self.embedder = embedder or None
         self._sseu: Any = None
         self._ug: Any = None
-        self.mos = dict(mos or {})
+        self._mos: Any = None
+        self.mos_given = dict(mos or {})
         self.run: RunData = load_run(
             self.run_dir,
             manifest_dir=manifest_dir,
@@ -586,9 +587,41 @@ class RunAnalysis:
             title="Spoken answers transcribed back by the ASR judge (95% bootstrap CIs)",
             xlabel="measure",
         )
+        listening = self.mos_result()
         return Section(
-            "speech_output", result.speech_output_dict(), frame=frame, figure=figure, figure_key="speech_output"
+            "speech_output",
+            result.speech_output_dict(),
+            frame=frame,
+            figure=figure,
+            figure_key="speech_output",
+            extra_data={"mos": listening.to_dict()} if listening is not None else {},
         )
+
+    def mos_result(self) -> Any:
+        """The run's listening test, with each model's back-transcription WER (computed once).
+
+        :func:`airbench_nb.analysis.mos.mos`; None when the run has no playlist or no rating.
+        """
+        if self._mos is None:
+            self._mos = False
+            if self.folder.listening_playlist.is_file():
+                from airbench_nb.analysis.mos import mos
+
+                wer = {m: s.wer for m, s in self.ug_results().speech_output.items() if s.wer is not None}
+                result = mos(self.run_dir, wer=wer or None, reps=self.reps, seed=self.seed)
+                if len(result.ratings):
+                    self._mos = result
+        return self._mos or None
+
+    def listening_mos(self) -> dict[str, float]:
+        """MOS by model: the ``mos`` given, else the run's listening test (empty when there is neither)."""
+        if self.mos_given:
+            return dict(self.mos_given)
+        result = self.mos_result()
+        if result is None:
+            return {}
+        frame = result.frame()
+        return {str(r.model): float(r.mos) for r in frame.itertuples() if pd.notna(r.mos)}
 
     def ugbench(self) -> Section:
         """UG-Bench's ranking over every task: per capability the mean task rank, then the weighted 0-100 total."""
@@ -598,7 +631,8 @@ class RunAnalysis:
         if summary.empty:
             return Section("ugbench", {}, reason="no scored responses")
         judge = self._ranking_judge(summary)
-        extra = {"tts_mos": dict(self.mos)} if self.mos else None
+        mos = self.listening_mos()
+        extra = {"tts_mos": mos} if mos else None
         result = ugbench.ugbench_ranking(results, protocol=self.protocol, chat_judge=judge, extra=extra)
         if result.reason:
             return Section("ugbench", {}, reason=result.reason)
