@@ -62,6 +62,7 @@ from airbench_nb.runner.models import (
     model_slug,
     models_failing_every_item,
     replica_counts,
+    responses_run_folder,
     run_model,
 )
 from airbench_nb.runner.outputs import (
@@ -103,6 +104,7 @@ __all__ = [
     "refuse_input_as_output",
     "repair_jsonl",
     "replica_counts",
+    "responses_run_folder",
     "run_model",
     "same_file",
     "audio_problem",

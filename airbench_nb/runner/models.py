@@ -706,11 +706,19 @@ def infer(
     return summary
 
 
+def responses_run_folder(responses_file: str | Path) -> RunFolder:
+    """The run folder a responses file lies in, as far as spoken answers go (for commands given a responses file).
+
+    Its responses folder is two levels up (``<responses>/<model>/<kind>.jsonl``).
+    """
+    top = Path(responses_file).parent.parent
+    return RunFolder(top, responses=top)
+
+
 def _folder_of(spec: str, out: str | Path) -> RunFolder | None:
-    """The run folder whose responses file for ``spec`` is ``out`` (its responses folder two levels up), if any."""
-    out = Path(out)
-    folder = RunFolder(out.parent.parent, responses=out.parent.parent)
-    return folder if folder.responses_file(spec, out.stem) == out else None
+    """The run folder whose responses file for ``spec`` is ``out``, if ``out`` lies where a run folder puts it."""
+    folder = responses_run_folder(out)
+    return folder if folder.responses_file(spec, Path(out).stem) == Path(out) else None
 
 
 @dataclass
