@@ -9,7 +9,8 @@ speech-output metrics score it against the text asked for, or look for an accept
 here.
 
 A response that cannot be transcribed gets a verdict whose ``parse_error`` says why, without calling the ASR model
-(each a counted failure of the model, never retried: rerunning the judge cannot fix the audio):
+(each a counted failure; a missing, unreadable or changed file is judged again on rerun, once a resumed model run has
+written it again: :data:`~airbench_nb.judge.base.AUDIO_GONE`; the others are properties of the answer itself):
 
 - ``no audio output``: a text-only response (a model that cannot speak);
 - ``audio missing: <path>``; ``audio unreadable: <reason>``; :data:`~airbench_nb.runner.response_audio.AUDIO_CHANGED`

@@ -36,6 +36,10 @@ ItemKind = Literal["foundation", "chat"]
 """The kinds of item a judge may apply to (:attr:`~airbench_nb.records.FoundationItem.kind`, ...)."""
 JUDGE_CALL_FAILED = "judge call failed"
 """How the ``parse_error`` of a verdict whose judge call failed begins: such verdicts are retried on rerun."""
+AUDIO_GONE: tuple[str, ...] = ("audio missing", "audio unreadable", "audio changed since it was written")
+"""How the ``parse_error`` of a verdict begins when a spoken answer's file was missing, unreadable or changed when it
+was judged: a state of the files, not of the answer, so such verdicts are retried on rerun (a resumed model run
+writes the file again)."""
 
 
 class JudgeSpecError(ValueError):

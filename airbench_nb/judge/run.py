@@ -19,9 +19,11 @@ model runs' are (:mod:`airbench_nb.runner`). Responses are read latest-wins per 
 supersedes its error. Every verdict records the :meth:`~airbench_nb.records.Response.content_hash` of the response
 it judged. A rerun skips a (uid, model, judge, order, turn) whose latest verdict judged the model's latest response
 and did not fail; it judges again (appending) when the response changed since (a re-inferred answer: the old verdict
-is stale) or when the judge call failed (failures heal on rerun). Abstentions and unparseable replies are
-outcomes, not failures: they are kept. A response that is an error gets a verdict with ``parse_error`` saying so,
-without a judge call. A fatal API error stops the loop at once (see :func:`~airbench_nb.runner.is_fatal_api_error`).
+is stale), when the judge call failed (failures heal on rerun), or when a spoken answer's file was missing,
+unreadable or changed when it was judged (:data:`~airbench_nb.judge.base.AUDIO_GONE`). Abstentions and unparseable
+replies are outcomes, not failures: they are kept. A response that is an error gets a verdict with ``parse_error``
+saying so, without a judge call. A fatal API error stops the loop at once (see
+:func:`~airbench_nb.runner.is_fatal_api_error`).
 
 Items about several clips (the kit's ``multi-clip`` Foundation tasks) are judged as any Foundation item: the judges
 read the answer against the options ("the first clip", "the second clip") and never the audio. Multi-turn Chat
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from airbench_nb.judge.base import CHAT_ORDERS, JUDGE_CALL_FAILED, Judge, JudgeSpecError, Order, Task
+from airbench_nb.judge.base import AUDIO_GONE, CHAT_ORDERS, JUDGE_CALL_FAILED, Judge, JudgeSpecError, Order, Task
 from airbench_nb.judge.llm import JUDGE_MAX_TOKENS, parse_judge_letter
 from airbench_nb.judge.registry import judge_applies, judge_class, load_judge, parse_judge_spec
 from airbench_nb.judge.rule import rule_verdict
@@ -305,7 +307,7 @@ def _pending(
                     pass
                 elif previous.response_hash is not None and previous.response_hash != judged:
                     summary.stale += 1
-                elif (previous.parse_error or "").startswith(JUDGE_CALL_FAILED):
+                elif (previous.parse_error or "").startswith((JUDGE_CALL_FAILED, *AUDIO_GONE)):
                     summary.retried += 1
                 else:
                     summary.skipped_existing += 1

@@ -13,8 +13,9 @@ The voice. The spec's voice (default :data:`DEFAULT_VOICE`) is an espeak-ng voic
 is spoken with that language's voice and the same variant (``de+f3`` for a German item); a language espeak-ng has
 no voice for is an error for that item alone. The generation's text is what was spoken.
 
-espeak-ng writes 22.05 kHz: the samples are resampled to :data:`SAMPLE_RATE` (16 kHz, ``librosa.resample``, soxr's
-high quality) before the runner writes them as 16-bit wav beside the responses.
+espeak-ng writes 22.05 kHz: the samples are resampled to :data:`SAMPLE_RATE` (16 kHz) with soxr's high quality, which
+is what ``librosa.resample(res_type="soxr_hq")`` calls (called directly: importing librosa's resampling pulls in
+scipy.signal, seconds per process), before the runner writes them as 16-bit wav beside the responses.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ class EspeakTTS:
         Raises:
             RuntimeError: When espeak-ng fails or writes no audio (its message in one line).
         """
-        import librosa
+        import soxr
 
         command = [ENGINE, "-v", voice, "-s", str(self.speed), "--stdout"]
         done = subprocess.run(command, input=text.encode("utf-8"), capture_output=True, timeout=TIMEOUT_S, check=False)
@@ -150,8 +151,7 @@ class EspeakTTS:
         spoken = GeneratedAudio.from_wav(done.stdout)
         if spoken.sample_rate == SAMPLE_RATE:
             return spoken
-        rate = spoken.sample_rate
-        samples = librosa.resample(spoken.samples, orig_sr=rate, target_sr=SAMPLE_RATE, res_type="soxr_hq")
+        samples = soxr.resample(spoken.samples, spoken.sample_rate, SAMPLE_RATE, quality="HQ")
         return GeneratedAudio(np.asarray(samples, dtype=np.float32), SAMPLE_RATE)
 
     def _one(self, prompt: Prompt) -> Generation:
