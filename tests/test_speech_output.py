@@ -151,6 +151,23 @@ def test_a_resume_answers_again_what_lost_its_audio_file(tmp_path, espeak):
     assert elsewhere.errors == 1 and elsewhere.error_kinds == {"audio output": 1}
 
 
+def test_infer_finds_the_run_folder_its_output_lies_in(tmp_path):
+    from airbench_nb.manifests import write_manifest
+    from airbench_nb.runner import infer, responses_run_folder
+
+    folder = _folder(tmp_path / "run")
+    manifest = folder.manifest("speech_generation")
+    write_manifest(manifest, [_tts("t0", TEXTS[0])])
+    out = folder.responses_file("tts:espeak-ng", "speech_generation")
+    assert responses_run_folder(out).response_audio_file("tts:espeak-ng", "t0") == folder.response_audio_file(
+        "tts:espeak-ng", "t0"
+    )
+    assert infer("tts:espeak-ng", manifest, out, progress=False).answered == 1
+    assert folder.response_audio_file("tts:espeak-ng", "t0").is_file()
+    loose = infer("tts:espeak-ng", manifest, tmp_path / "elsewhere" / "answers.jsonl", progress=False)
+    assert loose.error_kinds == {"audio output": 1}  # not where a run folder keeps this model's responses
+
+
 def test_tts_speaks_other_languages_with_their_voice_and_refuses_bad_specs(espeak):
     voiced = load_model("tts:espeak-ng:en-us+f3")
     assert voiced.voice_for("de") == "de+f3" and voiced.voice_for("en") == "en-us+f3"
