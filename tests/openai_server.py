@@ -33,6 +33,7 @@ import base64
 import contextlib
 import io
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -48,10 +49,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import soundfile as sf
 
 FaultKind = Literal["429", "500", "503", "delay", "trickle", "not_json", "no_choices", "empty", "400", "401", "404"]
 ServerMode = Literal["401", "403", "refused", "trickle", "echo-key"]
+AudioReply = Literal["speech", "silence", "omit"]
+AUDIO_REPLIES: tuple[str, ...] = ("speech", "silence", "omit")
+"""What the server answers to a request for a spoken answer (see :func:`spoken_reply`)."""
 SERVER_MODES: tuple[str, ...] = ("401", "403", "refused", "trickle", "echo-key")
 """The server-wide modes (see the module docstring)."""
 
@@ -152,6 +157,29 @@ def prompt_text(body: dict[str, Any]) -> str:
     return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
 
 
+def spoken_text(text: str) -> str:
+    """What the server says aloud for a prompt: the text after its last ``": "`` (the kit's TTS prompt ends with the
+    text to read), else the whole prompt."""
+    return text.rpartition(": ")[2] if ": " in text else text
+
+
+def spoken_reply(text: str, how: AudioReply) -> tuple[bytes, str] | None:
+    """The wav bytes and transcript the server sends for ``text``: ``speech`` (espeak-ng's 22.05 kHz wav of the
+    text, or a 1 s 440 Hz tone at 24 kHz with an empty transcript when espeak-ng is not installed), ``silence`` (1 s
+    of zeros at 24 kHz), ``omit`` (None: a text-only reply)."""
+    if how == "omit":
+        return None
+    if how == "speech" and shutil.which("espeak-ng"):
+        done = subprocess.run(["espeak-ng", "--stdout"], input=text.encode(), capture_output=True, check=True)
+        return done.stdout, text
+    rate = 24000
+    t = np.arange(rate) / rate
+    samples = 0.3 * np.sin(2 * np.pi * 440 * t) if how == "speech" else np.zeros(rate)
+    buffer = io.BytesIO()
+    sf.write(buffer, samples, rate, format="WAV", subtype="PCM_16")
+    return buffer.getvalue(), ""
+
+
 def _audio_seconds(body: dict[str, Any]) -> list[float]:
     """Decode every ``input_audio`` part; raise :class:`BadRequest` unless each is a readable wav with samples."""
     out = []
@@ -219,12 +247,19 @@ class OpenAITestServer:
         capacity: int | None = None,
         hold_after: int | None = None,
         models: Collection[str] | None = None,
+        audio_reply: AudioReply = "speech",
     ) -> None:
         """Set a fixed latency per chat answer, how many batch retrievals report ``in_progress`` first, a
         server-wide failure ``mode`` (None: serve normally), how long a ``trickle`` answer's body takes, how many
         chat requests are handled at once (``capacity``; None: no limit), after how many chat requests the
         later ones are held in flight (``hold_after``; None: never) and the models served (``models``: a chat
-        request for another model gets OpenAI's 404 ``model_not_found``; None: every model name is served)."""
+        request for another model gets OpenAI's 404 ``model_not_found``; None: every model name is served) and what a
+        request for a spoken answer (``modalities`` holding ``audio``) gets (``audio_reply``: :func:`spoken_reply`;
+        the answer then has ``content`` None and ``message.audio`` = ``{id, data, transcript, expires_at}``, as
+        OpenAI's audio models answer)."""
+        if audio_reply not in AUDIO_REPLIES:
+            raise ValueError(f"audio_reply {audio_reply!r} is not one of {', '.join(AUDIO_REPLIES)}")
+        self.audio_reply = audio_reply
         if mode is not None and mode not in SERVER_MODES:
             raise ValueError(f"mode {mode!r} is not one of {', '.join(SERVER_MODES)}")
         self.latency_s = latency_s
@@ -331,6 +366,24 @@ class OpenAITestServer:
             self.seen.conversations.append([(m["role"], _message_text(m)) for m in messages])
         heard = f"{sum(seconds):.3f}s" if seconds else "no audio"
         reply = f"{body['model']} heard {heard}: {text}"
+        message: dict[str, Any] = {"role": "assistant", "content": reply}
+        if "audio" in (body.get("modalities") or []):
+            asked = body.get("audio")
+            if not isinstance(asked, dict) or not asked.get("voice") or asked.get("format") != "wav":
+                raise BadRequest(f"audio output needs audio={{voice, format: wav}}, got {asked!r:.80}")
+            spoken = spoken_reply(spoken_text(text), self.audio_reply)
+            if spoken is not None:
+                data, transcript = spoken
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "audio": {
+                        "id": self._next_id("audio"),
+                        "data": base64.b64encode(data).decode("ascii"),
+                        "transcript": transcript,
+                        "expires_at": int(time.time()) + 3600,
+                    },
+                }
         prompt_tokens = sum(len(json.dumps(m.get("content", ""))) // 4 for m in messages)
         return {
             "id": self._next_id("chatcmpl"),
@@ -338,7 +391,7 @@ class OpenAITestServer:
             "created": int(time.time()),
             "model": body["model"],
             "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"},
+                {"index": 0, "message": message, "finish_reason": "stop"},
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,

@@ -281,7 +281,9 @@ def test_local_transformers_judge(tmp_path):
 def test_an_unknown_spec_is_refused_with_the_message_it_always_had():
     from airbench_nb.judge import load_judge
 
-    expected = "judge spec 'llm' not understood; use rule, proxy, openai:<model>[@<base_url>] or hf:<path>"
+    expected = (
+        "judge spec 'llm' not understood; use rule, proxy, openai:<model>[@<base_url>], hf:<path> or asr:<model spec>"
+    )
     for call in (parse_judge_spec, load_judge):
         with pytest.raises(JudgeSpecError) as caught:
             call("llm")

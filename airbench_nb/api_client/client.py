@@ -472,6 +472,11 @@ class APIClient:
             cost = self.prices.cost(request.model, input_tokens, output_tokens, batch) if self.prices else None
         if isinstance(content, str):
             content = self.scrub(content)  # a server that echoes the key never gets it into responses or verdicts
+        audio = message.get("audio") if isinstance(message.get("audio"), Mapping) else {}
+        audio_data = audio.get("data") if isinstance(audio.get("data"), str) and audio.get("data") else None
+        transcript = self.scrub(audio["transcript"]) if isinstance(audio.get("transcript"), str) else None
+        if content is None and audio_data is not None:  # a spoken answer: the text is its transcript
+            content = transcript or ""
         error = None
         if content is None:
             refusal = message.get("refusal")
@@ -489,6 +494,8 @@ class APIClient:
             finish_reason=choice.get("finish_reason"),
             attempts=attempts,
             key=request.key(),
+            audio_data=audio_data,
+            audio_transcript=transcript,
         )
 
     def account(self, result: ChatResult) -> None:

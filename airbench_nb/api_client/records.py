@@ -140,6 +140,11 @@ class ChatResult:
     """HTTP attempts made for this request (0 for cache hits and batch results)."""
     key: str = ""
     """The request's :meth:`ChatRequest.key`."""
+    audio_data: str | None = None
+    """The spoken answer of a request that asked for audio (``modalities=["text", "audio"]``): the message's
+    ``audio.data``, base64 of the encoded file as the server sent it; None when the reply holds none."""
+    audio_transcript: str | None = None
+    """The message's ``audio.transcript`` (what the model says it said), when the reply holds audio."""
 
     @property
     def ok(self) -> bool:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from airbench_nb.manifests import AnyItem
 from airbench_nb.records import ChatItem, Response, Verdict
+from airbench_nb.run_folder import RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,10 @@ ItemKind = Literal["foundation", "chat"]
 """The kinds of item a judge may apply to (:attr:`~airbench_nb.records.FoundationItem.kind`, ...)."""
 JUDGE_CALL_FAILED = "judge call failed"
 """How the ``parse_error`` of a verdict whose judge call failed begins: such verdicts are retried on rerun."""
+AUDIO_GONE: tuple[str, ...] = ("audio missing", "audio unreadable", "audio changed since it was written")
+"""How the ``parse_error`` of a verdict begins when a spoken answer's file was missing, unreadable or changed when it
+was judged: a state of the files, not of the answer, so such verdicts are retried on rerun (a resumed model run
+writes the file again)."""
 
 
 class JudgeSpecError(ValueError):
@@ -55,6 +60,9 @@ class Task:
     """Judge messages (LLM judges)."""
     turn: int | None = None
     """Multi-turn Chat: index of the turn judged (0 for the first); None for one-turn items and Foundation."""
+    run_folder: RunFolder | None = None
+    """The run folder the response's spoken answer is found in (:attr:`~airbench_nb.records.Response.audio`), for
+    judges that listen (:attr:`BaseJudge.needs_audio`); None otherwise."""
 
     @property
     def question(self) -> str:
@@ -134,6 +142,8 @@ class BaseJudge:
     """How the spec is written (``openai:<model>[@<base_url>]``): listed when a spec is not understood."""
     kinds: ClassVar[frozenset[str]] = frozenset()
     """The item kinds the judge applies to."""
+    needs_audio: ClassVar[bool] = False
+    """Whether the judge reads the responses' spoken answers (then the loop must be given the run folder)."""
 
     def __init__(self, spec: str) -> None:
         """Keep the spec (checked by the registry)."""

@@ -1,6 +1,7 @@
 """The judge registry: judge classes by spec name, and the judges it builds from spec strings.
 
-Specs: ``rule``, ``proxy``, ``openai:<model>[@<base_url>]``, ``hf:<path>``. A judge is added by writing a class (see
+Specs: ``rule``, ``proxy``, ``openai:<model>[@<base_url>]``, ``hf:<path>``, ``asr:<model spec>`` (spoken answers
+transcribed back: :mod:`airbench_nb.judge.asr`). A judge is added by writing a class (see
 :class:`~airbench_nb.judge.base.BaseJudge`) and calling :func:`register_judge` with it; the judge loop, the run
 folder and the CLI then take its spec.
 """
@@ -11,6 +12,7 @@ import inspect
 import logging
 from typing import Any
 
+from airbench_nb.judge.asr import ASRJudge
 from airbench_nb.judge.base import BaseJudge, Judge, JudgeSpecError
 from airbench_nb.judge.llm import HFJudge, OpenAIJudge
 from airbench_nb.judge.proxy import ProxyJudge
@@ -47,7 +49,7 @@ def registered_judges() -> dict[str, type[BaseJudge]]:
     return dict(_JUDGES)
 
 
-for _builtin in (RuleJudge, ProxyJudge, OpenAIJudge, HFJudge):
+for _builtin in (RuleJudge, ProxyJudge, OpenAIJudge, HFJudge, ASRJudge):
     register_judge(_builtin)
 
 

@@ -19,9 +19,11 @@ model runs' are (:mod:`airbench_nb.runner`). Responses are read latest-wins per 
 supersedes its error. Every verdict records the :meth:`~airbench_nb.records.Response.content_hash` of the response
 it judged. A rerun skips a (uid, model, judge, order, turn) whose latest verdict judged the model's latest response
 and did not fail; it judges again (appending) when the response changed since (a re-inferred answer: the old verdict
-is stale) or when the judge call failed (failures heal on rerun). Abstentions and unparseable replies are
-outcomes, not failures: they are kept. A response that is an error gets a verdict with ``parse_error`` saying so,
-without a judge call. A fatal API error stops the loop at once (see :func:`~airbench_nb.runner.is_fatal_api_error`).
+is stale), when the judge call failed (failures heal on rerun), or when a spoken answer's file was missing,
+unreadable or changed when it was judged (:data:`~airbench_nb.judge.base.AUDIO_GONE`). Abstentions and unparseable
+replies are outcomes, not failures: they are kept. A response that is an error gets a verdict with ``parse_error``
+saying so, without a judge call. A fatal API error stops the loop at once (see
+:func:`~airbench_nb.runner.is_fatal_api_error`).
 
 Items about several clips (the kit's ``multi-clip`` Foundation tasks) are judged as any Foundation item: the judges
 read the answer against the options ("the first clip", "the second clip") and never the audio. Multi-turn Chat
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from airbench_nb.judge.base import CHAT_ORDERS, JUDGE_CALL_FAILED, Judge, JudgeSpecError, Order, Task
+from airbench_nb.judge.base import AUDIO_GONE, CHAT_ORDERS, JUDGE_CALL_FAILED, Judge, JudgeSpecError, Order, Task
 from airbench_nb.judge.llm import JUDGE_MAX_TOKENS, parse_judge_letter
 from airbench_nb.judge.registry import judge_applies, judge_class, load_judge, parse_judge_spec
 from airbench_nb.judge.rule import rule_verdict
@@ -54,7 +56,7 @@ from airbench_nb.prompts import (
     chat_turn_question,
     foundation_judge_messages,
 )
-from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.records import ChatItem, Response, Verdict
 from airbench_nb.run_folder import KINDS, RunFolder
 from airbench_nb.runner import (
     JsonlAppender,
@@ -181,8 +183,11 @@ def judge_responses(
     api_key_env: str | None = None,
     batch_poll_s: float = 30.0,
     progress: bool = True,
+    run_folder: RunFolder | None = None,
 ) -> JudgeSummary:
     """Judge responses into ``out`` (resumable): one verdict per Foundation response, two per Chat turn.
+
+    Items of other kinds (a spoken answer judged by ``asr:...``) get one verdict per response (order ``single``).
 
     Args:
         judge: Judge spec (built with :func:`~airbench_nb.judge.load_judge` and the options below once the pending
@@ -204,18 +209,23 @@ def judge_responses(
             the default rules (``OPENAI_API_KEY`` to OpenAI or ``OPENAI_BASE_URL`` unless local; no key elsewhere).
         batch_poll_s: Seconds between Batch API status checks.
         progress: Show a progress bar.
+        run_folder: The run folder the responses' spoken answers are in; needed by judges that listen
+            (``asr:...``, :attr:`~airbench_nb.judge.base.BaseJudge.needs_audio`).
 
     Returns:
         A :class:`JudgeSummary`.
 
     Raises:
         JudgeSpecError: For a spec that names no judge.
+        ValueError: For a judge that listens and no ``run_folder`` (nothing is written).
         OutputError: When ``out`` is not a verdicts file or another process is writing it; nothing is written.
         ManifestError: When a line of ``out`` is JSON but not a valid verdict (naming file, line and field).
         Exception: A fatal API error (see :func:`~airbench_nb.runner.is_fatal_api_error`), after keeping what was
             judged.
     """
     spec = parse_judge_spec(judge) if isinstance(judge, str) else judge.spec
+    if run_folder is None and getattr(judge_class(spec) if isinstance(judge, str) else judge, "needs_audio", False):
+        raise ValueError(f"judge {spec} listens to spoken answers: give run_folder, the run folder they are in")
     out = Path(out)
     check_output_file(out, Verdict)
     with contextlib.nullcontext() if dry_run else output_lock(out):
@@ -223,7 +233,7 @@ def judge_responses(
         existing = _read_verdicts(out, dry_run)
         t0 = time.perf_counter()
         kinds = judge_class(spec).kinds if isinstance(judge, str) else judge.kinds
-        summary, tasks = _pending(spec, kinds, items, responses, existing)
+        summary, tasks = _pending(spec, kinds, items, responses, existing, run_folder)
         summary.repaired_lines = repaired
         if isinstance(judge, str):
             judge = load_judge(
@@ -259,6 +269,7 @@ def _pending(
     items: Sequence[AnyItem],
     responses: Sequence[Response],
     existing: Sequence[Verdict],
+    run_folder: RunFolder | None = None,
 ) -> tuple[JudgeSummary, list[Task]]:
     """The summary so far (tasks, skipped, stale, retried, duplicates) and the tasks to judge, in response order.
 
@@ -268,6 +279,7 @@ def _pending(
         items: The items.
         responses: The responses (latest wins per (uid, model)).
         existing: The verdicts already written.
+        run_folder: Where spoken answers are found (set on every task).
     """
     by_uid = {i.uid: i for i in items}
     latest_verdicts = {(v.uid, v.model, v.judge, v.order, v.turn): v for v in existing}
@@ -282,7 +294,7 @@ def _pending(
         item = by_uid.get(response.uid)
         if item is None or item.kind not in kinds:
             continue
-        orders: tuple[Order, ...] = ("single",) if isinstance(item, FoundationItem) else CHAT_ORDERS
+        orders: tuple[Order, ...] = CHAT_ORDERS if isinstance(item, ChatItem) else ("single",)
         judged = response.content_hash()
         turns: Sequence[int | None] = (
             range(len(item.turns)) if isinstance(item, ChatItem) and item.multi_turn else (None,)
@@ -295,12 +307,12 @@ def _pending(
                     pass
                 elif previous.response_hash is not None and previous.response_hash != judged:
                     summary.stale += 1
-                elif (previous.parse_error or "").startswith(JUDGE_CALL_FAILED):
+                elif (previous.parse_error or "").startswith((JUDGE_CALL_FAILED, *AUDIO_GONE)):
                     summary.retried += 1
                 else:
                     summary.skipped_existing += 1
                     continue
-                tasks.append(Task(item, response, order, turn=turn))
+                tasks.append(Task(item, response, order, turn=turn, run_folder=run_folder))
     if summary.stale or summary.retried:
         logger.info(
             "judge %s: %d verdict(s) of a changed response judged again, %d failed call(s) retried",
@@ -492,6 +504,6 @@ def judge_run_folder(
                 if not judge_applies(spec, kind):
                     continue
                 out = folder.verdicts_file(model_dir.name, kind, spec)
-                summary = judge_responses(spec, items, responses, out, progress=False, **options)
+                summary = judge_responses(spec, items, responses, out, progress=False, run_folder=folder, **options)
                 summaries.runs.append((model_dir.name, kind, summary, out))
     return summaries

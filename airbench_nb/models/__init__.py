@@ -2,7 +2,8 @@
 
 Specs: ``hf:<path or hub id>`` (transformers), ``openai:<model>[@<base_url>]`` (any OpenAI-compatible server:
 OpenAI audio models, vLLM, Ollama, llama.cpp), ``faster-whisper:<folder, size or tiny.en-bundled>`` (Whisper through
-CTranslate2, a transcriber) and ``baseline:random|first|dsp|oracle``. A model declares the item kinds it serves
+CTranslate2, a transcriber), ``tts:espeak-ng[:voice]`` (offline text-to-speech: it answers speech-generation items
+with audio) and ``baseline:random|first|dsp|oracle``. A model declares the item kinds it serves
 (``kinds``; None for every kind, as LALMs do): a specialist such as an ASR model gets only its kinds' items, the others
 are counted as not applicable (:func:`serves`). A new kind of spec is a
 :class:`Backend` passed to :func:`register_backend` (see ``docs/extending.md``).
@@ -13,7 +14,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt, served_kinds, serves
+from airbench_nb.models.base import (
+    AudioLM,
+    GeneratedAudio,
+    Generation,
+    GenerationParams,
+    Prompt,
+    served_kinds,
+    serves,
+)
 from airbench_nb.models.specs import (
     BACKENDS,
     Backend,
@@ -28,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "AudioLM",
+    "GeneratedAudio",
     "Generation",
     "GenerationParams",
     "Prompt",

@@ -218,12 +218,58 @@ def chat_messages(
     return messages
 
 
+@dataclass(frozen=True)
+class GeneratedAudio:
+    """A spoken answer as a backend made it: mono float32 samples and their rate (the runner writes the file)."""
+
+    samples: np.ndarray
+    """Mono float32 samples in [-1, 1] (the runner clips what lies outside when it writes 16-bit PCM)."""
+    sample_rate: int
+    """Sample rate in Hz."""
+
+    def __post_init__(self) -> None:
+        samples = np.asarray(self.samples, dtype=np.float32)
+        if samples.ndim != 1:
+            raise ValueError(f"generated audio must be mono (1-D), got shape {samples.shape}")
+        if not np.all(np.isfinite(samples)):
+            raise ValueError("generated audio holds NaN or infinite samples")
+        if isinstance(self.sample_rate, bool) or int(self.sample_rate) != self.sample_rate or self.sample_rate <= 0:
+            raise ValueError(f"generated audio needs a positive whole sample rate, got {self.sample_rate!r}")
+        object.__setattr__(self, "samples", samples)
+        object.__setattr__(self, "sample_rate", int(self.sample_rate))
+
+    @classmethod
+    def from_wav(cls, data: bytes) -> GeneratedAudio:
+        """Decode an encoded audio file (wav, flac, ogg: what libsndfile reads); several channels are averaged.
+
+        Raises:
+            ValueError: When the bytes are not a readable audio file (naming libsndfile's reason).
+        """
+        import io
+
+        import soundfile as sf
+
+        try:
+            samples, rate = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+        except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
+            raise ValueError(f"not a readable audio file ({len(data)} bytes): {exc}") from None
+        return cls(samples.mean(axis=1), int(rate))
+
+    @property
+    def duration_s(self) -> float:
+        """Length in seconds."""
+        return self.samples.size / self.sample_rate
+
+
 @dataclass
 class Generation:
-    """A backend's output for one prompt: text, or an error for this item alone."""
+    """A backend's output for one prompt: text (and, for a model that speaks, audio), or an error for this item."""
 
     text: str | None = None
-    """Generated text; None on failure."""
+    """Generated text (for a spoken answer: what the model says it said, when it says); None on failure."""
+    audio: GeneratedAudio | None = None
+    """The spoken answer of a model that answers with audio (:attr:`~airbench_nb.records.Response.audio` once
+    written); None for a text answer."""
     error: str | None = None
     """Why this item failed; None on success."""
     input_tokens: int | None = None

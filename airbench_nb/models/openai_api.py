@@ -24,6 +24,13 @@ to another replica, replicas marked down and tried again later, an error per ite
 replicas, and :meth:`OpenAIAudioLM.replica_stats` the per-replica counts the runner writes into its summary. One
 URL (or none) works exactly as without replicas.
 
+Spoken answers: with ``audio_output=True`` (``load_model(spec, audio_output=True, audio_voice="alloy")``, or
+``model_options`` of :func:`~airbench_nb.runner.infer`) a ``speech_generation`` item is asked with
+``modalities=["text", "audio"]`` and ``audio={"voice": <audio_voice>, "format": "wav"}``, as OpenAI's audio models
+(``gpt-4o-audio-preview``) and vLLM-served omni models take it. The reply's ``message.audio.data`` (base64 wav)
+becomes the generation's audio (written beside the responses by the runner) and its ``transcript`` the text; a reply
+without audio is that item's error (:data:`NO_AUDIO_REPLY`). Items of other kinds are asked for text as always.
+
 Example:
     >>> from airbench_nb.models import load_model
     >>> model = load_model("openai:Qwen/Qwen2-Audio-7B-Instruct@http://127.0.0.1:8000/v1")  # doctest: +SKIP
@@ -51,9 +58,16 @@ from airbench_nb.api_client import (
     parse_openai_replicas,
     parse_openai_spec,
 )
-from airbench_nb.models.base import Generation, GenerationParams, Prompt, chat_messages
+from airbench_nb.models.base import GeneratedAudio, Generation, GenerationParams, Prompt, chat_messages
 
 logger = logging.getLogger(__name__)
+
+SPEAKING_KINDS = frozenset({"speech_generation"})
+"""Item kinds asked for a spoken answer when the model is made with ``audio_output=True``."""
+DEFAULT_VOICE = "alloy"
+"""The voice asked for when none is given (one of OpenAI's; vLLM omni servers take their own names)."""
+NO_AUDIO_REPLY = "no audio in the reply"
+"""The error of an item asked for a spoken answer whose reply holds none."""
 
 
 def wav_base64(audio: np.ndarray, sample_rate: int) -> str:
@@ -137,6 +151,8 @@ class OpenAIAudioLM:
         prices: Optional price table for cost accounting (see :class:`airbench_nb.api_client.PriceTable`).
         down_after: With replicas: failed attempts in a row that mark a replica down.
         cool_off_s: With replicas: seconds a replica marked down gets no requests before it is tried again.
+        audio_output: Ask ``speech_generation`` items for a spoken answer (see the module docstring).
+        audio_voice: The voice asked for with ``audio_output``.
 
     Raises:
         airbench_nb.api_client.EndpointError: A URL as the model part, a bad base URL or one with credentials,
@@ -157,8 +173,14 @@ class OpenAIAudioLM:
         prices: PriceTable | None = None,
         down_after: int = 3,
         cool_off_s: float = 30.0,
+        audio_output: bool = False,
+        audio_voice: str = DEFAULT_VOICE,
     ) -> None:
         model, base_urls = parse_openai_replicas(rest)
+        self.audio_output = bool(audio_output)
+        """Whether ``speech_generation`` items are asked for a spoken answer."""
+        self.audio_voice = str(audio_voice)
+        """The voice asked for."""
         self.spec = f"openai:{rest}"
         self.batch_size = int(batch_size)
         self.kinds: frozenset[str] | None = None
@@ -225,7 +247,22 @@ class OpenAIAudioLM:
                 raise ValueError(f"clip {number} of {len(clips)}: {exc}") from None
             parts.append({"type": "input_audio", "input_audio": {"data": data, "format": "wav"}})
         messages = chat_messages(prompt, parts, assistant=lambda text: text)
-        return ChatRequest(model=self.model, messages=messages, params=generation_params(params.for_item(prompt.item)))
+        body = generation_params(params.for_item(prompt.item))
+        if self.speaks(prompt):
+            body["modalities"] = ["text", "audio"]
+            body["audio"] = {"voice": self.audio_voice, "format": "wav"}
+        return ChatRequest(model=self.model, messages=messages, params=body)
+
+    def speaks(self, prompt: Prompt) -> bool:
+        """Whether the prompt is asked for a spoken answer (``audio_output`` and a ``speech_generation`` item)."""
+        return self.audio_output and getattr(prompt.item, "kind", None) in SPEAKING_KINDS
+
+    @property
+    def settings(self) -> dict[str, object] | None:
+        """What the runner records with each response (``generation["backend"]``); None unless audio is asked for."""
+        if not self.audio_output:
+            return None
+        return {"name": "openai", "audio_output": True, "audio_voice": self.audio_voice}
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer prompts concurrently; a prompt that fails (bad audio, HTTP error) gets its own error.
@@ -255,7 +292,20 @@ class OpenAIAudioLM:
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,
             )
+            if result.ok and self.speaks(prompts[index]):
+                out[index] = self._spoken(prompts[index], result)
         return [g if g is not None else Generation(error="internal: no result") for g in out]
+
+    def _spoken(self, prompt: Prompt, result: ChatResult) -> Generation:
+        """The generation of a reply to a request for a spoken answer: its audio and transcript, or the error."""
+        if result.audio_data is None:
+            return Generation(error=f"{self.spec}: {prompt.uid}: {NO_AUDIO_REPLY}")
+        try:
+            audio = GeneratedAudio.from_wav(base64.b64decode(result.audio_data, validate=True))
+        except ValueError as exc:  # binascii.Error is a ValueError
+            return Generation(error=f"{self.spec}: {prompt.uid}: audio in the reply unreadable: {exc}")
+        text = result.audio_transcript if result.audio_transcript is not None else result.text
+        return Generation(text=text, audio=audio, input_tokens=result.input_tokens, output_tokens=result.output_tokens)
 
     def close(self) -> None:
         """Close the cache (each request batch opens and closes its own HTTP session)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,3 +182,24 @@ register_backend(
         check=check_ct2_whisper,
     )
 )
+
+
+TTS_ENGINE = "espeak-ng"
+"""The one TTS engine of ``tts:`` specs (``tts:espeak-ng[:voice]``)."""
+_TTS_VOICE = re.compile(r"^[A-Za-z0-9_/-]+(\+[A-Za-z0-9_-]+)?$|^\+[A-Za-z0-9_-]+$")
+
+
+def check_tts_spec(rest: str) -> None:
+    """Refuse a ``tts:`` spec that is not ``espeak-ng`` or ``espeak-ng:<voice>`` (checked before anything runs).
+
+    Raises:
+        SpecError: In one line naming the spec and the form to use.
+    """
+    engine, sep, voice = rest.partition(":")
+    if engine != TTS_ENGINE:
+        raise SpecError(f"tts:{rest}: unknown TTS engine {engine!r}; use tts:{TTS_ENGINE}[:voice] (e.g. :en-us+f3)")
+    if sep and not _TTS_VOICE.match(voice):
+        raise SpecError(f"tts:{rest}: voice {voice!r} is not an espeak-ng voice name (e.g. en-us, de, en-us+m3)")
+
+
+register_backend(Backend("tts", "airbench_nb.models.tts:EspeakTTS", "tts:espeak-ng[:voice]", check=check_tts_spec))

@@ -40,8 +40,14 @@ Replicas. For a model with ``replica_stats()`` (``openai:<model>@<url1>,<url2>,.
 run did on each replica (:attr:`RunSummary.replicas`: attempts sent, succeeded, failed, requests retried elsewhere,
 times marked down), and the log shows it as a table (:meth:`RunSummary.replica_text`).
 
-The package: :mod:`~airbench_nb.runner.outputs` (refusals, locks, repair, appending) and
-:mod:`~airbench_nb.runner.models` (the model loop, its summary, ``infer``); the names below are its interface.
+Spoken answers. A model that answers with audio (``tts:``, an ``openai:`` model asked for audio) has each answer
+written as a 16-bit wav where the run folder keeps it, and the response records its path, SHA-256, rate and duration
+(:mod:`~airbench_nb.runner.response_audio`), never the samples. A resumed run keeps such an answer only while its file
+is there with the recorded hash (:attr:`RunSummary.audio_lost` counts the others, answered again).
+
+The package: :mod:`~airbench_nb.runner.outputs` (refusals, locks, repair, appending),
+:mod:`~airbench_nb.runner.response_audio` (spoken answers on disk) and :mod:`~airbench_nb.runner.models` (the model
+loop, its summary, ``infer``); the names below are its interface.
 """
 
 from airbench_nb.runner.models import (
@@ -56,6 +62,7 @@ from airbench_nb.runner.models import (
     model_slug,
     models_failing_every_item,
     replica_counts,
+    responses_run_folder,
     run_model,
 )
 from airbench_nb.runner.outputs import (
@@ -72,6 +79,7 @@ from airbench_nb.runner.outputs import (
     repair_jsonl,
     same_file,
 )
+from airbench_nb.runner.response_audio import audio_problem, response_audio_file, write_response_audio
 
 __all__ = [
     "DATA_DEFECTS",
@@ -96,6 +104,10 @@ __all__ = [
     "refuse_input_as_output",
     "repair_jsonl",
     "replica_counts",
+    "responses_run_folder",
     "run_model",
     "same_file",
+    "audio_problem",
+    "response_audio_file",
+    "write_response_audio",
 ]

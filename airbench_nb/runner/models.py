@@ -16,9 +16,9 @@ from typing import Any
 
 from airbench_nb.audio import AudioError, load_audio
 from airbench_nb.manifests import AnyItem, resolve_audio
-from airbench_nb.models.base import AudioLM, Generation, GenerationParams, Prompt, serves
+from airbench_nb.models.base import AudioLM, GeneratedAudio, Generation, GenerationParams, Prompt, serves
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
-from airbench_nb.records import AudioStatus, Response
+from airbench_nb.records import AudioStatus, Response, ResponseAudio
 from airbench_nb.run_folder import KINDS, RunFolder, file_slug
 from airbench_nb.runner.outputs import (
     JsonlAppender,
@@ -32,6 +32,7 @@ from airbench_nb.runner.outputs import (
     refuse_input_as_output,
     repair_jsonl,
 )
+from airbench_nb.runner.response_audio import audio_problem, write_response_audio
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,9 @@ class RunSummary:
     """Items answered again because their latest response was an error (a failure healing)."""
     changed_prompt: int = 0
     """Items answered again because their latest response was made with another prompt."""
+    audio_lost: int = 0
+    """Items answered again because the spoken answer their latest response records is gone: its file missing, or
+    not the bytes it was written with (see :func:`~airbench_nb.runner.response_audio.audio_problem`)."""
     duplicates: int = 0
     """Response records already in the output superseded by a later record of the same uid (latest wins)."""
     seconds: float = 0.0
@@ -140,6 +144,7 @@ class RunSummary:
             "error_kinds": self.error_kinds,
             "retried": self.retried,
             "changed_prompt": self.changed_prompt,
+            "audio_lost": self.audio_lost,
             "duplicates": self.duplicates,
             "seconds": round(self.seconds, 3),
             "items_per_s": self.items_per_s,
@@ -236,6 +241,7 @@ def run_model(
     system: str | None = None,
     limit: int | None = None,
     progress: bool = True,
+    run_folder: RunFolder | None = None,
 ) -> RunSummary:
     """Answer every item of ``items`` that needs an answer with ``model``, appending :class:`Response` records.
 
@@ -252,6 +258,9 @@ def run_model(
         system: Optional system text.
         limit: Only the first ``limit`` items of the manifest (0 or more; None: all).
         progress: Show a tqdm progress bar.
+        run_folder: Where spoken answers are written (:meth:`~airbench_nb.run_folder.RunFolder.response_audio_file`)
+            and found again on resuming; None for a model that answers in text only (a spoken answer is then that
+            item's error: there is nowhere to keep it).
 
     Returns:
         A :class:`RunSummary`.
@@ -306,17 +315,22 @@ def run_model(
             elif previous.prompt_hash is not None and previous.prompt_hash != hashes[item.uid]:
                 summary.changed_prompt += 1
                 pending.append(item)
+            elif previous.error is None and previous.audio is not None and _audio_lost(run_folder, previous):
+                summary.audio_lost += 1
+                pending.append(item)
             elif previous.error is None or previous.error == _defect_error(item):
                 summary.skipped_existing += 1
             else:
                 summary.retried += 1
                 pending.append(item)
-        if summary.retried or summary.changed_prompt:
+        if summary.retried or summary.changed_prompt or summary.audio_lost:
             logger.info(
-                "%s: %d item(s) retried after an error, %d answered again under a changed prompt",
+                "%s: %d item(s) retried after an error, %d answered again under a changed prompt, %d whose spoken "
+                "answer's file is missing or changed",
                 model.spec,
                 summary.retried,
                 summary.changed_prompt,
+                summary.audio_lost,
             )
         if summary.not_applicable:
             logger.info("%s", summary.not_applicable_text())
@@ -325,13 +339,33 @@ def run_model(
             return summary
         before = replica_counts(model)
         try:
-            _answer(model, pending, root, out, texts, hashes, params, prompts, system, summary, progress, tqdm)
+            _answer(
+                model, pending, root, out, texts, hashes, params, prompts, system, summary, progress, tqdm, run_folder
+            )
         finally:
             summary.replicas = _replica_delta(before, replica_counts(model))
     logger.info("%s: %s", model.spec, summary.as_dict())
     if summary.replicas:
         logger.info("%s: requests per replica in this run:\n%s", model.spec, summary.replica_text())
     return summary
+
+
+def _audio_lost(folder: RunFolder | None, response: Response) -> bool:
+    """Whether a recorded spoken answer can no longer be used (no folder to find it in, file missing or changed)."""
+    problem = "no run folder" if folder is None else audio_problem(folder, response)
+    if problem is not None:
+        logger.info("%s: %s: %s; answering again", response.model, response.uid, problem)
+    return problem is not None
+
+
+def _spoken(folder: RunFolder | None, model: str, uid: str, audio: GeneratedAudio) -> ResponseAudio | str:
+    """Write a spoken answer and return its record, or the error of the item when it cannot be kept."""
+    if folder is None:
+        return "audio output: the model answered with audio and no run folder was given to write it in"
+    try:
+        return write_response_audio(folder, model, uid, audio)
+    except (OSError, ValueError) as exc:
+        return f"audio output: cannot write the spoken answer: {exc}"
 
 
 @dataclass
@@ -346,6 +380,8 @@ class _Asking:
     audios: list[Any]
     paths: list[Path]
     answers: list[str] = field(default_factory=list)
+    audio: GeneratedAudio | None = None
+    """The spoken answer (of the last turn answered), for models that answer with audio."""
     error: str | None = None
     latency: float = 0.0
     input_tokens: int | None = None
@@ -361,6 +397,7 @@ class _Asking:
 
     def answered(self, generation: Generation) -> None:
         self.answers.append(generation.text or "")
+        self.audio = generation.audio
         for name in ("input_tokens", "output_tokens"):
             value = getattr(generation, name)
             if value is not None:
@@ -426,6 +463,7 @@ def _answer(
     summary: RunSummary,
     progress: bool,
     tqdm: Any,
+    run_folder: RunFolder | None = None,
 ) -> None:
     """The batch loop of :func:`run_model`: answers ``pending`` into ``out`` and fills ``summary``.
 
@@ -493,12 +531,16 @@ def _answer(
                         _ask_turn(model, asking, turn, system, keep_what_is_done)
                 for entry in ready:
                     multi_turn = len(entry.texts) > 1
+                    spoken: ResponseAudio | str | None = None
+                    if entry.audio is not None and entry.error is None:
+                        spoken = _spoken(run_folder, model.spec, entry.item.uid, entry.audio)
                     records.append(
                         response(
                             entry.item,
                             entry.params,
                             text=entry.answers[0] if entry.answers else None,
-                            error=entry.error,
+                            error=spoken if isinstance(spoken, str) else entry.error,
+                            audio=spoken if isinstance(spoken, ResponseAudio) else None,
                             latency_s=round(entry.latency, 6),
                             input_tokens=entry.input_tokens,
                             output_tokens=entry.output_tokens,
@@ -589,6 +631,7 @@ def infer(
     api_key_env: str | None = None,
     progress: bool = True,
     model_options: dict[str, Any] | None = None,
+    run_folder: RunFolder | None = None,
 ) -> RunSummary:
     """Load a model from its spec and answer a manifest into ``out`` (resumable); the CLI's ``infer``.
 
@@ -612,6 +655,8 @@ def infer(
         progress: Show a progress bar.
         model_options: More backend options (``hf:``: ``device``, ``dtype``, ``attn``), ignored by backends that
             do not take them.
+        run_folder: Where spoken answers are written; None: the run folder ``out`` lies in when it is where one puts
+            this model's responses (``.../<model>/<kind>.jsonl``), else none (see :func:`run_model`).
 
     Returns:
         The run's :class:`RunSummary`.
@@ -649,6 +694,7 @@ def infer(
                 progress=progress,
                 params=GenerationParams(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed),
                 prompts=PromptSet.named(prompt_set),
+                run_folder=run_folder if run_folder is not None else _folder_of(spec, out),
             )
         finally:
             model.close()
@@ -658,6 +704,21 @@ def infer(
             texts = {r.uid: r.text for r in read_existing(out, Response) if r.model == spec}
             write_official_results(items, texts, official_out)
     return summary
+
+
+def responses_run_folder(responses_file: str | Path) -> RunFolder:
+    """The run folder a responses file lies in, as far as spoken answers go (for commands given a responses file).
+
+    Its responses folder is two levels up (``<responses>/<model>/<kind>.jsonl``).
+    """
+    top = Path(responses_file).parent.parent
+    return RunFolder(top, responses=top)
+
+
+def _folder_of(spec: str, out: str | Path) -> RunFolder | None:
+    """The run folder whose responses file for ``spec`` is ``out``, if ``out`` lies where a run folder puts it."""
+    folder = responses_run_folder(out)
+    return folder if folder.responses_file(spec, Path(out).stem) == Path(out) else None
 
 
 @dataclass
@@ -760,5 +821,6 @@ def infer_run_folder(
     summaries = RunSummaries()
     for spec in models:
         for kind, manifest in manifests.items():
-            summaries.runs.append((kind, infer(spec, manifest, folder.responses_file(spec, kind), **options)))
+            out = folder.responses_file(spec, kind)
+            summaries.runs.append((kind, infer(spec, manifest, out, run_folder=folder, **options)))
     return summaries

@@ -249,13 +249,21 @@ def repair_jsonl(path: str | Path) -> int:
         )
     if cut:
         logger.warning("%s: dropped a final line cut short by an interrupted run (%d bytes)", path, len(cut))
-    tmp = path.with_name(path.name + ".repair")
+    replace_durably(path, b"".join(line + b"\n" for line in keep), ".repair")
+    return len(rejected) + (1 if cut else 0)
+
+
+def replace_durably(path: Path, data: bytes, suffix: str = ".part") -> None:
+    """Write ``data`` as ``path`` all at once: into ``<path><suffix>``, fsynced, then renamed over ``path``.
+
+    A crash leaves either the old file or the new one, never a part of it.
+    """
+    tmp = path.with_name(path.name + suffix)
     with open(tmp, "wb") as handle:
-        handle.write(b"".join(line + b"\n" for line in keep))
+        handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    return len(rejected) + (1 if cut else 0)
 
 
 def _loose_values(path: Path, name: str) -> dict[str, int]:
