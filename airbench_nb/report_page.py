@@ -47,6 +47,10 @@ FIGURE_CAPTIONS: dict[str, str] = {
     "chat-score-by-turn": "Multi-turn Chat: the judge's score of each turn (does it fall on follow-ups?).",
     "sseu-wer-macc-map-vs-snr": "SSEU-Bench: WER, scene mACC and event mAP against SNR, per prompting mode.",
     "sseu-joint-and-cot-minus-baseline": "SSEU-Bench: joint minus independent and CoT minus joint, paired over clips.",
+    "translation-bleu-by-language-pair": "UG-Bench speech translation: corpus BLEU per language pair (sacrebleu).",
+    "captioning-metrics-by-task": "UG-Bench captioning: CIDEr-D, BLEU, ROUGE-L and embedding similarity by task.",
+    "speech-output-back-transcription": "UG-Bench spoken answers: back-transcription WER/CER and answer accuracy.",
+    "ugbench-capability-ranking": "UG-Bench ranking: each capability's weighted share of the 0-100 total.",
 }
 """Captions of the known figures of notebook 05, by file stem (others get their stem)."""
 
@@ -104,6 +108,19 @@ bootstrap interval, over the mixed clips. <b>independent</b> asks each task alon
 prompt, <b>sseu-cot</b> in SSEU-Bench's five steps. A dash: the model does not serve that task (a transcriber has no
 scene) or was not asked. <b>failures</b>: answer parts that could not be read (kept in the scores).</p>
 <div class="wide">{{ sseu_table | safe }}</div>
+{% endif %}
+{% if ug_tasks_table or ug_ranking_table %}<h2>UG-Bench</h2>
+{% if ug_tasks_table %}<p class="meta">Speech translation: corpus BLEU and chrF (sacrebleu, 0-100, signature in
+<code>analysis.json</code>) with 95% bootstrap intervals. Captioning: CIDEr-D (aac-metrics, 0-10, over the whole set)
+and the cosine similarity of offline sentence embeddings to the references (not FENSE). Spoken answers: the
+ASR judge's back-transcription WER and CER against the text asked for (corpus, %, lower is better; failures such as
+no audio count as all words deleted), the share of spoken questions answered right, and the listeners' MOS (1-5) when
+the run has a listening test. A dash: the model answered none of those items.</p>
+<div class="wide">{{ ug_tasks_table | safe }}</div>{% endif %}
+{% if ug_ranking_table %}<p class="meta">UG-Bench's ranking over every task the run scored: per capability the
+mean of the model's task ranks (1 = best), then the weighted total on 0-100 (weights {{ ug_weights }}).
+{{ ug_rule }}</p>
+<div class="wide">{{ ug_ranking_table | safe }}</div>{% endif %}
 {% endif %}
 <h2>Figures</h2>
 {% for figure in figures %}<figure>
@@ -258,6 +275,77 @@ def _sseu_table_html(analysis: dict[str, Any] | None) -> str:
     return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep="–")
 
 
+def _interval_cell(value: Any, ci: Any, scale: float = 1.0, digits: int = 1) -> str:
+    """``value [low, high]`` scaled, or a dash when there is no value."""
+    if value is None:
+        return "–"
+    text = f"{value * scale:.{digits}f}"
+    if ci and ci[0] is not None and ci[1] is not None:
+        text += f" [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]"
+    return text
+
+
+def _ug_tasks_html(analysis: dict[str, Any] | None, folder: RunFolder) -> str:
+    """UG-Bench's open-ended task families per model from ``analysis.json`` (with links to spoken answers)."""
+    analysis = analysis or {}
+    translation = analysis.get("translation") or {}
+    captioning = analysis.get("captioning") or {}
+    speech = analysis.get("speech_output") or {}
+    if not (translation or captioning or speech):
+        return ""
+    import html
+
+    import pandas as pd
+
+    mos = {s["model"]: s for s in ((analysis.get("speech_output_detail") or {}).get("mos") or {}).get("systems", [])}
+    rows = []
+    for model in dict.fromkeys([*translation, *captioning, *speech]):
+        t, c, o = translation.get(model), captioning.get(model), speech.get(model)
+        metrics = (c or {}).get("metrics", {})
+        spoken = (o or {}).get("spoken_answer") or {}
+        audio = sorted(folder.response_audio_file(model, "x").parent.glob("*.wav"))[:3]
+        links = " ".join(
+            f'<a href="{html.escape(p.relative_to(folder.path).as_posix())}">{html.escape(p.name)}</a>' for p in audio
+        )
+        rows.append(
+            {
+                "model": html.escape(model),
+                "BLEU": _interval_cell(t.get("bleu"), t.get("bleu_ci")) if t else "–",
+                "chrF": _interval_cell(t.get("chrf"), t.get("chrf_ci")) if t else "–",
+                "CIDEr-D": _interval_cell((metrics.get("cider_d") or {}).get("value"), None, digits=3),
+                "emb. sim.": _interval_cell((metrics.get("caption_similarity") or {}).get("value"), None, digits=3),
+                "TTS WER %": _interval_cell(o.get("wer"), o.get("wer_ci"), 100.0) if o and o.get("n") else "–",
+                "CER %": _interval_cell(o.get("cer"), o.get("cer_ci"), 100.0) if o and o.get("n") else "–",
+                "spoken answers right %": _interval_cell(spoken.get("accuracy"), spoken.get("ci"), 100.0)
+                if spoken.get("n")
+                else "–",
+                "MOS": _interval_cell(mos[model]["mos"], [mos[model]["ci_low"], mos[model]["ci_high"]], digits=2)
+                if model in mos and mos[model].get("mos") is not None
+                else "–",
+                "failures": sum((x or {}).get("failures", 0) for x in (t, c, o)),
+                "spoken answers": links or "–",
+            }
+        )
+    return pd.DataFrame(rows).to_html(index=False, border=0, escape=False, na_rep="–")
+
+
+def _ug_ranking_html(analysis: dict[str, Any] | None) -> str:
+    """UG-Bench's capability ranking from ``analysis.json``, or "" when the run has none."""
+    ranking = ((analysis or {}).get("ugbench") or {}).get("ranking") or []
+    if not ranking:
+        return ""
+    import pandas as pd
+
+    rows = []
+    for position, row in enumerate(ranking, 1):
+        entry: dict[str, Any] = {"#": position, "model": row["model"]}
+        for capability, sub_rank in (row.get("sub_ranks") or {}).items():
+            entry[f"{capability.replace('_', ' ')} (sub-rank)"] = "–" if sub_rank is None else f"{sub_rank:.2f}"
+        entry["score (0-100)"] = "–" if row.get("score") is None else f"{row['score']:.2f}"
+        rows.append(entry)
+    return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep="–")
+
+
 def _figures(run: RunFolder) -> list[dict[str, str]]:
     folder = run.figures_dir
     if not folder.is_dir():
@@ -320,6 +408,13 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
         "main_table": _main_table_html(results),
         "sseu_table": _sseu_table_html(analysis),
         "sseu_embedder": ((analysis or {}).get("sseu_detail") or {}).get("embedder", "text"),
+        "ug_tasks_table": _ug_tasks_html(analysis, folder),
+        "ug_ranking_table": _ug_ranking_html(analysis),
+        "ug_weights": ", ".join(
+            f"{k.replace('_', ' ')} {v:g}"
+            for k, v in (((analysis or {}).get("ugbench_detail") or {}).get("weights") or {}).items()
+        ),
+        "ug_rule": ((analysis or {}).get("ugbench_detail") or {}).get("missing", ""),
         "figures": _figures(folder),
         "notebooks": notebooks,
         "raw_files": folder.raw_files(),

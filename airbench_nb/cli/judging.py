@@ -32,7 +32,13 @@ def _load_prices(path: Path | None) -> Any:
 
 
 def judge(
-    judge_spec: Annotated[str, typer.Option("--judge", help="rule, proxy, openai:<model>[@<base_url>] or hf:<path>.")],
+    judge_spec: Annotated[
+        str,
+        typer.Option(
+            "--judge",
+            help="rule, proxy, openai:<model>[@<base_url>], hf:<path> or asr:<model spec> (spoken answers).",
+        ),
+    ],
     manifest: Annotated[Path, typer.Option(help="The manifest the responses answer.")],
     responses: Annotated[Path, typer.Option(help="Responses JSONL (from `airbench-nb infer`).")],
     out: Annotated[
@@ -63,7 +69,7 @@ def judge(
     from airbench_nb.judge.run import JudgeSpecError, judge_responses
     from airbench_nb.manifests import read_manifest, read_records
     from airbench_nb.records import Response
-    from airbench_nb.runner import refuse_input_as_output
+    from airbench_nb.runner import refuse_input_as_output, responses_run_folder
 
     with refusing(JudgeSpecError, FileNotFoundError, ValueError, fatal_api=True):
         refuse_input_as_output(out, {"--responses": responses, "--manifest": manifest})
@@ -79,6 +85,7 @@ def judge(
             foundation_mode="all" if all_items else "abstentions",
             prices=_load_prices(prices),
             api_key_env=api_key_env,
+            run_folder=responses_run_folder(responses),
         )
     if summary.dry_run is not None:
         console.print(f"dry run: {summary.dry_run}")

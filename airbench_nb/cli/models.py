@@ -24,11 +24,16 @@ def infer(
     model: Annotated[
         str,
         typer.Option(
-            help="Model spec: hf:<path>, openai:<model>[@<base_url>], faster-whisper:<folder|size>, baseline:<name>."
+            help="Model spec: hf:<path>, openai:<model>[@<base_url>], faster-whisper:<folder|size>, "
+            "tts:espeak-ng[:<voice>], baseline:<name>."
         ),
     ],
     manifest: Annotated[
-        Path, typer.Option(help="A JSONL manifest (foundation, chat, transcription, scene, events or joint).")
+        Path,
+        typer.Option(
+            help="A JSONL manifest (foundation, chat, transcription, scene, events, joint, translation, caption or "
+            "speech_generation)."
+        ),
     ],
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Responses JSONL (resumed when it exists).", callback=out_file)
@@ -63,6 +68,17 @@ def infer(
     attn: Annotated[
         str | None, typer.Option(help="hf: attention kernel: sdpa, flash_attention_2, eager (default: transformers').")
     ] = None,
+    audio_output: Annotated[
+        bool,
+        typer.Option(
+            "--audio-output",
+            help="openai: ask for spoken answers to speech-generation items (modalities text and audio; the wav is "
+            "written beside the responses).",
+        ),
+    ] = False,
+    audio_voice: Annotated[
+        str | None, typer.Option(help="openai: the voice of spoken answers (default alloy).")
+    ] = None,
 ) -> None:
     """Answer a manifest with a model, appending one response per item (a rerun resumes and retries errors).
 
@@ -91,7 +107,13 @@ def infer(
                 seed=seed,
                 official_out=official_out,
                 api_key_env=api_key_env,
-                model_options={"device": device, "dtype": dtype, "attn": attn},
+                model_options={
+                    "device": device,
+                    "dtype": dtype,
+                    "attn": attn,
+                    "audio_output": audio_output or None,
+                    "audio_voice": audio_voice,
+                },
             )
     console.print(rows_table(f"{model} on {manifest}", field_rows(summary.as_dict())))
     if summary.not_applicable:
