@@ -464,6 +464,38 @@ def _speech_generation(w: _Writer, recipe: SpeechGenerationRecipe, task: str, n:
             w.result.speech_generation.append(item)  # type: ignore[arg-type]
 
 
+def planned_counts(
+    recipes: Recipes, items: Mapping[str, Count] | None, tasks: Iterable[str] | None = None
+) -> dict[str, int]:
+    """How many items of each task a build makes (``"all"`` resolved against the recipes), in build order.
+
+    Args:
+        recipes: Recipes (only the files of the tasks asked for are read).
+        items: ``{task: count or "all"}``.
+        tasks: Tasks to make; None: all that ``items`` asks for.
+
+    Returns:
+        ``{task: n}`` for every task asked for with a count above 0.
+
+    Raises:
+        RecipeError: For a bad recipe file.
+        ValueError: For a bad count, more items than a recipe holds, or ``"all"`` for a captioning task.
+    """
+    counts = parse_ugbench_items(items)
+    wanted = set(UGBENCH_TASKS) if tasks is None else set(tasks) & set(UGBENCH_TASKS)
+    asked = {t: counts[t] for t in UGBENCH_TASKS if t in wanted and counts.get(t)}
+    available: dict[str, int | None] = {"audio_captioning": None, "music_captioning": None}
+    if "speech_translation" in asked:
+        recipe = translation_recipe(recipes)
+        available["speech_translation"] = len(recipe.sentences) * len(recipe.directions)
+    if {"tts", "spoken_answer"} & set(asked):
+        speech = speech_generation_recipe(recipes)
+        available |= {"tts": len(speech.texts), "spoken_answer": len(speech.spoken_answers)}
+    if {"audio_captioning", "music_captioning"} & set(asked):
+        caption_recipe(recipes)  # checked before any audio is made
+    return {task: _resolve(task, count, available[task]) for task, count in asked.items()}
+
+
 def build_ugbench(
     out: str | Path,
     *,
@@ -490,30 +522,17 @@ def build_ugbench(
         RecipeError: For a bad recipe file (only the files of the tasks asked for are read).
         ValueError: For a bad count, an unknown task, or ``"all"`` for a captioning task.
     """
-    counts = parse_ugbench_items(items)
-    wanted = set(UGBENCH_TASKS) if tasks is None else set(tasks) & set(UGBENCH_TASKS)
-    result = UgbenchBuild()
-    asked = {t: c for t, c in counts.items() if t in wanted and c}
-    if not asked:
-        return result
+    result = UgbenchBuild(requested=planned_counts(recipes, items, tasks))
     w = _Writer(Path(out), result)
-    if "speech_translation" in asked:
-        recipe = translation_recipe(recipes)
-        n = _resolve("speech_translation", asked["speech_translation"], len(recipe.sentences) * len(recipe.directions))
-        result.requested["speech_translation"] = n
-        _translations(w, recipe, n, seed)
-    if {"audio_captioning", "music_captioning"} & set(asked):
-        captions = caption_recipe(recipes)
-        for task in CAPTION_MAKERS:
-            if task in asked:
-                result.requested[task] = _resolve(task, asked[task], None)
-                _captions(w, captions, task, result.requested[task], seed)
-    if {"tts", "spoken_answer"} & set(asked):
-        speech = speech_generation_recipe(recipes)
-        for task, available in (("tts", len(speech.texts)), ("spoken_answer", len(speech.spoken_answers))):
-            if task in asked:
-                result.requested[task] = _resolve(task, asked[task], available)
-                _speech_generation(w, speech, task, result.requested[task], seed)
+    n = result.requested
+    if n.get("speech_translation"):
+        _translations(w, translation_recipe(recipes), n["speech_translation"], seed)
+    for task in CAPTION_MAKERS:
+        if n.get(task):
+            _captions(w, caption_recipe(recipes), task, n[task], seed)
+    for task in ("tts", "spoken_answer"):
+        if n.get(task):
+            _speech_generation(w, speech_generation_recipe(recipes), task, n[task], seed)
     if progress:
         logger.info("UG-Bench items: %s", result.counts())
     return result

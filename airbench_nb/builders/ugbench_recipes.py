@@ -242,7 +242,7 @@ class _Reader:
             if fields - allowed:
                 unknown = ", ".join(sorted(fields - allowed))
                 known = ", ".join(sorted(allowed))
-                raise self.error(entry, "templates", f"unknown field(s) {unknown}; fields: {known}")
+                raise self.error(entry, "templates", f"unknown field(s) {unknown}; fields: {known}", value)
         return tuple(values)
 
 
@@ -345,7 +345,8 @@ def caption_recipe(recipes: Recipes) -> CaptionRecipe:
     unpitched = [name for name in instruments if name not in pitched_instruments()]
     if unpitched or not instruments:
         pitched = ", ".join(pitched_instruments())
-        raise r.error("music", "instruments", f"{unpitched or 'none'}: use pitched instruments ({pitched})")
+        needles = (f'"{unpitched[0]}"',) if unpitched else ()
+        raise r.error("music", "instruments", f"{unpitched or 'none'}: use pitched instruments ({pitched})", *needles)
     tempos = r.get(music, "tempos_bpm", "music", dict)
     if not tempos or not all(isinstance(v, int) and 30 <= v <= 240 for v in tempos.values()):
         raise r.error("music", "tempos_bpm", f"must map tempo words to 30-240 beats per minute, got {tempos!r}")
