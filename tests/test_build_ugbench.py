@@ -375,3 +375,19 @@ def test_one_bad_item_is_counted_not_fatal(tmp_path):
     assert [f["task"] for f in report.failures] == ["speech_translation"]
     assert report.failures[0]["uid"].startswith("ugb-st-it-en-") and "espeak-ng" in report.failures[0]["error"]
     assert len(report.translation) == 4
+
+
+def test_cli_build_ugbench_items(tmp_path):
+    from typer.testing import CliRunner
+
+    from airbench_nb.cli import app
+
+    runner = CliRunner()
+    ok = runner.invoke(
+        app, ["build", "--preset", "tiny", "--task", "tts", "--ugbench-items", "tts=3", "--out", str(tmp_path / "d")]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert [i.task for i in read_manifest(tmp_path / "d/speech_generation.jsonl")] == ["tts"] * 3
+    assert "3 UG-Bench items" in ok.output
+    bad = runner.invoke(app, ["build", "--preset", "tiny", "--ugbench-items", "tts=many", "--out", str(tmp_path / "e")])
+    assert bad.exit_code == 2 and "tts must be a whole number or 'all'" in bad.output

@@ -223,6 +223,8 @@ def build(
     ] = None,
 ) -> None:
     """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
+    from collections import Counter
+
     from airbench_nb.builders import RECIPE_DIR, RecipeError
     from airbench_nb.builders import build as run_build
     from airbench_nb.builders.snr import parse_snr_grid
@@ -248,9 +250,9 @@ def build(
     rows += [{"kind": "foundation, SNR-graded", "task": t, "items": n} for t, n in counts["graded"].items()]
     rows += [{"kind": "chat", "task": t, "items": n} for t, n in counts["chat"].items()]
     rows += [
-        {"kind": kind, "task": items[0].task, "items": len(items)}
+        {"kind": kind, "task": task, "items": n}
         for kind, items in report.reference_items.items()
-        if items
+        for task, n in Counter(i.task for i in items).items()
     ]
     console.print(
         rows_table(
@@ -277,9 +279,10 @@ def build(
             f"({sseu['failures']} failures)"
         )
     if report.ugbench.items:
+        ug = counts["ugbench"]
+        directions = f", translation directions {ug['directions']}" if ug["directions"] else ""
         console.print(
-            f"and {len(report.ugbench.items)} UG-Bench items: {counts['ugbench']['items']}, translation directions "
-            f"{counts['ugbench']['directions']} ({counts['ugbench']['failures']} failures)"
+            f"and {len(report.ugbench.items)} UG-Bench items: {ug['items']}{directions} ({ug['failures']} failures)"
         )
     for failure in report.failures:
         err_console.print(
