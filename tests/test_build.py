@@ -25,7 +25,7 @@ from airbench_nb.builders import (
     load_recipes,
 )
 from airbench_nb.manifests import read_manifest
-from airbench_nb.records import FOUNDATION_TASKS, KIT_FOUNDATION_TASKS, AudioStatus
+from airbench_nb.records import FOUNDATION_TASKS, KIT_FOUNDATION_TASKS, REFERENCE_KINDS, AudioStatus
 from tests.measure import detected_onsets, energy_onsets
 
 SR = 16000
@@ -115,10 +115,20 @@ def test_every_task_built_and_valid(tiny):
     assert not any("clean_uid" in i.meta for i in report.foundation)
     # the tiny preset's SSEU set: one utterance, clean (a transcription item) and at 0 dB (transcription, scene,
     # events, joint and sseu-cot items), in manifests of their own
-    reference = {kind: read_manifest(out / f"{kind}.jsonl") for kind in ("transcription", "scene", "events", "joint")}
+    # and its UG-Bench set: 2 translations, 1 audio and 1 music caption, 2 tts items and 1 spoken answer
+    reference = {kind: read_manifest(out / f"{kind}.jsonl") for kind in REFERENCE_KINDS}
     assert reference == report.reference_items
-    assert {k: len(v) for k, v in reference.items()} == {"transcription": 2, "scene": 1, "events": 1, "joint": 2}
-    assert {i.clip_id for items in reference.values() for i in items} == {"sseu-000@clean", "sseu-000@snr+0"}
+    assert {k: len(v) for k, v in reference.items()} == {
+        "transcription": 2,
+        "scene": 1,
+        "events": 1,
+        "joint": 2,
+        "translation": 2,
+        "caption": 2,
+        "speech_generation": 3,
+    }
+    sseu_kinds = ("transcription", "scene", "events", "joint")
+    assert {i.clip_id for k in sseu_kinds for i in reference[k]} == {"sseu-000@clean", "sseu-000@snr+0"}
     for item in [*foundation, *chat, *(i for items in reference.values() for i in items)]:
         assert item.dataset == "synthetic" and item.audio_status == AudioStatus.ok
         assert (out / item.audio).is_file()
@@ -356,11 +366,10 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     for name in ("a", "b"):
         result = subprocess.run([*cmd, "--out", str(tmp_path / name)], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
-    reference = ("transcription", "scene", "events", "joint")
-    for name in ("foundation.jsonl", "chat.jsonl", *(f"{kind}.jsonl" for kind in reference)):
+    for name in ("foundation.jsonl", "chat.jsonl", *(f"{kind}.jsonl" for kind in REFERENCE_KINDS)):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     # mini's SSEU set: 3 utterances, each clean (transcription only) and at 7 SNRs (4 kinds, joint twice)
-    sseu = {kind: read_manifest(tmp_path / f"a/{kind}.jsonl") for kind in reference}
+    sseu = {kind: read_manifest(tmp_path / f"a/{kind}.jsonl") for kind in ("transcription", "scene", "events", "joint")}
     assert {k: len(v) for k, v in sseu.items()} == {"transcription": 24, "scene": 21, "events": 21, "joint": 42}
     written = read_manifest(tmp_path / "a/foundation.jsonl")
     items = [i for i in written if "clean_uid" not in i.meta and "rotation_of" not in i.meta]
@@ -376,6 +385,13 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     chat_counts = Counter(i.task for i in read_manifest(tmp_path / "a/chat.jsonl"))
     assert len(chat_counts) == 9 and all(10 <= n <= 20 for n in chat_counts.values())  # 8 official + kit_followup_QA
     assert json.loads((tmp_path / "a/dataset.json").read_text())["counts"]["failures"] == 0
+    # mini's UG-Bench set: 4 translations per direction, 6 audio and 6 music captions, 12 tts, 4 spoken answers
+    ug = Counter(
+        i.task
+        for kind in ("translation", "caption", "speech_generation")
+        for i in read_manifest(tmp_path / f"a/{kind}.jsonl")
+    )
+    assert ug == {"speech_translation": 20, "audio_captioning": 6, "music_captioning": 6, "tts": 12, "spoken_answer": 4}
 
 
 def test_llm_references_from_meta_info(tmp_path):

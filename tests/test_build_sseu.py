@@ -61,7 +61,8 @@ def test_class_lists():
 def test_every_clip_has_its_items_sharing_clip_id(sseu):
     out, report, items = sseu
     assert report.failures == [] and report.foundation == [] and report.chat == []
-    assert items == report.reference_items  # the manifests hold exactly what the report says, in its order
+    assert items == report.sseu.by_kind  # the manifests hold exactly what the report says, in its order
+    assert not any(report.ugbench.by_kind.values())  # the sseu preset builds SSEU items only
     assert {k: len(v) for k, v in items.items()} == {"transcription": 24, "scene": 21, "events": 21, "joint": 42}
     by_clip = _clips(items)
     assert len(by_clip) == 3 * 8

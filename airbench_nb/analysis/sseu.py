@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from airbench_nb.records import REFERENCE_KINDS, Response
+from airbench_nb.records import Response
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.reference import MODES, ReferenceOutcome, read_part
 
@@ -453,7 +453,7 @@ def outcomes_by_model(
         items: Items of any kind (only the reference-scored ones are read).
         responses: ``{model: {uid: latest response}}``.
     """
-    reference = [i for i in items if i.kind in REFERENCE_KINDS]
+    reference = [i for i in items if i.kind in PARTS_OF_KIND]  # the SSEU kinds (UG-Bench kinds: analysis.ugtasks)
     return {
         model: [read_part(item, by_uid.get(item.uid), part) for item in reference for part in PARTS_OF_KIND[item.kind]]
         for model, by_uid in responses.items()

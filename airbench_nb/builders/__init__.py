@@ -4,6 +4,8 @@ Modules: :mod:`~airbench_nb.builders.core` (recipes, seeding, choice order, draf
 category (:mod:`~airbench_nb.builders.speech`, :mod:`~airbench_nb.builders.sounds`, :mod:`~airbench_nb.builders.music`,
 :mod:`~airbench_nb.builders.chat`, and :mod:`~airbench_nb.builders.multi` for the kit's own tasks about several clips or
 turns), :mod:`~airbench_nb.builders.sseu` (SSEU-style speech over synthesized scenes, scored against references),
+:mod:`~airbench_nb.builders.ugbench` (UG-Bench's translation, captioning and speech generation items; recipes read by
+:mod:`~airbench_nb.builders.ugbench_recipes`),
 :mod:`~airbench_nb.builders.builder` (:func:`build`, the task registries and the report). The names below are the
 package's public interface.
 """
@@ -69,6 +71,14 @@ from airbench_nb.builders.sseu import (
     clip_id,
     sseu_recipe,
 )
+from airbench_nb.builders.ugbench import (
+    UGBENCH_BUILDER_VERSION,
+    UGBENCH_KINDS,
+    UGBENCH_TASKS,
+    UgbenchBuild,
+    build_ugbench,
+    parse_ugbench_items,
+)
 
 __all__ = [
     "CHAT_MAKERS",
@@ -83,6 +93,9 @@ __all__ = [
     "SSEU_BUILDER_VERSION",
     "SSEU_TASKS",
     "TURN_GAP_S",
+    "UGBENCH_BUILDER_VERSION",
+    "UGBENCH_KINDS",
+    "UGBENCH_TASKS",
     "WORD_GAP_S",
     "BuildReport",
     "ChatDraft",
@@ -92,9 +105,11 @@ __all__ = [
     "Recipes",
     "SseuBuild",
     "SseuRecipe",
+    "UgbenchBuild",
     "arrange",
     "build",
     "build_sseu",
+    "build_ugbench",
     "clip_id",
     "cycle_value",
     "gold_position",
@@ -124,5 +139,6 @@ __all__ = [
     "make_speaker_number",
     "make_speech_grounding",
     "make_velocity",
+    "parse_ugbench_items",
     "sseu_recipe",
 ]

@@ -11,7 +11,10 @@ official speech tasks only, so never of them, while circular rotations are made 
 With ``sseu_utterances`` (the preset's, or the argument), SSEU-style clips are built too, speech over synthesized
 scenes at SSEU-Bench's 7 SNRs plus the clean speech (:mod:`airbench_nb.builders.sseu`), and their items written to
 ``transcription.jsonl``, ``scene.jsonl``, ``events.jsonl`` and ``joint.jsonl``. Their task names
-(``sseu_transcription``, ...) may be given in ``tasks`` like the others.
+(``sseu_transcription``, ...) may be given in ``tasks`` like the others. With ``ugbench_items`` (the preset's, merged
+under the argument's), UG-Bench's open-ended items are built too (:mod:`airbench_nb.builders.ugbench`): speech
+translation, audio and music captioning, text to speech and spoken answers, written to ``translation.jsonl``,
+``caption.jsonl`` and ``speech_generation.jsonl``; their task names may be given in ``tasks`` too.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from airbench_nb.builders.speech import (
     make_speech_grounding,
 )
 from airbench_nb.builders.sseu import SSEU_TASKS, SseuBuild, build_sseu
+from airbench_nb.builders.ugbench import UGBENCH_TASKS, UgbenchBuild, build_ugbench, parse_ugbench_items
 from airbench_nb.manifests import DatasetCard, write_dataset_card, write_manifest
 from airbench_nb.records import AudioStatus, ChatItem, ChatTurn, FoundationItem, ReferenceItem
 
@@ -147,11 +151,14 @@ class BuildReport:
     sseu: SseuBuild = field(default_factory=SseuBuild)
     """SSEU-style items (:mod:`airbench_nb.builders.sseu`), written to ``transcription.jsonl``, ``scene.jsonl``,
     ``events.jsonl`` and ``joint.jsonl``; empty when the preset has no ``sseu_utterances``."""
+    ugbench: UgbenchBuild = field(default_factory=UgbenchBuild)
+    """UG-Bench's open-ended items (:mod:`airbench_nb.builders.ugbench`), written to ``translation.jsonl``,
+    ``caption.jsonl`` and ``speech_generation.jsonl``; empty when the preset has no ``ugbench_items``."""
 
     @property
     def reference_items(self) -> dict[str, list[ReferenceItem]]:
-        """The SSEU-style items of each reference manifest kind, in the manifests' order (empty lists for none)."""
-        return self.sseu.by_kind
+        """The SSEU-style and UG-Bench items of each reference manifest kind, in the manifests' order (empty: none)."""
+        return {**self.sseu.by_kind, **self.ugbench.by_kind}
 
     @property
     def foundation_written(self) -> list[FoundationItem]:
@@ -163,8 +170,9 @@ class BuildReport:
 
         Keys: ``foundation``, ``chat``, ``foundation_categories``, ``chat_categories`` (``{name: n}``),
         ``graded`` (``{task: n}``), ``graded_by_snr`` (``{"-5": n, ...}``), ``graded_items``, ``graded_failures``
-        ``rotated_items``, ``sseu`` (:meth:`~airbench_nb.builders.sseu.SseuBuild.counts`) and ``failures`` (all
-        failures, graded and SSEU ones included).
+        ``rotated_items``, ``sseu`` (:meth:`~airbench_nb.builders.sseu.SseuBuild.counts`), ``ugbench``
+        (:meth:`~airbench_nb.builders.ugbench.UgbenchBuild.counts`) and ``failures`` (all failures, graded, SSEU
+        and UG-Bench ones included).
         """
         graded_failures = sum(1 for f in self.failures if "snr_db" in f)
         return {
@@ -178,6 +186,7 @@ class BuildReport:
             "graded_failures": graded_failures,
             "rotated_items": len(self.rotated),
             "sseu": self.sseu.counts(),
+            "ugbench": self.ugbench.counts(),
             "failures": len(self.failures),
         }
 
@@ -317,6 +326,7 @@ def build(
     snr_items_per_task: int | None = None,
     circular_items_per_task: int | None = None,
     sseu_utterances: int | None = None,
+    ugbench_items: dict[str, int | str] | None = None,
 ) -> BuildReport:
     """Build the offline benchmark.
 
@@ -342,6 +352,9 @@ def build(
         sseu_utterances: How many SSEU-style utterances to build, each over a synthesized scene at every SNR of
             the grid plus its clean copy (:mod:`airbench_nb.builders.sseu`); None: the preset's ``sseu_utterances``
             (0 when it has none). The preset's ``sseu_snr_grid_db``, when given, replaces ``sseu.json``'s grid.
+        ugbench_items: UG-Bench items per task (``{"speech_translation": 4, "tts": "all", ...}``,
+            :mod:`airbench_nb.builders.ugbench`), merged over the preset's ``ugbench_items`` (a task not named keeps
+            the preset's count; none when the preset has none).
 
     Returns:
         A :class:`BuildReport`. An item (clean or graded) that fails to build is counted in ``failures`` and
@@ -373,13 +386,14 @@ def build(
     n_sseu = sseu_utterances if sseu_utterances is not None else sizes.get("sseu_utterances", 0)
     if isinstance(n_sseu, bool) or not isinstance(n_sseu, int) or n_sseu < 0:
         raise ValueError(f"sseu_utterances must be a whole number >= 0, got {n_sseu!r}")
+    ug_items = {**parse_ugbench_items(sizes.get("ugbench_items")), **parse_ugbench_items(ugbench_items)}
     sseu_tasks = set(SSEU_TASKS.values())
-    wanted = set(tasks) if tasks else set(FOUNDATION_MAKERS) | set(CHAT_MAKERS) | sseu_tasks
-    unknown = wanted - set(FOUNDATION_MAKERS) - set(CHAT_MAKERS) - sseu_tasks
+    wanted = set(tasks) if tasks else set(FOUNDATION_MAKERS) | set(CHAT_MAKERS) | sseu_tasks | set(UGBENCH_TASKS)
+    unknown = wanted - set(FOUNDATION_MAKERS) - set(CHAT_MAKERS) - sseu_tasks - set(UGBENCH_TASKS)
     if unknown:
         raise ValueError(
             f"cannot build task(s) {', '.join(sorted(unknown))}; buildable: "
-            f"{', '.join([*FOUNDATION_MAKERS, *CHAT_MAKERS, *SSEU_TASKS.values()])}"
+            f"{', '.join([*FOUNDATION_MAKERS, *CHAT_MAKERS, *SSEU_TASKS.values(), *UGBENCH_TASKS])}"
         )
     out = Path(out)
     jobs = [("foundation", t, i) for t in FOUNDATION_MAKERS if t in wanted for i in range(sizes["foundation_per_task"])]
@@ -463,13 +477,15 @@ def build(
         progress=progress,
     )
     failures += sseu.failures
+    ugbench = build_ugbench(out, seed=seed, recipes=recipes, items=ug_items, tasks=wanted, progress=progress)
+    failures += ugbench.failures
     if reference_model and chat:
         chat, reference_failures = llm_references(chat, reference_model, cache=reference_cache)
         failures += [{"task": "reference", "index": -1, **f} for f in reference_failures]
     rotated = _rotations(foundation, circular_per_task)
     write_manifest(out / "foundation.jsonl", [*foundation, *graded, *rotated])
     write_manifest(out / "chat.jsonl", chat)
-    for kind, items in sseu.by_kind.items():
+    for kind, items in {**sseu.by_kind, **ugbench.by_kind}.items():
         if items:
             write_manifest(out / f"{kind}.jsonl", items)
         elif (out / f"{kind}.jsonl").is_file():  # left by an earlier build into the same folder: not this dataset's
@@ -487,6 +503,7 @@ def build(
         snr_grid=grid,
         rotated=rotated,
         sseu=sseu,
+        ugbench=ugbench,
     )
     card = DatasetCard(
         data_root=".",
@@ -499,6 +516,7 @@ def build(
             "snr_items_per_task": graded_per_task,
             "circular_items_per_task": circular_per_task,
             "sseu_utterances": n_sseu,
+            "ugbench_items": ug_items,
             "failures_detail": failures,
             "not_built": NOT_BUILT,
         },

@@ -84,7 +84,7 @@ def build_key(
         tasks: Task names to build (None: all; the order does not matter).
         recipe_dir: Folder of the recipe files (hashed by content, not by path).
         options: Other :func:`~airbench_nb.builders.build` options (``snr_grid``, ``snr_items_per_task``,
-            ``circular_items_per_task``, ``sseu_utterances``); None values are left out.
+            ``circular_items_per_task``, ``sseu_utterances``, ``ugbench_items``); None values are left out.
 
     Raises:
         RecipeError: For a bad recipe folder.
@@ -132,14 +132,25 @@ def _locked(lock_path: Path) -> Iterator[None]:
 
 def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any]) -> BuildReport:
     from airbench_nb.builders.sseu import SseuBuild
+    from airbench_nb.builders.ugbench import UGBENCH_TASKS, UgbenchBuild
     from airbench_nb.manifests import read_manifest
-    from airbench_nb.records import ChatItem, EventsItem, FoundationItem, JointItem, SceneItem, TranscriptionItem
+    from airbench_nb.records import (
+        CaptionItem,
+        ChatItem,
+        EventsItem,
+        FoundationItem,
+        JointItem,
+        SceneItem,
+        SpeechGenerationItem,
+        TranscriptionItem,
+        TranslationItem,
+    )
 
     written = [i for i in read_manifest(path / "foundation.jsonl") if isinstance(i, FoundationItem)]
     chat = [i for i in read_manifest(path / "chat.jsonl") if isinstance(i, ChatItem)]
     reference = {
         kind: read_manifest(path / f"{kind}.jsonl") if (path / f"{kind}.jsonl").is_file() else []
-        for kind in ("transcription", "scene", "events", "joint")
+        for kind in ("transcription", "scene", "events", "joint", "translation", "caption", "speech_generation")
     }
     sseu = SseuBuild(
         transcription=[i for i in reference["transcription"] if isinstance(i, TranscriptionItem)],
@@ -149,6 +160,13 @@ def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any
         failures=[f for f in stored.get("failures", []) if f.get("task") == "sseu"],
         snr_grid_db=list(stored.get("sseu_snr_grid_db", [])),
         utterances=int(stored.get("sseu_utterances", 0)),
+    )
+    ugbench = UgbenchBuild(
+        translation=[i for i in reference["translation"] if isinstance(i, TranslationItem)],
+        caption=[i for i in reference["caption"] if isinstance(i, CaptionItem)],
+        speech_generation=[i for i in reference["speech_generation"] if isinstance(i, SpeechGenerationItem)],
+        failures=[f for f in stored.get("failures", []) if f.get("task") in UGBENCH_TASKS],
+        requested={str(k): int(v) for k, v in stored.get("ugbench_requested", {}).items()},
     )
     return BuildReport(
         out=path,
@@ -162,6 +180,7 @@ def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any
         snr_grid=list(stored.get("snr_grid", [])),
         rotated=[i for i in written if "rotation_of" in i.meta],
         sseu=sseu,
+        ugbench=ugbench,
     )
 
 
@@ -184,8 +203,8 @@ def cached_build(
         recipe_dir: Recipe folder.
         cache_dir: Cache folder (see :func:`cache_root`).
         progress: Show the build's progress bar.
-        **options: ``snr_grid``, ``snr_items_per_task``, ``circular_items_per_task``, ``sseu_utterances`` as
-            :func:`build` takes them.
+        **options: ``snr_grid``, ``snr_items_per_task``, ``circular_items_per_task``, ``sseu_utterances``,
+            ``ugbench_items`` as :func:`build` takes them.
 
     Returns:
         A :class:`CachedBuild`.
@@ -224,6 +243,7 @@ def cached_build(
                 "snr_grid": report.snr_grid,
                 "sseu_snr_grid_db": report.sseu.snr_grid_db,
                 "sseu_utterances": report.sseu.utterances,
+                "ugbench_requested": report.ugbench.requested,
                 "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             }
             (partial / KEY_FILE).write_text(json.dumps(stored, indent=2, default=str) + "\n", encoding="utf-8")

@@ -38,6 +38,9 @@ RECIPE_FILES = (
     "snr.json",
     "multi.json",
     "sseu.json",
+    "translation.json",
+    "captions.json",
+    "speech_generation.json",
 )
 """Recipe files read by the builder."""
 DATASET = "synthetic"
@@ -79,6 +82,13 @@ class Recipes:
     sseu: dict[str, Any]
     """SSEU-style items: sentences, voices, SNR grid, scene settings and questions
     (:mod:`airbench_nb.builders.sseu`)."""
+    translation: dict[str, Any]
+    """UG-Bench's speech translation: parallel sentences, languages, voices and directions
+    (:mod:`airbench_nb.builders.ugbench`)."""
+    captions: dict[str, Any]
+    """UG-Bench's audio and music captioning: clip settings and caption templates."""
+    speech_generation: dict[str, Any]
+    """UG-Bench's speech generation: texts to speak and questions to answer aloud."""
     sha256: str
     """Hash of the recipe files' bytes, recorded in ``dataset.json``."""
 

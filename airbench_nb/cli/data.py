@@ -213,11 +213,22 @@ def build(
             "clip with transcription, scene, events and joint items. Default: the preset's."
         ),
     ] = None,
+    ugbench_items: Annotated[
+        str | None,
+        typer.Option(
+            help="UG-Bench items per task, e.g. --ugbench-items speech_translation=10,tts=all (tasks: "
+            "speech_translation, audio_captioning, music_captioning, tts, spoken_answer; 'all' for every sentence, "
+            "text or question). A task not named keeps the preset's count."
+        ),
+    ] = None,
 ) -> None:
     """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
+    from collections import Counter
+
     from airbench_nb.builders import RECIPE_DIR, RecipeError
     from airbench_nb.builders import build as run_build
     from airbench_nb.builders.snr import parse_snr_grid
+    from airbench_nb.builders.ugbench import parse_ugbench_option
 
     with refusing(RecipeError, ValueError):
         report = run_build(
@@ -232,15 +243,16 @@ def build(
             snr_items_per_task=snr_items_per_task,
             circular_items_per_task=circular_items_per_task,
             sseu_utterances=sseu_utterances,
+            ugbench_items=parse_ugbench_option(ugbench_items) if ugbench_items is not None else None,
         )
     counts = report.counts()
     rows = [{"kind": "foundation", "task": t, "items": n} for t, n in counts["foundation"].items()]
     rows += [{"kind": "foundation, SNR-graded", "task": t, "items": n} for t, n in counts["graded"].items()]
     rows += [{"kind": "chat", "task": t, "items": n} for t, n in counts["chat"].items()]
     rows += [
-        {"kind": kind, "task": items[0].task, "items": len(items)}
+        {"kind": kind, "task": task, "items": n}
         for kind, items in report.reference_items.items()
-        if items
+        for task, n in Counter(i.task for i in items).items()
     ]
     console.print(
         rows_table(
@@ -265,6 +277,12 @@ def build(
             f"and {len(report.sseu.items)} SSEU-style items: {sseu['utterances']} utterances, clean and at "
             f"{', '.join(f'{s:+g}' for s in report.sseu.snr_grid_db)} dB over scenes {sseu['scenes']} "
             f"({sseu['failures']} failures)"
+        )
+    if report.ugbench.items:
+        ug = counts["ugbench"]
+        directions = f", translation directions {ug['directions']}" if ug["directions"] else ""
+        console.print(
+            f"and {len(report.ugbench.items)} UG-Bench items: {ug['items']}{directions} ({ug['failures']} failures)"
         )
     for failure in report.failures:
         err_console.print(
