@@ -71,8 +71,9 @@ def _ci_bars(
 ) -> np.ndarray:
     """Bars of ``value * scale`` at ``x`` with black CI whiskers; returns the whiskers' tops (for labels)."""
     shown = value.astype(float).to_numpy() * scale
-    below = np.nan_to_num(shown - low.astype(float).to_numpy() * scale)
-    above = np.nan_to_num(high.astype(float).to_numpy() * scale - shown)
+    # an interval that does not contain its value (sacrebleu's is centred on the bootstrap mean) is drawn to it
+    below = np.clip(np.nan_to_num(shown - low.astype(float).to_numpy() * scale), 0.0, None)
+    above = np.clip(np.nan_to_num(high.astype(float).to_numpy() * scale - shown), 0.0, None)
     ax.bar(x, shown, width=width, color=color, label=_short(label, 44))
     ax.errorbar(x, shown, yerr=np.vstack([below, above]), fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
     return np.nan_to_num(shown) + above
@@ -887,6 +888,7 @@ def metric_panels(
     ylabels: Mapping[str, str],
     title: str,
     xlabel: str,
+    ylim: tuple[float, float] | None = None,
 ) -> Any:
     """Grouped bars per model with 95% CI whiskers, one panel per value of ``panel`` (each with its own unit).
 
@@ -899,6 +901,7 @@ def metric_panels(
         ylabels: Y-axis label of each panel (with its unit); a panel not listed is labelled by its name.
         title: Figure title (n is added per panel).
         xlabel: X-axis label.
+        ylim: Y-axis range of every panel, raised to fit higher values (None: matplotlib's).
 
     Returns:
         The figure, or None when ``frame`` has no value.
@@ -932,6 +935,9 @@ def metric_panels(
         ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups], rotation=15, ha="right")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabels.get(name, str(name)))
+        if ylim is not None:  # raised to fit a value above it (a WER over 100%)
+            highest = float(np.nanmax(part[[value, "ci_high"]].astype(float).to_numpy())) * scale * 1.08
+            ax.set_ylim(ylim[0], max(ylim[1], highest))
         n_max = int(part["n"].max()) if part["n"].notna().any() else 0
         ax.set_title(f"{name} (n ≤ {n_max} per bar)", fontsize=10)
     axes[0][-1].legend(title="model", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))

@@ -119,7 +119,7 @@ the run has a listening test. A dash: the model answered none of those items.</p
 <div class="wide">{{ ug_tasks_table | safe }}</div>{% endif %}
 {% if ug_ranking_table %}<p class="meta">UG-Bench's ranking over every task the run scored: per capability the
 mean of the model's task ranks (1 = best), then the weighted total on 0-100 (weights {{ ug_weights }}).
-{{ ug_rule }}</p>
+Rule for a missing score: {{ ug_rule }}.</p>
 <div class="wide">{{ ug_ranking_table | safe }}</div>{% endif %}
 {% endif %}
 <h2>Figures</h2>
@@ -313,7 +313,7 @@ def _ug_tasks_html(analysis: dict[str, Any] | None, folder: RunFolder) -> str:
                 "BLEU": _interval_cell(t.get("bleu"), t.get("bleu_ci")) if t else "–",
                 "chrF": _interval_cell(t.get("chrf"), t.get("chrf_ci")) if t else "–",
                 "CIDEr-D": _interval_cell((metrics.get("cider_d") or {}).get("value"), None, digits=3),
-                "emb. sim.": _interval_cell((metrics.get("caption_similarity") or {}).get("value"), None, digits=3),
+                "emb. sim.": _interval_cell((metrics.get("similarity") or {}).get("value"), None, digits=3),
                 "TTS WER %": _interval_cell(o.get("wer"), o.get("wer_ci"), 100.0) if o and o.get("n") else "–",
                 "CER %": _interval_cell(o.get("cer"), o.get("cer_ci"), 100.0) if o and o.get("n") else "–",
                 "spoken answers right %": _interval_cell(spoken.get("accuracy"), spoken.get("ci"), 100.0)

@@ -431,3 +431,22 @@ def test_a_model_that_failed_every_spoken_answer_cannot_speak():
     }
     skipped = ugbench_ranking(table, missing="skip")
     assert skipped.capabilities["speech_generation"].ranks["text-only"] == {}
+
+
+def test_a_model_no_chat_judge_scored_is_kept_when_a_chat_judge_is_chosen():
+    """An ASR or TTS model has no Chat row (judge ``-``): choosing the Chat judge of the others must not drop it."""
+    asr = {
+        "protocol": "strict",
+        "model": "faster-whisper:x",
+        "metric_sections": {"transcription": {"tasks": {"independent": _entry(0.1)}, "average": _entry(0.1)}},
+    }
+    table = ScoreTable.model_validate(
+        {
+            "hf:a | chat judge proxy": {"strict": _protocol("strict", "hf:a", 0.9, 6.0, 0.2)},
+            "faster-whisper:x": {"strict": asr},
+        }
+    )
+    frame = task_scores(table, "strict", chat_judge="proxy")
+    assert frame.loc["faster-whisper:x", "sseu_transcription"] == 0.1
+    ranked = ugbench_ranking(table, chat_judge="proxy")
+    assert {m.model for m in ranked.models} == {"hf:a", "faster-whisper:x"}

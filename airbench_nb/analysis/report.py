@@ -548,6 +548,7 @@ class RunAnalysis:
             scale=1.0,
             ylabels={"BLEU": "BLEU (0-100, sacrebleu)"},
             title="Speech translation: corpus BLEU by language pair (95% bootstrap CIs, sacrebleu)",
+            ylim=(0, 105),
             xlabel="language pair (source-target)",
         )
         return Section("translation", result.translation_dict(), frame=frame, figure=figure, figure_key="translation")
@@ -585,6 +586,7 @@ class RunAnalysis:
             scale=100.0,
             ylabels={"error rate": "error rate (%, lower is better)", "accuracy": "accuracy (%)"},
             title="Spoken answers transcribed back by the ASR judge (95% bootstrap CIs)",
+            ylim=(0, 105),
             xlabel="measure",
         )
         listening = self.mos_result()

@@ -302,7 +302,8 @@ def _read_scores(
     unable: dict[str, list[str]] = {}
     for key, scores in table.items():
         model, judge = split_key(key, scores)
-        if chat_judge is not None and judge_label(judge) != judge_label(chat_judge):
+        # another Chat judge's row is skipped; a model judged by no Chat judge (``-``: an ASR or TTS model) is kept
+        if chat_judge is not None and judge != "-" and judge_label(judge) != judge_label(chat_judge):
             continue
         judges.setdefault(model, []).append(judge)
         protocol_scores = getattr(scores, protocol)
