@@ -186,6 +186,9 @@ def test_notebook_05_runs_under_papermill(planted: Path, tmp_path: Path):
         "multi_turn",
         "sseu",
         "snr_curves",
+        "translation",
+        "captioning",
+        "speech_output",
     }
     assert results["position_bias_p"]["planted:letter-a"] < 0.01
     executed = nbformat.read(str(out), as_version=4)

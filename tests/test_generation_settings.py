@@ -58,6 +58,9 @@ def test_defaults_by_kind():
         "events": 128,
         "joint": 384,
         "sseu-cot": 1024,
+        "translation": 256,
+        "caption": 96,
+        "speech_generation": 512,
     }
     params = GenerationParams()
     assert params.greedy and params.max_new_tokens is None and params.temperature == 0.0

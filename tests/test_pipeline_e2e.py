@@ -35,21 +35,25 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
     assert mixed
     runs = read_results(run_dir / "03_run_model.ipynb")["run_model"]["runs"]
     whisper = "faster-whisper:tiny.en-bundled"
+    tts = "tts:espeak-ng"
     assert {r["model"] for r in runs} == {
         "baseline:oracle",
         "baseline:random",
         "baseline:first",
         "baseline:dsp",
         whisper,
+        tts,
     }
     assert all(r["errors"] == 0 for r in runs)
     # the ASR model serves transcription items only: every other kind is n/a (no response, not an error)
     served = {r["kind"]: r for r in runs if r["model"] == whisper}
     assert served["transcription"]["answered"] == 2 and served["scene"]["not_applicable"] == 1
     assert served["foundation"]["not_applicable"] == served["foundation"]["total"] > 0
+    spoke = {r["kind"]: r for r in runs if r["model"] == tts}  # the TTS serves speech generation only
+    assert spoke["speech_generation"]["answered"] == 3 and spoke["translation"]["not_applicable"] == 2
 
     judged = read_results(run_dir / "04_judge.ipynb")["judge"]
-    assert judged["judges"] == ["rule", "proxy"]
+    assert judged["judges"] == ["rule", "proxy", "asr:faster-whisper:tiny.en-bundled"]
     scores = pd.DataFrame(judged["scores"]).set_index(["model", "protocol"])
     # the oracle scores 100% under both protocols; the official protocol inflates the abstaining DSP baseline
     assert scores.loc[("baseline:oracle", "official"), "foundation_average"] == 1.0
@@ -69,9 +73,17 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
     analysed = read_results(run_dir / "05_analyze.ipynb")["analyze"]
     assert analysed["sseu"]["baseline:oracle"]["joint"]["wer"] == 0.0
     assert set(analysed["sseu"][whisper]) == {"independent"}
+    # UG-Bench: the oracle's translations are the references; the TTS is heard back by Whisper; nothing else speaks
+    assert analysed["translation"]["baseline:oracle"] > 99.9
+    assert 0.0 <= analysed["speech_output"][tts] < 0.5
+    assert analysed["speech_output"]["baseline:oracle"] == 1.0  # text only: every spoken answer failed (no audio)
+    ranked = [r["model"] for r in analysed["ugbench"]]
+    assert ranked[0] == "baseline:oracle" and set(ranked) == {r["model"] for r in runs}
     assert (run_dir / "scores.csv").is_file()
     page = (run_dir / "index.html").read_text()  # the landing page, written at the end of every run
     assert "baseline:oracle" in page and 'class="status ok"' in page and (run_dir / "README.md").is_file()
     sseu = page.split("<h2>SSEU-Bench</h2>")[1].split("<h2>")[0]  # the SSEU table: the real model's row is there
     assert f"<td>{whisper}</td>" in sseu and "<td>sseu-cot</td>" in sseu
     assert "SSEU-Bench: WER, scene mACC and event mAP against SNR" in page
+    ug = page.split("<h2>UG-Bench</h2>")[1].split("<h2>")[0]  # the UG-Bench tables, with links to spoken answers
+    assert f"<td>{tts}</td>" in ug and ".wav</a>" in ug and "score (0-100)" in ug

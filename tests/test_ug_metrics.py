@@ -314,3 +314,30 @@ def test_stale_transcripts_and_tasks_apart(spoken_run) -> None:
     assert answer.outcomes(items[0], responses[0], {}, "strict") == []
     empty = answer.aggregate([], "strict", 10, 0)
     assert empty.average.value is None and empty.average.n == 0 and not empty.tasks
+
+
+def test_the_offline_caption_metrics_load_without_aac_metrics_init_and_equal_the_package():
+    """In a fresh process the kit loads CIDEr-D, ROUGE-L and BLEU without aac-metrics' heavy ``__init__``."""
+    import json
+    import subprocess
+    import sys
+
+    from aac_metrics import functional as aac
+
+    cands = ["a dog barks loudly", "rain falls on a tin roof", "a bell rings twice"]
+    refs = [["a dog is barking", "the dog barks"], ["rain on a roof", "heavy rain falls"], ["a bell rings", "bells"]]
+    code = (
+        "import json, sys\n"
+        "from airbench_nb.scoring.captioning import aac_function\n"
+        f"cands, refs = {cands!r}, {refs!r}\n"
+        "out = {n: float(aac_function(n)(cands, refs)[0][n]) for n in ('cider_d', 'rouge_l')}\n"
+        "out['bleu_4'] = float(aac_function('bleu')(cands, refs, n=4)[0]['bleu_4'])\n"
+        "out['loaded'] = 'torchmetrics' in sys.modules or 'aac_metrics.classes' in sys.modules\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    light = json.loads(done.stdout.strip().splitlines()[-1])
+    assert light.pop("loaded") is False
+    assert light["cider_d"] == pytest.approx(float(aac.cider_d(cands, refs)[0]["cider_d"]))
+    assert light["rouge_l"] == pytest.approx(float(aac.rouge_l(cands, refs)[0]["rouge_l"]))
+    assert light["bleu_4"] == pytest.approx(float(aac.bleu(cands, refs, n=4)[0]["bleu_4"]))

@@ -221,15 +221,57 @@ class CaptionSummary:
     """By metric: ``{task or "average": entry}`` with n, failures and the bootstrap interval."""
 
 
+LIGHT_FUNCTIONS: dict[str, tuple[str, str]] = {
+    "cider_d": ("aac_metrics.functional.cider_d", "cider_d"),
+    "rouge_l": ("aac_metrics.functional.rouge_l", "rouge_l"),
+    "bleu": ("aac_metrics.functional.bleu", "bleu"),
+}
+"""The offline metrics' functions and the aac-metrics module each lives in (loaded without the package's ``__init__``:
+see :func:`aac_function`)."""
+
+
+def aac_function(name: str) -> Any:
+    """An aac-metrics functional metric (``cider_d``, ``rouge_l``, ``bleu``, ``spider``, ``fense``).
+
+    aac-metrics' package ``__init__`` imports every metric class, BERTScore and torchmetrics among them: about three
+    times the cost of importing torch, in every process that scores captions (each pipeline run's notebooks 04 and
+    05). The offline metrics' modules need only torch, numpy and ``aac_metrics.utils``; they are loaded on their own
+    (the same code, the same results: ``tests/test_ug_metrics.py`` compares them with the package's) unless the
+    package is imported already. SPIDEr and FENSE import the package.
+    """
+    import importlib
+    import sys
+    import types
+
+    if name not in LIGHT_FUNCTIONS or "aac_metrics" in sys.modules:
+        from aac_metrics import functional as aac
+
+        return getattr(aac, name)
+    module, attribute = LIGHT_FUNCTIONS[name]
+    spec = importlib.util.find_spec("aac_metrics")  # a top-level package: found, not executed
+    if spec is None or spec.origin is None:
+        raise ImportError("aac-metrics is not installed (pip install 'aac-metrics>=0.5.4,<0.6')")
+    root = Path(spec.origin).parent
+    bare: dict[str, types.ModuleType] = {}
+    for package, folder in (("aac_metrics", root), ("aac_metrics.functional", root / "functional")):
+        stub = types.ModuleType(package)
+        stub.__path__ = [str(folder)]  # a package whose __init__ is not run
+        sys.modules[package] = bare[package] = stub
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    finally:
+        for package, stub in bare.items():  # a later `import aac_metrics` runs the real __init__
+            if sys.modules.get(package) is stub:
+                del sys.modules[package]
+
+
 def _aac_scores(metric: str, candidates: list[str], references: list[list[str]]) -> CaptionMetricScores:
     """One aac-metrics metric over the whole set (n-gram metrics and SPIDEr on normalised text)."""
-    from aac_metrics import functional as aac
-
     try:
         if metric.startswith("bleu_"):
-            corpus, _ = aac.bleu(candidates, references, n=int(metric[-1]))
+            corpus, _ = aac_function("bleu")(candidates, references, n=int(metric[-1]))
             return CaptionMetricScores(metric, LABELS[metric], float(corpus[metric]), ())
-        function = {"cider_d": aac.cider_d, "rouge_l": aac.rouge_l, "spider": aac.spider, "fense": aac.fense}[metric]
+        function = aac_function(metric)
         kwargs: dict[str, Any] = {"device": "cpu"} if metric == "fense" else {}
         corpus, sents = function(candidates, references, **kwargs)
     except ValueError as exc:  # CIDEr-D needs at least two items

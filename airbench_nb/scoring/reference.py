@@ -147,6 +147,8 @@ class ReferenceMetric:
     name: ClassVar[str] = ""
     section: ClassVar[str] = ""
     part: ClassVar[str] = ""
+    protocol_free: ClassVar[bool] = True
+    """Its section is the same under both protocols (computed once by ``score_run``)."""
 
     def __init__(self, embedder: str | None = None) -> None:
         """A metric reading answers with the given embedding backend.

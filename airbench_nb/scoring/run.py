@@ -147,6 +147,7 @@ def score_run(
     used = {metric.section: metric.judges_used(chosen or {}) for metric, _, chosen in scored}
 
     result: dict[str, Any] = {}
+    computed: dict[str, Any] = {}  # sections of protocol-free metrics (every reference metric), computed once
     for name in wanted:
         table: dict[str, Any] = {"protocol": name, "model": model, "seed": seed, "reps": reps}
         table["unusable_items"] = {
@@ -172,9 +173,13 @@ def score_run(
         table["chat"] = None
         for metric, own_items, chosen in scored:
             section = None
-            if chosen is not None:
+            if chosen is not None and getattr(metric, "protocol_free", False) and metric.section in computed:
+                section = computed[metric.section]
+            elif chosen is not None:
                 outcomes = [o for i in own_items for o in metric.outcomes(i, by_uid.get(i.uid), chosen, name)]
                 section = metric.aggregate(outcomes, name, reps, seed)
+                if getattr(metric, "protocol_free", False):
+                    computed[metric.section] = section
             if metric.section in ("foundation", "chat"):
                 table[metric.section] = section
             else:  # a metric beyond AIR-Bench's two: its own section

@@ -271,6 +271,8 @@ class _SpokenMetric:
     name: ClassVar[str] = ""
     section: ClassVar[str] = ""
     task: ClassVar[str] = ""
+    protocol_free: ClassVar[bool] = True
+    """Its section is the same under both protocols (computed once by ``score_run``)."""
 
     def select(self, verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None) -> dict[str, Verdict]:
         """The chosen ASR judge's verdicts by uid (:func:`asr_verdicts`)."""

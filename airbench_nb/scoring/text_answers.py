@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -42,6 +42,9 @@ def answer_text(response: Response | None) -> AnswerText:
 
 class NoJudge:
     """The verdict half of the metric protocol for metrics that read the answers themselves."""
+
+    protocol_free: ClassVar[bool] = True
+    """Its section is the same under both protocols (computed once by ``score_run``)."""
 
     def select(self, verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None) -> dict[str, Verdict]:
         """No verdict decides these items."""
