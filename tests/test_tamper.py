@@ -6,9 +6,14 @@ before it is reused; an answer to audio that changed under it is stale on resume
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from airbench_nb.judge.run import judge_responses
@@ -142,3 +147,120 @@ def test_resume_keeps_answers_when_the_manifest_records_no_audio_hash(tmp_path):
     out.write_text("".join(r.model_dump_json() + "\n" for r in legacy))
     summary = run_model(model, items, tmp_path, out, progress=False)
     assert (summary.skipped_existing, summary.audio_changed, summary.changed_prompt) == (2, 0, 0)
+
+
+# ------------------------------------------------------------------------------- item 3: the data cache
+
+
+CACHE_TASKS = ["Speaker_Gender_Recognition"]
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A freshly built tiny dataset in a cache folder, and a copy of its files as written."""
+    from airbench_nb.builders.cache import cached_build
+
+    built = cached_build("tiny", 0, tasks=CACHE_TASKS, cache_dir=tmp_path / "cache", progress=False)
+    assert not built.hit
+    files = {p.relative_to(built.path).as_posix(): p.read_bytes() for p in built.path.rglob("*") if p.is_file()}
+    return tmp_path / "cache", built.path, files
+
+
+def _again(cache_dir: Path, **kwargs):
+    from airbench_nb.builders.cache import cached_build
+
+    return cached_build("tiny", 0, tasks=CACHE_TASKS, cache_dir=cache_dir, progress=False, **kwargs)
+
+
+def _audio(entry: Path) -> Path:
+    return sorted((entry / "audio").rglob("*.wav"))[0]
+
+
+def _same_files(entry: Path, files: dict[str, bytes]) -> bool:
+    return all((entry / name).read_bytes() == data for name, data in files.items() if not name.endswith(".json"))
+
+
+def test_a_clean_hit_says_what_it_verified(cache, tmp_path):
+    from airbench_nb.builders.cache import build_or_reuse
+
+    cache_dir, entry, _ = cache
+    _, how = build_or_reuse("tiny", 0, tmp_path / "run" / "data", tasks=CACHE_TASKS, cache_dir=cache_dir,
+                            progress=False)  # fmt: skip
+    assert how.startswith(f"reused the cached dataset {entry} (verified ") and "by SHA-256" in how
+
+
+def test_a_swapped_audio_file_makes_the_entry_rebuilt(cache, caplog):
+    cache_dir, entry, files = cache
+    victim = _audio(entry)
+    data, sr = sf.read(victim)
+    sf.write(victim, data[::-1], sr)  # same length, same size, other sound
+    again = _again(cache_dir)
+    assert not again.hit and _same_files(entry, files)
+    assert f"{victim.relative_to(entry).as_posix()}: SHA-256 differs" in caplog.text and "rebuilding it" in caplog.text
+
+
+def test_an_edited_manifest_makes_the_entry_rebuilt(cache, caplog):
+    cache_dir, entry, files = cache
+    manifest = entry / "foundation.jsonl"
+    text = manifest.read_text()
+    flipped = re.sub(r'"answer": ?([01])', lambda m: m.group(0)[:-1] + str(1 - int(m.group(1))), text)
+    assert flipped != text and len(flipped) == len(text)  # gold answers flipped, same size
+    manifest.write_text(flipped)
+    rows = [json.loads(line) for line in flipped.splitlines()]
+    again = _again(cache_dir)
+    assert not again.hit and _same_files(entry, files)
+    assert [i.answer for i in again.report.foundation] != [r["answer"] for r in rows]
+    assert "foundation.jsonl: SHA-256 differs" in caplog.text
+
+
+def test_a_swap_that_keeps_size_and_time_needs_the_full_check(cache, monkeypatch):
+    cache_dir, entry, files = cache
+    victim = _audio(entry)
+    before = victim.stat()
+    data, sr = sf.read(victim)
+    sf.write(victim, data[::-1], sr)
+    os.utime(victim, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert victim.stat().st_size == before.st_size
+    assert _again(cache_dir).hit  # the default check compares sizes and times only (documented)
+    monkeypatch.setenv("AIRBENCH_VERIFY_CACHE", "full")
+    again = _again(cache_dir)
+    assert not again.hit and _same_files(entry, files)
+    monkeypatch.setenv("AIRBENCH_VERIFY_CACHE", "everything")
+    with pytest.raises(ValueError, match="AIRBENCH_VERIFY_CACHE='everything'"):
+        _again(cache_dir)
+
+
+def test_a_copied_entry_with_new_times_is_still_a_hit(cache):
+    cache_dir, entry, _ = cache
+    for path in entry.rglob("*"):
+        if path.is_file():
+            os.utime(path, ns=(1, 1))
+    assert _again(cache_dir).hit
+
+
+def test_an_entry_replaced_by_a_link_to_a_foreign_folder_is_refused(cache, tmp_path):
+    from airbench_nb.builders.cache import CacheEntryError
+
+    cache_dir, entry, _ = cache
+    foreign = tmp_path / "foreign"
+    shutil.copytree(entry, foreign)
+    (foreign / "mine.txt").write_text("not yours to delete")
+    shutil.rmtree(entry)
+    entry.symlink_to(foreign, target_is_directory=True)
+    with pytest.raises(CacheEntryError, match="is a link to .*foreign.*refused") as refused:
+        _again(cache_dir)
+    assert "\n" not in str(refused.value)
+    assert entry.is_symlink() and (foreign / "mine.txt").read_text() == "not yours to delete"
+
+
+def test_a_file_in_the_entry_replaced_by_a_link_is_refused(cache, tmp_path):
+    from airbench_nb.builders.cache import CacheEntryError
+
+    cache_dir, entry, _ = cache
+    outside = tmp_path / "outside.jsonl"
+    shutil.copy(entry / "foundation.jsonl", outside)
+    (entry / "foundation.jsonl").unlink()
+    (entry / "foundation.jsonl").symlink_to(outside)
+    with pytest.raises(CacheEntryError, match="foundation.jsonl is a link"):
+        _again(cache_dir)
+    assert outside.is_file()
