@@ -216,10 +216,19 @@ def _error_kind(error: str) -> str:
 
 
 def _defect_error(item: AnyItem) -> str | None:
-    """The error response of an item whose audio is missing, empty or corrupt (matches ``DATA_DEFECT_TEXT``)."""
-    if item.audio_status in DATA_DEFECTS:
-        return f"audio {item.audio_status.value}: {item.audio}"
-    return None
+    """The error response of an item whose audio is missing, empty or corrupt (matches ``DATA_DEFECT_TEXT``).
+
+    A multi-clip item names its first bad clip, as :func:`~airbench_nb.manifests.check_audio`'s notes do.
+    """
+    if item.audio_status not in DATA_DEFECTS:
+        return None
+    status = item.audio_status.value
+    clips = item.clips
+    if len(clips) > 1:
+        for number, clip in enumerate(clips, start=1):
+            if any(note.startswith(f"audio {status}: {clip}") for note in item.notes):
+                return f"audio {status}: clip {number} of {len(clips)} ({clip})"
+    return f"audio {status}: {item.audio}"
 
 
 def check_limit(limit: int | None) -> None:
