@@ -6,7 +6,9 @@ returns ``missing``, ``empty`` or ``corrupt`` with the reason.
 
 :func:`probe_audio` decodes the head and the tail of a file, compares a WAV header's promised length with the bytes
 the file holds (libsndfile silently shortens a truncated WAV), and decodes float files whole to find NaN or infinite
-samples: a truncated file, or one with NaN samples, is ``corrupt``.
+samples: a truncated file, or one with NaN samples, is ``corrupt``. :func:`probe_audio_cached` remembers each
+result by the file's path, size, modification and change times (in nanoseconds), so that checking the audio as it
+is at every run (the runner, scoring) costs a ``stat`` per file once a file has been probed in the process.
 
 Loudness (:func:`loudness`) is the integrated loudness of ITU-R BS.1770-4 in LUFS, measured with pyloudnorm
 (K-weighting, 400 ms blocks with 75% overlap, absolute gate at -70 LUFS, relative gate at -10 LU). A clip
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import struct
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,6 +219,36 @@ def probe_audio(path: str | Path) -> AudioProbe:
     detail = f"{path} cannot be decoded ({'; '.join(errors)})"
     logger.debug(detail)
     return AudioProbe(AudioStatus.corrupt, digest, detail)
+
+
+_PROBED: dict[tuple[str, int, int, int, int], AudioProbe] = {}
+_PROBED_LOCK = threading.Lock()
+PROBE_CACHE_SIZE = 200_000
+"""Most probe results :func:`probe_audio_cached` keeps in memory (the oldest are forgotten first)."""
+
+
+def probe_audio_cached(path: str | Path) -> AudioProbe:
+    """:func:`probe_audio`, remembered by the file's path, size, modification and change times (ns) and inode.
+
+    A file replaced, rewritten, touched or chmod-ed since it was probed is probed again (the change time cannot be set
+    back by a user, unlike the modification time); a file that cannot be ``stat``-ed is
+    probed every time (that is cheap: it is missing). Never raises for a bad file.
+    """
+    path = Path(path)
+    try:
+        info = path.stat()
+    except (OSError, ValueError):
+        return probe_audio(path)
+    key = (str(path), info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+    with _PROBED_LOCK:
+        found = _PROBED.get(key)
+    if found is None:
+        found = probe_audio(path)
+        with _PROBED_LOCK:
+            if len(_PROBED) >= PROBE_CACHE_SIZE:
+                del _PROBED[next(iter(_PROBED))]
+            _PROBED[key] = found
+    return found
 
 
 def load_audio(path: str | Path, sr: int = TARGET_SR) -> np.ndarray:

@@ -38,7 +38,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from airbench_nb.audio import probe_audio
+from airbench_nb.audio import probe_audio_cached
 from airbench_nb.records import (
     LETTERS,
     REFERENCE_KINDS,
@@ -601,11 +601,16 @@ def resolve_audio(root: str | Path, relative: str) -> Path:
     return full
 
 
-_STATUS_NOTE = re.compile(r"audio (?:missing|empty|corrupt): ")
+DATA_DEFECT_TEXT = re.compile(r"audio (?:missing|empty|corrupt): ")
+"""How an item's note, and a model's error response, name a defect of its audio (``audio missing: a1.wav``)."""
 
 
 def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) -> list[AnyItem]:
     """Probe every item's audio file and record its status and SHA-256. Never raises for a bad file.
+
+    The audio is checked as it is now (:func:`~airbench_nb.audio.probe_audio_cached`: a file unchanged since it was
+    probed in this process, by path, size and modification time, is not read again): the runner and scoring call
+    this at run time, so a clip deleted, emptied or swapped after the manifest was written is seen.
 
     Args:
         items: Items to check.
@@ -624,7 +629,7 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
         except ValueError as exc:
             notes.append(f"audio missing: {exc}")
             return AudioStatus.missing, None
-        found = probe_audio(path)
+        found = probe_audio_cached(path)
         if found.detail:
             # Name the file by its manifest path: absolute paths differ between machines.
             notes.append(f"audio {found.status.value}: {found.detail.replace(str(path), relative)}")
@@ -632,7 +637,7 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
 
     def one(item: AnyItem) -> AnyItem:
         # Drop the status note of an earlier check (only that one: other notes may also mention audio).
-        notes = [n for n in item.notes if not _STATUS_NOTE.match(n)]
+        notes = [n for n in item.notes if not DATA_DEFECT_TEXT.match(n)]
         found = [probe(relative, notes) for relative in item.clips]
         status = next((st for st, _ in found if st != AudioStatus.ok), AudioStatus.ok)
         update: dict[str, Any] = {"audio_status": status, "audio_sha256": found[0][1], "notes": notes}

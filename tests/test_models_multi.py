@@ -496,5 +496,6 @@ def test_one_unreadable_clip_is_the_items_error(data, tmp_path):
     item = items["pitch"].model_copy(update={"audios": ["mm/low.wav", "mm/broken.wav"]})
     run_model(load_model("baseline:first"), [item, items["single"]], root, tmp_path / "r.jsonl", progress=False)
     got = _responses(tmp_path / "r.jsonl")
-    assert got["pitch"].error.startswith("audio unreadable: clip 2 of 2 (mm/broken.wav): ")
+    # the audio is checked when the run starts: a clip that does not decode is a data defect, named
+    assert got["pitch"].error == "audio corrupt: clip 2 of 2 (mm/broken.wav)"
     assert got["single"].text == "A"

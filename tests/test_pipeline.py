@@ -179,8 +179,12 @@ def test_cli_run_and_params(tmp_path, toy_notebooks, monkeypatch):
 
 def test_a_model_failing_on_every_item_marks_the_run_failed(tmp_path):
     """Notebook 03 records its counts, then fails: run.json says failed, not ok; a rerun retries the items."""
+    import numpy as np
+    import soundfile as sf
+
     from airbench_nb.manifests import write_manifest
     from airbench_nb.records import FoundationItem
+    from tests.openai_server import Fault, OpenAITestServer
 
     data = tmp_path / "data"
     data.mkdir()
@@ -197,12 +201,16 @@ def test_a_model_failing_on_every_item_marks_the_run_failed(tmp_path):
         for i in range(3)
     ]
     for item in items:
-        (data / item.audio).write_bytes(b"RIFF but not audio")  # unreadable: every item fails
+        sf.write(data / item.audio, np.full(1600, 0.1, dtype=np.float32), 16000)
     write_manifest(data / "foundation.jsonl", items)
-    params = {"manifest_dir": str(data), "models": ["baseline:oracle"], "kinds": ["foundation"], "show": 1}
-    info = run_pipeline(params, notebooks=["03_run_model"], run_id="dead", reports_dir=tmp_path / "r", html=False)
+    # every request refused with a 400 (unreadable audio would be a defect of the data, not the model's failure)
+    with OpenAITestServer() as server:
+        server.plan[""] = [Fault("400")] * 10
+        model = f"openai:m@{server.base_url}"
+        params = {"manifest_dir": str(data), "models": [model], "kinds": ["foundation"], "show": 1}
+        info = run_pipeline(params, notebooks=["03_run_model"], run_id="dead", reports_dir=tmp_path / "r", html=False)
     assert info.status == "failed" and info.notebooks[0].status == "failed"
-    assert "failed on every item" in info.notebooks[0].error and "audio unreadable: 3" in info.notebooks[0].error
+    assert "failed on every item" in info.notebooks[0].error and "backend: 3" in info.notebooks[0].error
     results = read_results(tmp_path / "r" / "dead" / "03_run_model.ipynb")
     assert results["run_model"]["runs"][0]["failed"] == 3  # the counts were recorded before the notebook failed
     assert json.loads((tmp_path / "r" / "dead" / "run.json").read_text())["status"] == "failed"

@@ -14,8 +14,13 @@ Resuming. Responses are keyed by (uid, model spec, prompt hash) and the *latest*
 the judge loop, scoring and the analysis frames. A rerun with the same output file skips an item when its latest
 response was made with the same prompt and has no error; it answers again (appending) an item whose latest
 response is an error (failures heal on rerun) or was made with another prompt (another prompt set, system text or
-audio). Items whose manifest marks the audio missing, empty or corrupt get an error response once and are not
-retried: they are a defect of the data (scoring leaves them out), not a failure of the model. A file holding
+audio). The audio is checked as it is at run time (:func:`~airbench_nb.manifests.check_audio`, cached per file by
+path, size and times), not taken from the manifest: the prompt hash covers the SHA-256 of the file actually sent, so
+an answer to a clip swapped since the manifest was written is stale and the item is answered again (counted in
+:attr:`RunSummary.audio_changed`, with a warning); a manifest that records no hash has nothing to compare with, and
+its answers are kept. Items whose audio is missing, empty or corrupt (now, whatever the manifest's ``audio_status``
+says) get an error response once and are not retried: they are a defect of the data (scoring leaves them out), not a
+failure of the model. A file holding
 another model's responses is refused: responses are kept one model per file.
 
 Outputs never destroy data. Before anything is written: an existing output whose first line is not a record of the

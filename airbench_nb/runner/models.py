@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from airbench_nb.audio import AudioError, load_audio
-from airbench_nb.manifests import AnyItem, resolve_audio
+from airbench_nb.manifests import AnyItem, check_audio, resolve_audio
 from airbench_nb.models.base import AudioLM, GeneratedAudio, Generation, GenerationParams, Prompt, serves
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
 from airbench_nb.records import AudioStatus, Response, ResponseAudio
@@ -68,6 +68,9 @@ class RunSummary:
     """Items answered again because their latest response was an error (a failure healing)."""
     changed_prompt: int = 0
     """Items answered again because their latest response was made with another prompt."""
+    audio_changed: int = 0
+    """Items answered again because their audio is not the audio their latest response answered: the file's SHA-256
+    now differs from the manifest's ``audio_sha256`` the response was made with (a clip swapped or rewritten)."""
     audio_lost: int = 0
     """Items answered again because the spoken answer their latest response records is gone: its file missing, or
     not the bytes it was written with (see :func:`~airbench_nb.runner.response_audio.audio_problem`)."""
@@ -144,6 +147,7 @@ class RunSummary:
             "error_kinds": self.error_kinds,
             "retried": self.retried,
             "changed_prompt": self.changed_prompt,
+            "audio_changed": self.audio_changed,
             "audio_lost": self.audio_lost,
             "duplicates": self.duplicates,
             "seconds": round(self.seconds, 3),
@@ -212,10 +216,19 @@ def _error_kind(error: str) -> str:
 
 
 def _defect_error(item: AnyItem) -> str | None:
-    """The error response of an item whose manifest marks its audio missing, empty or corrupt."""
-    if item.audio_status in DATA_DEFECTS:
-        return f"audio {item.audio_status.value}: {item.audio}"
-    return None
+    """The error response of an item whose audio is missing, empty or corrupt (matches ``DATA_DEFECT_TEXT``).
+
+    A multi-clip item names its first bad clip, as :func:`~airbench_nb.manifests.check_audio`'s notes do.
+    """
+    if item.audio_status not in DATA_DEFECTS:
+        return None
+    status = item.audio_status.value
+    clips = item.clips
+    if len(clips) > 1:
+        for number, clip in enumerate(clips, start=1):
+            if any(note.startswith(f"audio {status}: {clip}") for note in item.notes):
+                return f"audio {status}: clip {number} of {len(clips)} ({clip})"
+    return f"audio {status}: {item.audio}"
 
 
 def check_limit(limit: int | None) -> None:
@@ -302,18 +315,28 @@ def run_model(
         texts: dict[str, list[str]] = {}
         hashes: dict[str, str] = {}
         pending: list[AnyItem] = []
-        for item in chosen:
-            if not serves(model, item.kind):
-                summary.not_applicable[item.kind] = summary.not_applicable.get(item.kind, 0) + 1
+        served = [item for item in chosen if serves(model, item.kind)]
+        # The audio as it is now decides: its status (a clip deleted, emptied or damaged since the manifest was
+        # written is a data defect) and its hash (the prompt hash covers the bytes actually sent).
+        now = dict(zip((i.uid for i in served), check_audio(served, root), strict=True))
+        for manifest_item in chosen:
+            if not serves(model, manifest_item.kind):
+                summary.not_applicable[manifest_item.kind] = summary.not_applicable.get(manifest_item.kind, 0) + 1
                 continue
+            item = now[manifest_item.uid]
             summary.served[item.kind] = summary.served.get(item.kind, 0) + 1
             texts[item.uid] = item_prompts(item, prompts)
             hashes[item.uid] = item_prompt_hash(item, prompts, system)
             previous = latest.get(item.uid)
             if previous is None:
                 pending.append(item)
-            elif previous.prompt_hash is not None and previous.prompt_hash != hashes[item.uid]:
-                summary.changed_prompt += 1
+            elif previous.prompt_hash is not None and previous.prompt_hash != _made_with(
+                manifest_item, item, previous, hashes[item.uid], prompts, system
+            ):
+                if _audio_changed(manifest_item, item, previous, prompts, system):
+                    summary.audio_changed += 1
+                else:
+                    summary.changed_prompt += 1
                 pending.append(item)
             elif previous.error is None and previous.audio is not None and _audio_lost(run_folder, previous):
                 summary.audio_lost += 1
@@ -332,6 +355,13 @@ def run_model(
                 summary.changed_prompt,
                 summary.audio_lost,
             )
+        if summary.audio_changed:
+            logger.warning(
+                "%s: %d item(s) answered again: their audio changed since the manifest was written (SHA-256 of the "
+                "file differs from the manifest's audio_sha256); the earlier answers are stale",
+                model.spec,
+                summary.audio_changed,
+            )
         if summary.not_applicable:
             logger.info("%s", summary.not_applicable_text())
         if not pending and summary.not_applicable and not out.exists():
@@ -348,6 +378,30 @@ def run_model(
     if summary.replicas:
         logger.info("%s: requests per replica in this run:\n%s", model.spec, summary.replica_text())
     return summary
+
+
+def _made_with(
+    manifest_item: AnyItem, item: AnyItem, previous: Response, now: str, prompts: PromptSet, system: str | None
+) -> str:
+    """The prompt hash ``previous`` must have to be current.
+
+    That is ``now``, or, for a manifest that records no audio hash (nothing to compare the file with), the hash made
+    from the manifest as it is: such an answer is kept.
+    """
+    if None in manifest_item.clips_sha256 and manifest_item.clips_sha256 != item.clips_sha256:
+        legacy = item_prompt_hash(manifest_item, prompts, system)
+        if previous.prompt_hash == legacy:
+            return legacy
+    return now
+
+
+def _audio_changed(
+    manifest_item: AnyItem, item: AnyItem, previous: Response, prompts: PromptSet, system: str | None
+) -> bool:
+    """Whether ``previous`` was made with the manifest's audio hashes, which the audio on disk no longer has."""
+    if manifest_item.clips_sha256 == item.clips_sha256 or None in manifest_item.clips_sha256:
+        return False
+    return previous.prompt_hash == item_prompt_hash(manifest_item, prompts, system)
 
 
 def _audio_lost(folder: RunFolder | None, response: Response) -> bool:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from airbench_nb.manifests import DATA_DEFECT_TEXT
 from airbench_nb.records import REFERENCE_KINDS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.score_table import ProtocolScores, RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _log_summary, _protocols
@@ -61,6 +63,38 @@ def _chat_verdicts(
     return JudgeScore().select(verdicts, uids, judges)
 
 
+def audio_as_is(items: Sequence[Any], root: str | Path) -> list[Any]:
+    """The items with ``audio_status`` and hashes from their audio as it is now (what decides usability).
+
+    Args:
+        items: Items of one data root.
+        root: Their data root.
+
+    Returns:
+        New items (:func:`~airbench_nb.manifests.check_audio`); a warning names how many are unusable now though
+        their manifest says otherwise (no ``audio_status``, or a stale one).
+    """
+    from airbench_nb.manifests import check_audio
+
+    checked = check_audio(items, root)
+    misstated = [
+        (i.uid, was.audio_status, i.audio_status)
+        for was, i in zip(items, checked, strict=True)
+        if i.audio_status != AudioStatus.ok and was.audio_status != i.audio_status
+    ]
+    if misstated:
+        uid, was, now = misstated[0]
+        logger.warning(
+            "%d item(s) whose audio is unusable now though the manifest says otherwise (first: %r, manifest %s, "
+            "now %s): left out of scoring and counted as unusable",
+            len(misstated),
+            uid,
+            was.value if was else "no audio_status",
+            now.value if now else None,
+        )
+    return checked
+
+
 PROXY_LABEL = "proxy (sentence-embedding similarity mapped to 1-10, not an LLM judgment)"
 """How Chat scores from the ``proxy`` judge are labelled in every table."""
 
@@ -75,6 +109,7 @@ def score_run(
     reps: int = DEFAULT_REPS,
     judges: Sequence[str] | None = None,
     metric_options: Mapping[str, Any] | None = None,
+    root: str | Path | None = None,
 ) -> RunScores:
     """Score one model's run under the official and/or strict protocol.
 
@@ -94,6 +129,11 @@ def score_run(
             optional metrics to compute too (``spider``, ``fense``:
             :func:`~airbench_nb.scoring.metrics.optional_metrics`; one that cannot run here is refused in one line
             before anything is scored).
+        root: The items' data root. When given, which items are usable is decided from their audio as it is now
+            (:func:`~airbench_nb.manifests.check_audio`, cached per file by path, size and times), whatever the
+            manifest's ``audio_status`` says (absent, or stale: a clip deleted, emptied or damaged since); None: from
+            ``audio_status`` and the model's responses (an item the runner answered with a data defect, ``audio
+            missing|empty|corrupt: ...``, found when it checked the audio, is unusable too).
 
     Returns:
         A :class:`~airbench_nb.score_table.RunScores`: a :class:`~airbench_nb.score_table.ProtocolScores` for each
@@ -123,12 +163,18 @@ def score_run(
     # Noise-graded copies of clean items (meta.clean_uid, meta.snr_db) are analysed as SNR curves; in the tables
     # they would count one clean question several times. Circular-evaluation copies (meta.rotation_of) of items that
     # are scored here are left out for the same reason; a manifest of rotations alone is scored as it is.
+    if root is not None:
+        items = audio_as_is(items, root)
     uids = {i.uid for i in items}
     graded = Counter(i.kind for i in items if GRADED_KEY in i.meta)
     rotated = Counter(i.kind for i in items if GRADED_KEY not in i.meta and i.meta.get(ROTATED_KEY) in uids)
     ungraded = [i for i in items if GRADED_KEY not in i.meta and i.meta.get(ROTATED_KEY) not in uids]
-    usable = [i for i in ungraded if i.audio_status in (None, AudioStatus.ok)]
-    unusable = Counter(i.kind for i in ungraded if i.audio_status not in (None, AudioStatus.ok))
+    # The runner checks the audio as it is when it asks the model: an item it answered with a data defect
+    # ("audio missing: ...") is unusable for this model even when the manifest says nothing about its audio.
+    defects = {uid for uid, r in by_uid.items() if r.error is not None and DATA_DEFECT_TEXT.match(r.error)}
+    usable = [i for i in ungraded if i.audio_status in (None, AudioStatus.ok) and i.uid not in defects]
+    kept = {i.uid for i in usable}
+    unusable = Counter(i.kind for i in ungraded if i.uid not in kept)
     # Each metric scores the items that name it (FoundationItem: choice_accuracy; ChatItem: judge_score) into its
     # section; a metric whose items the model did not answer leaves its section None, and picks no verdicts.
     scored: list[tuple[Metric, list[Any], Mapping[Any, Verdict]]] = []
