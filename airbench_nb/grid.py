@@ -592,6 +592,18 @@ def settle_grid(grid_dir: str | Path) -> GridInfo:
     return info
 
 
+def write_grid_page_settled(grid_dir: str | Path) -> Path:
+    """Settle a grid killed while it ran (:func:`settle_grid`), then write its page; the page's ``index.html``.
+
+    Raises:
+        GridError: No readable ``grid.json``.
+    """
+    from airbench_nb.grid_page import write_grid_page
+
+    settle_grid(grid_dir)
+    return write_grid_page(grid_dir)[0]
+
+
 def new_grid_id(reports_dir: Path) -> str:
     """A fresh grid folder name: ``grid-`` and the UTC time, with a counter if that folder exists."""
     base = "grid-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -724,7 +736,7 @@ def run_grid(
             f"{reports / grid_id} already holds a grid ({GRID_JSON}); give --resume {grid_id} to finish it, "
             "or another --run-id"
         )
-    if (grid_dir / "run.json").exists():
+    if RunFolder(grid_dir).run_json.exists():
         raise GridError(f"{reports / grid_id} holds a run already (run.json); choose another --run-id")
     try:
         (grid_dir / LOGS).mkdir(parents=True, exist_ok=True)

@@ -287,12 +287,6 @@ def write_grid_page(grid_dir: str | Path) -> tuple[Path, Path]:
     import jinja2
 
     grid_dir = Path(grid_dir)
-    from airbench_nb.grid import GridError, settle_grid
-
-    try:  # a grid killed while it ran says "running" until someone reads it: settle it first
-        settle_grid(grid_dir)
-    except GridError:
-        pass  # not a readable grid record: the page shows what it can
     grid = _grid_json(grid_dir / "grid.json")
     if not isinstance(grid, dict):
         raise FileNotFoundError(f"{grid_dir}: no readable grid.json (is this a grid folder?)")

@@ -166,9 +166,13 @@ def params(
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder (reports/<run_id>) with run.json.")],
 ) -> None:
-    """Write (again) the run's landing page: index.html and README.md beside run.json."""
+    """Write (again) the run's landing page: index.html and README.md beside run.json (a grid's: beside grid.json).
+
+    A grid killed while it ran is first marked failed (its process is gone), with the runs it left unfinished.
+    """
+    from airbench_nb.grid import GridError, is_grid_folder, write_grid_page_settled
     from airbench_nb.report_page import write_report_page
 
-    with refusing(FileNotFoundError):
-        index, _ = write_report_page(run_dir)
+    with refusing(FileNotFoundError, GridError):
+        index = write_grid_page_settled(run_dir) if is_grid_folder(run_dir) else write_report_page(run_dir)[0]
     console.print(f"report: {index}")
