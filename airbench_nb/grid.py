@@ -47,6 +47,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -525,6 +526,8 @@ class GridInfo(Record):
     gone, killed by SIGKILL or a crash, is marked ``failed``)."""
     pid_start: int | None = None
     """Start time of that process (clock ticks since boot, Linux), so that a reused pid is not taken for it."""
+    host: str | None = None
+    """Host name of the machine the grid's process runs on (its pids are checked only there)."""
     error: str | None = None
     """Why the grid stopped before its end (a signal, a process found gone), None when it ran to its end."""
 
@@ -576,6 +579,11 @@ def settle_grid(grid_dir: str | Path) -> GridInfo:
     grid_dir = Path(grid_dir)
     info = read_grid_info(grid_dir)
     if info.status != "running" or process_alive(info.pid, info.pid_start):
+        return info
+    if info.host and info.host != socket.gethostname():  # its pids mean nothing here
+        logger.warning(
+            "grid %s runs (or ran) on %s: its processes cannot be checked from here", info.grid_id, info.host
+        )
         return info
     why = f"the grid's process (pid {info.pid}) is gone: it was killed or crashed before it finished"
     for entry in info.runs:
@@ -815,6 +823,7 @@ def _execute(
         _save(info, grid_dir)
 
     info.pid, info.pid_start, info.error = os.getpid(), process_start(os.getpid()), None
+    info.host = socket.gethostname()
     outer = signal.getsignal(signal.SIGTERM) if _main_thread() else None
     save()
     pending = list(todo)
@@ -1008,7 +1017,8 @@ def resume_grid(
 def _refuse_running(info: GridInfo) -> None:
     """Refuse to resume a grid whose process, or one of whose runs' processes, still runs."""
     if info.status == "running":
-        raise GridError(f"grid {info.grid_id} is still running (pid {info.pid}): wait for it, or stop it first")
+        where = f" on {info.host}" if info.host and info.host != socket.gethostname() else ""
+        raise GridError(f"grid {info.grid_id} is still running (pid {info.pid}{where}): wait for it, or stop it first")
     for entry in info.runs:
         if entry.status == "running" and process_alive(entry.pid, entry.pid_start):
             raise GridError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -24,9 +25,12 @@ from airbench_nb.grid import (
     check_grid,
     parse_grid,
     process_alive,
+    process_start,
     read_grid,
+    resume_grid,
     run_grid,
     run_slug,
+    settle_grid,
 )
 from airbench_nb.grid_page import write_grid_page
 from airbench_nb.pipeline import check_run_id
@@ -545,3 +549,30 @@ def test_an_existing_run_id_is_refused_without_resume(tmp_path, monkeypatch):
     assert again.exit_code == 2 and "holds a run already" in again.output and "--resume r" in again.output
     assert (tmp_path / "r" / "run.json").read_bytes() == before  # nothing overwritten
     assert (tmp_path / "r" / "executions.txt").read_text() == "1\n"
+
+
+def test_settling_a_grid_record_checks_pid_start_time_and_host(tmp_path, monkeypatch):
+    """Fast: what a reader concludes from a grid.json that says running, without running a grid."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])  # noqa: S603
+    dead.wait()
+    now = datetime.now(UTC)
+    run = GridRun(index=1, run_id="01-x1", status="running", pid=dead.pid, log="logs/01-x1.log")
+    record = GridInfo(grid_id="g", source="g.yaml", started=now, runs=[run], pid=dead.pid, host=socket.gethostname())
+    folder = tmp_path / "g"
+    folder.mkdir()
+
+    def state(**changes) -> GridInfo:
+        (folder / "grid.json").write_text(record.model_copy(update=changes).model_dump_json())
+        return settle_grid(folder)
+
+    alive = state(pid=os.getpid(), pid_start=process_start(os.getpid()))
+    assert alive.status == "running"  # its process runs: nothing settled, and a resume is refused
+    with pytest.raises(GridError, match=f"still running \\(pid {os.getpid()}\\)"):
+        resume_grid("g", reports_dir=tmp_path)
+    reused = state(pid=os.getpid(), pid_start=1)  # the pid now belongs to another process
+    assert reused.status == "failed" and reused.runs[0].status == "failed" and "is gone" in reused.runs[0].error
+    elsewhere = state(host="another-host")
+    assert elsewhere.status == "running"  # its pids mean nothing on this machine
+    gone = state()
+    assert gone.status == "failed" and f"(pid {dead.pid}) is gone" in gone.error
+    assert json.loads((folder / "grid.json").read_text())["status"] == "failed"  # written back
