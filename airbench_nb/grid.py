@@ -46,8 +46,11 @@ import math
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -484,6 +487,11 @@ class GridRun(Record):
     """Why it failed: the failing notebook and its exception, or why the run could not start or finish."""
     log: str | None = None
     """Its log, relative to the grid folder."""
+    pid: int | None = None
+    """Process id of its run while it runs (checked when the grid is read: a ``running`` run whose process is gone
+    is marked ``failed``)."""
+    pid_start: int | None = None
+    """Start time of that process (clock ticks since boot, Linux), so that a reused pid is not taken for it."""
 
 
 class GridInfo(Record):
@@ -513,11 +521,95 @@ class GridInfo(Record):
     """The cache folder every run shared (None: the runs' default)."""
     runs: list[GridRun] = Field(default_factory=list)
     """One entry per parameter set, in grid order."""
+    pid: int | None = None
+    """Process id of the grid while it runs (checked when the grid is read: a ``running`` grid whose process is
+    gone, killed by SIGKILL or a crash, is marked ``failed``)."""
+    pid_start: int | None = None
+    """Start time of that process (clock ticks since boot, Linux), so that a reused pid is not taken for it."""
+    host: str | None = None
+    """Host name of the machine the grid's process runs on (its pids are checked only there)."""
+    error: str | None = None
+    """Why the grid stopped before its end (a signal, a process found gone), None when it ran to its end."""
 
     @property
     def failed(self) -> int:
         """How many runs did not end ``ok``."""
         return sum(r.status != "ok" for r in self.runs)
+
+
+def process_start(pid: int) -> int | None:
+    """Start time of process ``pid`` in clock ticks since boot (from ``/proc``), None when unknown or gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # the name, in parentheses, may hold spaces
+    try:
+        return None if fields[0] == "Z" else int(fields[19])  # a zombie has ended
+    except (IndexError, ValueError):
+        return None
+
+
+def process_alive(pid: int | None, start: int | None) -> bool:
+    """Whether process ``pid`` still runs and is the one recorded (same start time when both are known)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return start is None
+    now = process_start(pid)
+    if Path("/proc/self/stat").is_file():  # Linux: a zombie or a pid taken by another process is gone
+        return now is not None and (start is None or now == start)
+    return True
+
+
+def settle_grid(grid_dir: str | Path) -> GridInfo:
+    """The grid's record, with what a killed grid left behind settled (and written back to ``grid.json``).
+
+    A grid whose record says ``running`` but whose process is gone (SIGKILL, a crash, a reboot) is marked
+    ``failed``; so is each of its ``running`` runs whose process is gone (or ``ok`` when its ``run.json`` says it
+    ended ok). Pending runs stay pending: ``run --resume GRID_ID`` runs them.
+
+    Raises:
+        GridError: No readable ``grid.json`` (see :func:`read_grid_info`).
+    """
+    grid_dir = Path(grid_dir)
+    info = read_grid_info(grid_dir)
+    if info.status != "running" or process_alive(info.pid, info.pid_start):
+        return info
+    if info.host and info.host != socket.gethostname():  # its pids mean nothing here
+        logger.warning(
+            "grid %s runs (or ran) on %s: its processes cannot be checked from here", info.grid_id, info.host
+        )
+        return info
+    why = f"the grid's process (pid {info.pid}) is gone: it was killed or crashed before it finished"
+    for entry in info.runs:
+        if entry.status != "running" or process_alive(entry.pid, entry.pid_start):
+            continue
+        entry.status, entry.error = _run_error(
+            RunFolder(grid_dir / entry.run_id).run_json, 0, grid_dir / str(entry.log)
+        )
+        if entry.error and entry.error.startswith("the run's process ended"):  # its run.json was left unfinished
+            entry.error = f"the run's process (pid {entry.pid}) is gone: killed with its grid before it finished"
+    info.status, info.error = "failed", why
+    logger.warning("grid %s: %s; marked failed", info.grid_id, why)
+    _save(info, grid_dir)
+    return info
+
+
+def write_grid_page_settled(grid_dir: str | Path) -> Path:
+    """Settle a grid killed while it ran (:func:`settle_grid`), then write its page; the page's ``index.html``.
+
+    Raises:
+        GridError: No readable ``grid.json``.
+    """
+    from airbench_nb.grid_page import write_grid_page
+
+    settle_grid(grid_dir)
+    return write_grid_page(grid_dir)[0]
 
 
 def new_grid_id(reports_dir: Path) -> str:
@@ -648,7 +740,12 @@ def run_grid(
     grid_id = grid_id or new_grid_id(reports)
     grid_dir = (reports / grid_id).resolve()
     if (grid_dir / GRID_JSON).exists():
-        raise GridError(f"{reports / grid_id} already holds a grid ({GRID_JSON}); choose another --run-id")
+        raise GridError(
+            f"{reports / grid_id} already holds a grid ({GRID_JSON}); give --resume {grid_id} to finish it, "
+            "or another --run-id"
+        )
+    if RunFolder(grid_dir).run_json.exists():
+        raise GridError(f"{reports / grid_id} holds a run already (run.json); choose another --run-id")
     try:
         (grid_dir / LOGS).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -718,11 +815,16 @@ def _execute(
     With ``resume``, a run whose folder holds a ``run.json`` is resumed in place (see
     :func:`~airbench_nb.pipeline.run_pipeline`); the others start afresh.
     """
+    from airbench_nb.pipeline import interruption, sigterm_as_interrupt
+
     grid_id, stems, jobs, shared_cache = info.grid_id, info.notebooks, info.jobs, info.cache_dir
 
     def save() -> None:
         _save(info, grid_dir)
 
+    info.pid, info.pid_start, info.error = os.getpid(), process_start(os.getpid()), None
+    info.host = socket.gethostname()
+    outer = signal.getsignal(signal.SIGTERM) if _main_thread() else None
     save()
     pending = list(todo)
     active: dict[str, tuple[GridRun, subprocess.Popen[bytes], float, Any]] = {}
@@ -738,6 +840,7 @@ def _execute(
             "html": html,
             "cache_dir": shared_cache,
             "resume": resume and RunFolder(grid_dir / entry.run_id).run_json.is_file(),
+            "grid_pid": os.getpid(),
         }
         log = (grid_dir / entry.log).open("ab" if resume else "wb")  # type: ignore[operator]
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
@@ -747,6 +850,7 @@ def _execute(
         process.stdin.write(json.dumps(payload).encode("utf-8"))
         process.stdin.close()
         entry.status, entry.started = "running", datetime.now(UTC)
+        entry.pid, entry.pid_start = process.pid, process_start(process.pid)
         active[entry.run_id] = (entry, process, time.perf_counter(), log)
         logger.info("grid %s: started %s (pid %d)", grid_id, entry.run_id, process.pid)
 
@@ -762,17 +866,21 @@ def _execute(
             on_run_end(entry, info)
 
     try:
-        while pending or active:
-            while pending and len(active) < jobs:
-                start(pending.pop(0))
-                save()
-            time.sleep(POLL_S)
-            for run_id, (entry, process, t0, log) in list(active.items()):
-                returncode = process.poll()
-                if returncode is not None:
-                    del active[run_id]
-                    finish(entry, returncode, t0, log)
-    except BaseException:  # KeyboardInterrupt, or a bug here: stop our runs, record where the grid stopped
+        with sigterm_as_interrupt():
+            while pending or active:
+                while pending and len(active) < jobs:
+                    start(pending.pop(0))
+                    save()
+                time.sleep(POLL_S)
+                for run_id, (entry, process, t0, log) in list(active.items()):
+                    returncode = process.poll()
+                    if returncode is not None:
+                        del active[run_id]
+                        finish(entry, returncode, t0, log)
+    except BaseException as exc:  # Ctrl-C, SIGTERM, or a bug here: stop our runs, record where the grid stopped
+        why = interruption(exc)
+        if _main_thread():  # finish recording first: a second SIGTERM waits
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for entry, process, t0, log in active.values():
             process.terminate()
             try:
@@ -781,18 +889,25 @@ def _execute(
                 process.kill()
                 process.wait()
             log.close()
-            entry.status, entry.error = "failed", "interrupted: the grid was stopped while it ran"
+            entry.status, entry.error = "failed", f"interrupted: the grid was stopped ({why}) while it ran"
             entry.ended, entry.duration_s = datetime.now(UTC), round(time.perf_counter() - t0, 3)
         for entry in pending:
-            entry.error = "not started: the grid was stopped"
-        info.status, info.ended = "failed", datetime.now(UTC)
+            entry.error = f"not started: the grid was stopped ({why})"
+        info.status, info.ended, info.error = "failed", datetime.now(UTC), f"stopped by {why}"
         save()
+        if outer is not None:
+            signal.signal(signal.SIGTERM, outer)
+        logger.error("grid %s stopped by %s; resume it with: airbench-nb run --resume %s", grid_id, why, grid_id)
         raise
     info.status = "ok" if info.failed == 0 else "failed"
     info.ended = datetime.now(UTC)
     save()
     logger.info("grid %s %s: %d of %d runs failed", grid_id, info.status, info.failed, len(info.runs))
     return info
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 def is_grid_folder(folder: str | Path) -> bool:
@@ -862,7 +977,8 @@ def resume_grid(
     if jobs is not None and jobs < 1:
         raise GridError(f"jobs must be 1 or more, got {jobs}")
     grid_dir = (Path(reports_dir) / grid_id).resolve()
-    info = read_grid_info(grid_dir)
+    info = settle_grid(grid_dir)
+    _refuse_running(info)
     if not info.runs:
         raise GridError(f"{grid_dir / GRID_JSON}: the grid has no runs to resume")
     grid = Grid(
@@ -896,6 +1012,18 @@ def resume_grid(
         on_run_end=on_run_end,
         resume=True,
     )
+
+
+def _refuse_running(info: GridInfo) -> None:
+    """Refuse to resume a grid whose process, or one of whose runs' processes, still runs."""
+    if info.status == "running":
+        where = f" on {info.host}" if info.host and info.host != socket.gethostname() else ""
+        raise GridError(f"grid {info.grid_id} is still running (pid {info.pid}{where}): wait for it, or stop it first")
+    for entry in info.runs:
+        if entry.status == "running" and process_alive(entry.pid, entry.pid_start):
+            raise GridError(
+                f"grid {info.grid_id}: run {entry.run_id} still runs (pid {entry.pid}): wait for it, or stop it first"
+            )
 
 
 def _finished(grid_dir: Path, entry: GridRun) -> bool:
@@ -949,7 +1077,8 @@ def run_grid_command(
             )
         if grid_id is None:
             raise GridError("resuming a grid needs its id (the grid folder under the reports folder)")
-        before = read_grid_info(Path(reports_dir) / grid_id)
+        before = settle_grid(Path(reports_dir) / grid_id)
+        _refuse_running(before)
         total = len(before.runs)
         kept = sum(_finished((Path(reports_dir) / grid_id).resolve(), r) for r in before.runs)
     else:
@@ -1004,9 +1133,10 @@ def run_grid_command(
 def _worker() -> int:
     """One run of a grid (``python -m airbench_nb.grid``, its job as JSON on stdin); exit 0 ok, 1 failed, 2 refused."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from airbench_nb.pipeline import PipelineError, run_pipeline
+    from airbench_nb.pipeline import PipelineError, Stopped, interruption, run_pipeline
 
     job = json.loads(sys.stdin.read())
+    _die_with(job.get("grid_pid"))
     options: dict[str, Any] = {
         "notebooks": job["notebooks"],
         "run_id": job["run_id"],
@@ -1022,11 +1152,35 @@ def _worker() -> int:
         options["resume"] = True
     logger.info("run %s (pid %d): %s", job["run_id"], os.getpid(), json.dumps(job["parameters"]))
     try:
-        info = run_pipeline(job["parameters"], **options)
+        info = run_pipeline(job["parameters"], **options)  # records a SIGTERM in run.json before it stops
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        print(f"error: run {job['run_id']} interrupted ({interruption(exc)})", file=sys.stderr)
+        return 143 if isinstance(exc, Stopped) else 130
     return 0 if info.status == "ok" else 1
+
+
+def _die_with(grid_pid: int | None) -> None:
+    """Have the kernel send this run SIGTERM when its grid's process dies, even by SIGKILL (Linux).
+
+    The run then records the interruption in its ``run.json`` and shuts its notebook's kernel down: a killed grid
+    leaves no orphan running. Elsewhere, or when the grid already died, the grid's next reader settles it.
+    """
+    if grid_pid and os.getppid() != grid_pid:  # the grid died before this run started
+        raise SystemExit(f"error: the grid's process (pid {grid_pid}) is gone; not starting")
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # no prctl: settled by the grid's next reader instead
+        logger.warning("cannot ask to be stopped with the grid (prctl unavailable)")
+    if grid_pid and os.getppid() != grid_pid:  # it died between the check and prctl
+        raise SystemExit(f"error: the grid's process (pid {grid_pid}) is gone; not starting")
 
 
 if __name__ == "__main__":

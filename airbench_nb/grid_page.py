@@ -56,6 +56,8 @@ td.num small { color: #57606a; } tr.error td { color: #cf222e; background: #fff5
 <body>
 <h1>airbench-nb grid <code>{{ grid_id }}</code> <span class="status {{ status }}">{{ status }}</span></h1>
 <p class="meta">{% if name %}{{ name }} · {% endif %}{{ counts }} · started {{ started }} · ended {{ ended }}</p>
+{% if error %}<p class="error">Stopped before its end: {{ error }}.
+Finish it with <code>airbench-nb run --resume {{ grid_id }}</code>.</p>{% endif %}
 
 <h2>What was run</h2>
 <table>
@@ -261,6 +263,7 @@ def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
         "status": grid.get("status", "running"),
         "started": _time(grid.get("started", "?")),
         "ended": _time(grid["ended"]) if grid.get("ended") else "not finished",
+        "error": grid.get("error") or "",
         "counts": counts,
         "what": what,
         "tables": tables,
@@ -307,6 +310,11 @@ def _markdown(context: dict[str, Any]) -> str:
         f"{_md(context['name']) + ': ' if context['name'] else ''}{_md(context['counts'])}; started "
         f"{_md(context['started'])}, ended {_md(context['ended'])}. The full page, with intervals and the official "
         "protocol, is [index.html](index.html).",
+        *(
+            ["", f"Stopped before its end: {_md(context['error'])}. Finish it with `airbench-nb run --resume`."]
+            if context["error"]
+            else []
+        ),
         "",
         *[f"- **{_md(key)}**: {_md(value)}" for key, value in context["what"]],
         "",

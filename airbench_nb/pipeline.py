@@ -22,9 +22,12 @@ import math
 import os
 import platform
 import re
+import signal
 import subprocess
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import metadata
@@ -293,6 +296,51 @@ def new_run_id(reports_dir: Path) -> str:
     return run_id
 
 
+class Stopped(KeyboardInterrupt):
+    """A SIGTERM received while a run or a grid ran: handled like Ctrl-C (SIGINT), naming the signal."""
+
+
+def interruption(exc: BaseException) -> str:
+    """``SIGTERM`` or ``SIGINT`` for an interruption, else the exception's type name (a bug, an exit)."""
+    if isinstance(exc, Stopped):
+        return "SIGTERM"
+    return "SIGINT" if isinstance(exc, KeyboardInterrupt) else type(exc).__name__
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`Stopped` (a ``KeyboardInterrupt``), so it is recorded like Ctrl-C.
+
+    Without it, SIGTERM ends Python at once: no ``finally`` runs, ``run.json`` and ``grid.json`` keep saying
+    ``running`` and a grid's runs go on as orphans. Outside the main thread (where signals cannot be handled) this
+    does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the cleanup must not be interrupted
+        raise Stopped(f"stopped by {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _refuse_existing(reports: Path, run_id: str) -> None:
+    """Refuse a new run into a folder that holds a run or a grid already (its run.json would be overwritten)."""
+    folder = reports / run_id
+    for name, what in ((RUN_JSON, "a run"), ("grid.json", "a grid")):
+        if (folder / name).is_file():
+            raise PipelineError(
+                f"{folder} holds {what} already ({name}); give --resume {run_id} to re-execute it in place, "
+                "or another --run-id"
+            )
+
+
 def _previous_run(reports: Path, run_id: str | None) -> RunInfo:
     """The ``run.json`` of the run to resume.
 
@@ -540,13 +588,13 @@ def run_pipeline(
             that cannot be made (it is a file, or under one); with ``resume``, for a missing run id or a run folder
             without a readable ``run.json``.
     """
-    import papermill
-
     parameters = dict(parameters or {})
     check_no_secrets(parameters)
     if run_id is not None:
         check_run_id(run_id)
     previous = _previous_run(Path(reports_dir), run_id) if resume else None
+    if run_id is not None and not resume:
+        _refuse_existing(Path(reports_dir), run_id)
     if previous is not None:
         parameters = {**previous.parameters, **parameters}
         check_no_secrets(parameters)  # a run.json is a file anyone may have edited: its values are checked too
@@ -592,6 +640,65 @@ def run_pipeline(
         folder.write_info(info)
 
     save()
+    try:
+        with sigterm_as_interrupt():
+            failed = _execute_notebooks(
+                info,
+                folder,
+                source,
+                declared,
+                parameters,
+                previous=previous,
+                force=force,
+                save=save,
+                kernel_name=kernel_name,
+                html=html,
+                progress=progress,
+            )
+    except BaseException as exc:  # Ctrl-C, SIGTERM: record where the run stopped, then stop
+        why = interruption(exc)
+        for status in info.notebooks:
+            if status.status == "skipped" and status.started is not None and status.ended is None:
+                status.status, status.ended = "failed", _now()
+                status.error = f"interrupted ({why}) while it ran"
+            elif status.status == "skipped":
+                status.error = f"not reached: the run was interrupted ({why})"
+        info.status, info.ended = "failed", _now()
+        save()
+        logger.error("run %s interrupted (%s): %s", run_id, why, run_dir)
+        raise
+    info.status = "failed" if failed else "ok"
+    info.ended = _now()
+    save()
+    try:
+        from airbench_nb.report_page import write_report_page
+
+        write_report_page(run_dir)
+    except Exception as exc:  # noqa: BLE001 - the page is a summary; the notebooks and run.json are the record
+        logger.warning("report page of %s not written: %s: %s", run_dir, type(exc).__name__, exc)
+    logger.info("run %s %s: %s", run_id, info.status, run_dir)
+    return info
+
+
+def _execute_notebooks(
+    info: RunInfo,
+    folder: RunFolder,
+    source: Path,
+    declared: dict[str, dict[str, dict[str, Any]]],
+    parameters: dict[str, Any],
+    *,
+    previous: RunInfo | None,
+    force: bool,
+    save: Any,
+    kernel_name: str | None,
+    html: bool,
+    progress: bool,
+) -> bool:
+    """Execute (or keep) each notebook of ``info`` in order, saving ``run.json`` after each; True if one failed."""
+    import papermill
+
+    run_dir = folder.path
+    stems = [n.name for n in info.notebooks]
     before = {n.name: n for n in previous.notebooks} if previous is not None and not force else {}
     failed = False
     for index, stem in enumerate(stems):
@@ -653,14 +760,4 @@ def run_pipeline(
         if html and output.is_file():
             status.html = _try_export_html(output, parameters)
         save()
-    info.status = "failed" if failed else "ok"
-    info.ended = _now()
-    save()
-    try:
-        from airbench_nb.report_page import write_report_page
-
-        write_report_page(run_dir)
-    except Exception as exc:  # noqa: BLE001 - the page is a summary; the notebooks and run.json are the record
-        logger.warning("report page of %s not written: %s: %s", run_dir, type(exc).__name__, exc)
-    logger.info("run %s %s: %s", run_id, info.status, run_dir)
-    return info
+    return failed

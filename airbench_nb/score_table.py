@@ -191,6 +191,9 @@ class ScoreSection(_Readable):
     """Official result files: what was wrong with each invalid line (file, line, field)."""
     kit_rows: dict[str, Any] | None = None
     """Official result files: the kit's rows left out (``count``, per task, ``why``)."""
+    strict_only: dict[str, Any] | None = None
+    """Official result files: rows the official protocol counts, as the scripts do, and the strict protocol refuses
+    as invalid (``count``, ``why``); the same in both protocols' sections."""
     source: str | list[str] | None = None
     """Official result files: the file(s) scored; reference-scored sections: what the scores rest on besides the
     answers (``embeddings: <spec>`` for scenes and events)."""

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,9 +24,13 @@ from airbench_nb.grid import (
     _run_error,
     check_grid,
     parse_grid,
+    process_alive,
+    process_start,
     read_grid,
+    resume_grid,
     run_grid,
     run_slug,
+    settle_grid,
 )
 from airbench_nb.grid_page import write_grid_page
 from airbench_nb.pipeline import check_run_id
@@ -427,3 +435,144 @@ def test_acceptance_a_2x2_grid_with_jobs_2_then_one_planted_failure(tmp_path, mo
     page = (reports / "g2" / "index.html").read_text()
     assert "unknown baseline" in page and 'class="status failed"' in page
     assert "03-seed1-models-baseline_does-not-exist" in output and "1 of 4 runs failed" in output
+
+
+# --- killed grids and reused run ids (issue 22, item 7): real processes ---------------------------------------------
+
+
+def _sleeping_notebooks(folder: Path) -> Path:
+    """A one-notebook pipeline whose run 1 sleeps the first time (long enough to be killed), then runs through."""
+    return _one_notebook(
+        folder,
+        "nap",
+        "import os, time\nfrom pathlib import Path\nmark = Path(run_dir, 'started')\n"
+        "first = not mark.exists()\nmark.write_text(str(os.getpid()))\n"
+        "if x == 1 and first:\n    time.sleep(120)\n",
+    )
+
+
+def _start_grid(tmp_path: Path, notebooks: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    grid = _write(tmp_path, "notebooks: [nap]\nx: [1, 2]\n")
+    env = {**os.environ, "AIRBENCH_NOTEBOOKS": str(notebooks), "AIRBENCH_CACHE": str(tmp_path / "cache")}
+    args = ["run", "--grid", str(grid), "--run-id", "g", "--reports", str(tmp_path / "r"), "--no-html"]
+    process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "airbench_nb.cli", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    mark = tmp_path / "r" / "g" / "01-x1" / "started"
+    deadline = time.monotonic() + 60
+    while not mark.is_file():  # run 1's kernel is asleep in its notebook
+        assert process.poll() is None and time.monotonic() < deadline, process.stdout.read().decode()
+        time.sleep(0.2)
+    return process, tmp_path / "r" / "g"
+
+
+def _gone(pid: int, seconds: float = 20) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not process_alive(pid, None):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.slow
+def test_a_grid_killed_by_sigkill_is_settled_when_read_and_resumed_to_the_end(tmp_path, monkeypatch):
+    notebooks = _sleeping_notebooks(tmp_path / "notebooks")
+    monkeypatch.setenv("AIRBENCH_NOTEBOOKS", str(notebooks))
+    process, folder = _start_grid(tmp_path, notebooks)
+    saved = json.loads((folder / "grid.json").read_text())
+    assert saved["status"] == "running" and saved["pid"] == process.pid
+    worker = saved["runs"][0]["pid"]
+    kernel = int((folder / "01-x1" / "started").read_text())
+    process.kill()
+    process.wait()
+    assert _gone(worker) and _gone(kernel)  # no orphan goes on: the run is stopped with its grid
+    assert json.loads((folder / "grid.json").read_text())["status"] == "running"  # nobody has read it yet
+    assert CliRunner().invoke(app, ["report", str(folder)]).exit_code == 0  # reading the grid settles it
+    settled = json.loads((folder / "grid.json").read_text())
+    assert settled["status"] == "failed" and f"pid {process.pid}) is gone" in settled["error"]
+    assert settled["runs"][0]["status"] == "failed"
+    assert "Stopped before its end" in (folder / "index.html").read_text()
+    refused = CliRunner().invoke(
+        app, ["run", "--grid", str(tmp_path / "grid.yaml"), "--run-id", "g", "--reports", str(tmp_path / "r")]
+    )
+    assert refused.exit_code == 2 and "give --resume g" in refused.output
+    env = {**os.environ, "AIRBENCH_NOTEBOOKS": str(notebooks)}
+    done = subprocess.run(  # noqa: S603
+        [
+            sys.executable,
+            "-m",
+            "airbench_nb.cli",
+            "run",
+            "--resume",
+            "g",
+            "--reports",
+            str(tmp_path / "r"),
+            "--no-html",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    final = json.loads((folder / "grid.json").read_text())
+    assert final["status"] == "ok" and final["error"] is None and [r["status"] for r in final["runs"]] == ["ok", "ok"]
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_grid_s_runs_and_records_why(tmp_path):
+    process, folder = _start_grid(tmp_path, _sleeping_notebooks(tmp_path / "notebooks"))
+    worker = json.loads((folder / "grid.json").read_text())["runs"][0]["pid"]
+    kernel = int((folder / "01-x1" / "started").read_text())
+    process.terminate()
+    output = process.communicate(timeout=60)[0].decode()
+    assert process.returncode == 143 and "stopped by SIGTERM" in output, output
+    assert _gone(worker) and _gone(kernel)
+    saved = json.loads((folder / "grid.json").read_text())
+    assert saved["status"] == "failed" and saved["error"] == "stopped by SIGTERM"
+    assert saved["runs"][0]["status"] == "failed"
+    assert "SIGTERM" in saved["runs"][0]["error"] and saved["runs"][1]["status"] == "pending"
+    run = json.loads((folder / "01-x1" / "run.json").read_text())
+    assert run["status"] == "failed" and "interrupted (SIGTERM)" in run["notebooks"][0]["error"]
+
+
+def test_an_existing_run_id_is_refused_without_resume(tmp_path, monkeypatch):
+    notebooks = _counting_notebooks(tmp_path / "notebooks")
+    monkeypatch.setenv("AIRBENCH_NOTEBOOKS", str(notebooks))
+    options = ["--notebooks", "count", "--reports", str(tmp_path), "--no-html"]
+    first = CliRunner().invoke(app, ["run", "--run-id", "r", "-p", "x=1", *options])
+    assert first.exit_code == 0, first.output
+    before = (tmp_path / "r" / "run.json").read_bytes()
+    again = CliRunner().invoke(app, ["run", "--run-id", "r", "-p", "x=2", *options])
+    assert again.exit_code == 2 and "holds a run already" in again.output and "--resume r" in again.output
+    assert (tmp_path / "r" / "run.json").read_bytes() == before  # nothing overwritten
+    assert (tmp_path / "r" / "executions.txt").read_text() == "1\n"
+
+
+def test_settling_a_grid_record_checks_pid_start_time_and_host(tmp_path, monkeypatch):
+    """Fast: what a reader concludes from a grid.json that says running, without running a grid."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])  # noqa: S603
+    dead.wait()
+    now = datetime.now(UTC)
+    run = GridRun(index=1, run_id="01-x1", status="running", pid=dead.pid, log="logs/01-x1.log")
+    record = GridInfo(grid_id="g", source="g.yaml", started=now, runs=[run], pid=dead.pid, host=socket.gethostname())
+    folder = tmp_path / "g"
+    folder.mkdir()
+
+    def state(**changes) -> GridInfo:
+        (folder / "grid.json").write_text(record.model_copy(update=changes).model_dump_json())
+        return settle_grid(folder)
+
+    alive = state(pid=os.getpid(), pid_start=process_start(os.getpid()))
+    assert alive.status == "running"  # its process runs: nothing settled, and a resume is refused
+    with pytest.raises(GridError, match=f"still running \\(pid {os.getpid()}\\)"):
+        resume_grid("g", reports_dir=tmp_path)
+    reused = state(pid=os.getpid(), pid_start=1)  # the pid now belongs to another process
+    assert reused.status == "failed" and reused.runs[0].status == "failed" and "is gone" in reused.runs[0].error
+    elsewhere = state(host="another-host")
+    assert elsewhere.status == "running"  # its pids mean nothing on this machine
+    gone = state()
+    assert gone.status == "failed" and f"(pid {dead.pid}) is gone" in gone.error
+    assert json.loads((folder / "grid.json").read_text())["status"] == "failed"  # written back

@@ -98,13 +98,15 @@ def _reference_reply(reply):
 
 def reference_chat_file(rows, model_is_first):
     """Per category: (model mean, reference mean) over the file's parsed rows, as cal_score.py prints them."""
-    sums = {}
+    sums, category = {}, None
     for row in rows:
+        # the category is set by exact task names: another name (another case) leaves the previous row's
+        category = C_CATEGORY.get(row["task_name"], category)
         scores = _reference_reply(row["gpt-score"])
         if scores is None:
             continue
         model, reference = scores if model_is_first else scores[::-1]
-        total = sums.setdefault(C_CATEGORY[row["task_name"]], [0, 0, 0])
+        total = sums.setdefault(category, [0, 0, 0])
         total[0] += model
         total[1] += reference
         total[2] += 1
@@ -179,6 +181,11 @@ def _random_foundation(rng, rows):
             row[field] = choice  # the inference script writes choice_c/choice_d as null for binary items
         row.update(task_name=task, dataset_name=rng.choice(["d1", "d2"]), uniq_id=uniq)
         row["response"] = rng.choice(PADS) + rng.choice(ANSWERS) + rng.choice(PADS)
+        edge = rng.random()
+        if edge < 0.05 and len(choices) == 4 and row["answer_gt"] != choices[2]:  # choice_d without choice_c
+            row["choice_c"] = None
+        elif edge < 0.1:  # an answer_gt matching no choice, with an answer the scripts count a failure first
+            row["answer_gt"], row["response"] = "not a choice", rng.choice(["", " None ", "\n"])
         lines.append(json.dumps(row, ensure_ascii=False))
     return "\n".join(lines) + "\n"
 
@@ -191,10 +198,11 @@ def _random_chat(rng, rows):
     ref_first, swapped = [], []
     for uniq in range(rows):
         task = rng.choice(sorted(C_CATEGORY))
+        name = task.upper() if uniq and rng.random() < 0.08 else task  # another case, after a known name
         for rows_of_order in (ref_first, swapped):
             rows_of_order.append(
                 {
-                    "task_name": task,
+                    "task_name": name,
                     "dataset_name": "d",
                     "uniq_id": uniq,
                     "Audio-LLM-response": f"an{rng.choice(SEPARATORS)}answer",
@@ -258,10 +266,12 @@ def test_the_random_inputs_reach_the_cases_that_matter(tmp_path):
     ref_first, swapped = _random_chat(rng, 60)
     pooled = {}
     for rows, model_first in ((ref_first, False), (swapped, True)):
+        category = None
         for row in rows:
+            category = C_CATEGORY.get(row["task_name"], category)
             scores = _reference_reply(row["gpt-score"])
             if scores is not None:
-                pooled.setdefault(C_CATEGORY[row["task_name"]], []).append(scores[0] if model_first else scores[1])
+                pooled.setdefault(category, []).append(scores[0] if model_first else scores[1])
     expected = reference_chat(ref_first, swapped)
     differs = [c for c, v in pooled.items() if sum(v) / len(v) != pytest.approx(expected[c][0])]
     assert differs, "no category where pooling and the per-order mean differ"
@@ -273,6 +283,10 @@ def test_the_random_inputs_reach_the_cases_that_matter(tmp_path):
     raw = path.read_text(encoding="utf-8")
     assert all(s in raw for s in SEPARATORS)
     assert len(raw.splitlines()) > len(raw.rstrip("\n").split("\n"))
+    rows = [json.loads(line) for line in raw.split("\n") if line.strip()]
+    assert any(r["choice_c"] is None and r["choice_d"] is not None for r in rows)  # the edge classes are reached
+    assert any(r["answer_gt"] == "not a choice" for r in rows)
+    assert any(r["task_name"] not in C_CATEGORY for r in ref_first)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -380,3 +394,45 @@ def test_batch_results_with_line_separators_in_answers(monkeypatch):
     results = client.collect_batch("batch-1", requests)
     assert [r.error for r in results] == [None, None, None]
     assert [r.text for r in results] == answers
+
+
+def test_the_three_edge_classes_official_counts_strict_refuses_and_the_difference_is_reported(tmp_path):
+    """choice_d without choice_c, an answer_gt matching no choice with an empty answer, a task name in another case."""
+    base = {"path": "x.wav", "question": "q", "task_name": "Speaker_Emotion_Recontion", "dataset_name": "d"}
+    rows = [
+        {**base, "uniq_id": 1, "choice_a": "x", "choice_b": "y", "choice_d": "z", "answer_gt": "z", "response": "D"},
+        {**base, "uniq_id": 2, "choice_a": "x", "choice_b": "y", "choice_d": "z", "answer_gt": "z", "response": "C"},
+        {**base, "uniq_id": 3, "choice_a": "x", "choice_b": "y", "answer_gt": "w", "response": ""},
+        {**base, "uniq_id": 4, "choice_a": "x", "choice_b": "y", "answer_gt": "x", "response": "A"},
+        {**base, "uniq_id": 5, "choice_a": "x", "choice_b": "y", "answer_gt": "w", "response": "A"},  # scripts stop
+    ]
+    foundation = tmp_path / "f.jsonl"
+    foundation.write_text("".join(json.dumps(r) + "\n" for r in rows[:4]), encoding="utf-8")
+    counted, correct, failures = reference_foundation(foundation)
+    foundation.write_text(foundation.read_text() + json.dumps(rows[4]) + "\n", encoding="utf-8")
+    chat_rows = [
+        {"task_name": "speech_QA", "dataset_name": "d", "uniq_id": 1, "gpt-score": "8 4"},
+        {"task_name": "sound_QA", "dataset_name": "d", "uniq_id": 2, "gpt-score": "8 6"},
+        {"task_name": "Speech_QA", "dataset_name": "d", "uniq_id": 3, "gpt-score": "8 2"},  # counted in sound
+    ]
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps(chat_rows), encoding="utf-8")
+    expected = reference_chat_file(chat_rows, model_is_first=False)
+    result = score_official_files(foundation, chat=chat, reps=0)
+
+    official, strict = result["official"]["foundation"], result["strict"]["foundation"]
+    subset = official["subsets"]["Speaker_Emotion_Recontion_d"]
+    assert (
+        (subset["n"], subset["correct"], official["failed"])
+        == (3, 2, failures)
+        == (counted["Speaker_Emotion_Recontion_d"], correct["Speaker_Emotion_Recontion_d"], 1)
+    )
+    assert official["invalid"] == 1 and "matches none" in official["errors"][0]  # row 5: the scripts would stop
+    assert strict["invalid"] == 4 and strict["items"] == 1  # rows 1-3 refused by strict only, and row 5
+    assert official["strict_only"]["count"] == strict["strict_only"]["count"] == 3
+    assert any("choice_d is given without choice_c" in e for e in strict["errors"])
+    chat_official, chat_strict = result["official"]["chat"], result["strict"]["chat"]
+    assert chat_official["categories"]["speech"]["value"] == expected["speech"][0] == 4.0  # not 3.0
+    assert chat_official["categories"]["sound"]["value"] == expected["sound"][0] == 4.0  # (6 + 2) / 2
+    assert chat_official["invalid"] == 0 and chat_strict["invalid"] == 1 and chat_strict["strict_only"]["count"] == 1
+    assert "another case than 'speech_QA'" in chat_strict["errors"][0]

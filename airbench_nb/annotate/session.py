@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
+from airbench_nb.analysis.agreement.labels import ANNOTATOR_ID
 from airbench_nb.annotate.sample import _read_lines
 from airbench_nb.records import LETTERS, AnnotationPair, Label
 
@@ -20,8 +20,8 @@ U = TypeVar("U")
 A = TypeVar("A")
 """An action record of a session's file (a label, a rating)."""
 
-ANNOTATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-"""What an annotator id may be: it names the label file."""
+ANNOTATOR = ANNOTATOR_ID
+"""What an annotator id may be: it names the label file (the agreement analysis accepts the same ids)."""
 
 
 class LabelFileError(ValueError):

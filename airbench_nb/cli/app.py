@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -196,6 +197,13 @@ def not_negative(param: typer.CallbackParam, value: int | None) -> int | None:
     """Typer callback of a count that may be 0 but not negative (else exit 2)."""
     if value is not None and value < 0:
         raise refuse(f"{_option_name(param)} must be 0 or more, got {value}")
+    return value
+
+
+def finite_not_negative(param: typer.CallbackParam, value: float | None) -> float | None:
+    """Typer callback of a number that must be finite and 0 or more (``nan``, ``inf``, ``-1``: exit 2)."""
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise refuse(f"{_option_name(param)} must be a finite number, 0 or more, got {value}")
     return value
 
 

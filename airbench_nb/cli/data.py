@@ -15,6 +15,7 @@ from airbench_nb.cli.app import (
     field_rows,
     out_file,
     out_folder,
+    refuse,
     refusing,
     rows_table,
 )
@@ -25,7 +26,7 @@ def import_official_cmd(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for foundation.jsonl, chat.jsonl, ...", callback=out_folder)
     ],
-    workers: Annotated[int, typer.Option(help="Threads used to check and hash audio.")] = 4,
+    workers: Annotated[int, typer.Option(help="Threads used to check and hash audio (1 or more).", min=1)] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
     """Import the official release into manifests; bad rows are rejected with reasons, never fatal.
@@ -103,6 +104,12 @@ def validate(
                     f"(sha256 {before.audio_sha256[:12]}... recorded, {after.audio_sha256[:12]}... now)"
                 )
         console.print("audio: " + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items())))
+        if checked and statuses.get("missing", 0) == len(checked):
+            raise refuse(
+                f"every one of its {len(checked)} audio files is missing under {root}: is the data root "
+                "right? (see --data-root)",
+                file=manifest,
+            )
     console.print(f"{manifest}: {len(items)} valid items, {len(errors)} invalid lines, {changed} changed audio files")
     if errors or changed:
         raise typer.Exit(1)
@@ -161,6 +168,8 @@ def _check_mix_output(out: Path, source_a: Path, source_b: Path) -> None:
     refuse_input_as_output(out, {"source A": source_a, "source B": source_b})
     if out.is_dir():
         raise OutputError(f"--out {out} is a folder, not a wav file")
+    if out.suffix.lower() != ".wav":
+        raise OutputError(f"--out {out}: the mix is written as a wav file; give a name ending in .wav")
     if out.is_file() and out.stat().st_size:
         try:
             kind = sf.info(str(out)).format

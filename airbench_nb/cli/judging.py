@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -73,17 +74,20 @@ def judge(
 
     with refusing(JudgeSpecError, FileNotFoundError, ValueError, fatal_api=True):
         refuse_input_as_output(out, {"--responses": responses, "--manifest": manifest})
+        price_table = _load_prices(prices)
+        items, answers = read_manifest(manifest), read_records(responses, Response)
+        _refuse_unmatched(answers, items, responses, manifest)
         summary = judge_responses(
             judge_spec,
-            read_manifest(manifest),
-            read_records(responses, Response),
+            items,
+            answers,
             out,
             concurrency=concurrency,
             cache=cache,
             dry_run=dry_run,
             batch_api=batch_api,
             foundation_mode="all" if all_items else "abstentions",
-            prices=_load_prices(prices),
+            prices=price_table,
             api_key_env=api_key_env,
             run_folder=responses_run_folder(responses),
         )
@@ -95,6 +99,36 @@ def judge(
     )
     if summary.errors:
         raise items_failed(summary.failure_text())
+
+
+def _refuse_unmatched(answers: Sequence[Any], items: Sequence[Any], responses: Path, manifest: Path) -> None:
+    """Refuse (exit 2) responses of which none answers an item of the manifest: there is nothing to judge."""
+    uids = {item.uid for item in items}
+    if not any(answer.uid in uids for answer in answers):
+        held = f"its {len(answers)} responses answer" if answers else "it holds no response, so answers"
+        raise refuse(f"{held} none of the {len(uids)} items of {manifest}: is it the right manifest?", file=responses)
+
+
+def _refuse_unknown_model(answers: Sequence[Any], model: str, responses: Path) -> None:
+    """Refuse (exit 2) ``--model`` when the responses hold no answer of that model."""
+    models = sorted({answer.model for answer in answers})
+    if model not in models:
+        held = ", ".join(models[:5]) + (" ..." if len(models) > 5 else "") if models else "no model"
+        raise refuse(f"--model {model!r}: no response of that model (the file holds {held})", file=responses)
+
+
+def _refuse_nothing_scored(result: RunScores) -> None:
+    """Refuse (exit 2) official files of which no row could be scored (every row invalid): no score to show."""
+    for table in result.protocols()[:1]:
+        for section in (table.foundation, table.chat):
+            data = section.model_dump() if section is not None else {}
+            if section is None or data.get("items"):
+                continue
+            errors = data.get("errors") or []
+            source = data.get("source")
+            where = ", ".join(source) if isinstance(source, list) else str(source)
+            first = f"; first: {errors[0]}" if errors else ""
+            raise refuse(f"no row could be scored ({data.get('invalid', 0)} invalid lines{first})", file=where)
 
 
 def _print_scores(result: RunScores, as_json: bool) -> None:
@@ -131,9 +165,12 @@ def score(
     from airbench_nb.scoring import score_run
 
     with refusing(FileNotFoundError, ValueError):
+        answers = read_records(responses, Response)
+        if model is not None:
+            _refuse_unknown_model(answers, model, responses)
         result = score_run(
             read_manifest(manifest),
-            read_records(responses, Response),
+            answers,
             read_records(verdicts, Verdict) if verdicts else (),
             protocol=protocol,  # type: ignore[arg-type]
             model=model,
@@ -159,4 +196,5 @@ def score_official(
         raise refuse("give --foundation and/or --chat (and --chat-swapped)")
     with refusing(FileNotFoundError, ValueError):
         result = score_official_files(foundation=foundation, chat=chat, chat_swapped=chat_swapped, seed=seed)
+    _refuse_nothing_scored(result)
     _print_scores(result, as_json)

@@ -12,6 +12,7 @@ from airbench_nb.cli.app import (
     DATA_ROOT_HELP,
     console,
     field_rows,
+    finite_not_negative,
     items_failed,
     not_negative,
     out_file,
@@ -38,7 +39,7 @@ def infer(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Responses JSONL (resumed when it exists).", callback=out_file)
     ],
-    batch_size: Annotated[int | None, typer.Option(help="Prompts per backend call.")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Prompts per backend call (1 or more).", min=1)] = None,
     limit: Annotated[
         int | None, typer.Option(help="Only the first N items (0 or more).", callback=not_negative)
     ] = None,
@@ -50,7 +51,9 @@ def infer(
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Requests in flight (openai: models).")] = 8,
-    temperature: Annotated[float, typer.Option(help="0 for greedy decoding.")] = 0.0,
+    temperature: Annotated[
+        float, typer.Option(help="0 for greedy decoding (a finite number, 0 or more).", callback=finite_not_negative)
+    ] = 0.0,
     prompt_set: Annotated[str, typer.Option(help="airbench, cot, or a JSON template file.")] = "airbench",
     seed: Annotated[int, typer.Option(help="Seed of baseline:random and of sampling.")] = 0,
     official_out: Annotated[

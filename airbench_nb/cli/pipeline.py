@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from airbench_nb.cli.app import console, out_folder, refuse, refusing, rows_table
 
@@ -24,6 +27,18 @@ def _parse_param(text: str) -> tuple[str, Any]:
             f"-p {name.strip()}: the value is JSON the kit cannot use (too long a number or too deep)"
         ) from None
     return name.strip(), value
+
+
+@contextmanager
+def _stopped(what: str) -> Iterator[None]:
+    """Ctrl-C or SIGTERM (recorded by the run or grid before it stops): one line and exit 130 or 143."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        from airbench_nb.pipeline import Stopped, interruption
+
+        console.print(f"{escape(what)} stopped by {interruption(exc)}: what ran is recorded; --resume finishes it")
+        raise typer.Exit(143 if isinstance(exc, Stopped) else 130) from None
 
 
 def run(
@@ -93,7 +108,7 @@ def run(
 
         if resume and grid is not None:
             raise refuse("--resume re-executes one run or one grid; it cannot be combined with --grid")
-        with refusing(GridError):
+        with refusing(GridError), _stopped(f"grid {resume or run_id or ''}".strip()):
             grid_info = run_grid_command(
                 grid,
                 parameters,
@@ -109,7 +124,7 @@ def run(
                 resume=grid_resume,
             )
         raise typer.Exit(min(grid_info.failed, 125))
-    with refusing(PipelineError):
+    with refusing(PipelineError), _stopped(f"run {resume or run_id or ''}".strip()):
         info = run_pipeline(
             parameters,
             notebooks=stems,
@@ -151,9 +166,13 @@ def params(
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run folder (reports/<run_id>) with run.json.")],
 ) -> None:
-    """Write (again) the run's landing page: index.html and README.md beside run.json."""
+    """Write (again) the run's landing page: index.html and README.md beside run.json (a grid's: beside grid.json).
+
+    A grid killed while it ran is first marked failed (its process is gone), with the runs it left unfinished.
+    """
+    from airbench_nb.grid import GridError, is_grid_folder, write_grid_page_settled
     from airbench_nb.report_page import write_report_page
 
-    with refusing(FileNotFoundError):
-        index, _ = write_report_page(run_dir)
+    with refusing(FileNotFoundError, GridError):
+        index = write_grid_page_settled(run_dir) if is_grid_folder(run_dir) else write_report_page(run_dir)[0]
     console.print(f"report: {index}")

@@ -91,6 +91,18 @@ class _Problems:
         self.errors: list[ManifestError] = []
         self.kit: Counter[str] = Counter()
         """Rows of the kit's own tasks, left out, by task."""
+        self.strict_only: list[ManifestError] = []
+        """Rows the official scripts count and the strict protocol refuses (the three edge classes)."""
+
+    def strict_refuses(self, path: Path, line: int, message: str, field: str) -> None:
+        """A row the official protocol counts, as the scripts do, and the strict protocol refuses as invalid."""
+        error = ManifestError(
+            str(path), line, message + " (counted by the official protocol, as the scripts do)", field=field
+        )
+        if self.raise_on_error:
+            raise error
+        logger.warning("strict protocol: skipping invalid line: %s", error)
+        self.strict_only.append(error)
 
     def add(self, path: Path, line: int, message: str, field: str | None = None) -> None:
         error = ManifestError(str(path), line, message, field=field)
@@ -119,6 +131,19 @@ def _gold_index(answer: str, choices: list[str]) -> int | None:
     return loose[0] if len(loose) == 1 else None
 
 
+def _official_gold(answer: str, fields: list[str | None]) -> int | None:
+    """Position (a=0 .. d=3) of the choice equal to ``answer``, looked up as the scripts do.
+
+    ``choice_a`` to ``choice_d`` in turn, an absent one never matching; then a unique loose match, as
+    :func:`_gold_index` does.
+    """
+    for index, choice in enumerate(fields):
+        if choice is not None and choice == answer:
+            return index
+    loose = [i for i, c in enumerate(fields) if c is not None and normalise_choice(c) == normalise_choice(answer)]
+    return loose[0] if len(loose) == 1 else None
+
+
 def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[FoundationOutcome]]:
     outcomes: dict[str, list[FoundationOutcome]] = {"official": [], "strict": []}
     for line, row, error, where in _read_entries(path):
@@ -136,24 +161,40 @@ def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[Foundati
         if task in KIT_FOUNDATION_TASKS:
             problems.kit[task] += 1
             continue
-        choices = [str(row["choice_a"]), str(row["choice_b"])]
-        extra = [_as_text(row.get("choice_c")), _as_text(row.get("choice_d"))]
-        if extra[0] is None and extra[1] is not None:
-            problems.add(path, line, "choice_d is given without choice_c", field="choice_c")
-            continue
-        choices.extend(c for c in extra if c is not None)
-        gold = _gold_index(str(row["answer_gt"]), choices)
-        if gold is None:
-            problems.add(path, line, f"answer_gt {row['answer_gt']!r} matches none of {choices!r}", field="answer_gt")
-            continue
+        fields = [
+            str(row["choice_a"]),
+            str(row["choice_b"]),
+            _as_text(row.get("choice_c")),
+            _as_text(row.get("choice_d")),
+        ]
+        choices = [c for c in fields if c is not None]
+        answer = str(row["answer_gt"])
+        gold = _gold_index(answer, choices)
+        # What strict refuses and the scripts count: choice_d without choice_c (letters keep their positions), and
+        # an answer_gt matching no choice when the answer fails before the scripts look the gold up.
+        gap = "choice_d is given without choice_c" if fields[2] is None and fields[3] is not None else None
+        unmatched = f"answer_gt {row['answer_gt']!r} matches none of {choices!r}" if gold is None else None
         response = row.get("response")
         if not isinstance(response, str):
+            if gap or unmatched:
+                problems.add(path, line, str(gap or unmatched), field="choice_c" if gap else "answer_gt")
+                continue
             why = "no 'response' field" if "response" not in row else f"response is {type(response).__name__}"
             outcomes["official"].append(FoundationOutcome(task, dataset, None, why))
             outcomes["strict"].append(FoundationOutcome(task, dataset, None, why))
             continue
-        correct, reason = official_foundation_correct(response, len(choices), gold)
+        official_gold = _official_gold(answer, fields) if gap else gold
+        n_official = 4 if gap else len(choices)
+        correct, reason = official_foundation_correct(
+            response, n_official, -1 if official_gold is None else official_gold
+        )
+        if official_gold is None and correct is not None:  # the scripts stop here: no gold letter for a read letter
+            problems.add(path, line, str(unmatched), field="answer_gt")
+            continue
         outcomes["official"].append(FoundationOutcome(task, dataset, correct, reason))
+        if gap or unmatched:
+            problems.strict_refuses(path, line, str(gap or unmatched), field="choice_c" if gap else "answer_gt")
+            continue
         extraction = extract_choice(response, choices)
         strict = None if extraction.choice is None else extraction.choice == gold
         outcomes["strict"].append(FoundationOutcome(task, dataset, strict, extraction.reason))
@@ -163,6 +204,8 @@ def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[Foundati
 def _chat_file(path: Path, order: str, problems: _Problems) -> dict[str, list[ChatOutcome]]:
     """Outcomes of one Chat judge list; ``order`` says whether score 1 is the reference or the model."""
     outcomes: dict[str, list[ChatOutcome]] = {"official": [], "strict": []}
+    folded = {name.casefold(): name for name in CHAT_TASKS}
+    previous: str | None = None  # the task of the last row with a known task name: cal_score.py's category
     for line, row, error, where in _read_entries(path):
         if error is not None:
             problems.add(path, line, error, field=where)
@@ -174,16 +217,26 @@ def _chat_file(path: Path, order: str, problems: _Problems) -> dict[str, list[Ch
         if isinstance(task, str) and task in KIT_CHAT_TASKS:
             problems.kit[task] += 1
             continue
+        protocols: tuple[str, ...] = PROTOCOLS
         if task not in CHAT_TASKS:
             message = "missing 'task_name'" if task is None else f"unknown Chat task {task!r}"
-            problems.add(path, line, message, field="task_name")
-            continue
+            if not (isinstance(task, str) and task.casefold() in folded and previous is not None):
+                problems.add(path, line, message, field="task_name")
+                continue
+            # cal_score.py compares names exactly: a known name in another case leaves its category variable as the
+            # previous row set it, so the row counts there. Strict refuses it.
+            problems.strict_refuses(
+                path, line, f"{message} (in another case than {folded[task.casefold()]!r})", "task_name"
+            )
+            task, protocols = previous, ("official",)
+        else:
+            previous = task
         uniq = _as_text(row.get("uniq_id"))
         unit = f"{task}/{row.get('dataset_name')}/{uniq}" if uniq is not None else f"{path}:{line}"
         reply = row.get(CHAT_SCORE_FIELD)
         if not isinstance(reply, str):
             why = f"no {CHAT_SCORE_FIELD!r} field" if CHAT_SCORE_FIELD not in row else "judge reply is not text"
-            for name in PROTOCOLS:
+            for name in protocols:
                 outcomes[name].append(ChatOutcome(task, unit, order, None, None, why))
             continue
         official = parse_scores_official(reply)
@@ -192,6 +245,8 @@ def _chat_file(path: Path, order: str, problems: _Problems) -> dict[str, list[Ch
             outcomes["official"].append(ChatOutcome(task, unit, order, None, None, reason))
         else:
             outcomes["official"].append(ChatOutcome(task, unit, order, *_by_order(official, order), "official parser"))
+        if "strict" not in protocols:
+            continue
         strict = parse_scores_strict(reply)
         if isinstance(strict, str):
             outcomes["strict"].append(ChatOutcome(task, unit, order, None, None, strict))
@@ -204,6 +259,23 @@ def _by_order(scores: tuple[float, float], order: str) -> tuple[float, float]:
     """``(model, reference)`` from ``(score 1, score 2)``."""
     first, second = float(scores[0]), float(scores[1])
     return (first, second) if order == "hypothesis_first" else (second, first)
+
+
+STRICT_ONLY_WHY = (
+    "rows the official scripts count and the strict protocol refuses: choice_d without choice_c (letters keep their "
+    "positions), an answer_gt matching no choice with an answer that fails first (a failure), a Chat task name in "
+    "another case (counted in the previous row's category)"
+)
+"""Why the two protocols' ``invalid`` counts differ (``strict_only`` of a section)."""
+
+
+def _invalid(problems: _Problems, protocol: str) -> dict[str, Any]:
+    """``invalid``, ``errors`` and, when the protocols differ, ``strict_only`` of one protocol's section."""
+    errors = problems.errors + (problems.strict_only if protocol == "strict" else [])
+    fields: dict[str, Any] = {"invalid": len(errors), "errors": [str(e) for e in errors]}
+    if problems.strict_only:
+        fields["strict_only"] = {"count": len(problems.strict_only), "why": STRICT_ONLY_WHY}
+    return fields
 
 
 def score_official_files(
@@ -265,7 +337,7 @@ def score_official_files(
         table["foundation"] = None
         if f_outcomes is not None:
             section = _foundation_section(f_outcomes[name], name, reps, seed)
-            section.update(invalid=len(f_problems.errors), errors=[str(e) for e in f_problems.errors])
+            section.update(_invalid(f_problems, name))
             if f_problems.kit:
                 section["kit_rows"] = {"count": sum(f_problems.kit.values()), **f_problems.kit, "why": KIT_ROWS_WHY}
             section["source"] = str(foundation)
@@ -273,7 +345,7 @@ def score_official_files(
         table["chat"] = None
         if chat is not None or chat_swapped is not None:
             section = _chat_section(c_outcomes[name], name, reps, seed)
-            section.update(invalid=len(c_problems.errors), errors=[str(e) for e in c_problems.errors])
+            section.update(_invalid(c_problems, name))
             if c_problems.kit:
                 section["kit_rows"] = {"count": sum(c_problems.kit.values()), **c_problems.kit, "why": KIT_ROWS_WHY}
             section["source"] = [str(p) for p in (chat, chat_swapped) if p is not None]

@@ -5,6 +5,9 @@ The label rules are in the :mod:`airbench_nb.analysis.agreement` docstring.
 
 from __future__ import annotations
 
+import logging
+import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -21,6 +24,45 @@ from airbench_nb.analysis.agreement.constants import (
 )
 from airbench_nb.manifests import ManifestError, read_records
 from airbench_nb.records import LETTERS, AnnotationPair, Label
+
+logger = logging.getLogger(__name__)
+
+ANNOTATOR_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""What an annotator id may be (the annotation tool's rule: it names the label file): no HTML, no control character."""
+
+
+def label_problem(label: Label) -> tuple[str, str] | None:
+    """What makes ``label`` a line the annotation tool never writes, as ``(field, why)``; None when it is fine.
+
+    The tool writes annotator ids that name a file (:data:`ANNOTATOR_ID`), scores from 1 to 10 and seconds that are
+    finite and 0 or more.
+    """
+    if not ANNOTATOR_ID.fullmatch(label.annotator):
+        return "annotator", f"annotator id {label.annotator!r} is not one the tool writes (letters, digits, . _ -)"
+    for name in ("score_1", "score_2"):
+        score = getattr(label, name)
+        if score is not None and not (math.isfinite(score) and 1 <= score <= 10):
+            return name, f"{name} must be from 1 to 10, got {score}"
+    if label.seconds is not None and not (math.isfinite(label.seconds) and label.seconds >= 0):
+        return "seconds", f"seconds must be finite and 0 or more, got {label.seconds}"
+    return None
+
+
+def read_label_file(path: Path) -> list[Label]:
+    """The labels of one file; a final line cut short by a crash is dropped with a warning, as the tool does.
+
+    Raises:
+        ManifestError: On a complete line that is not a valid label (file, line and field named).
+    """
+    try:
+        return read_records(path, Label)
+    except ManifestError as exc:
+        raw = path.read_bytes()
+        cut = raw and not raw.endswith(b"\n")
+        if not cut or exc.line != _line_numbers(path)[-1]:
+            raise
+    logger.warning("%s: dropping a final line cut short (never acknowledged by the annotation tool)", path)
+    return read_records(path, Label, strict=False)
 
 
 def _line_numbers(path: Path) -> list[int]:
@@ -58,24 +100,65 @@ def read_sample(path: str | Path) -> list[AnnotationPair]:
 
 
 def read_labels(paths: Iterable[str | Path]) -> tuple[list[Label], list[tuple[str, int]]]:
-    """Read label files in the order given.
+    """Read label files in the order given, accepting only files the annotation tool would write.
+
+    A final line cut short by a crash is dropped with a warning, as the tool does when it reopens the file (the
+    file itself is left as it is). Refused, naming the file (and line and field): a file given twice, an empty file,
+    a file holding more than one annotator's lines, a line the tool never writes (:func:`label_problem`: an
+    annotator id with HTML or control characters, a NaN, infinite or out-of-range score, negative seconds), and a
+    file whose actions are those of another file under another annotator's name (a copy: it would count as a
+    second annotator in perfect agreement).
 
     Args:
-        paths: Label JSONL files (one per annotator, usually).
+        paths: Label JSONL files, one per annotator.
 
     Returns:
         ``(labels, sources)``: the actions in replay order and, for each, its ``(file, line)``.
 
     Raises:
-        ManifestError: On a bad line (file, line and field named).
+        ManifestError: On a bad file or line (file, line and field named).
         FileNotFoundError: If a file does not exist.
     """
     labels: list[Label] = []
     sources: list[tuple[str, int]] = []
+    given: dict[Path, Path] = {}
+    copies: dict[tuple[str, ...], tuple[Path, str]] = {}
     for path in map(Path, paths):
-        records = read_records(path, Label)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such label file")
+        if path.resolve() in given:
+            raise ManifestError(str(path), None, f"label file given twice (also as {given[path.resolve()]})")
+        given[path.resolve()] = path
+        records = read_label_file(path)  # drops a final line cut by a crash, with a warning
+        if not records:
+            raise ManifestError(str(path), None, "holds no label: nothing to compare (is it the right file?)")
+        lines = _line_numbers(path)[: len(records)]
+        for line, label in zip(lines, records, strict=True):
+            problem = label_problem(label)
+            if problem is not None:
+                raise ManifestError(str(path), line, problem[1], uid=label.pair_id, field=problem[0])
+            if label.annotator != records[0].annotator:
+                raise ManifestError(
+                    str(path),
+                    line,
+                    f"a line of annotator {label.annotator!r} in the file of {records[0].annotator!r}: the tool "
+                    "writes one annotator per file",
+                    uid=label.pair_id,
+                    field="annotator",
+                )
+        actions = tuple(label.model_dump_json(exclude={"annotator"}) for label in records)
+        if actions in copies and copies[actions][1] != records[0].annotator:
+            first, who = copies[actions]
+            raise ManifestError(
+                str(path),
+                None,
+                f"the same actions, times included, as {first} (annotator {who!r}) under annotator "
+                f"{records[0].annotator!r}: a copy, not a second annotator",
+                field="annotator",
+            )
+        copies.setdefault(actions, (path, records[0].annotator))
         labels.extend(records)
-        sources.extend((str(path), line) for line in _line_numbers(path))
+        sources.extend((str(path), line) for line in lines)
     return labels, sources
 
 
