@@ -191,6 +191,10 @@ class ScoreSection(_Readable):
     """Official result files: what was wrong with each invalid line (file, line, field)."""
     kit_rows: dict[str, Any] | None = None
     """Official result files: the kit's rows left out (``count``, per task, ``why``)."""
+    injection: dict[str, Any] | None = None
+    """What the injection screen flagged among the section's answers, per judge: ``{judge: {flagged, n, share,
+    patterns}}`` (:func:`airbench_nb.scoring.outcomes.injection_counts`); the screen never changes a score. None
+    when no verdict was screened."""
     source: str | list[str] | None = None
     """Official result files: the file(s) scored; reference-scored sections: what the scores rest on besides the
     answers (``embeddings: <spec>`` for scenes and events)."""
