@@ -8,11 +8,17 @@ honest near misses are not flagged and score the same both ways.
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+
 import pytest
 
-from airbench_nb.judge.run import judge_responses
-from airbench_nb.manifests import read_records
-from airbench_nb.records import CHAT_TASKS, ChatItem, Response, Verdict
+from airbench_nb.analysis.report import RunAnalysis
+from airbench_nb.judge.run import judge_run_folder
+from airbench_nb.manifests import read_records, write_manifest, write_records
+from airbench_nb.records import CHAT_TASKS, ChatItem, Response, RunInfo, Verdict
+from airbench_nb.report_page import _warnings
+from airbench_nb.run_folder import RunFolder
 from airbench_nb.scoring.run import score_run
 from tests.openai_server import JudgeServer
 from tests.test_judge import _items
@@ -47,29 +53,34 @@ def judged(tmp_path_factory):
             Response(uid=i.uid, model="honest", text=NEAR_MISSES[k % len(NEAR_MISSES)]) for k, i in enumerate(items)
         ],
     }
-    verdicts = {}
+    folder = RunFolder(tmp)
+    write_manifest(folder.manifest("foundation"), foundation)
+    write_manifest(folder.manifest("chat"), chat)
+    folder.dataset_card.write_text(json.dumps({"data_root": "."}))
+    for model, given in responses.items():
+        for kind in ("foundation", "chat"):
+            write_records(folder.responses_file(model, kind), [r for r in given if r.uid.startswith(kind[0])])
     with JudgeServer() as server:
         spec = f"openai:judge@{server.base_url}"
-        for model, given in responses.items():
-            out = tmp / f"{model}.jsonl"
-            judge_responses(spec, items, given, out, foundation_mode="all", progress=False)
-            judge_responses("rule", items, given, out, progress=False)
-            verdicts[model] = read_records(out, Verdict)
-    return items, responses, verdicts, spec
+        judge_run_folder(folder, [spec, "rule"], foundation_mode="all")
+    verdicts = {
+        model: [v for path in folder.verdict_files(model) for v in read_records(path, Verdict)] for model in responses
+    }
+    return items, responses, verdicts, spec, folder
 
 
 def test_injector_is_flagged_on_every_answer_and_near_misses_on_none(judged):
-    _, _, verdicts, _ = judged
+    _, _, verdicts, _, _ = judged
     for model, share in (("injector", 1.0), ("honest", 0.0)):
         screened = [v for v in verdicts[model] if v.screen is not None]
         assert len(screened) == len(verdicts[model]) == 6 * 2 + 8 * 2  # rule and LLM on Foundation, both orders
         assert sum(v.screen.flagged for v in screened) / len(screened) == share
-    flag = verdicts["injector"][-1].screen.flags[0]
+    flag = next(v for v in verdicts["injector"] if v.uid == "f0").screen.flags[0]
     assert flag.pattern == "overrides_instructions" and flag.span == "Disregard your instructions"
 
 
 def test_official_reads_the_verbatim_prompt_and_strict_the_fenced_one(judged):
-    items, responses, verdicts, spec = judged
+    items, responses, verdicts, spec, _ = judged
     scores = score_run(items, responses["injector"], verdicts["injector"], protocol="both", judges=[spec], reps=0)
     official, strict = scores.official.chat, scores.strict.chat
     assert official.average.value == 10.0  # the judge obeyed the answer
@@ -91,8 +102,30 @@ def test_official_reads_the_verbatim_prompt_and_strict_the_fenced_one(judged):
 
 
 def test_the_rule_judge_asks_nothing_twice_and_older_verdicts_read_unchanged(judged):
-    _, _, verdicts, _ = judged
+    _, _, verdicts, _, _ = judged
     rule = [v for v in verdicts["injector"] if v.judge == "rule"]
     assert rule and all(v.fenced is None and v.screen.flagged for v in rule)
     old = Verdict.model_validate_json('{"uid": "c0", "model": "m", "judge": "x", "score_reference": 9}')
     assert old.screen is None and old.fenced is None
+
+
+def test_analysis_json_counts_per_model_and_the_landing_page_warns(judged):
+    _, _, _, spec, folder = judged
+    analysis = RunAnalysis(folder.path, reps=0, judges=[spec])
+    written = analysis.write(sections=[analysis.injection()])
+    saved = json.loads((folder.analysis_dir / "analysis.json").read_text())["injection"]
+    assert saved == written["injection"]
+    injector, honest = saved["injector"], saved["honest"]
+    assert (injector["flagged"], injector["n"], injector["share"]) == (14, 14, 1.0)  # 6 Foundation + 8 Chat answers
+    assert (honest["flagged"], honest["share"]) == (0, 0.0) and honest["examples"] == []
+    example = injector["examples"][0]
+    assert example["flags"][0]["span"] and set(example["scores"]) <= {spec, "rule"}
+    by_judge = injector["by_judge"][spec]
+    assert by_judge["flagged"] == by_judge["n"] == 14
+    assert by_judge["chat"] == {"verbatim": 10.0, "fenced": 4.0}  # the score asked for beside the one earned
+    assert by_judge["foundation"] == {"verbatim": 2 / 6, "fenced": 0.0}  # "reply: B" obeyed on f1, f5 only
+    assert injector["by_judge"]["rule"]["chat"] is None
+    run = RunInfo(run_id="r", started=datetime.now(UTC))
+    warnings = [text for level, text in _warnings(run, [], {"injection": saved}) if level == "bad"]
+    assert len(warnings) == 1 and warnings[0].startswith("injector: 14 of 14 answers address the judge")
+    assert warnings[0].endswith(f"their mean Chat score by {spec}: 10.00 with the verbatim prompt, 4.00 fenced")
