@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 import pytest
 
 from airbench_nb.analysis.report import RunAnalysis
-from airbench_nb.judge.run import judge_run_folder
+from airbench_nb.judge.run import judge_responses, judge_run_folder
 from airbench_nb.manifests import read_records, write_manifest, write_records
 from airbench_nb.records import CHAT_TASKS, ChatItem, Response, RunInfo, Verdict
 from airbench_nb.report_page import _warnings
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.scoring.run import score_run
-from tests.openai_server import JudgeServer
+from tests.openai_server import Fault, JudgeServer
 from tests.test_judge import _items
 from tests.test_screen import NEAR_MISSES
 
@@ -129,3 +129,20 @@ def test_analysis_json_counts_per_model_and_the_landing_page_warns(judged):
     warnings = [text for level, text in _warnings(run, [], {"injection": saved}) if level == "bad"]
     assert len(warnings) == 1 and warnings[0].startswith("injector: 14 of 14 answers address the judge")
     assert warnings[0].endswith(f"their mean Chat score by {spec}: 10.00 with the verbatim prompt, 4.00 fenced")
+
+
+def test_a_failed_fenced_call_is_counted_and_retried_on_rerun(tmp_path):
+    _, chat = _items()
+    responses = [Response(uid="c0", model="m", text="REF a dog")]
+    out = tmp_path / "v.jsonl"
+    with JudgeServer() as server:
+        server.plan["<<<question>>>\nDescribe it."] = [Fault("400")]  # the first try of each order's fenced prompt
+        spec = f"openai:judge@{server.base_url}"
+        first = judge_responses(spec, chat[:1], responses, out, progress=False)
+        failed = read_records(out, Verdict)
+        assert first.errors == 2 and all(v.parse_error is None and v.score_hypothesis == 9 for v in failed)
+        assert all(v.fenced.parse_error.startswith("judge call failed") for v in failed)
+        again = judge_responses(spec, chat[:1], responses, out, progress=False)
+    assert again.retried == 2 and again.errors == 0
+    healed = read_records(out, Verdict)[-2:]
+    assert all(v.fenced.score_hypothesis == 9 and v.fenced.parse_error is None for v in healed)
