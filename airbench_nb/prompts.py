@@ -462,17 +462,21 @@ FOUNDATION_JUDGE_TEMPLATE = (
 FOUNDATION_JUDGE_PATTERN = r"^\W*(?:option\s+)?\(?([A-Da-d]|none)\b"
 """Reply pattern of the Foundation judge (a letter or 'none' at the start of the reply)."""
 
-CHAT_JUDGE_TEMPLATE = (
-    "You are a helpful and precise assistant for checking the quality of the answer.\n"
-    "[Detailed Audio Description]\n{meta_info}\n[Question]\n{question}\n"
-    "[The Start of Assistant 1s Answer]\n{answer_1}\n[The End of Assistant 1s Answer]\n"
-    "[The Start of Assistant 2s Answer]\n{answer_2}\n[The End of Assistant 2s Answer]\n[System]\n"
+_CHAT_JUDGE_OPENING = "You are a helpful and precise assistant for checking the quality of the answer.\n"
+_CHAT_JUDGE_REQUEST = (
     "We would like to request your feedback on the performance of two AI assistants in response to the user "
     "question and audio description displayed above. AI assistants are provided with detailed audio descriptions "
     "and questions.\nPlease rate the helpfulness, relevance, accuracy, and comprehensiveness of their responses. "
     "Each assistant receives an overall score on a scale of 1 to 10, where a higher score indicates better overall "
     "performance. Please output a single line containing only two values indicating the scores for Assistant 1 "
     "and 2, respectively. The two scores are separated by a space."
+)
+"""The instructions after ``[System]`` of AIR-Bench's Chat judge prompt (shared by the verbatim and fenced prompts)."""
+
+CHAT_JUDGE_TEMPLATE = (
+    _CHAT_JUDGE_OPENING + "[Detailed Audio Description]\n{meta_info}\n[Question]\n{question}\n"
+    "[The Start of Assistant 1s Answer]\n{answer_1}\n[The End of Assistant 1s Answer]\n"
+    "[The Start of Assistant 2s Answer]\n{answer_2}\n[The End of Assistant 2s Answer]\n[System]\n" + _CHAT_JUDGE_REQUEST
 )
 """AIR-Bench's Chat judge prompt, worded as the official ``score_chat.py`` sends it (one user message): the textual
 audio description, the question, two answers, one line of two 1-10 scores. The kit sends it twice, with the
@@ -577,15 +581,8 @@ FENCED_FOUNDATION_JUDGE_TEMPLATE = (
 and answer fenced and :data:`FENCED_NOTE`; the reply is read the same way."""
 
 FENCED_CHAT_JUDGE_TEMPLATE = (
-    "You are a helpful and precise assistant for checking the quality of the answer.\n{note}\n"
-    "[Detailed Audio Description]\n{meta_info}\n[Question]\n{question}\n"
-    "[Assistant 1s Answer]\n{answer_1}\n[Assistant 2s Answer]\n{answer_2}\n[System]\n"
-    "We would like to request your feedback on the performance of two AI assistants in response to the user "
-    "question and audio description displayed above. AI assistants are provided with detailed audio descriptions "
-    "and questions.\nPlease rate the helpfulness, relevance, accuracy, and comprehensiveness of their responses. "
-    "Each assistant receives an overall score on a scale of 1 to 10, where a higher score indicates better overall "
-    "performance. Please output a single line containing only two values indicating the scores for Assistant 1 "
-    "and 2, respectively. The two scores are separated by a space."
+    _CHAT_JUDGE_OPENING + "{note}\n[Detailed Audio Description]\n{meta_info}\n[Question]\n{question}\n"
+    "[Assistant 1s Answer]\n{answer_1}\n[Assistant 2s Answer]\n{answer_2}\n[System]\n" + _CHAT_JUDGE_REQUEST
 )
 """The ``strict`` protocol's Chat judge prompt: AIR-Bench's instructions, with the audio description, the question
 and both answers fenced (``<<<answer_1>>>`` ... ``<<</answer_1>>>``), fences inside them neutralised
