@@ -132,6 +132,17 @@ def test_analysis_json_counts_per_model_and_the_landing_page_warns(judged):
     assert warnings[0].endswith(f"their mean Chat score by {spec}: 10.00 with the verbatim prompt, 4.00 fenced")
 
 
+def test_the_judge_loop_warns_about_flagged_answers(tmp_path, caplog):
+    _, chat = _items()
+    summary = judge_responses("rule", [], [], tmp_path / "none.jsonl", progress=False)
+    assert summary.flagged == 0
+    responses = [Response(uid="c0", model="m", text=INJECTOR)]
+    with JudgeServer() as server:
+        summary = judge_responses(f"openai:judge@{server.base_url}", chat[:1], responses, tmp_path / "v.jsonl")
+    assert summary.flagged == summary.written == 2 and summary.as_dict()["flagged"] == 2
+    assert "2 of 2 verdicts judged an answer the injection screen flagged" in caplog.text
+
+
 def test_a_failed_fenced_call_is_counted_and_retried_on_rerun(tmp_path):
     _, chat = _items()
     responses = [Response(uid="c0", model="m", text="REF a dog")]

@@ -400,6 +400,14 @@ def _judge(
         summary.seconds = round(time.perf_counter() - t0, 3)
     if summary.errors:
         logger.warning("%s", summary.failure_text())
+    if summary.flagged:
+        logger.warning(
+            "judge %s: %d of %d verdicts judged an answer the injection screen flagged (it addresses the judge or "
+            "demands a score; see Verdict.screen)",
+            judge.spec,
+            summary.flagged,
+            summary.written,
+        )
     return summary
 
 
