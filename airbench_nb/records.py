@@ -948,6 +948,58 @@ class Response(Record):
         return f"no response: turn {turn + 1} not answered ({why})"
 
 
+class ScreenFlag(BaseModel):
+    """One pattern of the injection screen that matched an answer (:mod:`airbench_nb.judge.screen`)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+
+    pattern: str
+    """Name of the pattern (``overrides_instructions``, ``demands_score``, ...)."""
+    span: str
+    """The matched text (stripped, at most 80 characters)."""
+    start: StrictInteger
+    """Offset of the match in the answer."""
+    end: StrictInteger
+    """Offset just past the match."""
+
+
+class AnswerScreen(BaseModel):
+    """What the injection screen found in the answer a verdict judged (the screen never changes a score)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+
+    version: str
+    """Version of the screen's patterns (:data:`airbench_nb.judge.screen.SCREEN_VERSION`)."""
+    flags: list[ScreenFlag] = Field(default_factory=list)
+    """One flag per pattern that matched; empty when the answer looks honest."""
+
+    @property
+    def flagged(self) -> bool:
+        """Whether any pattern matched."""
+        return bool(self.flags)
+
+
+class FencedReading(BaseModel):
+    """An LLM judge's reading of the same task under the fenced prompt (the ``strict`` protocol reads it)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+
+    raw: str | None = None
+    """The judge's raw reply to the fenced prompt."""
+    choice: StrictInteger | None = None
+    """Foundation: index of the option the answer was read as; None when the judge abstained."""
+    correct: StrictBoolean | None = None
+    """Foundation: whether the chosen option is the gold one; None when unparsed."""
+    score_reference: float | None = None
+    """Chat: score given to the reference answer (1-10); None when unparsed."""
+    score_hypothesis: float | None = None
+    """Chat: score given to the model's answer (1-10); None when unparsed."""
+    parse_error: str | None = None
+    """Why the reply could not be parsed, or why the call failed; None when it was parsed."""
+    prompt_hash: str | None = None
+    """SHA-256 of the fenced prompt."""
+
+
 class Verdict(Record):
     """A judge's decision on one response."""
 
@@ -991,6 +1043,14 @@ class Verdict(Record):
     """:meth:`Response.content_hash` of the response judged; a verdict whose hash is not that of the model's
     latest response for the item is stale (re-judged, never scored). None in files written before the field
     existed: such verdicts still count."""
+    screen: AnswerScreen | None = None
+    """The injection screen's result on the answer judged (:mod:`airbench_nb.judge.screen`), for every judge; None
+    when there was no answer, and in files written before the screen existed."""
+    fenced: FencedReading | None = None
+    """LLM judges: the reading under the fenced prompt (:func:`airbench_nb.prompts.fenced_judge_messages`); the
+    fields above are the verbatim prompt's. ``strict`` scores this reading, ``official`` the verbatim one. None for
+    the rule and proxy judges, and in files written before the fenced prompt existed (``strict`` then reads the
+    verbatim fields)."""
     created: datetime = Field(default_factory=_now)
     """When the verdict was recorded (UTC)."""
 

@@ -223,6 +223,22 @@ def _warnings(run: RunInfo, summary: list[dict[str, Any]], analysis: dict[str, A
                         f"Wilcoxon p = {p:.2g}",
                     )
                 )
+    for model, entry in ((analysis or {}).get("injection") or {}).items():
+        if entry.get("flagged"):
+            chat = {judge: row.get("chat") or {} for judge, row in (entry.get("by_judge") or {}).items()}
+            judged = "; ".join(
+                f"{judge}: {both['verbatim']:.2f} with the verbatim prompt, {both['fenced']:.2f} fenced"
+                for judge, both in chat.items()
+                if both.get("verbatim") is not None and both.get("fenced") is not None
+            )
+            out.append(
+                (
+                    "bad",
+                    f"{model}: {entry['flagged']} of {entry['n']} answers address the judge or demand a score "
+                    f"(injection screen: {', '.join(sorted(entry.get('patterns') or {}))})"
+                    + (f"; their mean Chat score by {judged}" if judged else ""),
+                )
+            )
     for model, bias in ((analysis or {}).get("position_bias") or {}).items():
         p = bias.get("p_value")
         if p is not None and p < ALPHA / 5:

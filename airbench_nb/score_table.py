@@ -194,6 +194,10 @@ class ScoreSection(_Readable):
     strict_only: dict[str, Any] | None = None
     """Official result files: rows the official protocol counts, as the scripts do, and the strict protocol refuses
     as invalid (``count``, ``why``); the same in both protocols' sections."""
+    injection: dict[str, Any] | None = None
+    """What the injection screen flagged among the section's answers, per judge: ``{judge: {flagged, n, share,
+    patterns}}`` (:func:`airbench_nb.scoring.outcomes.injection_counts`); the screen never changes a score. None
+    when no verdict was screened."""
     source: str | list[str] | None = None
     """Official result files: the file(s) scored; reference-scored sections: what the scores rest on besides the
     answers (``embeddings: <spec>`` for scenes and events)."""

@@ -42,8 +42,10 @@ def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path,
     saved = json.loads((planted / "analysis" / "analysis.json").read_text())
     assert saved["models"] == analysis["models"] == ["planted:letter-a", "planted:skilled", "planted:uniform"]
     assert set(SECTIONS) <= set(saved)
-    # the planted run has none of the kit's tasks and no SSEU-Bench or UG-Bench open-ended item
+    # the planted run has none of the kit's tasks and no SSEU-Bench or UG-Bench open-ended item, and its verdicts
+    # were written without the injection screen
     assert set(saved["reasons"]) == {
+        "injection",
         "multi_clip",
         "multi_turn",
         "sseu",
@@ -189,7 +191,9 @@ def test_notebook_05_runs_under_papermill(planted: Path, tmp_path: Path):
         "translation",
         "captioning",
         "speech_output",
+        "injection",
     }
+    assert results["injection"] == {}  # the planted verdicts were written without the screen
     assert results["position_bias_p"]["planted:letter-a"] < 0.01
     executed = nbformat.read(str(out), as_version=4)
     errors = [o for c in executed.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]

@@ -427,7 +427,7 @@ def test_a_judge_run_survives_a_corrupt_cache(tmp_path):
             cache=cache,
             progress=False,
         )
-    assert summary.written == 2 and server.seen.chat_requests == 2
+    assert summary.written == 2 and server.seen.chat_requests == 2 * 2  # two orders, verbatim and fenced prompts
     assert [p.name for p in tmp_path.glob("judge.sqlite.corrupt-*")][0].startswith("judge.sqlite.corrupt-")
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import pytest
 
 from airbench_nb.judge.run import (
@@ -17,39 +14,7 @@ from airbench_nb.judge.run import (
 from airbench_nb.manifests import read_manifest, read_records
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.run_folder import RunFolder
-from tests.openai_server import Fault, OpenAITestServer
-
-
-class JudgeServer(OpenAITestServer):
-    """Answers like a judge: a letter for Foundation prompts, two scores for Chat prompts.
-
-    Foundation: the option whose text the [Answer] contains, else 'none'. Chat: 9 for an answer that starts with
-    'REF', 4 otherwise, in the order the answers appear; answers containing 'UNPARSEABLE' get a reply without
-    scores, and 'LABELLED' gets the 'Assistant 1: x / Assistant 2: y' shape.
-    """
-
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        reply = super().answer(body)
-        text = body["messages"][-1]["content"]
-        if "[Options]" in text:
-            options = re.findall(r"^([A-D])\. (.+)$", text.split("[Options]")[1].split("[Answer]")[0], re.M)
-            answer = text.split("[Answer]\n")[1].split("\n\n")[0].lower()
-            words = {
-                letter: [w for w in option.lower().split() if w not in ("a", "an", "the")] for letter, option in options
-            }
-            hits = [letter for letter, ws in words.items() if all(w in answer for w in ws)]
-            content = hits[0] if len(hits) == 1 else "none"
-        else:
-            answers = re.findall(r"\[The Start of Assistant \ds Answer\]\n(.*?)\n\[The End", text, re.S)
-            scores = [9 if a.startswith("REF") else 4 for a in answers]
-            if any("UNPARSEABLE" in a for a in answers):
-                content = "Both answers are fine."
-            elif any("LABELLED" in a for a in answers):
-                content = f"Assistant 1: {scores[0]}\nAssistant 2: {scores[1]}"
-            else:
-                content = f"{scores[0]} {scores[1]}"
-        reply["choices"][0]["message"]["content"] = content
-        return reply
+from tests.openai_server import Fault, JudgeServer
 
 
 @pytest.fixture
@@ -152,11 +117,12 @@ def test_llm_judge_asks_only_for_abstentions_then_caches(server, tmp_path):
         assert by[("c3", order)].score_hypothesis == 9
         assert by[("c2", order)].score_hypothesis is None and by[("c2", order)].parse_error
     sent = server.seen.chat_requests
-    assert sent == 3 + 2 * 4
+    assert sent == 2 * (3 + 2 * 4)  # each task asked with the verbatim and the fenced prompt
+    assert all(by[("c0", o)].fenced.score_hypothesis == 4 for o in ("reference_first", "hypothesis_first"))
     assert summary.usage["requests_sent"] == sent and summary.parse_failures >= 3
     # a rerun into a new file with the same cache sends nothing; into the same file it skips everything
     again = judge_responses(spec, [*foundation, *chat], responses, tmp_path / "v2.jsonl", cache=cache, progress=False)
-    assert server.seen.chat_requests == sent and again.usage["cache_hits"] == 3 + 2 * 4
+    assert server.seen.chat_requests == sent and again.usage["cache_hits"] == 2 * (3 + 2 * 4)
 
     def reading(v):
         return v.uid, v.order, v.choice, v.correct, v.score_reference, v.score_hypothesis, v.parse_error
@@ -189,7 +155,7 @@ def test_dry_run_sends_and_writes_nothing(server, tmp_path):
         dry_run=True,
         progress=False,
     )
-    assert "11" in summary.dry_run and server.seen.chat_requests == 0
+    assert "22 calls" in summary.dry_run and server.seen.chat_requests == 0  # both prompts
     assert not (tmp_path / "v.jsonl").exists() or not (tmp_path / "v.jsonl").read_text()
 
 

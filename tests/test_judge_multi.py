@@ -104,8 +104,8 @@ def test_llm_judge_judges_each_turn_in_both_orders_then_resumes(server, tmp_path
     out = tmp_path / "v.jsonl"
     summary = judge_responses(spec, items, responses, out, cache=tmp_path / "c.sqlite", progress=False)
     # full: 2 (c0) + 3 turns x 2 orders; broke: 2 + 2 answered turns x 2 (its third turn gets no call);
-    # Foundation: the rule reads both answers, no call
-    assert server.seen.chat_requests == (2 + 3 * 2) + (2 + 2 * 2)
+    # Foundation: the rule reads both answers, no call; each task is asked with the verbatim and the fenced prompt
+    assert server.seen.chat_requests == 2 * ((2 + 3 * 2) + (2 + 2 * 2))
     verdicts = read_records(out, Verdict)
     keys = [(v.model, v.uid, v.order, v.turn) for v in verdicts]
     assert len(keys) == len(set(keys)) == summary.tasks == 2 * (1 + 1 + 2 + 3 * 2)
@@ -122,7 +122,7 @@ def test_llm_judge_judges_each_turn_in_both_orders_then_resumes(server, tmp_path
     # the turn-2 prompt carries the earlier question, not the earlier answers
     prompts = [b["messages"][-1]["content"] for b in server.seen.bodies]
     turn3 = [p for p in prompts if "Follow-up question: And what is falling" in p]
-    assert len(turn3) == 2 and all("1. What animal" in p and "a cat" not in p for p in turn3)
+    assert len(turn3) == 2 * 2 and all("1. What animal" in p and "a cat" not in p for p in turn3)
 
     # a rerun judges nothing again; a re-answered conversation is judged again, every turn
     sent = server.seen.chat_requests
@@ -131,7 +131,7 @@ def test_llm_judge_judges_each_turn_in_both_orders_then_resumes(server, tmp_path
     fixed = Response(uid="m0", model="broke", text="a dog", turns=["a dog", "REF two times", "REF rain, I believe"])
     third = judge_responses(spec, items, [*responses, fixed], out, cache=tmp_path / "c.sqlite", progress=False)
     assert third.stale == 3 * 2 and third.written == 6 and third.asked == 6
-    assert server.seen.chat_requests == sent + 2  # turns 1 and 2 are unchanged: their judge calls come from a cache
+    assert server.seen.chat_requests == sent + 2 * 2  # turns 1 and 2 are unchanged: their judge calls come from a cache
     latest = {}
     for v in read_records(out, Verdict):
         latest[(v.model, v.uid, v.order, v.turn)] = v

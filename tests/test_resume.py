@@ -304,7 +304,9 @@ def test_cli_judge_exits_1_on_failed_calls_then_retries_only_those(tmp_path, mon
         sent = server.seen.chat_requests
         healed = _cli(*args)
         assert healed.returncode == 0, healed.stdout + healed.stderr
-        assert server.seen.chat_requests == sent + 2  # only the two failed calls were sent again
+        # only the two failed tasks were sent again (each with the verbatim and the fenced prompt, both of which
+        # failed: the marker is in both)
+        assert server.seen.chat_requests == sent + 2 * 2
     verdicts = read_records(out, Verdict)
     assert len(verdicts) == 8
     latest = {(v.uid, v.order): v for v in verdicts}

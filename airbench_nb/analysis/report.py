@@ -28,6 +28,9 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
   captioning metrics, the back-transcription WER and CER of spoken answers), and UG-Bench's four-capability ranking
   over every task of the score tables (:mod:`airbench_nb.analysis.ugbench`), with the listeners' MOS when a MOS
   result is given.
+- injection (``injection``): every model's current verdicts, of the judges analysed and ``rule``: the answers the
+  injection screen flagged, and for those the scores of the verbatim and the fenced judge prompt
+  (:mod:`airbench_nb.analysis.injection`).
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ SECTIONS: tuple[str, ...] = (
     "captioning",
     "speech_output",
     "ugbench",
+    "injection",
 )
 """Sections of ``analysis.json``, in report order."""
 
@@ -647,6 +651,16 @@ class RunAnalysis:
             figure=plots.ugbench_chart(result.ranking_frame(), n_tasks=n_tasks),
             figure_key="ugbench",
         )
+
+    def injection(self) -> Section:
+        """Answers the injection screen flagged, per model (``injection[model] = {flagged, n, share, examples}``)."""
+        from airbench_nb.analysis.injection import injection, injection_frame
+
+        judges = [*self.judges, "rule"] if self.judges_given else None
+        data = injection({m: self.run.current_verdicts(m) for m in self.run.models}, judges)
+        if not data:
+            return Section("injection", {}, reason="no verdict carries the injection screen (judged before it existed)")
+        return Section("injection", data, frame=injection_frame(data))
 
     def _ranking_judge(self, summary: pd.DataFrame) -> str | None:
 

@@ -58,6 +58,9 @@ class Task:
     """Chat order."""
     messages: list[dict[str, Any]] | None = None
     """Judge messages (LLM judges)."""
+    fenced_messages: list[dict[str, Any]] | None = None
+    """LLM judges: the fenced twin of :attr:`messages` (:func:`~airbench_nb.prompts.fenced_chat_judge_messages`), asked
+    too; its reading becomes the verdict's :attr:`~airbench_nb.records.Verdict.fenced`."""
     turn: int | None = None
     """Multi-turn Chat: index of the turn judged (0 for the first); None for one-turn items and Foundation."""
     run_folder: RunFolder | None = None
@@ -172,7 +175,7 @@ class BaseJudge:
 
     def estimate(self, tasks: Sequence[Task]) -> str:
         """Judges that run locally: the number of judge-model calls (tasks with messages), nothing to pay."""
-        calls = sum(task.messages is not None for task in tasks)
+        calls = sum((task.messages is not None) + (task.fenced_messages is not None) for task in tasks)
         return f"{calls} judge calls; {self.spec} runs locally, nothing to pay"
 
     def usage(self) -> dict[str, Any]:

@@ -1,6 +1,9 @@
 """LLM judges: an OpenAI-compatible endpoint (``openai:<model>[@<base_url>]``) or a local chat model (``hf:<path>``).
 
-Both send the prompts of :mod:`airbench_nb.prompts` at temperature 0 with :data:`JUDGE_MAX_TOKENS`. Foundation: the
+Both send the prompts of :mod:`airbench_nb.prompts` at temperature 0 with :data:`JUDGE_MAX_TOKENS`, each task
+twice: the verbatim prompt (its reading is the verdict's, which ``official`` scores) and its fenced twin (the answer
+and the reference between delimiters, said to be data: :attr:`~airbench_nb.records.Verdict.fenced`, which ``strict``
+scores), so that an answer that instructs the judge is scored both ways. Foundation: the
 rule first (:func:`~airbench_nb.judge.rule.rule_verdict`), the LLM for the rule's abstentions
 (``foundation_mode="abstentions"``, default) or for every item (``"all"``); the reply is a letter or ``none``
 (:func:`parse_judge_letter`). Chat: AIR-Bench's prompt in the order of the task, the reply two scores
@@ -16,13 +19,21 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from airbench_nb.judge.base import JUDGE_CALL_FAILED, BaseJudge, JudgeSpecError, Task
 from airbench_nb.judge.rule import rule_verdict
-from airbench_nb.prompts import FOUNDATION_JUDGE_PATTERN, chat_judge_messages, foundation_judge_messages, prompt_hash
-from airbench_nb.records import LETTERS, FoundationItem, Verdict
+from airbench_nb.prompts import (
+    FOUNDATION_JUDGE_PATTERN,
+    chat_judge_messages,
+    fenced_chat_judge_messages,
+    fenced_foundation_judge_messages,
+    foundation_judge_messages,
+    prompt_hash,
+)
+from airbench_nb.records import LETTERS, FencedReading, FoundationItem, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +92,13 @@ def llm_verdict(task: Task, judge: str, reply: Reply) -> Verdict:
     return task.verdict(judge, score_reference=reference, score_hypothesis=hypothesis, **common)
 
 
+def with_fenced(verdict: Verdict, reading: Verdict) -> Verdict:
+    """``verdict`` (the verbatim prompt's) carrying ``reading`` (the fenced prompt's) as its ``fenced`` field."""
+    fields = ("raw", "choice", "correct", "score_reference", "score_hypothesis", "parse_error", "prompt_hash")
+    fenced = FencedReading(**{name: getattr(reading, name) for name in fields})
+    return verdict.model_copy(update={"fenced": fenced})
+
+
 class LLMJudge(BaseJudge):
     """What the LLM judges share: the rule first for Foundation, the prompts, reading the replies.
 
@@ -108,8 +126,10 @@ class LLMJudge(BaseJudge):
             if self.foundation_mode == "abstentions" and ruled.choice is not None:
                 return ruled
             task.messages = foundation_judge_messages(item, answer)
+            task.fenced_messages = fenced_foundation_judge_messages(item, answer)
             return None
         task.messages = chat_judge_messages(item, answer, task.order, task.turn)
+        task.fenced_messages = fenced_chat_judge_messages(item, answer, task.order, task.turn)
         return None
 
     def complete(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Reply]:
@@ -122,8 +142,15 @@ class LLMJudge(BaseJudge):
         Raises:
             Exception: A fatal API error (see :func:`~airbench_nb.runner.is_fatal_api_error`) propagates.
         """
-        replies = self.complete(tasks, batch_file=batch_file)
-        return [llm_verdict(task, self.spec, reply) for task, reply in zip(tasks, replies, strict=True)]
+        fenced = [replace(task, messages=task.fenced_messages) for task in tasks if task.fenced_messages is not None]
+        replies = self.complete([*tasks, *fenced], batch_file=batch_file)
+        head, tail = replies[: len(tasks)], replies[len(tasks) :]
+        verdicts = [llm_verdict(task, self.spec, reply) for task, reply in zip(tasks, head, strict=True)]
+        readings = iter([llm_verdict(task, self.spec, reply) for task, reply in zip(fenced, tail, strict=True)])
+        return [
+            with_fenced(verdict, next(readings)) if task.fenced_messages is not None else verdict
+            for task, verdict in zip(tasks, verdicts, strict=True)
+        ]
 
 
 class OpenAIJudge(LLMJudge):
@@ -198,6 +225,11 @@ class OpenAIJudge(LLMJudge):
             for t in tasks
         ]
 
+    def estimate(self, tasks: Sequence[Task]) -> str:
+        """The client's estimate of calls, tokens and cost for the tasks' requests, both prompts."""
+        fenced = [replace(t, messages=t.fenced_messages) for t in tasks if t.fenced_messages is not None]
+        return str(self.client.estimate(self.requests([*tasks, *fenced])))
+
     def complete(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Reply]:
         """Send the requests (concurrently, or as one Batch API job written to ``batch_file``)."""
         requests = self.requests(tasks)
@@ -209,10 +241,6 @@ class OpenAIJudge(LLMJudge):
         else:
             results = self.client.run_sync(requests, progress=False)
         return [(r.text, r.error, (r.input_tokens, r.output_tokens), r.cached) for r in results]
-
-    def estimate(self, tasks: Sequence[Task]) -> str:
-        """The client's estimate of calls, tokens and cost for the tasks' requests."""
-        return str(self.client.estimate(self.requests(tasks)))
 
     def usage(self) -> dict[str, Any]:
         """The client's usage (requests sent, cache hits, retries, tokens, cost)."""

@@ -20,9 +20,11 @@ supersedes its error. Every verdict records the :meth:`~airbench_nb.records.Resp
 it judged. A rerun skips a (uid, model, judge, order, turn) whose latest verdict judged the model's latest response
 and did not fail; it judges again (appending) when the response changed since (a re-inferred answer: the old verdict
 is stale), when the judge call failed (failures heal on rerun), or when a spoken answer's file was missing,
-unreadable or changed when it was judged (:data:`~airbench_nb.judge.base.AUDIO_GONE`). Abstentions and unparseable
-replies are outcomes, not failures: they are kept. A response that is an error gets a verdict with ``parse_error``
-saying so, without a judge call. A fatal API error stops the loop at once (see
+unreadable or changed when it was judged (:data:`~airbench_nb.judge.base.AUDIO_GONE`). Before a judge's verdict is
+written, the injection screen (:func:`~airbench_nb.judge.screen.screen_answer`) is run over the answer it judged and
+recorded on it (``Verdict.screen``), whatever the judge; the summary counts the flagged verdicts. Abstentions and
+unparseable replies are outcomes, not failures: they are kept. A response that is an error gets a verdict with
+``parse_error`` saying so, without a judge call. A fatal API error stops the loop at once (see
 :func:`~airbench_nb.runner.is_fatal_api_error`).
 
 Items about several clips (the kit's ``multi-clip`` Foundation tasks) are judged as any Foundation item: the judges
@@ -49,6 +51,7 @@ from airbench_nb.judge.base import AUDIO_GONE, CHAT_ORDERS, JUDGE_CALL_FAILED, J
 from airbench_nb.judge.llm import JUDGE_MAX_TOKENS, parse_judge_letter
 from airbench_nb.judge.registry import judge_applies, judge_class, load_judge, parse_judge_spec
 from airbench_nb.judge.rule import rule_verdict
+from airbench_nb.judge.screen import screen_answer
 from airbench_nb.manifests import AnyItem
 from airbench_nb.prompts import (
     CHAT_EARLIER_QUESTIONS_TEMPLATE,
@@ -121,6 +124,8 @@ class JudgeSummary:
     duplicate_verdicts: int = 0
     """Verdict records already in the output superseded by a later one of the same (uid, model, judge, order,
     turn)."""
+    flagged: int = 0
+    """Of ``written``: verdicts whose answer the injection screen flagged (:mod:`airbench_nb.judge.screen`)."""
     repaired_lines: int = 0
     """Lines taken out of the output before resuming (see :func:`~airbench_nb.runner.repair_jsonl`)."""
     usage: dict[str, Any] = field(default_factory=dict)
@@ -158,6 +163,7 @@ class JudgeSummary:
                 "stale",
                 "duplicates",
                 "duplicate_verdicts",
+                "flagged",
                 "repaired_lines",
                 "usage",
                 "seconds",
@@ -307,7 +313,7 @@ def _pending(
                     pass
                 elif previous.response_hash is not None and previous.response_hash != judged:
                     summary.stale += 1
-                elif (previous.parse_error or "").startswith((JUDGE_CALL_FAILED, *AUDIO_GONE)):
+                elif _call_failed(previous) or (previous.parse_error or "").startswith(AUDIO_GONE):
                     summary.retried += 1
                 else:
                     summary.skipped_existing += 1
@@ -321,6 +327,12 @@ def _pending(
             summary.retried,
         )
     return summary, tasks
+
+
+def _call_failed(verdict: Verdict) -> bool:
+    """Whether the judge call of the verdict, or of its fenced prompt, failed (it is retried on rerun)."""
+    fenced = verdict.fenced.parse_error if verdict.fenced is not None else None
+    return any((error or "").startswith(JUDGE_CALL_FAILED) for error in (verdict.parse_error, fenced))
 
 
 def _decide(judge: Judge, task: Task) -> Verdict | None:
@@ -362,14 +374,20 @@ def _judge(
                 ordered = []
                 for index in range(len(chunk)):
                     verdict = verdicts[index]
-                    judged = chunk[index].response.content_hash()
+                    task = chunk[index]
+                    judged = task.response.content_hash()
                     if verdict.response_hash != judged:  # judges that build their own verdicts (the proxy)
                         verdict = verdict.model_copy(update={"response_hash": judged})
+                    if task.answer is not None:  # every judge's verdict records the screen (it changes no score)
+                        verdict = verdict.model_copy(update={"screen": screen_answer(task.answer)})
                     ordered.append(verdict)
                 sink.write(ordered)
                 summary.asked += len(ask)
                 for verdict in ordered:
                     summary.written += 1
+                    summary.flagged += bool(verdict.screen is not None and verdict.screen.flagged)
+                    if _call_failed(verdict) and not (verdict.parse_error or "").startswith(JUDGE_CALL_FAILED):
+                        summary.errors += 1  # the fenced prompt's call failed: retried on rerun
                     if verdict.parse_error is not None:
                         summary.parse_failures += 1
                         kinds[verdict.parse_error.split(":", 1)[0]] += 1
@@ -382,6 +400,14 @@ def _judge(
         summary.seconds = round(time.perf_counter() - t0, 3)
     if summary.errors:
         logger.warning("%s", summary.failure_text())
+    if summary.flagged:
+        logger.warning(
+            "judge %s: %d of %d verdicts judged an answer the injection screen flagged (it addresses the judge or "
+            "demands a score; see Verdict.screen)",
+            judge.spec,
+            summary.flagged,
+            summary.written,
+        )
     return summary
 
 

@@ -45,7 +45,9 @@ from airbench_nb.scoring.outcomes import (
     chat_outcomes_of,
     failure_text,
     foundation_verdicts,
+    injection_counts,
     official_foundation_correct,
+    screened,
     strict_foundation,
 )
 from airbench_nb.scoring.reference import EventTagging, SceneAccuracy, WordErrorRate
@@ -143,11 +145,12 @@ class ChoiceAccuracy:
                 correct, reason = None, failed or "no response"
             else:
                 correct, reason = official_foundation_correct(response.text, len(item.choices), item.answer)
-        return [FoundationOutcome(item.task, item.dataset, correct, reason)]
+        return [FoundationOutcome(item.task, item.dataset, correct, reason, **screened(chosen.get(item.uid)))]
 
     def aggregate(self, outcomes: Sequence[FoundationOutcome], protocol: str, reps: int, seed: int) -> ScoreSection:
         """Subsets, tasks, categories and the Average (see :mod:`airbench_nb.scoring`)."""
-        return ScoreSection.model_validate(_foundation_section(outcomes, protocol, reps, seed))
+        section = _foundation_section(outcomes, protocol, reps, seed)
+        return ScoreSection.model_validate({**section, "injection": injection_counts(outcomes)})
 
 
 class JudgeScore:
@@ -192,7 +195,8 @@ class JudgeScore:
 
     def aggregate(self, outcomes: Sequence[ChatOutcome], protocol: str, reps: int, seed: int) -> ScoreSection:
         """Tasks, per-turn entries, categories (Mixed from its two tasks) and the Average."""
-        return ScoreSection.model_validate(_chat_section(outcomes, protocol, reps, seed))
+        section = _chat_section(outcomes, protocol, reps, seed)
+        return ScoreSection.model_validate({**section, "injection": injection_counts(outcomes)})
 
 
 register_metric(ChoiceAccuracy())

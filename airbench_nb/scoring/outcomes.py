@@ -42,6 +42,10 @@ class FoundationOutcome:
     """True/False when the answer was read; None for a failure."""
     reason: str
     """How the answer was read, or why it failed."""
+    judge: str | None = None
+    """The judge of the deciding verdict (None: no verdict)."""
+    flags: tuple[str, ...] | None = None
+    """The injection screen's flags on the answer (pattern names; empty: clean; None: the verdict was not screened)."""
 
     @property
     def subset(self) -> str:
@@ -68,6 +72,10 @@ class ChatOutcome:
     turn: int | None = None
     """Multi-turn items: index of the turn (0 for the first); None for a one-turn item. The turns of one
     conversation share its ``unit``: they are resampled together."""
+    judge: str | None = None
+    """The judge of the verdict (None: no verdict)."""
+    flags: tuple[str, ...] | None = None
+    """The injection screen's flags on the answer (pattern names; empty: clean; None: the verdict was not screened)."""
 
 
 STALE_WHY = (
@@ -134,6 +142,47 @@ def current_verdicts(
     return kept, {"verdicts": seen - len(latest), "stale_verdicts": stale}
 
 
+def strict_reading(verdict: Verdict | None) -> Verdict | None:
+    """The verdict as ``strict`` reads it: the fenced prompt's reading in place of the verbatim one.
+
+    Unchanged for verdicts without ``Verdict.fenced`` (rule, proxy, files written before the fenced prompt).
+    """
+    if verdict is None or verdict.fenced is None:
+        return verdict
+    return verdict.model_copy(update=verdict.fenced.model_dump())
+
+
+def screened(verdict: Verdict | None) -> dict[str, Any]:
+    """The ``judge`` and ``flags`` of an outcome decided by ``verdict`` (no flags: the verdict carries no screen)."""
+    if verdict is None or verdict.screen is None:
+        return {"judge": verdict.judge if verdict is not None else None, "flags": None}
+    return {"judge": verdict.judge, "flags": tuple(f.pattern for f in verdict.screen.flags)}
+
+
+def injection_counts(outcomes: Iterable[FoundationOutcome | ChatOutcome]) -> dict[str, Any] | None:
+    """What the injection screen flagged among the answers of a section's outcomes, per judge.
+
+    Args:
+        outcomes: The section's outcomes (those whose verdict carries a screen are counted).
+
+    Returns:
+        ``{judge: {"flagged", "n", "share", "patterns": {name: count}}}``; None when no verdict carries a screen
+        (files written before the screen).
+    """
+    counts: dict[str, dict[str, Any]] = {}
+    for outcome in outcomes:
+        if outcome.flags is None or outcome.judge is None:
+            continue
+        row = counts.setdefault(outcome.judge, {"flagged": 0, "n": 0, "share": 0.0, "patterns": {}})
+        row["n"] += 1
+        row["flagged"] += bool(outcome.flags)
+        for name in outcome.flags:
+            row["patterns"][name] = row["patterns"].get(name, 0) + 1
+    for row in counts.values():
+        row["share"] = row["flagged"] / row["n"]
+    return counts or None
+
+
 def failure_text(response: Response | None, turn: int | None = None) -> str | None:
     """Why a response cannot be scored at all (missing, an error, no text), or None when it has text.
 
@@ -188,6 +237,8 @@ def official_foundation_correct(text: str | None, n_choices: int, answer: int) -
 def strict_foundation(response: Response | None, verdict: Verdict | None) -> tuple[bool | None, str]:
     """Score one Foundation item under the strict protocol: its deciding verdict's ``correct``.
 
+    An LLM judge's verdict is read under its fenced prompt (:func:`strict_reading`).
+
     Args:
         response: The model's response (None when there is none).
         verdict: The deciding verdict (see :func:`~airbench_nb.scoring.run.foundation_verdicts`), or None.
@@ -199,6 +250,7 @@ def strict_foundation(response: Response | None, verdict: Verdict | None) -> tup
     failed = failure_text(response)
     if failed is not None:
         return None, failed
+    verdict = strict_reading(verdict)
     if verdict is None:
         return None, "no verdict"
     if verdict.correct is None:
@@ -249,6 +301,8 @@ def strict_chat(
 ) -> tuple[float | None, float | None, str]:
     """Read one Chat (item, order) verdict under the strict protocol: the verdict's parsed scores.
 
+    An LLM judge's verdict is read under its fenced prompt (:func:`strict_reading`).
+
     Args:
         response: The model's response (None when there is none).
         verdict: The judge's verdict for this order, or None.
@@ -261,6 +315,7 @@ def strict_chat(
     failed = failure_text(response, turn)
     if failed is not None:
         return None, None, failed
+    verdict = strict_reading(verdict)
     if verdict is None:
         return None, None, "no verdict"
     if verdict.score_hypothesis is None or verdict.score_reference is None:
@@ -304,7 +359,7 @@ def foundation_verdicts(
     chosen: dict[str, Verdict] = {}
     for uid, by_judge in latest.items():
         candidates = [by_judge[j] for j in priority if j in by_judge]
-        decided = [v for v in candidates if v.correct is not None]
+        decided = [v for v in candidates if (strict_reading(v) or v).correct is not None]
         if decided:
             chosen[uid] = decided[0]
         elif candidates:
@@ -352,21 +407,23 @@ def chat_outcomes_of(
     if not item.multi_turn:
         out = []
         for order in CHAT_ORDERS:
-            m, r, reason = parse(response, verdicts.get((item.uid, order, None)))
-            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason))
+            verdict = verdicts.get((item.uid, order, None))
+            m, r, reason = parse(response, verdict)
+            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason, **screened(verdict)))
         return out
     out = []
     for turn in range(len(item.turns)):
         for order in CHAT_ORDERS:
-            m, r, reason = parse(response, verdicts.get((item.uid, order, turn)), turn)
-            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason, turn=turn))
+            verdict = verdicts.get((item.uid, order, turn))
+            m, r, reason = parse(response, verdict, turn)
+            out.append(ChatOutcome(item.task, item.uid, order, m, r, reason, turn=turn, **screened(verdict)))
     if protocol == "strict":
         scored_turns = {o.turn for o in out if o.model is not None and o.reference is not None}
         if len(scored_turns) < len(item.turns):
             out = [
                 o
                 if o.model is None
-                else ChatOutcome(o.task, o.unit, o.order, None, None, INCOMPLETE_CONVERSATION, o.turn)
+                else ChatOutcome(o.task, o.unit, o.order, None, None, INCOMPLETE_CONVERSATION, o.turn, o.judge, o.flags)
                 for o in out
             ]
     return out
