@@ -358,6 +358,19 @@ def load_run(
             for verdict in read_records(path, Verdict):
                 if models is None or verdict.model in models:
                     verdicts.setdefault(verdict.model, []).append(verdict)
+    # an item whose audio the runner found missing, empty or corrupt when it asked (a data defect, whatever the
+    # manifest says) is unusable, as scoring has it (airbench_nb.scoring.run.score_run)
+    from airbench_nb.manifests import DATA_DEFECT_TEXT
+
+    defects = {
+        uid
+        for by_uid in responses.values()
+        for uid, r in by_uid.items()
+        if uid in items and r.error is not None and DATA_DEFECT_TEXT.match(r.error)
+    }
+    for uid in defects:
+        del items[uid]
+    unusable += len(defects)
     logger.info("run %s: %d items, %d models", run_dir, len(items), len(responses))
     return RunData(
         folder=run_dir,
