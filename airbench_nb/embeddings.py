@@ -266,8 +266,16 @@ class MeanPoolingEncoder:
         config = json.loads((self.folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
         self.max_seq_length = int(config.get("max_seq_length", 512))
         """Tokens kept per text (longer texts are truncated, as sentence-transformers does)."""
-        self.tokenizer = AutoTokenizer.from_pretrained(self.folder)
-        self.model = AutoModel.from_pretrained(self.folder).to(device).eval()
+        from transformers.utils import logging as transformers_logging
+
+        shown = transformers_logging.is_progress_bar_enabled()
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar on stderr (a CLI's --json output)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.folder)
+            self.model = AutoModel.from_pretrained(self.folder).to(device).eval()
+        finally:
+            if shown:
+                transformers_logging.enable_progress_bar()
         self.device = device
         self._torch = torch
 
