@@ -66,8 +66,13 @@ HEAVY_FIRST: tuple[str, ...] = (
     "test_widgets_in_lab.py",
     "test_analysis_report.py",
     "test_analysis_multi.py",
+    "test_listening_in_lab.py",
+    "test_escaping.py",
     "test_sseu_whisper.py",
     "test_asr.py",
+    "test_injection.py",
+    "test_listening.py",
+    "test_speech_output.py",
 )
 """Test files that take minutes (pipelines, grids, the example) or most of one (JupyterLab in chromium, notebook 05,
 Whisper), longest first: collected first, so that `make test`'s workers (pytest-xdist, ``--dist loadfile``) start

@@ -600,4 +600,5 @@ def test_infer_refuses_a_nan_temperature_before_sending(tmp_path):
         result = _infer(f"openai:tiny-audio@{server.base_url}", manifest, tmp_path / "r.jsonl", "--temperature", "nan")
         assert server.seen.chat_requests == 0
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert "temperature=nan" in result.stderr.strip().splitlines()[-1]
+    last = result.stderr.strip().splitlines()[-1]
+    assert "--temperature" in last and "nan" in last

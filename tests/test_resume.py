@@ -468,7 +468,7 @@ def test_outputs_may_not_be_inputs(data, tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("keep me")
     ran = _cli("mix", str(a), str(b), "--out", str(notes), "--snr-db", "0")
-    assert ran.returncode == 2 and "not a wav" in ran.stderr and notes.read_text() == "keep me"
+    assert ran.returncode == 2 and "written as a wav file" in ran.stderr and notes.read_text() == "keep me"
 
 
 def test_infer_refuses_another_models_file(data):
