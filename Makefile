@@ -11,6 +11,9 @@ ARGS ?=
 # worker (--dist loadfile): module fixtures are built once and the tutorial's cells share their kernel.
 JOBS ?= auto
 DEMO_ID ?= demo
+# Python writes each module's .pyc when it first imports it (the setup compiles nothing ahead): with this variable set
+# (some shells and images set it), every process would compile its imports again.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup sysdeps testdeps demo example test lab lint format clean-reports
 

@@ -79,11 +79,53 @@ def _ci_bars(
     return np.nan_to_num(shown) + above
 
 
+_RENDERED = "_airbench_png"
+"""Attribute under which :func:`png_bytes` keeps a figure's PNG (a shown figure is final: it is rendered once)."""
+
+
+def png_bytes(fig: Any, *, keep: bool = False) -> bytes:
+    """A figure as PNG bytes at :data:`DPI` (tight bounding box), as :func:`save` writes it.
+
+    Args:
+        fig: A matplotlib figure.
+        keep: Keep the bytes on the figure, for :func:`save` to write without drawing it again (notebook 05 shows
+            each figure and then saves it: drawing dominated both). Only for a figure that is final: it is not
+            drawn again, so a change made afterwards would not reach the file.
+
+    Returns:
+        The PNG file's bytes.
+    """
+    import io
+
+    kept = getattr(fig, _RENDERED, None)
+    if kept is not None:
+        return kept
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    data = buffer.getvalue()
+    if keep:
+        setattr(fig, _RENDERED, data)
+    return data
+
+
+def shrink_png(data: bytes, scale: float) -> bytes:
+    """PNG bytes resized by ``scale`` (Lanczos), for showing a figure smaller than it is saved."""
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(data))
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    out = io.BytesIO()
+    image.resize(size, Image.Resampling.LANCZOS).save(out, format="png")
+    return out.getvalue()
+
+
 def save(fig: Any, folder: str | Path, key: str) -> Path:
     """Write ``fig`` as ``folder/<FIGURE_NAMES[key]>.png`` and close it.
 
     Args:
-        fig: A matplotlib figure.
+        fig: A matplotlib figure (drawn at :data:`DPI`, or written from the PNG :func:`png_bytes` kept).
         folder: Output folder (created).
         key: A key of :data:`FIGURE_NAMES` (or a file stem of your own).
 
@@ -95,7 +137,7 @@ def save(fig: Any, folder: str | Path, key: str) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{FIGURE_NAMES.get(key, key)}.png"
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    path.write_bytes(png_bytes(fig))
     plt.close(fig)
     return path
 

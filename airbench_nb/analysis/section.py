@@ -50,13 +50,15 @@ def show(section: Section) -> None:
     if not section.frame.empty:
         display(section.frame)
     import matplotlib.pyplot as plt
+    from IPython.display import Image
 
-    from airbench_nb.listen import figure_png
+    from airbench_nb import plots
 
-    # Each figure is displayed once, as a PNG at SHOW_DPI, and closed: left open, the inline backend would show it
-    # a second time at the end of the cell (twice the bytes in the notebook and its HTML). A closed figure can
-    # still be saved (the files under analysis/figures/ are written at full resolution).
+    # Each figure is drawn once, at the saved resolution (kept for analysis/figures/), and displayed shrunk to
+    # SHOW_DPI, then closed: left open, the inline backend would show it a second time at the end of the cell (twice
+    # the bytes in the notebook and its HTML). A shown figure is final: the file written later holds what was shown.
     for figure in [section.figure, *section.extra_figures.values()]:
         if figure is not None:
-            display(figure_png(figure, dpi=SHOW_DPI))
+            data = plots.png_bytes(figure, keep=True)
+            display(Image(data=plots.shrink_png(data, SHOW_DPI / plots.DPI), format="png"))
             plt.close(figure)

@@ -31,9 +31,13 @@ The rules, stated once:
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
 import os
 import re
+import sys
+import types
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -112,16 +116,13 @@ class MetricStatus:
 
 
 def _aac_cache() -> Path:
-    from aac_metrics.utils.globals import get_default_cache_path
-
-    return Path(get_default_cache_path())
+    return Path(aac_module("aac_metrics.utils.globals").get_default_cache_path())
 
 
 def _spider_status() -> MetricStatus:
-    from aac_metrics.utils.checks import check_java_path
-    from aac_metrics.utils.globals import get_default_java_path
-
-    java = get_default_java_path()
+    """Whether SPIDEr can run (read with aac-metrics' own checks, without importing its every metric)."""
+    java = aac_module("aac_metrics.utils.globals").get_default_java_path()
+    check_java_path = aac_module("aac_metrics.utils.checks").check_java_path
     jar = _aac_cache() / SPICE_JAR
     needs = "SPICE needs Java 8-13 and the SPICE jar (aac-metrics-download)"
     if not jar.is_file():
@@ -239,15 +240,23 @@ def aac_function(name: str) -> Any:
     (the same code, the same results: ``tests/test_ug_metrics.py`` compares them with the package's) unless the
     package is imported already. SPIDEr and FENSE import the package.
     """
-    import importlib
-    import sys
-    import types
-
     if name not in LIGHT_FUNCTIONS or "aac_metrics" in sys.modules:
         from aac_metrics import functional as aac
 
         return getattr(aac, name)
     module, attribute = LIGHT_FUNCTIONS[name]
+    return getattr(aac_module(module), attribute)
+
+
+def aac_module(module: str) -> types.ModuleType:
+    """A module of aac-metrics (e.g. ``aac_metrics.utils.checks``) imported without running the package's ``__init__``.
+
+    The package and ``aac_metrics.functional`` are stood in by bare packages while the module imports (their
+    ``__init__`` files import every metric, see :func:`aac_function`); a later ``import aac_metrics`` runs the real
+    one. When the package is imported already, the module is imported the usual way.
+    """
+    if "aac_metrics" in sys.modules:
+        return importlib.import_module(module)
     spec = importlib.util.find_spec("aac_metrics")  # a top-level package: found, not executed
     if spec is None or spec.origin is None:
         raise ImportError("aac-metrics is not installed (pip install 'aac-metrics>=0.5.4,<0.6')")
@@ -258,7 +267,7 @@ def aac_function(name: str) -> Any:
         stub.__path__ = [str(folder)]  # a package whose __init__ is not run
         sys.modules[package] = bare[package] = stub
     try:
-        return getattr(importlib.import_module(module), attribute)
+        return importlib.import_module(module)
     finally:
         for package, stub in bare.items():  # a later `import aac_metrics` runs the real __init__
             if sys.modules.get(package) is stub:
