@@ -75,6 +75,10 @@ python_setup() {
     # its imports again (the test suite took 50% longer).
     "$VENV/bin/python" -m ipykernel install --sys-prefix --name airbench-nb \
         --display-name "Python (airbench-nb)" >/dev/null
+    # pYIN (the DSP baseline, the music builder's checks) compiles librosa's numba functions on first use, about 40 s;
+    # numba caches them on disk, so they are compiled here once and every later process loads them
+    echo ">> compiling pYIN's numba functions (once per install)"
+    "$VENV/bin/python" -c 'from airbench_nb.models.pyin import warm_up; warm_up()'
     echo ">> ready: $VENV ($("$VENV/bin/python" --version))"
 }
 

@@ -15,11 +15,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # so that tests never read or fill the user's ~/.cache/airbench-nb, and notebooks run by papermill inherit it. The
 # pytest-xdist workers of one session share it (their run id names it): a dataset one worker built is a cache hit
 # for the other (the cache is safe across processes: builds take a file lock).
-# numba's on-disk cache of librosa's JIT functions lives in site-packages: two pytest-xdist workers compiling and
-# writing it at once on a fresh install left a half-written entry that the other loaded, and pyin segfaulted (seen
-# once from a clean clone). Each worker (and the notebooks it runs) gets a cache folder of its own.
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"numba-{os.environ['PYTEST_XDIST_WORKER']}-")
 _RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")
 if _RUN:
     _SHARED = Path(tempfile.gettempdir()) / f"airbench-cache-{_RUN}"
@@ -79,6 +74,22 @@ Whisper), longest first: collected first, so that `make test`'s workers (pytest-
 them early and finish together instead of one waiting on the last (the browser tests used to come last). The
 tutorial's cells stay where pytest collects them: moved among these, the suite measured 14 min 24 s against 13 min 5 s
 from a clean clone."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before pytest-xdist's workers start: compile pYIN's numba functions into their on-disk cache, once.
+
+    numba caches librosa's JIT functions beside their sources in site-packages. Two workers compiling and writing one
+    entry at once on a fresh install left a half-written entry that the other loaded, and pyin segfaulted (seen once
+    from a clean clone); giving each worker a cache of its own made each compile for about 40 s. ``make setup``
+    compiles them (:func:`airbench_nb.models.pyin.warm_up`); here the controller makes sure of it (2 to 4 s when
+    warm), and the workers and their notebooks only read the cache.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        return
+    from airbench_nb.models.pyin import warm_up
+
+    warm_up()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -25,6 +25,8 @@ PARAMS = {
     "tasks": ["Speaker_Gender_Recognition", "speech_QA"],
     "models": ["baseline:oracle", "baseline:first"],
     "show_items": 1,
+    "show": 0,  # no answers played in notebook 03 (seconds of spectrograms per run)
+    "kinds": ["foundation", "chat"],  # AIR-Bench's two kinds: what a rerun invalidates, not every kind's metrics
 }
 
 
