@@ -4,6 +4,7 @@
 #   scripts/setup.sh system   espeak-ng and sox (what the kit needs to run): installed with apt-get when missing
 #                             and running as root
 #   scripts/setup.sh browser  chromium, the browser tests' browser (only `make test` needs it; `make demo` does not)
+#   scripts/setup.sh uv-args  the options uv is given from pip's configuration, one per line (what `python` uses)
 set -euo pipefail
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
@@ -115,6 +116,7 @@ case "${1:-all}" in
     python) python_setup ;;
     system) system_setup ;;
     browser) browser_setup ;;
+    uv-args) uv_args ;;
     all) python_setup; system_setup; browser_setup ;;
-    *) echo "usage: $0 [python|system|browser|all]" >&2; exit 2 ;;
+    *) echo "usage: $0 [python|system|browser|uv-args|all]" >&2; exit 2 ;;
 esac

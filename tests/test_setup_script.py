@@ -62,3 +62,35 @@ def test_make_demo_does_not_install_the_browser_and_make_test_does():
     demo, test = planned("demo"), planned("test")
     assert "scripts/setup.sh system" in demo and "scripts/setup.sh browser" not in demo
     assert "scripts/setup.sh system" in test and "scripts/setup.sh browser" in test
+
+
+def test_uv_is_given_pip_s_own_find_links_constraints_and_indexes(tmp_path):
+    """uv installs from where pip would: pip.conf and PIP_* settings become uv options; a missing file:// index is
+    left out (pip skips it with a warning, uv would stop)."""
+    import sys
+
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("torch<=2.14.1\n")
+    local = tmp_path / "simple"
+    local.mkdir()
+    config = tmp_path / "pip.conf"
+    config.write_text(
+        f"[global]\nfind-links = {tmp_path / 'wheels'}\nconstraint = {constraints}\n"
+        f"extra-index-url = file://{local} file://{tmp_path / 'gone'}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=str(config), PIP_FIND_LINKS="/opt/more-wheels", VENV=sys.prefix)
+    result = subprocess.run(
+        [shutil.which("bash") or "/bin/bash", "scripts/setup.sh", "uv-args"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    options = result.stdout.split()
+    assert f"--find-links={tmp_path / 'wheels'}" in options and "--find-links=/opt/more-wheels" in options
+    assert f"--constraint={constraints}" in options
+    assert f"--extra-index-url=file://{local}" in options
+    assert not [o for o in options if "gone" in o]
