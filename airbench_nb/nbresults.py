@@ -40,6 +40,9 @@ def read_results(notebook: str | Path) -> dict[str, Any]:
     Returns:
         ``{name: value}``; a later record of the same name wins.
     """
+    from airbench_nb.notebook_imports import light_jsonschema
+
+    light_jsonschema()
     import nbformat
 
     nb = nbformat.read(str(notebook), as_version=4)

@@ -243,6 +243,9 @@ def notebook_parameters(path: str | Path) -> dict[str, dict[str, Any]]:
     Returns:
         ``{name: {"type": ..., "default": ..., "help": ...}}`` as papermill reads the ``parameters`` cell.
     """
+    from airbench_nb.notebook_imports import light_jsonschema
+
+    light_jsonschema()
     import papermill
 
     found = papermill.inspect_notebook(str(path))
@@ -517,6 +520,9 @@ def share_css(body: str, folder: Path) -> str:
 
 
 def _export_html(notebook: Path, *, shared_css: bool = True) -> Path:
+    from airbench_nb.notebook_imports import light_jsonschema
+
+    light_jsonschema()
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -695,6 +701,9 @@ def _execute_notebooks(
     progress: bool,
 ) -> bool:
     """Execute (or keep) each notebook of ``info`` in order, saving ``run.json`` after each; True if one failed."""
+    from airbench_nb.notebook_imports import light_jsonschema
+
+    light_jsonschema()
     import papermill
 
     run_dir = folder.path
