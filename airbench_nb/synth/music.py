@@ -32,7 +32,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import lfilter
 
 logger = logging.getLogger(__name__)
 
@@ -229,6 +228,8 @@ def _render_plucked(f0: float, n_samples: int, sr: int, rng: np.random.Generator
     burst -= burst.mean()
     excitation = np.zeros(n_samples)
     excitation[: min(burst.size, n_samples)] = burst[:n_samples]
+    from scipy.signal import lfilter  # here: a second to import, not needed to read a cached dataset
+
     return lfilter([1.0, coef], denom, excitation)
 
 

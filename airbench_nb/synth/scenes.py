@@ -37,7 +37,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import butter, sosfilt
 
 from airbench_nb.synth.noise import coloured_noise
 from airbench_nb.synth.sounds import knock, siren
@@ -65,6 +64,9 @@ relative to one another, hence its event-to-bed ratios, are kept."""
 
 def _filtered(x: np.ndarray, kind: str, freq: float | tuple[float, float], order: int = 2) -> np.ndarray:
     """``x`` through a Butterworth filter (``lowpass``, ``highpass`` or ``bandpass``) at ``freq`` Hz."""
+    from scipy.signal import butter, sosfilt  # here: scipy.signal takes a second to import, and reading a cached
+    # dataset imports the builders without synthesizing anything
+
     return sosfilt(butter(order, freq, kind, fs=SR, output="sos"), x)
 
 
