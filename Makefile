@@ -8,7 +8,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.airbench-installed
 ARGS ?=
 # pytest-xdist workers of `make test` (one per core; JOBS=0 runs the suite in one process). Files stay whole on one
-# worker (--dist loadfile): module fixtures are built once and the tutorial's cells share their kernel.
+# worker (--dist loadfile): module fixtures are built once and the tutorial's cells share their kernel. Files are handed
+# out in collection order (--no-loadscope-reorder; xdist would sort them by their number of tests), which
+# tests/conftest.py starts with the longest: a file of three tests that takes minutes no longer starts last.
 JOBS ?= auto
 DEMO_ID ?= demo
 # Python writes each module's .pyc when it first imports it (the setup compiles nothing ahead): with this variable set
@@ -44,7 +46,7 @@ example: setup
 	$(BIN)/python -m airbench_nb.example_report reports/example
 
 test: setup testdeps
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile $(ARGS)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder $(ARGS)
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(ARGS)

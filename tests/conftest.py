@@ -53,27 +53,39 @@ def imported(official_release, tmp_path_factory: pytest.TempPathFactory):
 
 
 HEAVY_FIRST: tuple[str, ...] = (
-    "test_example_report.py",
     "test_grid.py",
+    "test_example_report.py",
     "test_rerun.py",
-    "test_pipeline_e2e.py",
     "test_build.py",
-    "test_widgets_in_lab.py",
+    "test_pipeline_e2e.py",
+    "test_pipeline.py",
+    "test_annotate.py",
     "test_analysis_report.py",
+    "test_widgets_in_lab.py",
     "test_analysis_multi.py",
-    "test_listening_in_lab.py",
+    "test_resume.py",
     "test_escaping.py",
+    "test_hostile.py",
+    "test_nb_01_build_data.py",
+    "test_judge.py",
     "test_sseu_whisper.py",
+    "test_faults.py",
+    "test_build_snr.py",
+    "test_listening_in_lab.py",
+    "test_models_multi.py",
+    "test_analysis_compare.py",
     "test_asr.py",
+    "test_models_hf.py",
+    "test_adapters.py",
     "test_injection.py",
     "test_listening.py",
     "test_speech_output.py",
 )
-"""Test files that take minutes (pipelines, grids, the example) or most of one (JupyterLab in chromium, notebook 05,
-Whisper), longest first: collected first, so that `make test`'s workers (pytest-xdist, ``--dist loadfile``) start
-them early and finish together instead of one waiting on the last (the browser tests used to come last). The
-tutorial's cells stay where pytest collects them: moved among these, the suite measured 14 min 24 s against 13 min 5 s
-from a clean clone."""
+"""Test files that take minutes (grids, the example, pipelines) or tens of seconds (JupyterLab in chromium, notebook
+05, Whisper), longest first (as measured with ``--durations``): collected first, and handed to `make test`'s workers in
+that order (pytest-xdist, ``--dist loadfile --no-loadscope-reorder``: by default xdist sorts files by their number of
+tests, which sent the example's three minutes of three tests last and left one worker running it alone), so that the
+workers start them early and finish together. The rest follow in pytest's order, the tutorial's cells last."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
