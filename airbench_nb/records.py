@@ -951,8 +951,9 @@ class Response(Record):
         return check_ranking(value)
 
     def content_hash(self) -> str:
-        """SHA-256 of what a judge judges: uid, model, prompt hash, text, error, each turn's answer, the audio's hash,
-        the ranking (when there is one).
+        """SHA-256 of what a judge judges: uid, model, prompt hash, text, error, turns, audio hash, ranking.
+
+        Each turn's answer, the audio's hash and the ranking count only when there are some.
 
         Not the time, latency or settings. A verdict records it (:attr:`Verdict.response_hash`), so a re-inferred
         answer is re-judged and a verdict of an older answer never scores a newer one; the same answer given again

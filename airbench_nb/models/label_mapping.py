@@ -196,6 +196,8 @@ def read_label_mapping(path: str | Path) -> LabelMapping:
                 raise MappingError(f"{path}: {where} {number}: {column} is empty or missing")
         match = values["match"].strip().lower()
         if match not in MATCHES:
-            raise MappingError(f"{path}: {where} {number}: match {values['match']!r} is not one of {', '.join(MATCHES)}")
+            raise MappingError(
+                f"{path}: {where} {number}: match {values['match']!r} is not one of {', '.join(MATCHES)}"
+            )
         rows.append(MappingRow(values["source_label"].strip(), values["task_class"].strip(), match))  # type: ignore[arg-type]
     return LabelMapping(tuple(rows), path)

@@ -185,7 +185,7 @@ register_backend(
 
 
 def check_checkpoint(prefix: str) -> Callable[[str], None]:
-    """The check of a ``<prefix>:<path or hub id>`` spec: :func:`check_hf_path`'s rules, its messages under ``prefix``."""
+    """The check of a ``<prefix>:<path or hub id>`` spec: :func:`check_hf_path`'s rules, messages under ``prefix``."""
 
     def check(path: str) -> None:
         try:

@@ -40,7 +40,7 @@ def build_tiny_clap_tokenizer() -> Any:
 
 
 def build_tiny_clap(path: str | Path, seed: int = 0) -> Path:
-    """Build a random CLAP (about 60k parameters) with its processor and save it under ``path``.
+    """Build a random CLAP (about 55k parameters) with its processor and save it under ``path``.
 
     The audio tower is HTSAT with two Swin stages on a 64 x 64 spectrogram image (16 mel bins, 2 s at 16 kHz with a
     10 ms hop); the text tower a 2-layer RoBERTa; both project to 16 dimensions.
