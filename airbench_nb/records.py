@@ -870,6 +870,37 @@ class ResponseAudio(Record):
         return check_relative_audio_path(value)
 
 
+class RankedLabel(BaseModel):
+    """One task class in a ranked-list model's answer, with the score it was ranked by (tiers B and C)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    label: str = Field(min_length=1)
+    """The task class, spelled as the item's choice it stands for."""
+    score: float = Field(allow_inf_nan=False)
+    """The model's score of the class: a probability for a classifier (the best of its mapped source labels), a
+    logit-scaled audio-text cosine for CLAP. Comparable within one response only."""
+
+
+def check_ranking(ranking: list[RankedLabel]) -> list[RankedLabel]:
+    """A ranking as :attr:`Response.ranking` takes it: each class once, best first.
+
+    Raises:
+        ValueError: For a class named twice or scores that rise (naming them).
+    """
+    labels = [r.label for r in ranking]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise ValueError(f"ranking names {', '.join(map(repr, twice))} more than once")
+    for rank, (a, b) in enumerate(zip(ranking, ranking[1:], strict=False), start=1):
+        if a.score < b.score:
+            raise ValueError(
+                f"ranking is not best first: {b.label!r} ({b.score:g}) ranked after {a.label!r} ({a.score:g}) "
+                f"at rank {rank + 1}"
+            )
+    return ranking
+
+
 class Response(Record):
     """A model's answer to one item (or the error that prevented one)."""
 
@@ -907,11 +938,22 @@ class Response(Record):
     audio: ResponseAudio | None = None
     """The spoken answer, for models that answer with audio (``text`` then holds what the model said it said, when
     it says); None for text-only answers."""
+    ranking: list[RankedLabel] = Field(default_factory=list)
+    """A ranked-list model's task classes, best first (tiers B and C: a classifier through its label mapping, CLAP
+    over the item's choices); ``text`` is the first. Empty for text answers, and in files written before the field
+    existed."""
     created: datetime = Field(default_factory=_now)
     """When the response was recorded (UTC)."""
 
+    @field_validator("ranking")
+    @classmethod
+    def _ranking_sorted(cls, value: list[RankedLabel]) -> list[RankedLabel]:
+        return check_ranking(value)
+
     def content_hash(self) -> str:
-        """SHA-256 of what a judge judges: uid, model, prompt hash, text, error, each turn's answer, the audio's hash.
+        """SHA-256 of what a judge judges: uid, model, prompt hash, text, error, turns, audio hash, ranking.
+
+        Each turn's answer, the audio's hash and the ranking count only when there are some.
 
         Not the time, latency or settings. A verdict records it (:attr:`Verdict.response_hash`), so a re-inferred
         answer is re-judged and a verdict of an older answer never scores a newer one; the same answer given again
@@ -926,6 +968,8 @@ class Response(Record):
             fields.append(list(self.turns))
         if self.audio is not None:
             fields.append({"audio_sha256": self.audio.sha256})
+        if self.ranking:
+            fields.append({"ranking": [[r.label, r.score] for r in self.ranking]})
         return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     def turn_answer(self, turn: int | None) -> str | None:

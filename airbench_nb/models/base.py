@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from airbench_nb.records import ChatItem, FoundationItem
+from airbench_nb.records import ChatItem, FoundationItem, RankedLabel
 
 logger = logging.getLogger(__name__)
 
@@ -276,6 +276,9 @@ class Generation:
     """Prompt tokens, when known."""
     output_tokens: int | None = None
     """Generated tokens, when known."""
+    ranking: list[RankedLabel] = field(default_factory=list)
+    """A ranked-list model's task classes, best first (tiers B and C; ``text`` is the first), written into
+    :attr:`~airbench_nb.records.Response.ranking`; empty for text answers."""
 
 
 @runtime_checkable

@@ -184,6 +184,31 @@ register_backend(
 )
 
 
+def check_checkpoint(prefix: str) -> Callable[[str], None]:
+    """The check of a ``<prefix>:<path or hub id>`` spec: :func:`check_hf_path`'s rules, messages under ``prefix``."""
+
+    def check(path: str) -> None:
+        try:
+            check_hf_path(path)
+        except SpecError as exc:
+            raise SpecError(f"{prefix}:{str(exc).removeprefix('hf:')}") from None
+
+    return check
+
+
+register_backend(
+    Backend(
+        "classifier",
+        "airbench_nb.models.classifier:AudioClassifier",
+        "classifier:<path or hub id>",
+        check=check_checkpoint("classifier"),
+    )
+)
+register_backend(
+    Backend("clap", "airbench_nb.models.clap:ClapZeroShot", "clap:<path or hub id>", check=check_checkpoint("clap"))
+)
+
+
 TTS_ENGINE = "espeak-ng"
 """The one TTS engine of ``tts:`` specs (``tts:espeak-ng[:voice]``)."""
 _TTS_VOICE = re.compile(r"^[A-Za-z0-9_/-]+(\+[A-Za-z0-9_-]+)?$|^\+[A-Za-z0-9_-]+$")

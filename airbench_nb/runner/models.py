@@ -18,7 +18,7 @@ from airbench_nb.audio import AudioError, load_audio
 from airbench_nb.manifests import AnyItem, check_audio, resolve_audio
 from airbench_nb.models.base import AudioLM, GeneratedAudio, Generation, GenerationParams, Prompt, serves
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
-from airbench_nb.records import AudioStatus, Response, ResponseAudio
+from airbench_nb.records import AudioStatus, RankedLabel, Response, ResponseAudio, check_ranking
 from airbench_nb.run_folder import KINDS, RunFolder, file_slug
 from airbench_nb.runner.outputs import (
     JsonlAppender,
@@ -436,6 +436,8 @@ class _Asking:
     answers: list[str] = field(default_factory=list)
     audio: GeneratedAudio | None = None
     """The spoken answer (of the last turn answered), for models that answer with audio."""
+    ranking: list[RankedLabel] = field(default_factory=list)
+    """The ranked task classes (of the last turn answered), for ranked-list models (tiers B and C)."""
     error: str | None = None
     latency: float = 0.0
     input_tokens: int | None = None
@@ -452,6 +454,11 @@ class _Asking:
     def answered(self, generation: Generation) -> None:
         self.answers.append(generation.text or "")
         self.audio = generation.audio
+        try:
+            self.ranking = check_ranking([RankedLabel.model_validate(r) for r in generation.ranking])
+        except ValueError as exc:  # pydantic's ValidationError is one: a bad ranking fails this item, not the run
+            self.ranking = []
+            self.error = f"backend: bad ranking: {' '.join(str(exc).split())}"
         for name in ("input_tokens", "output_tokens"):
             value = getattr(generation, name)
             if value is not None:
@@ -599,6 +606,7 @@ def _answer(
                             input_tokens=entry.input_tokens,
                             output_tokens=entry.output_tokens,
                             turns=list(entry.answers) if multi_turn else [],
+                            ranking=entry.ranking if entry.error is None else [],
                         )
                     )
                 sink.write(records)

@@ -24,8 +24,13 @@ Families:
   tokenizer (BPE trained here, Whisper's special and language tokens) and ``WhisperFeatureExtractor`` (80 mel bins),
   about 125k parameters; its weights are drawn wider than Whisper's own so that its answers depend on the audio.
 - ``chat_lm`` (:func:`build_tiny_chat_lm`): a Qwen2 text chat model, for offline tests of ``hf:`` judges.
+- ``audio_classifier`` (:func:`build_tiny_audio_classifier`): an ``ASTForAudioClassification`` with a made-up label
+  set and its own ``label_mapping.csv``, for ``classifier:<folder>`` (tier B), about 30k parameters.
+- ``clap`` (:func:`build_tiny_clap`): a ``ClapModel`` (HTSAT and RoBERTa towers) with a ``ClapProcessor`` whose
+  tokenizer is trained here, for ``clap:<folder>`` (tier C), about 55k parameters.
 
-Modules: ``common`` (corpus, sizes, tokenizer training), ``qwen``, ``flamingo``, ``voxtral``, ``whisper``.
+Modules: ``common`` (corpus, sizes, tokenizer training), ``qwen``, ``flamingo``, ``voxtral``, ``whisper``,
+``audio_classifier``, ``clap``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from airbench_nb.models.tiny.audio_classifier import build_tiny_audio_classifier
+from airbench_nb.models.tiny.clap import build_tiny_clap
 from airbench_nb.models.tiny.common import (
     TINY_AUDIO_CONFIG,
     TINY_BPE_VOCAB_SIZE,
@@ -65,8 +72,10 @@ __all__ = [
     "TINY_CORPUS",
     "TINY_N_MELS",
     "TINY_TEXT_CONFIG",
+    "build_tiny_audio_classifier",
     "build_tiny_audioflamingo3",
     "build_tiny_chat_lm",
+    "build_tiny_clap",
     "build_tiny_qwen2_5_omni",
     "build_tiny_qwen2_audio",
     "build_tiny_qwen_tokenizer",
@@ -83,13 +92,15 @@ BUILDERS: dict[str, Callable[..., Path]] = {
     "voxtral": build_tiny_voxtral,
     "whisper": build_tiny_whisper,
     "chat_lm": build_tiny_chat_lm,
+    "audio_classifier": build_tiny_audio_classifier,
+    "clap": build_tiny_clap,
 }
 """Family name to builder, for the command line."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: ``python -m airbench_nb.models.tiny FAMILY FOLDER [--seed N]``."""
-    parser = argparse.ArgumentParser(description="Build a tiny random audio-language model offline.")
+    parser = argparse.ArgumentParser(description="Build a tiny random audio-language model (or classifier) offline.")
     parser.add_argument("family", choices=sorted(BUILDERS))
     parser.add_argument("folder", type=Path)
     parser.add_argument("--seed", type=int, default=0)
