@@ -19,6 +19,7 @@ from airbench_nb.synth.sources_measure import (
     impact_rate_hz,
     lowest_partial_hz,
     measure,
+    measure_many,
     partials_hz,
     pitch_modulation_hz,
 )
@@ -37,7 +38,7 @@ def measured() -> dict[tuple[str, int], tuple[sources.SourceClip, dict[str, floa
         props = h.category(h.coarse_of(fine)).properties
         for seed in SEEDS:
             clip = render(fine, seed)
-            out[fine, seed] = (clip, {p: measure(clip.samples, p, SR) for p in props})
+            out[fine, seed] = (clip, measure_many(clip.samples, props, SR))
     return out
 
 
@@ -112,6 +113,15 @@ def test_pour_glide_is_the_drawn_glide_and_a_stream_does_not_glide(measured: dic
         assert values["glide_oct_per_s"] == pytest.approx(clip.params["glide_oct_per_s"], abs=0.05)
         assert abs(measured["stream", seed][1]["glide_oct_per_s"]) < 0.1
         assert measured["drip", seed][1]["quiet_fraction"] > 0.7 > 0.1 > measured["stream", seed][1]["quiet_fraction"]
+
+
+def test_a_sparse_drip_has_no_glide_and_is_still_a_drip() -> None:
+    # seed 89 makes only a few drops: too few sounding blocks to follow a resonance
+    values = measure_many(synthesize("drip", 89), ["quiet_fraction", "glide_oct_per_s"])
+    assert np.isnan(values["glide_oct_per_s"]) and values["quiet_fraction"] > 0.5
+    assert hierarchy().nearest_fine("water", values) == "drip"
+    with pytest.raises(ValueError, match="not enough|fewer than 3"):
+        measure(synthesize("drip", 89), "glide_oct_per_s")
 
 
 def test_church_bell_partials_stand_a_minor_third_apart() -> None:
@@ -257,6 +267,8 @@ def test_parse_types_the_records_and_fills_defaults() -> None:
     assert h.nearest_fine("siren", {"rate_hz": 2.0}) == "yelp"  # 1.5/0.3 = 5 widths from wail, 0.5 from yelp
     assert h.nearest_fine("siren", {"rate_hz": 0.9}) == "yelp"  # 1.33 widths from wail against 1.05 from yelp
     assert h.nearest_fine("siren", {"rate_hz": 0.7}) == "wail"  # 0.67 widths against 1.15
+    with pytest.raises(ValueError, match="no class of 'siren' is within reach"):
+        h.nearest_fine("siren", {"rate_hz": float("nan")})
     with pytest.raises(ValueError, match="no measured value of 'rate_hz'"):
         h.nearest_fine("siren", {})
     with pytest.raises(ValueError, match="gives no property ranges"):

@@ -24,7 +24,7 @@ measurer, and :func:`measure` measures one by name. The methods:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from scipy.signal import butter, find_peaks, sosfiltfilt
@@ -346,3 +346,31 @@ def measure(x: np.ndarray, prop: str, sr: int = SR) -> float:
     if prop not in PROPERTY_MEASURES:
         raise ValueError(f"unknown property {prop!r}; choose one of {', '.join(PROPERTY_MEASURES)}")
     return PROPERTY_MEASURES[prop](x, sr)
+
+
+def measure_many(x: np.ndarray, props: Iterable[str], sr: int = SR) -> dict[str, float]:
+    """Measure several properties of a clip (a category's), with NaN for one that the clip does not allow.
+
+    A sparse clip (a few drips) has no resonance to follow, so its glide cannot be measured; such a property
+    is NaN (and the reason is logged) rather than an error, so that the class it does not define can still be
+    told apart (:meth:`~airbench_nb.synth.sources.hierarchy.Hierarchy.nearest_fine` gives a class whose own
+    property is NaN no match).
+
+    Args:
+        x: Mono samples.
+        props: Keys of :data:`PROPERTY_MEASURES`.
+        sr: Sample rate in Hz.
+
+    Raises:
+        ValueError: For an unknown property.
+    """
+    out: dict[str, float] = {}
+    for prop in props:
+        if prop not in PROPERTY_MEASURES:
+            raise ValueError(f"unknown property {prop!r}; choose one of {', '.join(PROPERTY_MEASURES)}")
+        try:
+            out[prop] = PROPERTY_MEASURES[prop](x, sr)
+        except ValueError as exc:
+            logger.debug("%s not measurable: %s", prop, exc)
+            out[prop] = float("nan")
+    return out

@@ -143,14 +143,16 @@ class Hierarchy:
         """The fine class of ``coarse`` whose property ranges are nearest the measured values.
 
         The distance of a class is the sum, over the properties it gives, of how far the value lies outside
-        its range, in widths of the range (0 inside). Ties go to the first class in file order.
+        its range, in widths of the range (0 inside); a NaN value (not measurable on the clip) puts the classes
+        that give that property out of reach. Ties go to the first class in file order.
 
         Args:
             coarse: A coarse category whose classes give ranges.
-            measured: The measured value of every property the category lists.
+            measured: The measured value of every property the category lists (NaN where not measurable).
 
         Raises:
-            ValueError: When the category's classes give no ranges or a needed value is missing.
+            ValueError: When the category's classes give no ranges, a needed value is missing, or no class is
+                within reach.
         """
         names = self.classes_of(coarse)
         best, best_distance = "", math.inf
@@ -163,9 +165,14 @@ class Hierarchy:
                 if prop not in measured:
                     raise ValueError(f"no measured value of {prop!r}, which separates the classes of {coarse!r}")
                 value = float(measured[prop])
+                if math.isnan(value):
+                    distance = math.inf
+                    break
                 distance += max(low - value, 0.0, value - high) / (high - low)
             if distance < best_distance:
                 best, best_distance = name, distance
+        if not best:
+            raise ValueError(f"no class of {coarse!r} is within reach of the measured values {dict(measured)}")
         return best
 
 
