@@ -452,3 +452,15 @@ def test_keys_that_are_options_of_a_large_pair():
     assert key_action(many, "ArrowRight") == ("skip", {}) and key_action(many, "Backspace") == ("undo", {})
     assert key_action(many, "0") == ("label", {"unclear": True})
     assert key_action(four, "n") == ("skip", {}) and key_action(four, "u") == ("undo", {})
+
+
+def test_agreement_reads_label_k_on_23_options_and_refuses_it_on_4():
+    from airbench_nb.analysis.agreement.labels import resolve_labels
+    from airbench_nb.manifests import ManifestError
+    from airbench_nb.records import Label
+
+    many, four = pair(23, "m|many"), pair(4, "m|four")
+    frame = resolve_labels([Label(pair_id="m|many", annotator="alice", choice=10)], [many, four])
+    assert frame["label"].tolist() == ["K"]
+    with pytest.raises(ManifestError, match="not an index into the pair's 4 options"):
+        resolve_labels([Label(pair_id="m|four", annotator="alice", choice=10)], [many, four])
