@@ -464,3 +464,19 @@ def test_agreement_reads_label_k_on_23_options_and_refuses_it_on_4():
     assert frame["label"].tolist() == ["K"]
     with pytest.raises(ManifestError, match="not an index into the pair's 4 options"):
         resolve_labels([Label(pair_id="m|four", annotator="alice", choice=10)], [many, four])
+
+
+def test_the_tool_shows_23_option_buttons_and_takes_the_keys(tmp_path: Path):
+    from airbench_nb.annotate import AnnotationTool
+
+    many, four = pair(23, "m|many"), pair(4, "m|four")
+    tool = AnnotationTool([many, four], labels_path=tmp_path / "l.jsonl", annotator="alice", show_audio=False)
+    shown = [b.description for b in tool.controls["options"] if b.layout.display != "none"]
+    assert shown == list(LETTERS[:23])
+    assert tool.press("n") == "label"  # N is option 14 here, not "skip"
+    assert tool.session.label_of("m|many").choice == 13
+    shown = [b.description for b in tool.controls["options"] if b.layout.display != "none"]
+    assert shown == list("ABCD")
+    assert tool.press("k") is None  # past the four options: nothing happens
+    assert tool.press("Backspace") == "undo"
+    assert tool.session.current.pair_id == "m|many"
