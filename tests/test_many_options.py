@@ -480,3 +480,16 @@ def test_the_tool_shows_23_option_buttons_and_takes_the_keys(tmp_path: Path):
     assert tool.press("k") is None  # past the four options: nothing happens
     assert tool.press("Backspace") == "undo"
     assert tool.session.current.pair_id == "m|many"
+
+
+def test_official_rows_of_23_options_round_trip_through_the_import(tmp_path: Path):
+    from airbench_nb.official import _foundation_item, _RowError
+
+    row = official_result_row(item(23, answer=10), "K")
+    row.pop("response")
+    row.update(uniq_id=7, path="t0.wav")
+    read = _foundation_item(tmp_path, row)
+    assert read.choices == FINE and read.answer == 10
+    del row["choice_e"]
+    with pytest.raises(_RowError, match="choice_w is given but choice_e is absent"):
+        _foundation_item(tmp_path, row)
