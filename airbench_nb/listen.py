@@ -34,7 +34,7 @@ import numpy as np
 
 from airbench_nb.audio import TARGET_SR, AudioError, load_audio, loudness
 from airbench_nb.mix import Clip, MixError, MixResult, remix
-from airbench_nb.records import ChatItem, FoundationItem, MixMeta
+from airbench_nb.records import LETTERS, ChatItem, FoundationItem, MixMeta
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def _info_html(title: str, info: dict[str, Any], notes: Sequence[str]) -> str:
             items = "".join(
                 f"<li>{'<b>' if letter == answer else ''}{letter}. {html.escape(str(c))}"
                 f"{' ✓</b>' if letter == answer else ''}</li>"
-                for letter, c in zip("ABCD", value, strict=False)
+                for letter, c in zip(LETTERS, value, strict=False)
             )
             cell = f"<ul style='margin:0;padding-left:1.2em'>{items}</ul>"
         else:

@@ -4,6 +4,9 @@ The release is laid out as::
 
     ROOT/Foundation/Foundation_meta.json     list of {path, question, choice_a, choice_b, [choice_c], [choice_d],
                                              answer_gt, task_name, dataset_name, uniq_id}
+
+(The release has at most ``choice_d``; the kit's closed-set items of up to 26 options carry ``choice_e`` ..
+``choice_z`` in the same form, read and written the same way, with no gap allowed.)
     ROOT/Foundation/{task_name}_{dataset_name}/{path}
     ROOT/Chat/Chat_meta.json                 list of {path, question, answer_gt, meta_info, task_name,
                                              dataset_name, uniq_id}
@@ -50,6 +53,7 @@ from airbench_nb.records import (
     FOUNDATION_TASKS,
     KIT_CHAT_TASKS,
     KIT_FOUNDATION_TASKS,
+    LETTERS,
     AudioStatus,
     ChatItem,
     FoundationItem,
@@ -316,15 +320,16 @@ def _foundation_item(root: Path, row: dict[str, Any]) -> FoundationItem:
     notes: list[str] = []
     uniq, task, dataset = _common(row, FOUNDATION_REQUIRED, FOUNDATION_TASKS, "Foundation", notes)
     choices = [_text(row, "choice_a", notes), _text(row, "choice_b", notes)]
+    names = [f"choice_{letter}" for letter in LETTERS[2:].lower()]  # the release has c and d; kit data up to z
     present = {}
-    for name in ("choice_c", "choice_d"):
+    for name in names:
         value = row.get(name)
         present[name] = value is not None and not (isinstance(value, str) and not value.strip())
-    if present["choice_d"] and not present["choice_c"]:
-        raise _RowError("choice_c", "gap in choices: choice_d is given but choice_c is absent or empty")
-    for name in ("choice_c", "choice_d"):
-        if present[name]:
-            choices.append(_text(row, name, notes))
+    last = max((i for i, name in enumerate(names) if present[name]), default=-1)
+    for name in names[: last + 1]:
+        if not present[name]:
+            raise _RowError(name, f"gap in choices: {names[last]} is given but {name} is absent or empty")
+        choices.append(_text(row, name, notes))
     answer_gt = _text(row, "answer_gt", notes)
     answer, note = match_answer(answer_gt, choices)
     if note:
@@ -503,7 +508,7 @@ def official_result_row(item: FoundationItem | ChatItem, response_text: str | No
         uniq = int(uniq)
     row: dict[str, Any] = {"path": path, "question": item.question}
     if isinstance(item, FoundationItem):
-        for letter, choice in zip("abcd", item.choices, strict=False):
+        for letter, choice in zip(LETTERS.lower(), item.choices, strict=False):
             row[f"choice_{letter}"] = choice
         row["answer_gt"] = item.choices[item.answer]
     else:

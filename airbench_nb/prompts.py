@@ -66,7 +66,8 @@ FOUNDATION_INSTRUCTION = (
     "Choose the most suitable answer from options {letters_and} to respond the question in next line, "
     "you may only choose {letters_or}."
 )
-"""AIR-Bench's Foundation instruction, generalised to 2-4 options (the official text names A, B, C and D)."""
+"""AIR-Bench's Foundation instruction, generalised to 2-26 options (the official text names A, B, C and D); from
+:data:`MANY_OPTIONS` options on, ``{letters_or}`` is "one of A, B, ..., W"."""
 
 FOUNDATION_TEMPLATE = "{instruction}\n{question}\n{options}"
 """How instruction, question and lettered options are joined."""
@@ -82,7 +83,8 @@ OFFICIAL_FOUNDATION_INSTRUCTION = (
     "Choose the most suitable answer from options A, B, C, and D to respond the question in next line, "
     "you may only choose A or B or C or D."
 )
-"""The official inference script's instruction, word for word: it names four options even for binary items."""
+"""The official inference script's instruction, word for word: it names four options even for binary items (an item
+of more than four options, which the official data never has, gets :data:`FOUNDATION_INSTRUCTION`)."""
 
 CHAT_TEMPLATE = "{question}"
 """Chat prompt: the question alone, as AIR-Bench does."""
@@ -329,9 +331,23 @@ class PromptSet:
         return replace(cls(), name=path.stem, source=str(path), **data)
 
 
+MANY_OPTIONS = 5
+"""From this many options on, the prompts name the letters as a list ("one of A, B, ..., W") instead of
+AIR-Bench's "A or B or C or D"."""
+
+
 def _letters(n: int) -> tuple[str, str]:
+    """The ``{letters_and}`` and ``{letters_or}`` of an item of ``n`` options (2 to 26).
+
+    Two to four options: AIR-Bench's wording ("A, B, C, and D"; "A or B or C or D"). From :data:`MANY_OPTIONS` on,
+    ``{letters_or}`` reads "one of A, B, ..., W" (23 options joined by "or" would bury the instruction).
+    """
+    if not 2 <= n <= len(LETTERS):
+        raise ValueError(f"an item has 2 to {len(LETTERS)} options, got {n}")
     letters = list(LETTERS[:n])
     joined_and = ", ".join(letters[:-1]) + f", and {letters[-1]}" if n > 2 else " and ".join(letters)
+    if n >= MANY_OPTIONS:
+        return joined_and, "one of " + ", ".join(letters)
     return joined_and, " or ".join(letters)
 
 
@@ -339,7 +355,11 @@ def foundation_prompt(item: FoundationItem, prompts: PromptSet | None = None) ->
     """The text prompt of a Foundation item: instruction, question and its lettered options (only those present)."""
     prompts = prompts or PromptSet()
     letters_and, letters_or = _letters(len(item.choices))
-    instruction = prompts.foundation_instruction.format(letters_and=letters_and, letters_or=letters_or)
+    template = prompts.foundation_instruction
+    if prompts.name == "official" and len(item.choices) > 4:
+        # the official instruction names A-D only: an item of more options gets AIR-Bench's generalised instruction
+        template = FOUNDATION_INSTRUCTION
+    instruction = template.format(letters_and=letters_and, letters_or=letters_or)
     choices: list[str | None] = list(item.choices)
     if prompts.name == "official":  # the official script always writes four lines, "None" for absent choices
         choices += [None] * (4 - len(choices))
@@ -459,8 +479,9 @@ FOUNDATION_JUDGE_TEMPLATE = (
 )
 """Prompt of the LLM Foundation judge: the hypothesis is mapped to an option letter, with 'none' allowed."""
 
-FOUNDATION_JUDGE_PATTERN = r"^\W*(?:option\s+)?\(?([A-Da-d]|none)\b"
-"""Reply pattern of the Foundation judge (a letter or 'none' at the start of the reply)."""
+FOUNDATION_JUDGE_PATTERN = r"^\W*(?:option\s+)?\(?(?!i\s+[a-z])([A-Za-z]|none)\b"
+"""Reply pattern of the Foundation judge (a letter A-Z, or 'none', at the start of the reply; read case-insensitively).
+"I think ..." is the pronoun, not option I; a letter past the item's options is refused by the reader."""
 
 _CHAT_JUDGE_OPENING = "You are a helpful and precise assistant for checking the quality of the answer.\n"
 _CHAT_JUDGE_REQUEST = (

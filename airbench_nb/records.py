@@ -89,8 +89,15 @@ ALL_FOUNDATION_TASKS: dict[str, str] = {**FOUNDATION_TASKS, **KIT_FOUNDATION_TAS
 ALL_CHAT_TASKS: dict[str, str] = {**CHAT_TASKS, **KIT_CHAT_TASKS}
 """Every Chat task an item may name: the official ones and the kit's own."""
 
-LETTERS = "ABCD"
-"""Option letters, in option order (a Foundation item has two to four options: ``LETTERS[:len(choices)]``)."""
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""Option letters, in option order: an item with ``n`` options uses ``LETTERS[:n]`` (AIR-Bench's items have two to
+four, A-D; the kit's closed-set items up to :data:`MAX_CHOICES`, A-Z)."""
+
+MAX_CHOICES = len(LETTERS)
+"""Most options a single-choice item may have (26, one per capital letter)."""
+
+AIRBENCH_LETTERS = LETTERS[:4]
+"""The letters AIR-Bench's official scripts know (A-D): an item of up to four options is read with exactly these."""
 
 REFERENCE_TASKS: dict[str, str] = {
     "sseu_transcription": "speech",
@@ -448,8 +455,8 @@ class FoundationItem(_ItemBase):
     category: FoundationCategory | None = None
     """speech, sound, music (or multi-clip for the kit's tasks); derived from ``task`` when omitted and checked
     against it when given."""
-    choices: Annotated[list[str], Field(min_length=2, max_length=4)]
-    """The 2 to 4 answer options, in the order shown to the model (A, B, C, D)."""
+    choices: Annotated[list[str], Field(min_length=2, max_length=MAX_CHOICES)]
+    """The 2 to 26 answer options, in the order shown to the model (A, B, C, ...; AIR-Bench's items have 2 to 4)."""
     answer: StrictInteger
     """Index into ``choices`` of the correct option (0 for A)."""
     meta: dict[str, Any] = Field(default_factory=dict)
@@ -483,7 +490,7 @@ class FoundationItem(_ItemBase):
 
     @property
     def answer_letter(self) -> str:
-        """The letter (A-D) of the correct choice."""
+        """The letter (A-Z, within the item's options) of the correct choice."""
         return LETTERS[self.answer]
 
 

@@ -5,6 +5,14 @@ options are ``new[j] = old[(j - k) % n]`` and the gold index becomes ``(gold + k
 stays correct. Rotation 0 is the original order. A rotated copy has uid ``f"{uid}@r{k}"`` and keeps the original's
 meta plus ``rotation_of`` (the original uid) and ``rotation`` (k). The builder and ``airbench-nb rotate`` make them;
 :mod:`airbench_nb.analysis.circular` reads the answers.
+
+How many rotations (:func:`rotation_offsets`). An item of two to four options (AIR-Bench's) gets every rotation,
+``k = 0 .. n - 1``, or the first ``rotations`` of them when a cap is given, as always. An item of more options (up to
+26: the tiered benchmark's 23 classes) would cost ``n`` model calls per item; it gets ``rotations`` rotations
+(default :data:`MANY_OPTIONS_ROTATIONS`, at most ``n``) spread evenly over the cycle, ``k_j = floor(j * n / m)`` for
+``j = 0 .. m - 1`` (23 options, 4 rotations: 0, 5, 11, 17), so the gold option visits every part of the list rather
+than the next few letters. Circular accuracy then means "right in every rotation asked", and the rotations asked are
+recorded in each copy's ``meta.rotation``.
 """
 
 from __future__ import annotations
@@ -32,6 +40,37 @@ logger = logging.getLogger(__name__)
 
 ROTATION_SEPARATOR = "@r"
 """Between the original uid and the rotation number in a rotated copy's uid."""
+
+
+MANY_OPTIONS_ROTATIONS = 4
+"""Rotations asked of an item of more than four options when none is given (see the module docstring)."""
+
+SMALL_ITEM_OPTIONS = 4
+"""Up to this many options an item gets every rotation by default (AIR-Bench's items: 2 to 4 options)."""
+
+
+def rotation_offsets(n_choices: int, rotations: int | None = None) -> list[int]:
+    """The rotations ``k`` asked of an item of ``n_choices`` options (see the module docstring).
+
+    Args:
+        n_choices: The item's number of options (2 to 26).
+        rotations: How many rotations; None for the default (all for up to four options,
+            :data:`MANY_OPTIONS_ROTATIONS` beyond). Capped at ``n_choices``.
+
+    Returns:
+        The distinct offsets, ascending, starting at 0 (the original order).
+
+    Raises:
+        ValueError: If ``rotations`` is under 1 or ``n_choices`` under 2.
+    """
+    if n_choices < 2:
+        raise ValueError(f"an item to rotate has 2 or more options, got {n_choices}")
+    if rotations is not None and rotations < 1:
+        raise ValueError(f"rotations must be at least 1, got {rotations}")
+    if n_choices <= SMALL_ITEM_OPTIONS:
+        return list(range(n_choices if rotations is None else min(rotations, n_choices)))
+    count = min(MANY_OPTIONS_ROTATIONS if rotations is None else rotations, n_choices)
+    return [j * n_choices // count for j in range(count)]
 
 
 def rotated_uid(uid: str, k: int) -> str:
@@ -72,8 +111,10 @@ def rotate_items(items: Sequence[FoundationItem], rotations: int | None = None) 
 
     Args:
         items: Original Foundation items.
-        rotations: Rotations per item, ``k = 0 .. rotations - 1``, capped at the item's number of options
-            (default: all of them, so a 4-choice item gives 4 copies and a binary item 2).
+        rotations: Rotations per item, capped at the item's number of options: ``k = 0 .. rotations - 1`` for an
+            item of up to four options, evenly spread offsets beyond (:func:`rotation_offsets`). Default: all of
+            them up to four options (a 4-choice item gives 4 copies, a binary item 2), and
+            :data:`MANY_OPTIONS_ROTATIONS` for an item of more.
 
     Returns:
         The rotated copies, item by item, rotation by rotation.
@@ -88,9 +129,7 @@ def rotate_items(items: Sequence[FoundationItem], rotations: int | None = None) 
     for item in items:
         if not isinstance(item, FoundationItem):
             raise TypeError(f"item {getattr(item, 'uid', item)!r} is not a Foundation item: only those are rotated")
-        n = len(item.choices)
-        count = n if rotations is None else min(rotations, n)
-        out.extend(rotate_item(item, k) for k in range(count))
+        out.extend(rotate_item(item, k) for k in rotation_offsets(len(item.choices), rotations))
     return out
 
 

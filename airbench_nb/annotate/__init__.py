@@ -26,9 +26,11 @@ dropped (it was never acknowledged) and the file repaired before anything is app
 
 **Keys** (:data:`KEYS`): ``A``-``D`` pick the option the answer chooses and ``X`` marks it "none / unclear"
 (Foundation); ``1``, ``2`` and ``T`` say which answer is better (Chat); ``N`` passes to the next pair (a skip), ``U``
-undoes the latest label. In JupyterLab, keys reach the tool while the pointer is over its card (the framed part
-above the comment box; the frame turns blue): :mod:`ipyevents` captures them there, so that JupyterLab's own
-shortcuts (``A`` inserts a cell) do not fire, and typing a comment below the card never labels anything.
+undoes the latest label. A pair of more options (up to 26, A-Z) takes every letter of its options, N, U and X
+included: ``0`` (none / unclear), ``→`` (next) and ``Backspace`` (undo) do the same on every pair. In JupyterLab,
+keys reach the tool while the pointer is over its card (the framed part above the comment box; the frame turns
+blue): :mod:`ipyevents` captures them there, so that JupyterLab's own shortcuts (``A`` inserts a cell) do not fire,
+and typing a comment below the card never labels anything.
 """
 
 from __future__ import annotations

@@ -119,7 +119,8 @@ def _judge_verdicts(run: Any, model: str, item: FoundationItem | ChatItem) -> di
         if verdict.uid != item.uid:
             continue
         if isinstance(item, FoundationItem):
-            letter = LETTERS[verdict.choice] if verdict.choice is not None and verdict.choice < 4 else None
+            choice = verdict.choice
+            letter = LETTERS[choice] if choice is not None and choice < len(item.choices) else None
             out[verdict.judge] = {"choice": letter, "parse_error": verdict.parse_error}
         else:
             scores = {"model": verdict.score_hypothesis, "reference": verdict.score_reference}

@@ -25,15 +25,27 @@ from airbench_nb.records import LETTERS, AnnotationPair, Label
 logger = logging.getLogger(__name__)
 
 KEYS: dict[str, str] = {
-    "A-D": "Foundation: the answer picks this option",
-    "X": "Foundation: none / unclear",
+    "A-D": "Foundation: the answer picks this option (A-Z on a pair of more options: every letter of its options)",
+    "X": "Foundation: none / unclear (unless X is one of the pair's options: then 0)",
+    "0": "Foundation: none / unclear (always)",
     "1": "Chat: Answer 1 is better",
     "2": "Chat: Answer 2 is better",
     "T": "Chat: tie",
-    "N": "next: pass this pair over for now (a skip; it comes back after the others)",
-    "U": "undo the latest label (and go back to its pair)",
+    "N": "next: pass this pair over for now (a skip; it comes back after the others), unless N is an option: then →",
+    "→": "next (skip), always (ArrowRight)",
+    "U": "undo the latest label (and go back to its pair), unless U is an option: then Backspace",
+    "Backspace": "undo, always",
 }
-"""Keyboard shortcuts of the tool and what they do."""
+"""Keyboard shortcuts of the tool and what they do. A letter that is one of the pair's options picks it: on a pair of
+more than 13 options (the tiered benchmark's 23 classes) N, U and X are options, and 0, → and Backspace do what they
+did."""
+
+UNCLEAR_KEYS = frozenset({"0"})
+"""Keys that mark a Foundation pair "none / unclear" whatever its options."""
+SKIP_KEYS = frozenset({"arrowright"})
+"""Keys that skip a pair whatever its options (as the browser names them, lower-cased)."""
+UNDO_KEYS = frozenset({"backspace"})
+"""Keys that undo whatever the pair's options."""
 
 
 CHAT_PREFERENCES: dict[str, str] = {"1": "1", "2": "2", "t": "tie"}
@@ -52,17 +64,18 @@ def key_action(pair: AnnotationPair | None, key: str) -> tuple[str, dict[str, An
         nothing here (a letter past the pair's options, a Chat key on a Foundation pair, ...).
     """
     key = key.lower()
-    if key == "u":
+    options = LETTERS.lower()[: len(pair.choices)] if pair is not None and pair.kind == "foundation" else ""
+    if len(key) == 1 and key in options:  # a letter of the pair's options picks it, before any other meaning
+        return "label", {"choice": options.index(key)}
+    if key == "u" or key in UNDO_KEYS:
         return "undo", {}
     if pair is None:
         return None
-    if key == "n":
+    if key == "n" or key in SKIP_KEYS:
         return "skip", {}
     if pair.kind == "foundation":
-        if key == "x":
+        if key == "x" or key in UNCLEAR_KEYS:
             return "label", {"unclear": True}
-        if len(key) == 1 and key in LETTERS.lower()[: len(pair.choices)]:
-            return "label", {"choice": LETTERS.lower().index(key)}
         return None
     if key in CHAT_PREFERENCES:
         return "label", {"preference": CHAT_PREFERENCES[key]}
@@ -361,7 +374,7 @@ class AnnotationTool(KeyedCard):
         # JupyterLab (ipykernel 7 subshells) may deliver a button click and a key press to two threads at once
         self._lock = threading.RLock()
         self._audio_for: str | None = None
-        letters = "ABCD"
+        letters = LETTERS
         button = widgets.Button
         self.controls: dict[str, Any] = {
             "annotator": widgets.Text(
@@ -375,7 +388,7 @@ class AnnotationTool(KeyedCard):
             "audio": widgets.Output(layout={"width": "100%"}),  # full width, or a wide figure is cut
             "options": [
                 button(description=letters[i], tooltip=f"the answer picks {letters[i]} (key {letters[i]})")
-                for i in range(4)
+                for i in range(len(letters))  # one per letter; a pair shows only its own
             ],
             "unclear": button(description="none / unclear", tooltip="the answer picks no option clearly (key X)"),
             "better_1": button(description="Answer 1 better", tooltip="key 1"),
@@ -394,7 +407,9 @@ class AnnotationTool(KeyedCard):
             "help": widgets.HTML(
                 "<small>Keys while the pointer is over the framed card (the frame turns blue): "
                 "<b>A</b>-<b>D</b> option, <b>X</b> none / unclear, <b>1</b> / <b>2</b> / <b>T</b> better answer, "
-                "<b>N</b> next (skip), <b>U</b> undo. Every label is saved at once.</small>"
+                "<b>N</b> next (skip), <b>U</b> undo. Every label is saved at once. On a pair of many options every "
+                "letter of its options picks it (A-Z): then <b>0</b> is none / unclear, <b>→</b> next, "
+                "<b>Backspace</b> undo (they always are).</small>"
             ),
         }
         c = self.controls
@@ -411,7 +426,8 @@ class AnnotationTool(KeyedCard):
         for name in ("options", "unclear", "better_1", "better_2", "tie"):
             for b in c[name] if isinstance(c[name], list) else [c[name]]:
                 b.layout.width = "auto"
-        self.foundation_row = widgets.HBox([*c["options"], c["unclear"]])
+        # a pair of many options (up to 26) wraps its buttons onto several lines
+        self.foundation_row = widgets.HBox([*c["options"], c["unclear"]], layout={"flex_flow": "row wrap"})
         self.chat_row = widgets.VBox(
             [widgets.HBox([c["better_1"], c["better_2"], c["tie"]]), widgets.HBox([c["score_1"], c["score_2"]])]
         )

@@ -71,7 +71,7 @@ from airbench_nb.builders.speech import (
 from airbench_nb.builders.sseu import SSEU_TASKS, SseuBuild, build_sseu
 from airbench_nb.builders.ugbench import UGBENCH_TASKS, UgbenchBuild, build_ugbench, parse_ugbench_items
 from airbench_nb.manifests import DatasetCard, write_dataset_card, write_manifest
-from airbench_nb.records import AudioStatus, ChatItem, ChatTurn, FoundationItem, ReferenceItem
+from airbench_nb.records import LETTERS, AudioStatus, ChatItem, ChatTurn, FoundationItem, ReferenceItem
 
 logger = logging.getLogger(__name__)
 
@@ -193,10 +193,9 @@ class BuildReport:
     def letter_balance(self) -> dict[str, dict[str, float]]:
         """Share of each gold letter per number of choices (e.g. ``{"4": {"A": 0.25, ...}}``)."""
         out: dict[str, dict[str, float]] = {}
-        for k in (2, 3, 4):
+        for k in sorted({len(i.choices) for i in self.foundation}):  # 2 to 4 for AIR-Bench's tasks, up to 26
             letters = [i.answer_letter for i in self.foundation if len(i.choices) == k]
-            if letters:
-                out[str(k)] = {letter: round(letters.count(letter) / len(letters), 4) for letter in "ABCD"[:k]}
+            out[str(k)] = {letter: round(letters.count(letter) / len(letters), 4) for letter in LETTERS[:k]}
         return out
 
 

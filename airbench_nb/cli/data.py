@@ -311,7 +311,8 @@ def rotate(
         ),
     ],
     rotations: Annotated[
-        int | None, typer.Option(help="Rotations per item (default: one per option, 4 for 4 choices).")
+        int | None,
+        typer.Option(help="Rotations per item (default: one per option up to 4 options; 4, spread evenly, beyond)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:

@@ -17,6 +17,10 @@ names a scene, an event class or a word: it answers ``I cannot tell.`` to these 
 count too), the others ``I cannot tell.``; speech generation: ``oracle`` writes the text asked for, but no baseline
 speaks, so every spoken answer is a failure with no audio. Every baseline serves every kind (``kinds`` is None).
 
+Any number of options (2 to 26). ``random`` names a seeded letter among the item's own ``n`` (uniform: chance is
+``1/n``), ``first`` always ``A``, ``oracle`` the gold letter (A-Z); ``dsp`` answers by the letter of the option its
+measurement picks, whatever the number of options.
+
 Several clips and turns. ``random`` and ``first`` answer a multi-clip item like any Foundation item (a seeded letter,
 ``A``), and every turn of a multi-turn item as they answer Chat (``I cannot tell.``); ``oracle`` answers the gold
 letter, and on each turn that turn's reference. ``dsp`` compares the clips of the kit's multi-clip tasks by
@@ -38,6 +42,7 @@ import numpy as np
 
 from airbench_nb.models.base import Generation, GenerationParams, Prompt
 from airbench_nb.records import (
+    LETTERS,
     CaptionItem,
     ChatItem,
     EventsItem,
@@ -85,7 +90,7 @@ class Baseline:
             return "A"
         if self.name == "random":
             digest = hashlib.sha256(f"{self.seed}:{item.uid}".encode()).digest()
-            return "ABCD"[int.from_bytes(digest[:4], "big") % len(item.choices)]
+            return LETTERS[int.from_bytes(digest[:4], "big") % len(item.choices)]
         return dsp_answer(prompt)
 
     def _pick(self, uid: str, classes: list[str], salt: str) -> int:
@@ -238,7 +243,7 @@ def _closest(choices: list[str], value: float) -> str:
     if any(n is None for n in numbers):
         return CANNOT_TELL
     best = min(range(len(choices)), key=lambda i: abs(numbers[i] - value))  # type: ignore[operator]
-    return "ABCD"[best]
+    return LETTERS[best]
 
 
 def _pitch(prompt: Prompt) -> str:
@@ -269,7 +274,7 @@ def _gender(prompt: Prompt) -> str:
     wanted = "male" if f0 < GENDER_F0_SPLIT_HZ else "female"
     for i, choice in enumerate(prompt.item.choices):
         if choice.strip().lower() in (wanted, "man" if wanted == "male" else "woman"):
-            return "ABCD"[i]
+            return LETTERS[i]
     return CANNOT_TELL
 
 
@@ -313,7 +318,7 @@ def _event_count(prompt: Prompt) -> str:
     words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
     numbers = [words.get(c.strip().lower(), None) for c in prompt.item.choices]
     if all(v is not None for v in numbers):
-        return "ABCD"[min(range(len(numbers)), key=lambda i: abs(numbers[i] - count))]  # type: ignore[operator]
+        return LETTERS[min(range(len(numbers)), key=lambda i: abs(numbers[i] - count))]  # type: ignore[operator]
     return _closest(prompt.item.choices, count)
 
 
@@ -374,7 +379,7 @@ def _clip_choice(choices: list[str], clip: int) -> str:
         named = {ORDINAL_WORDS[w] for w in words if w in ORDINAL_WORDS}
         if named == {clip}:
             found.append(i)
-    return "ABCD"[found[0]] if len(found) == 1 else CANNOT_TELL
+    return LETTERS[found[0]] if len(found) == 1 else CANNOT_TELL
 
 
 def _which(prompt: Prompt, values: list[float], tolerance: float, more: str, less: str) -> str:
@@ -422,7 +427,7 @@ def _same_speaker(prompt: Prompt) -> str:
         for i, choice in enumerate(prompt.item.choices)
         if re.search(r"\b(different|two speakers|two people)\b", choice.lower()) or choice.strip().lower() == "no"
     ]
-    return "ABCD"[different[0]] if len(different) == 1 else CANNOT_TELL
+    return LETTERS[different[0]] if len(different) == 1 else CANNOT_TELL
 
 
 MULTI_CLIP_DSP_TASKS: dict[str, Callable[[Prompt], str]] = {

@@ -6,7 +6,10 @@ Two protocols read the same run:
   (as ``score_foundation.py`` does), then :func:`~airbench_nb.judge.extract.official_extract` reads its first or
   second-to-last character; judge verdicts are not used. A response with no letter there, an empty one, or an
   error is a *failure* and is dropped from the denominator (which inflates accuracy); a letter beyond the item's
-  options counts wrong. Chat: the judge's raw reply goes through
+  options counts wrong. The letters read are A-D for items of two to four options, as the scripts read them; an
+  item of more than four options (up to 26, A-Z: the tiered benchmark's 23 classes) is read by the same rule over
+  its own letters, A to its last (:func:`~airbench_nb.judge.extract.official_letters`), flaws included ("The ..."
+  is read as T on an item with a T). Chat: the judge's raw reply goes through
   :func:`~airbench_nb.judge.chat_parse.parse_scores_official`; failures are dropped. The offline ``proxy``
   judge (:data:`SCORES_ONLY_JUDGES`) and any verdict without a raw reply keep their scores: their ``raw`` is an
   explanation, not a judge reply, so there is nothing for the official parser to read.

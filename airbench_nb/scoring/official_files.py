@@ -12,7 +12,7 @@ from airbench_nb.judge.chat_parse import parse_scores_official, parse_scores_str
 from airbench_nb.judge.extract import extract_choice
 from airbench_nb.manifests import ManifestError, json_problem, parse_json_bytes
 from airbench_nb.official import normalise_choice
-from airbench_nb.records import CHAT_TASKS, KIT_CHAT_TASKS, KIT_FOUNDATION_TASKS
+from airbench_nb.records import CHAT_TASKS, KIT_CHAT_TASKS, KIT_FOUNDATION_TASKS, LETTERS
 from airbench_nb.score_table import RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _chat_section, _foundation_section, _log_summary
 from airbench_nb.scoring.outcomes import PROTOCOLS, ChatOutcome, FoundationOutcome, official_foundation_correct
@@ -144,6 +144,25 @@ def _official_gold(answer: str, fields: list[str | None]) -> int | None:
     return loose[0] if len(loose) == 1 else None
 
 
+def _gap_field(fields: list[str | None]) -> str:
+    """The first absent ``choice_<letter>`` before the last present one."""
+    return f"choice_{LETTERS[fields.index(None)].lower()}"
+
+
+def _gap(fields: list[str | None]) -> str | None:
+    """What is wrong when a choice is given after an absent one (``choice_d`` without ``choice_c``), or None.
+
+    Letters keep their positions in the official scripts; for up to four options this is the scripts' only gap.
+    """
+    last = max(i for i, f in enumerate(fields) if f is not None)
+    if None not in fields[:last]:
+        return None
+    if last == 3 and fields[2] is None:
+        return "choice_d is given without choice_c"
+    missing = LETTERS[fields.index(None)].lower()
+    return f"choice_{LETTERS[last].lower()} is given without choice_{missing}"
+
+
 def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[FoundationOutcome]]:
     outcomes: dict[str, list[FoundationOutcome]] = {"official": [], "strict": []}
     for line, row, error, where in _read_entries(path):
@@ -161,30 +180,28 @@ def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[Foundati
         if task in KIT_FOUNDATION_TASKS:
             problems.kit[task] += 1
             continue
-        fields = [
-            str(row["choice_a"]),
-            str(row["choice_b"]),
-            _as_text(row.get("choice_c")),
-            _as_text(row.get("choice_d")),
-        ]
+        fields = [str(row["choice_a"]), str(row["choice_b"])]
+        fields += [_as_text(row.get(f"choice_{letter}")) for letter in LETTERS[2:].lower()]
+        while len(fields) > 4 and fields[-1] is None:  # choice_e .. choice_z: the kit's items of many options
+            fields.pop()
         choices = [c for c in fields if c is not None]
         answer = str(row["answer_gt"])
         gold = _gold_index(answer, choices)
         # What strict refuses and the scripts count: choice_d without choice_c (letters keep their positions), and
         # an answer_gt matching no choice when the answer fails before the scripts look the gold up.
-        gap = "choice_d is given without choice_c" if fields[2] is None and fields[3] is not None else None
+        gap = _gap(fields)
         unmatched = f"answer_gt {row['answer_gt']!r} matches none of {choices!r}" if gold is None else None
         response = row.get("response")
         if not isinstance(response, str):
             if gap or unmatched:
-                problems.add(path, line, str(gap or unmatched), field="choice_c" if gap else "answer_gt")
+                problems.add(path, line, str(gap or unmatched), field=_gap_field(fields) if gap else "answer_gt")
                 continue
             why = "no 'response' field" if "response" not in row else f"response is {type(response).__name__}"
             outcomes["official"].append(FoundationOutcome(task, dataset, None, why))
             outcomes["strict"].append(FoundationOutcome(task, dataset, None, why))
             continue
         official_gold = _official_gold(answer, fields) if gap else gold
-        n_official = 4 if gap else len(choices)
+        n_official = len(fields) if gap else len(choices)
         correct, reason = official_foundation_correct(
             response, n_official, -1 if official_gold is None else official_gold
         )
@@ -193,7 +210,7 @@ def _foundation_file(path: Path, problems: _Problems) -> dict[str, list[Foundati
             continue
         outcomes["official"].append(FoundationOutcome(task, dataset, correct, reason))
         if gap or unmatched:
-            problems.strict_refuses(path, line, str(gap or unmatched), field="choice_c" if gap else "answer_gt")
+            problems.strict_refuses(path, line, str(gap or unmatched), field=_gap_field(fields) if gap else "answer_gt")
             continue
         extraction = extract_choice(response, choices)
         strict = None if extraction.choice is None else extraction.choice == gold
@@ -290,8 +307,9 @@ def score_official_files(
     """Re-score result files in the official AIR-Bench formats with both protocols.
 
     Args:
-        foundation: Foundation results JSONL: the official meta fields (``choice_a``.. ``choice_d``, ``answer_gt``
-            as the text of the right choice, ``task_name``, ``dataset_name``, ...) plus ``response``.
+        foundation: Foundation results JSONL: the official meta fields (``choice_a``.. ``choice_d``, up to
+            ``choice_z`` for the kit's items of many options, ``answer_gt`` as the text of the right choice,
+            ``task_name``, ``dataset_name``, ...) plus ``response``.
         chat: Chat judge list (JSON list or JSONL) with ``task_name`` and ``gpt-score``, the reference shown
             first: score 1 is the reference's, score 2 the model's.
         chat_swapped: The same with the order swapped: score 1 is the model's.

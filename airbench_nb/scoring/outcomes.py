@@ -210,7 +210,8 @@ def official_foundation_correct(text: str | None, n_choices: int, answer: int) -
 
     The response is stripped and its newlines deleted; ``"None"`` and the empty string are failures; then the
     first character, else the second-to-last, must be a letter A-D (:func:`official_extract`). A letter past the
-    item's options is read and counts wrong.
+    item's options is read and counts wrong. An item of more than four options accepts its own letters, A to its
+    last, by the same rule (:func:`~airbench_nb.judge.extract.official_letters`).
 
     Args:
         text: The response text (None for no response).
