@@ -205,21 +205,9 @@ class FasterWhisperASR:
 
     def _clip(self, prompt: Prompt) -> np.ndarray | str:
         """The prompt's clip as float32 at 16 kHz, or why it cannot be transcribed."""
-        if len(prompt.audios) > 1:
-            return f"{self.spec} transcribes one clip per prompt; this item has {len(prompt.audios)}"
-        audio = prompt.audio
-        if not isinstance(audio, np.ndarray) or audio.ndim != 1:
-            return f"audio of {prompt.uid} is not a mono numpy array"
-        if audio.size == 0:
-            return f"audio of {prompt.uid} is empty"
-        if not np.all(np.isfinite(audio)):
-            return f"audio of {prompt.uid} contains NaN or infinite samples"
-        audio = audio.astype(np.float32, copy=False)
-        if prompt.sample_rate != SAMPLE_RATE:
-            import soxr
+        from airbench_nb.models.ranking import clip_at
 
-            audio = soxr.resample(audio, prompt.sample_rate, SAMPLE_RATE, quality="HQ").astype(np.float32)
-        return audio
+        return clip_at(self.spec, prompt, SAMPLE_RATE, verb="transcribes")
 
     def _options(self, params: GenerationParams) -> dict[str, Any]:
         """Keyword arguments of ``transcribe`` shared by both ways of decoding."""

@@ -62,10 +62,14 @@ def prompt_choices(spec: str, prompt: Prompt) -> list[str] | str:
     return list(choices)
 
 
-def clip_at(spec: str, prompt: Prompt, rate: int) -> np.ndarray | str:
-    """The prompt's one clip as float32 at ``rate`` Hz, or why it cannot be scored."""
+def clip_at(spec: str, prompt: Prompt, rate: int, *, verb: str = "takes") -> np.ndarray | str:
+    """The prompt's one clip as float32 at ``rate`` Hz, or why it cannot be used.
+
+    ``verb`` says, in the message about a multi-clip item, what the model does with one clip (``takes``,
+    ``transcribes``).
+    """
     if len(prompt.audios) > 1:
-        return f"{spec} takes one clip per prompt; this item has {len(prompt.audios)}"
+        return f"{spec} {verb} one clip per prompt; this item has {len(prompt.audios)}"
     audio = prompt.audio
     if not isinstance(audio, np.ndarray) or audio.ndim != 1:
         return f"audio of {prompt.uid} is not a mono numpy array"
