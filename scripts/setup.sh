@@ -71,6 +71,14 @@ python_setup() {
     # voxtral and gpu are light (mistral-common, accelerate: a few MB): with them every model adapter is tested.
     echo ">> installing airbench-nb (editable, with the dev, voxtral and gpu extras)"
     install_packages -e ".[dev,voxtral,gpu]"
+    # soundfile carries libsndfile only in its platform wheels. Where two indexes hold the same version, uv can take
+    # the pure-Python wheel from the first (then "cannot load library 'libsndfile.so'" on a machine without the
+    # system library); pip ranks a version's wheels by platform tag and takes the manylinux one.
+    if ! "$VENV/bin/python" -c 'import soundfile' 2>/dev/null; then
+        echo ">> soundfile has no libsndfile: reinstalling its platform wheel with pip"
+        "$VENV/bin/python" -m pip install --quiet --no-deps --force-reinstall \
+            "soundfile==$("$VENV/bin/python" -c 'from importlib.metadata import version; print(version("soundfile"))')"
+    fi
     # Nothing is byte-compiled ahead (22,000 files: 80 s on 2 cores): each module is compiled when first imported
     # and its .pyc kept. The Makefile unexports PYTHONDONTWRITEBYTECODE, which would keep every process compiling
     # its imports again (the test suite took 50% longer).
