@@ -54,3 +54,13 @@ def test_comparable_masks_only_what_varies(tmp_path):
         '<p class="meta">started <time> · <duration> of notebooks · commit <commit></p>'
         "<details><versions><seconds><td>93.3 [84.6, 100.0]</td>"
     )
+
+
+def test_comparable_reads_long_floats_to_six_digits(tmp_path):
+    """Fitted statistics differ in their last digits between CPUs; a change in the sixth digit still shows."""
+    one, other, changed = (tmp_path / name for name in ("a.json", "b.json", "c.json"))
+    one.write_text('{"slope_ci_low": -0.032417465510355334, "p": 0.854185635198, "n": 12, "share": 0.5}')
+    other.write_text('{"slope_ci_low": -0.032417465510355311, "p": 0.854185635187, "n": 12, "share": 0.5}')
+    changed.write_text('{"slope_ci_low": -0.032417965510355334, "p": 0.854185635198, "n": 12, "share": 0.5}')
+    assert comparable(one) == comparable(other) == '{"slope_ci_low": -0.0324175, "p": 0.854186, "n": 12, "share": 0.5}'
+    assert comparable(changed) != comparable(one)
