@@ -68,8 +68,14 @@ _LONG_FLOAT = re.compile(r"-?\d+\.\d{7,}(?:[eE][-+]?\d+)?")
 give ...5198 and ...5187 for the same interval): a float written in full is not a thing that must not change."""
 
 
+TINY = 1e-12
+"""A long number below this in magnitude is read as 0: a slope that is zero in exact arithmetic comes out as 3.6e-19 on
+one machine and -1.0e-22 on another."""
+
+
 def _six_digits(match: re.Match[str]) -> str:
-    return f"{float(match.group()):.6g}"
+    value = float(match.group())
+    return "0" if abs(value) < TINY else f"{value:.6g}"
 
 
 @contextmanager
@@ -138,7 +144,7 @@ def comparable(path: str | Path) -> Any:
     Text files with timestamps, commits and durations masked; ``run.json`` without its times, versions, commit,
     platform and each notebook's input hashes (they cover versions and the kit's code); a PNG as its pixels (an
     ``(h, w, 4)`` uint8 array), since encoders may differ in bytes. Numbers written with 7 or more decimals are compared
-    to 6 significant digits (:data:`_LONG_FLOAT`).
+    to 6 significant digits, and as 0 below :data:`TINY` (:data:`_LONG_FLOAT`).
     """
     path = Path(path)
     if path.suffix == ".png":

@@ -40,14 +40,15 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from airbench_nb.audio import probe_audio_cached
 from airbench_nb.records import (
+    ITEM_KINDS,
     LETTERS,
-    REFERENCE_KINDS,
     AnyItem,
     AudioStatus,
     ChatItem,
     EventsItem,
     FoundationItem,
     Item,
+    OpenSourceItem,
     Record,
     SceneItem,
     TranscriptionItem,
@@ -104,7 +105,7 @@ class DatasetCard(Record):
     """Summary counts written by the tool that made the manifests."""
 
 
-_KIND_TAGS = frozenset({"foundation", "chat", *REFERENCE_KINDS})
+_KIND_TAGS = frozenset(ITEM_KINDS)
 """The tags pydantic puts in an error's location for the item kind (not a field of the line)."""
 
 
@@ -549,9 +550,7 @@ def data_root(manifest: str | Path, root: str | Path | None = None) -> Path:
     )
 
 
-def manifest_files(
-    folder: str | Path, kinds: Sequence[str] = ("foundation", "chat", *REFERENCE_KINDS)
-) -> dict[str, Path]:
+def manifest_files(folder: str | Path, kinds: Sequence[str] = ITEM_KINDS) -> dict[str, Path]:
     """The manifests ``<kind>.jsonl`` present in a folder, by kind; a missing folder or none of them is an error.
 
     Notebooks call it on their ``manifest_dir`` parameter, so that a wrong folder fails the run instead of
@@ -559,8 +558,7 @@ def manifest_files(
 
     Args:
         folder: The manifest folder.
-        kinds: Manifest kinds to look for (``foundation``, ``chat``, ``transcription``, ``scene``, ``events``,
-            ``joint``).
+        kinds: Manifest kinds to look for (default every kind of :data:`~airbench_nb.records.ITEM_KINDS`).
 
     Returns:
         ``{kind: path}`` for those present, in the order of ``kinds``.
@@ -681,6 +679,9 @@ def items_frame(items: Sequence[AnyItem]) -> Any:
         elif isinstance(item, EventsItem):
             row["choices"] = " | ".join(item.classes)
             row["answer"] = ", ".join(item.labels)
+        elif isinstance(item, OpenSourceItem):
+            row["choices"] = ""
+            row["answer"] = f"{item.coarse} / {item.fine}"
         else:
             row["choices"] = ""
             row["answer"] = f"{item.reference} | {item.scene_label} | {', '.join(item.event_labels)}"

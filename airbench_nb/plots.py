@@ -35,6 +35,7 @@ FIGURE_NAMES: dict[str, str] = {
     "translation": "translation-bleu-by-language-pair",
     "captioning": "captioning-metrics-by-task",
     "speech_output": "speech-output-back-transcription",
+    "tiered": "tiered-macro-f1-per-tier",
 }
 """Caption-ready file stems of the analysis figures (``figures/<stem>.png``)."""
 

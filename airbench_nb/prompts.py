@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import string
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -50,6 +51,7 @@ from airbench_nb.records import (
     ChatItem,
     EventsItem,
     FoundationItem,
+    OpenSourceItem,
     ReferenceItem,
     SceneItem,
     SpeechGenerationItem,
@@ -162,6 +164,10 @@ SPOKEN_ANSWER_TEMPLATE = (
 )
 """Prompt of a ``spoken_answer`` speech generation item: the question is the clip's speech."""
 
+OPEN_SOURCE_TEMPLATE = "{question}"
+"""Prompt of the tiered benchmark's open-vocabulary item (tier D): its question as written (the benchmark's
+"Enumerate the sound occurrences in the audio clip."), no candidates."""
+
 LANGUAGE_NAMES: dict[str, str] = {
     "en": "English",
     "de": "German",
@@ -204,6 +210,7 @@ TEMPLATE_FIELDS: dict[str, frozenset[str]] = {
     "caption_template": frozenset({"subject"}),
     "tts_template": frozenset({"language", "text"}),
     "spoken_answer_template": frozenset({"language"}),
+    "open_source_template": frozenset({"question"}),
 }
 """The ``{fields}`` each template of a :class:`PromptSet` may use (literal braces are written ``{{`` and ``}}``)."""
 
@@ -278,6 +285,8 @@ class PromptSet:
     """Prompt of a ``tts`` item (``{language}``, ``{text}``)."""
     spoken_answer_template: str = SPOKEN_ANSWER_TEMPLATE
     """Prompt of a ``spoken_answer`` item (``{language}``)."""
+    open_source_template: str = OPEN_SOURCE_TEMPLATE
+    """Prompt of the tiered benchmark's open-vocabulary item (``{question}``)."""
     source: str | None = None
     """What :meth:`named` was given, when it was a template file's path (the name alone would not find it again)."""
 
@@ -373,12 +382,14 @@ def chat_prompt(item: ChatItem, prompts: PromptSet | None = None, turn: int = 0)
     return (prompts or PromptSet()).chat_template.format(question=question)
 
 
-def reference_prompt(item: ReferenceItem, prompts: PromptSet | None = None) -> str:
-    """The text prompt of an item scored against a reference: its kind's template, filled with its classes.
+def reference_prompt(item: ReferenceItem | OpenSourceItem, prompts: PromptSet | None = None) -> str:
+    """The text prompt of an open-ended item: its kind's template, filled with its classes.
 
     A joint item uses ``joint_template`` or ``cot_template`` as its ``prompting`` says.
     """
     prompts = prompts or PromptSet()
+    if isinstance(item, OpenSourceItem):
+        return prompts.open_source_template.format(question=item.question)
     if isinstance(item, TranslationItem):
         return prompts.translation_template.format(
             source_language=language_name(item.source_language), target_language=language_name(item.target_language)
@@ -645,3 +656,56 @@ REFERENCE_TEMPLATE = (
     "description."
 )
 """Prompt used to write Chat reference answers from the meta-information with an LLM (as AIR-Bench did with GPT-4)."""
+
+
+SOURCE_JUDGE_VERSION = "1"
+"""Version of :data:`SOURCE_JUDGE_TEMPLATE` (tier D's LLM judge)."""
+
+SOURCE_JUDGE_TEMPLATE = (
+    "You are checking whether a description of an audio clip names what made the sound. You do not hear the "
+    "audio; judge only what the description says.\n{note}\n\n"
+    "The sound was made by: {fine_text} (fine class '{fine}'), which is a kind of {coarse_text} (category "
+    "'{coarse}').\nOther words for the fine class: {fine_names}.\nOther words for the category: {coarse_names}.\n\n"
+    "[Description]\n{answer}\n\n"
+    "category: does the description name a {coarse_text} of any kind as a source it heard?\n"
+    "subclass: does it name this particular kind (the fine class)?\n"
+    "A source the description says is absent does not count. Reply with exactly two lines:\n"
+    "category: yes or no\nsubclass: yes or no"
+)
+"""Tier D's LLM judge prompt (the tiered benchmark's hit on category and subclass): the gold class and category with
+their names from the hierarchy, the answer fenced as data (:data:`FENCED_NOTE`); the reply is read by
+:func:`parse_source_reply` (a subclass hit implies a category hit)."""
+
+
+def source_judge_messages(item: OpenSourceItem, answer: str) -> list[dict[str, Any]]:
+    """Tier D's LLM judge messages for one open-vocabulary answer (:data:`SOURCE_JUDGE_TEMPLATE`)."""
+
+    def names(name: str) -> str:
+        return ", ".join(item.names.get(name, [])) or "(none given)"
+
+    text = SOURCE_JUDGE_TEMPLATE.format(
+        note=FENCED_NOTE,
+        fine=item.fine,
+        fine_text=item.fine.replace("_", " "),
+        coarse=item.coarse,
+        coarse_text=item.coarse.replace("_", " "),
+        fine_names=names(item.fine),
+        coarse_names=names(item.coarse),
+        answer=_fenced("answer", answer),
+    )
+    return [{"role": "user", "content": text}]
+
+
+def parse_source_reply(reply: str | None) -> tuple[bool, bool] | str:
+    """Read tier D's judge reply: ``(category, subclass)``, or the reason it could not be read.
+
+    A subclass hit implies a category hit (a reply of ``category: no`` with ``subclass: yes`` reads as both hits).
+    """
+    text = (reply or "").lower()
+    found = {key: re.search(rf"\b{key}\s*[:=]\s*\**\s*(yes|no)\b", text) for key in ("category", "subclass")}
+    missing = [key for key, match in found.items() if match is None]
+    if missing:
+        return f"judge reply not understood (no {' or '.join(missing)} line): {(reply or '')[:80]!r}"
+    category = found["category"].group(1) == "yes"  # type: ignore[union-attr]
+    subclass = found["subclass"].group(1) == "yes"  # type: ignore[union-attr]
+    return category or subclass, subclass

@@ -30,7 +30,9 @@ answer to each turn and the generation settings; verdicts the turn they judged.
 :class:`EventsItem`, :class:`JointItem`). Every version-1 and version-2 line still reads, with the same meaning
 (``tests/test_schema_v1.py``).
 4: UG-Bench's open-ended kinds (:class:`TranslationItem`, :class:`CaptionItem`, :class:`SpeechGenerationItem`) and
-spoken answers (:attr:`Response.audio`). Older lines read unchanged."""
+spoken answers (:attr:`Response.audio`). Older lines read unchanged. The tiered sound-source kinds
+(:class:`SoundSourceItem`, :class:`OpenSourceItem`) and :attr:`Verdict.hits` came later as additions within
+version 4 (new kinds and an optional field: every older line reads unchanged)."""
 
 FOUNDATION_TASKS: dict[str, str] = {
     # speech (9)
@@ -126,6 +128,19 @@ REFERENCE_KINDS: tuple[str, ...] = (
     "speech_generation",
 )
 """Item kinds scored against references, in pipeline order."""
+
+TIERED_KINDS: tuple[str, ...] = ("sound_source", "sound_source_open")
+"""The tiered sound-source benchmark's item kinds (Abdoli et al.): the closed set of lettered classes
+(:class:`SoundSourceItem`: tier A LALMs, tier B classifiers, tier C CLAP) and the open-vocabulary question about the
+same clips (:class:`OpenSourceItem`: tier D)."""
+
+ITEM_KINDS: tuple[str, ...] = ("foundation", "chat", *REFERENCE_KINDS, *TIERED_KINDS)
+"""Every item kind (manifest ``<kind>.jsonl``), in pipeline order."""
+
+SOUND_SOURCE_TASK = "sound_source"
+"""The task of every :class:`SoundSourceItem` (category ``sound``)."""
+OPEN_SOURCE_TASK = "sound_source_open"
+"""The task of every :class:`OpenSourceItem` (category ``sound``)."""
 
 PROMPTINGS: tuple[str, ...] = ("independent", "joint", "sseu-cot")
 """How a clip's tasks are asked: one task per prompt (``independent``: transcription, scene and events items), all
@@ -494,6 +509,73 @@ class FoundationItem(_ItemBase):
         return LETTERS[self.answer]
 
 
+def _check_hierarchy_lists(classes: list[str], categories: list[str], size: int, what: str) -> None:
+    if len(classes) != size:
+        raise ValueError(f"classes has {len(classes)} entries for {size} {what}")
+    if len(categories) != size:
+        raise ValueError(f"categories has {len(categories)} entries for {size} {what}")
+    if any(not c.strip() for c in [*classes, *categories]):
+        raise ValueError("classes and categories may not hold empty names")
+    if len(set(classes)) != len(classes):
+        repeated = sorted({c for c in classes if classes.count(c) > 1})
+        raise ValueError(f"classes names a fine class twice: {', '.join(repeated)}")
+    clash = sorted(set(classes) & set(categories))
+    if clash:
+        raise ValueError(f"a name is both a fine class and a category: {', '.join(clash)}")
+
+
+class SoundSourceItem(FoundationItem):
+    """A closed-set "what made that sound?" question of the tiered sound-source benchmark.
+
+    One lettered option per fine class (up to 26). ``classes`` and ``categories`` give each option's fine class and
+    coarse category, so an item carries its hierarchy: every metric is computed at both granularities, a fine
+    prediction implying its category (:mod:`airbench_nb.scoring.tiered`). LALMs choose a letter (tier A), read by
+    the rule judge like a Foundation answer; classifiers (tier B) and CLAP (tier C) rank the options. Scored apart
+    from AIR-Bench's Foundation tasks (never in their averages): :mod:`airbench_nb.analysis.tiered_run`.
+    """
+
+    METRICS: ClassVar[tuple[str, ...]] = ()
+    """None of the score table's: the tiered metrics are per tier, in ``analysis.json["tiered"]``."""
+
+    kind: Literal["sound_source"] = "sound_source"  # type: ignore[assignment]
+    """Record kind, so that a manifest line says what it holds."""
+    task: Literal["sound_source"] = SOUND_SOURCE_TASK
+    """Always ``sound_source``."""
+    category: Literal["sound"] | None = None  # type: ignore[assignment]
+    """Always ``sound``."""
+    classes: list[str]
+    """The fine class (hierarchy name, e.g. ``wail``) of each option, in option order."""
+    categories: list[str]
+    """The coarse category (e.g. ``siren``) of each option, in option order."""
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SoundSourceItem:
+        object.__setattr__(self, "category", "sound")
+        if not 0 <= self.answer < len(self.choices):
+            raise ValueError(f"answer {self.answer} is not an index into {len(self.choices)} choices")
+        _check_hierarchy_lists(self.classes, self.categories, len(self.choices), "choices")
+        return self
+
+    @property
+    def fine(self) -> str:
+        """The gold fine class."""
+        return self.classes[self.answer]
+
+    @property
+    def coarse(self) -> str:
+        """The gold coarse category."""
+        return self.categories[self.answer]
+
+    def hierarchy(self) -> dict[str, str]:
+        """Fine class -> coarse category over the item's options."""
+        return dict(zip(self.classes, self.categories, strict=True))
+
+
 class ChatTurn(BaseModel):
     """One turn of a multi-turn Chat item: a user question and its reference answer."""
 
@@ -822,6 +904,63 @@ class SpeechGenerationItem(_ReferenceItem):
         return self
 
 
+class OpenSourceItem(_ItemBase):
+    """The tiered benchmark's open-vocabulary question (tier D), asked without candidates.
+
+    The question is the benchmark's "Enumerate the sound occurrences in the audio clip.". A judge reads the free
+    answer for a hit on the gold coarse category and on its fine class (:attr:`Verdict.hits`): the offline rule judge
+    ``sources`` by the hierarchy's synonyms (longest match first), an LLM judge by asking. Recall and FNR only:
+    without a predicted class there is no precision.
+    """
+
+    METRICS: ClassVar[tuple[str, ...]] = ()
+    """None of the score table's: tier D's recall is in ``analysis.json["tiered"]``."""
+
+    kind: Literal["sound_source_open"] = "sound_source_open"
+    """Record kind, so that a manifest line says what it holds."""
+    task: Literal["sound_source_open"] = OPEN_SOURCE_TASK
+    """Always ``sound_source_open``."""
+    category: Literal["sound"] = "sound"
+    """Always ``sound``."""
+    classes: list[str]
+    """Every fine class of the hierarchy (hierarchy names)."""
+    categories: list[str]
+    """The coarse category of each of ``classes``, in its order."""
+    label: str
+    """The gold fine class, one of ``classes``."""
+    names: dict[str, list[str]] = Field(default_factory=dict)
+    """Words that name a fine class or a category (the hierarchy's synonyms), by class or category name; a name
+    always names itself (underscores read as spaces)."""
+    clip_id: str | None = None
+    """Identifier of the clip, shared with the closed-set item about the same audio; None when it stands alone."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Ground truth and provenance (the synthesizer's drawn parameters, the seed)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OpenSourceItem:
+        _check_hierarchy_lists(self.classes, self.categories, len(self.classes), "classes")
+        if self.label not in self.classes:
+            raise ValueError(f"label {self.label!r} is not one of classes")
+        unknown = sorted(set(self.names) - set(self.classes) - set(self.categories))
+        if unknown:
+            raise ValueError(f"names has entries for unknown classes or categories: {', '.join(unknown)}")
+        return self
+
+    @property
+    def fine(self) -> str:
+        """The gold fine class."""
+        return self.label
+
+    @property
+    def coarse(self) -> str:
+        """The gold coarse category."""
+        return self.categories[self.classes.index(self.label)]
+
+    def hierarchy(self) -> dict[str, str]:
+        """Fine class -> coarse category."""
+        return dict(zip(self.classes, self.categories, strict=True))
+
+
 ReferenceItem = (
     TranscriptionItem | SceneItem | EventsItem | JointItem | TranslationItem | CaptionItem | SpeechGenerationItem
 )
@@ -836,7 +975,9 @@ Item = Annotated[
     | JointItem
     | TranslationItem
     | CaptionItem
-    | SpeechGenerationItem,
+    | SpeechGenerationItem
+    | SoundSourceItem
+    | OpenSourceItem,
     Field(discriminator="kind"),
 ]
 """Any item kind; the ``kind`` field tells them apart."""
@@ -851,6 +992,8 @@ AnyItem = (
     | TranslationItem
     | CaptionItem
     | SpeechGenerationItem
+    | SoundSourceItem
+    | OpenSourceItem
 )
 """Any item (the plain union of :data:`Item`, for type hints and ``isinstance``)."""
 
@@ -1051,6 +1194,19 @@ class FencedReading(BaseModel):
     """SHA-256 of the fenced prompt."""
 
 
+class SourceHits(BaseModel):
+    """Tier D: what a judge found in an open-vocabulary answer about a sound's source."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    category: StrictBoolean
+    """The answer names the gold coarse category (naming its fine class counts: a fine hit implies it)."""
+    subclass: StrictBoolean
+    """The answer names the gold fine class."""
+    named: list[str] = Field(default_factory=list)
+    """The classes and categories the judge read in the answer, in the order found."""
+
+
 class Verdict(Record):
     """A judge's decision on one response."""
 
@@ -1102,6 +1258,9 @@ class Verdict(Record):
     fields above are the verbatim prompt's. ``strict`` scores this reading, ``official`` the verbatim one. None for
     the rule and proxy judges, and in files written before the fenced prompt existed (``strict`` then reads the
     verbatim fields)."""
+    hits: SourceHits | None = None
+    """Tier D (:class:`OpenSourceItem`): the hit on the gold category and on its fine class; None for every other
+    kind and when the judge could not read the answer."""
     created: datetime = Field(default_factory=_now)
     """When the verdict was recorded (UTC)."""
 

@@ -51,6 +51,9 @@ FIGURE_CAPTIONS: dict[str, str] = {
     "captioning-metrics-by-task": "UG-Bench captioning: CIDEr-D, BLEU, ROUGE-L and embedding similarity by task.",
     "speech-output-back-transcription": "UG-Bench spoken answers: back-transcription WER/CER and answer accuracy.",
     "ugbench-capability-ranking": "UG-Bench ranking: each capability's weighted share of the 0-100 total.",
+    "tiered-macro-f1-per-tier": "Tiered sound sources: macro F1 at both granularities, one panel per tier.",
+    "tiered-confident-language": "Tiered sound sources: share of wrong and right answers stated confidently.",
+    "tiered-strategy-raw-vs-within-class": "Tiered sound sources: reasoning strategy vs accuracy, raw and per class.",
 }
 """Captions of the known figures of notebook 05, by file stem (others get their stem)."""
 
@@ -122,6 +125,15 @@ mean of the model's task ranks (1 = best), then the weighted total on 0-100 (wei
 Rule for a missing score: {{ ug_rule }}.</p>
 <div class="wide">{{ ug_ranking_table | safe }}</div>{% endif %}
 {% endif %}
+{% if tiered_tables %}<h2>Tiered sound sources</h2>
+<p class="meta">"What made that sound?" at two granularities ({{ tiered_classes }}). One table per tier, never
+one ranking: systems that received the task differently are not compared. Macro precision, recall, F1 and FNR in %
+over every class (a class never predicted counts as 0); <b>drop</b>: coarse minus fine F1; top-k: the gold class
+among a ranked system's first k. Tier D is judged hit or miss per item ({{ tiered_open_judge }}): recall and FNR only.
+A dash: not defined for the tier.</p>
+{% for tier in tiered_tables %}<h3>Tier {{ tier.tier }}: {{ tier.title }}</h3>
+<div class="wide">{{ tier.html | safe }}</div>
+{% endfor %}{% endif %}
 <h2>Figures</h2>
 {% for figure in figures %}<figure>
 <a href="{{ figure.path }}"><img src="{{ figure.path }}" alt="{{ figure.caption }}"></a>
@@ -362,6 +374,73 @@ def _ug_ranking_html(analysis: dict[str, Any] | None) -> str:
     return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep="–")
 
 
+TIER_TITLES: dict[str, str] = {
+    "A": "LALMs choosing one lettered class",
+    "B": "audio classifiers, labels mapped to the classes",
+    "C": "zero-shot CLAP over text prompts",
+    "D": "open-vocabulary answers, judged",
+}
+"""What each tier of the tiered sound-source benchmark is, as the page titles it."""
+
+
+def _percent(value: Any) -> str:
+    return "–" if value is None else f"{value * 100:.1f}"
+
+
+def _tiered_tables(analysis: dict[str, Any] | None) -> list[dict[str, str]]:
+    """One HTML table per tier with systems, from ``analysis.json["tiered"]`` (empty when the run has none)."""
+    import pandas as pd
+
+    tiers = (((analysis or {}).get("tiered") or {}).get("tiers")) or {}
+    out = []
+    for tier, systems in tiers.items():
+        if not systems:
+            continue
+        rows = []
+        for system, r in systems.items():
+            coarse, fine, top = r["coarse"], r["fine"], r.get("top_k") or {}
+            rows.append(
+                {
+                    "system": system,
+                    **{
+                        f"{g} {m}": _percent(block.get(f"macro_{key}"))
+                        for g, block in (("coarse", coarse), ("fine", fine))
+                        for m, key in (("P", "precision"), ("R", "recall"), ("F1", "f1"), ("FNR", "fnr"))
+                    },
+                    "drop": _percent(r.get("f1_drop")),
+                    **({f"top-{k}": _percent(top.get(k)) for k in ("1", "3", "5")} if tier in ("B", "C") else {}),
+                    "n": fine.get("n"),
+                }
+            )
+        key = "fine R" if tier == "D" else "fine F1"
+        frame = pd.DataFrame(rows)
+        order = frame[key].map(lambda v: -1.0 if v == "–" else float(v))
+        frame = frame.assign(_o=order).sort_values(["_o", "system"], ascending=[False, True]).drop(columns="_o")
+        html = frame.to_html(index=False, border=0, escape=True, na_rep="–")
+        out.append({"tier": tier, "title": TIER_TITLES.get(tier, tier), "html": html})
+    return out
+
+
+def _tiered_classes(analysis: dict[str, Any] | None) -> str:
+    hierarchy = (((analysis or {}).get("tiered") or {}).get("hierarchy")) or {}
+    return f"{len(set(hierarchy.values()))} categories, {len(hierarchy)} classes" if hierarchy else "the run's classes"
+
+
+def _tiered_open_judge(analysis: dict[str, Any] | None) -> str:
+    judges = sorted(
+        {
+            j
+            for key, js in (((analysis or {}).get("tiered") or {}).get("judges") or {}).items()
+            if key.endswith("· D")
+            for j in js
+        }
+    )
+    names = ", ".join(
+        "the offline rule on the hierarchy's names (a proxy of the LLM judge)" if j == "sources" else j for j in judges
+    )
+    return f"by {names}" if names else "by a judge"
+
+
 def _figures(run: RunFolder) -> list[dict[str, str]]:
     folder = run.figures_dir
     if not folder.is_dir():
@@ -431,6 +510,9 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
             for k, v in (((analysis or {}).get("ugbench_detail") or {}).get("weights") or {}).items()
         ),
         "ug_rule": ((analysis or {}).get("ugbench_detail") or {}).get("missing", ""),
+        "tiered_tables": _tiered_tables(analysis),
+        "tiered_classes": _tiered_classes(analysis),
+        "tiered_open_judge": _tiered_open_judge(analysis),
         "figures": _figures(folder),
         "notebooks": notebooks,
         "raw_files": folder.raw_files(),

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from airbench_nb.manifests import DATASET_CARD
-from airbench_nb.records import REFERENCE_KINDS, RunInfo
+from airbench_nb.records import ITEM_KINDS, RunInfo
 from airbench_nb.score_table import ScoreTable
 
 logger = logging.getLogger(__name__)
@@ -100,8 +100,9 @@ A notebook is kept by a resume only while these files are as it left them: an up
 responses, or a deleted output, makes it execute again. A notebook not named here (another notebook folder)
 depends on the hashes of every notebook before it instead."""
 
-KINDS: tuple[str, ...] = ("foundation", "chat", *REFERENCE_KINDS)
-"""Manifest kinds, in pipeline order: AIR-Bench's two, then those scored against references (schema 3)."""
+KINDS: tuple[str, ...] = ITEM_KINDS
+"""Manifest kinds, in pipeline order: AIR-Bench's two, those scored against references (schema 3), the tiered
+benchmark's two."""
 
 
 def file_slug(spec: str) -> str:

@@ -53,7 +53,11 @@ def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path,
         "translation",
         "captioning",
         "speech_output",
+        "tiered",
     }
+    tiered = saved["tiered"]  # present and empty with a reason, as every absent part
+    assert set(tiered) >= {"tiers", "reasons", "reasoning"} and not any(tiered["tiers"].values())
+    assert tiered["reasoning"]["association"]["reason"] and tiered["reasons"]["D"]
     bias = saved["position_bias"]["planted:letter-a"]
     assert {"n", "chosen", "gold", "chi2", "p_value", "accuracy_by_gold"} <= set(bias)
     order = saved["order_bias"]["planted-judge"]["planted:skilled"]
@@ -191,6 +195,7 @@ def test_notebook_05_runs_under_papermill(planted: Path, tmp_path: Path):
         "translation",
         "captioning",
         "speech_output",
+        "tiered",
         "injection",
     }
     assert results["injection"] == {}  # the planted verdicts were written without the screen

@@ -64,3 +64,7 @@ def test_comparable_reads_long_floats_to_six_digits(tmp_path):
     changed.write_text('{"slope_ci_low": -0.032417965510355334, "p": 0.854185635198, "n": 12, "share": 0.5}')
     assert comparable(one) == comparable(other) == '{"slope_ci_low": -0.0324175, "p": 0.854186, "n": 12, "share": 0.5}'
     assert comparable(changed) != comparable(one)
+    zero, noise = tmp_path / "z.json", tmp_path / "n.json"
+    zero.write_text('{"slope": 3.581531234e-19}')
+    noise.write_text('{"slope": -1.040061234e-22}')
+    assert comparable(zero) == comparable(noise) == '{"slope": 0}'

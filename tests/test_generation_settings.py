@@ -61,6 +61,8 @@ def test_defaults_by_kind():
         "translation": 256,
         "caption": 96,
         "speech_generation": 512,
+        "sound_source": 64,
+        "sound_source_open": 128,
     }
     params = GenerationParams()
     assert params.greedy and params.max_new_tokens is None and params.temperature == 0.0

@@ -248,7 +248,8 @@ def test_an_unknown_spec_is_refused_with_the_message_it_always_had():
     from airbench_nb.judge import load_judge
 
     expected = (
-        "judge spec 'llm' not understood; use rule, proxy, openai:<model>[@<base_url>], hf:<path> or asr:<model spec>"
+        "judge spec 'llm' not understood; use rule, proxy, openai:<model>[@<base_url>], hf:<path>, asr:<model spec> "
+        "or sources"
     )
     for call in (parse_judge_spec, load_judge):
         with pytest.raises(JudgeSpecError) as caught:
@@ -267,15 +268,18 @@ def test_each_judge_declares_the_kinds_it_applies_to():
     from airbench_nb.judge.llm import HFJudge, OpenAIJudge
     from airbench_nb.judge.proxy import ProxyJudge
     from airbench_nb.judge.rule import RuleJudge
+    from airbench_nb.judge.sources import SourcesJudge
 
+    tiered = {"sound_source", "sound_source_open"}
     expected = {
-        "rule": ({"foundation"}, RuleJudge),
+        "rule": ({"foundation", "sound_source"}, RuleJudge),
         "proxy": ({"chat"}, ProxyJudge),
-        "openai:gpt-4o@http://127.0.0.1:9/v1": ({"foundation", "chat"}, OpenAIJudge),
-        "hf:/some/judge": ({"foundation", "chat"}, HFJudge),
+        "openai:gpt-4o@http://127.0.0.1:9/v1": ({"foundation", "chat", *tiered}, OpenAIJudge),
+        "hf:/some/judge": ({"foundation", "chat", *tiered}, HFJudge),
+        "sources": ({"sound_source_open"}, SourcesJudge),
     }
     for spec, (kinds, cls) in expected.items():
-        assert {k for k in ("foundation", "chat") if judge_applies(spec, k)} == kinds, spec
+        assert {k for k in ("foundation", "chat", *tiered) if judge_applies(spec, k)} == kinds, spec
         assert cls.kinds == kinds and registered_judges()[cls.name] is cls
     for spec in ("rule", "proxy", "openai:gpt-4o@http://127.0.0.1:9/v1"):  # built without loading or sending
         judge = load_judge(spec, concurrency=2, cache=None, foundation_mode="all", batch_poll_s=1.0)

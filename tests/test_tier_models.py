@@ -131,7 +131,7 @@ def test_bundled_tables_read_and_every_mapped_class_has_a_clap_text() -> None:
     assert "Fire engine, fire truck (siren)" in mapping.source_labels  # a label with commas survives the CSV
     missing = [c for c in mapping.classes if c.casefold() not in prompts.label_texts]
     assert missing == []
-    assert prompts.texts("drip")[0] == "this is a sound of water dripping"
+    assert prompts.texts("dripping water")[0] == "this is a sound of water dripping"
     assert prompts.texts("an unlisted class")[1] == "a sound of an unlisted class"
 
 

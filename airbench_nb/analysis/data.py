@@ -38,6 +38,7 @@ from airbench_nb.records import (
     CHAT_TASKS,
     FOUNDATION_TASKS,
     LETTERS,
+    TIERED_KINDS,
     AudioStatus,
     ChatItem,
     FoundationItem,
@@ -329,9 +330,13 @@ def load_run(
     """
     folder = RunFolder(Path(run_dir), data=manifest_dir, responses=responses_dir, verdicts=verdicts_dir)
     run_dir = folder.path
+    # The tiered sound-source items are analysed apart, per tier (airbench_nb.analysis.tiered_run): their lettered
+    # answers never enter AIR-Bench's Foundation analyses (position bias, format following, answers, ...).
+    kinds = [kind for kind in KINDS if kind not in TIERED_KINDS]
     manifests = [folder.manifest(kind) for kind in KINDS if folder.manifest(kind).is_file()]
     if not manifests:
         raise FileNotFoundError(f"{folder.data_dir}: no manifest ({', '.join(f'{k}.jsonl' for k in KINDS)})")
+    manifests = [path for path in manifests if path.stem in kinds]
     items: dict[str, FoundationItem | ChatItem] = {}
     all_items: list[FoundationItem | ChatItem] = []
     unusable = 0
@@ -346,7 +351,7 @@ def load_run(
     verdicts: dict[str, list[Verdict]] = {}
     duplicates = 0
     for model_dir in folder.model_dirs():
-        for kind in KINDS:
+        for kind in kinds:
             path = model_dir / f"{kind}.jsonl"
             if path.is_file():
                 for response in read_records(path, Response):
@@ -355,6 +360,8 @@ def load_run(
                         duplicates += response.uid in by_uid
                         by_uid[response.uid] = response  # the latest wins
         for path in folder.verdict_files(model_dir.name):
+            if path.name.split(".", 1)[0] in TIERED_KINDS:
+                continue
             for verdict in read_records(path, Verdict):
                 if models is None or verdict.model in models:
                     verdicts.setdefault(verdict.model, []).append(verdict)

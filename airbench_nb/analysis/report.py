@@ -76,6 +76,7 @@ SECTIONS: tuple[str, ...] = (
     "captioning",
     "speech_output",
     "ugbench",
+    "tiered",
     "injection",
 )
 """Sections of ``analysis.json``, in report order."""
@@ -153,6 +154,7 @@ class RunAnalysis:
         self._sseu: Any = None
         self._ug: Any = None
         self._mos: Any = None
+        self._tiered: Any = None
         self.mos_given = dict(mos or {})
         self.run: RunData = load_run(
             self.run_dir,
@@ -650,6 +652,70 @@ class RunAnalysis:
             frame=result.ranking_frame(),
             figure=plots.ugbench_chart(result.ranking_frame(), n_tasks=n_tasks),
             figure_key="ugbench",
+        )
+
+    def tiered_result(self) -> Any:
+        """The tiered sound-source benchmark per (model, tier), computed once.
+
+        :func:`~airbench_nb.analysis.tiered_run.tiered_run`; LLM judges among the run's judges decide before the
+        offline rules (``rule``, ``sources``).
+        """
+        if self._tiered is None:
+            from airbench_nb.analysis.tiered_run import CLOSED_JUDGES, OPEN_JUDGES, tiered_run
+
+            llm = [j for j in self.judges if j.partition(":")[0] in ("openai", "hf")]
+            self._tiered = tiered_run(
+                self.folder,
+                closed_judges=[*llm, *CLOSED_JUDGES],
+                open_judges=[*llm, *OPEN_JUDGES],
+            )
+        return self._tiered
+
+    def tiered_tables(self) -> dict[str, pd.DataFrame]:
+        """One table per tier (A, B, C, D; empty for a tier without systems): never one mixed ranking."""
+        from airbench_nb.analysis.tiered import tier_tables
+
+        return tier_tables(self.tiered_result().systems)
+
+    def tiered(self) -> Section:
+        """The tiered sound-source benchmark: per-tier tables, confusion matrices, confident language, reasoning."""
+        from airbench_nb import plots_tiered
+        from airbench_nb.analysis.tiered import confident_frame
+        from airbench_nb.run_folder import file_slug
+
+        result = self.tiered_result()
+        if result.empty:
+            return Section("tiered", result.to_json(), reason=result.reason)
+        tables = self.tiered_tables()
+        extra: dict[str, Any] = {}
+        for tier, table in tables.items():
+            if tier == "D" or table.empty:
+                continue  # tier D has no confusion matrix
+            shown = [s for s in table["system"] if s != "baseline:oracle"] or list(table["system"])
+            best = next(r for r in result.systems if r.tier == tier and r.system == shown[0])
+            figure = plots_tiered.confusion_pair(
+                best.coarse.confusion_frame(), best.fine.confusion_frame(), f"{best.system} (tier {tier})", best.fine.n
+            )
+            if figure is not None:
+                extra[f"tiered-confusion-tier-{tier.lower()}-{file_slug(best.system)}"] = figure
+        confident = plots_tiered.confident_bars(confident_frame(result.confident)) if result.confident else None
+        if confident is not None:
+            extra["tiered-confident-language"] = confident
+        if result.association is not None:
+            odds = plots_tiered.strategy_odds(
+                result.association.frame(),
+                result.association.raw.describe(),
+                result.association.controlled.describe(),
+                proxy=result.association.proxy,
+            )
+            if odds is not None:
+                extra["tiered-strategy-raw-vs-within-class"] = odds
+        return Section(
+            "tiered",
+            result.to_json(),
+            figure=plots_tiered.tier_f1_bars(tables),
+            figure_key="tiered",
+            extra_figures=extra,
         )
 
     def injection(self) -> Section:

@@ -14,7 +14,10 @@ scenes at SSEU-Bench's 7 SNRs plus the clean speech (:mod:`airbench_nb.builders.
 (``sseu_transcription``, ...) may be given in ``tasks`` like the others. With ``ugbench_items`` (the preset's, merged
 under the argument's), UG-Bench's open-ended items are built too (:mod:`airbench_nb.builders.ugbench`): speech
 translation, audio and music captioning, text to speech and spoken answers, written to ``translation.jsonl``,
-``caption.jsonl`` and ``speech_generation.jsonl``; their task names may be given in ``tasks`` too.
+``caption.jsonl`` and ``speech_generation.jsonl``; their task names may be given in ``tasks`` too. With
+``tiered_clips_per_class`` (the preset's, or the argument), the tiered sound-source benchmark's clips are synthesized
+(:mod:`airbench_nb.builders.tiered`) and asked closed-set and open-vocabulary, written to ``sound_source.jsonl`` and
+``sound_source_open.jsonl`` (task ``sound_source`` in ``tasks`` selects them).
 """
 
 from __future__ import annotations
@@ -69,9 +72,18 @@ from airbench_nb.builders.speech import (
     make_speech_grounding,
 )
 from airbench_nb.builders.sseu import SSEU_TASKS, SseuBuild, build_sseu
+from airbench_nb.builders.tiered import TieredBuild, build_tiered
 from airbench_nb.builders.ugbench import UGBENCH_TASKS, UgbenchBuild, build_ugbench, parse_ugbench_items
 from airbench_nb.manifests import DatasetCard, write_dataset_card, write_manifest
-from airbench_nb.records import LETTERS, AudioStatus, ChatItem, ChatTurn, FoundationItem, ReferenceItem
+from airbench_nb.records import (
+    LETTERS,
+    SOUND_SOURCE_TASK,
+    AudioStatus,
+    ChatItem,
+    ChatTurn,
+    FoundationItem,
+    ReferenceItem,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -154,6 +166,9 @@ class BuildReport:
     ugbench: UgbenchBuild = field(default_factory=UgbenchBuild)
     """UG-Bench's open-ended items (:mod:`airbench_nb.builders.ugbench`), written to ``translation.jsonl``,
     ``caption.jsonl`` and ``speech_generation.jsonl``; empty when the preset has no ``ugbench_items``."""
+    tiered: TieredBuild = field(default_factory=TieredBuild)
+    """The tiered sound-source items (:mod:`airbench_nb.builders.tiered`), written to ``sound_source.jsonl`` and
+    ``sound_source_open.jsonl``; empty when the preset has no ``tiered_clips_per_class``."""
 
     @property
     def reference_items(self) -> dict[str, list[ReferenceItem]]:
@@ -171,8 +186,9 @@ class BuildReport:
         Keys: ``foundation``, ``chat``, ``foundation_categories``, ``chat_categories`` (``{name: n}``),
         ``graded`` (``{task: n}``), ``graded_by_snr`` (``{"-5": n, ...}``), ``graded_items``, ``graded_failures``
         ``rotated_items``, ``sseu`` (:meth:`~airbench_nb.builders.sseu.SseuBuild.counts`), ``ugbench``
-        (:meth:`~airbench_nb.builders.ugbench.UgbenchBuild.counts`) and ``failures`` (all failures, graded, SSEU
-        and UG-Bench ones included).
+        (:meth:`~airbench_nb.builders.ugbench.UgbenchBuild.counts`), ``tiered``
+        (:meth:`~airbench_nb.builders.tiered.TieredBuild.counts`) and ``failures`` (all failures, graded, SSEU,
+        UG-Bench and tiered ones included).
         """
         graded_failures = sum(1 for f in self.failures if "snr_db" in f)
         return {
@@ -187,6 +203,7 @@ class BuildReport:
             "rotated_items": len(self.rotated),
             "sseu": self.sseu.counts(),
             "ugbench": self.ugbench.counts(),
+            "tiered": self.tiered.counts(),
             "failures": len(self.failures),
         }
 
@@ -326,6 +343,7 @@ def build(
     circular_items_per_task: int | None = None,
     sseu_utterances: int | None = None,
     ugbench_items: dict[str, int | str] | None = None,
+    tiered_clips_per_class: int | None = None,
 ) -> BuildReport:
     """Build the offline benchmark.
 
@@ -354,6 +372,9 @@ def build(
         ugbench_items: UG-Bench items per task (``{"speech_translation": 4, "tts": "all", ...}``,
             :mod:`airbench_nb.builders.ugbench`), merged over the preset's ``ugbench_items`` (a task not named keeps
             the preset's count; none when the preset has none).
+        tiered_clips_per_class: Clips of each fine class of the tiered sound-source benchmark, each asked
+            closed-set and open-vocabulary (:mod:`airbench_nb.builders.tiered`); None: the preset's
+            ``tiered_clips_per_class`` (0 when it has none).
 
     Returns:
         A :class:`BuildReport`. An item (clean or graded) that fails to build is counted in ``failures`` and
@@ -386,13 +407,15 @@ def build(
     if isinstance(n_sseu, bool) or not isinstance(n_sseu, int) or n_sseu < 0:
         raise ValueError(f"sseu_utterances must be a whole number >= 0, got {n_sseu!r}")
     ug_items = {**parse_ugbench_items(sizes.get("ugbench_items")), **parse_ugbench_items(ugbench_items)}
+    n_tiered = tiered_clips_per_class if tiered_clips_per_class is not None else sizes.get("tiered_clips_per_class", 0)
     sseu_tasks = set(SSEU_TASKS.values())
-    wanted = set(tasks) if tasks else set(FOUNDATION_MAKERS) | set(CHAT_MAKERS) | sseu_tasks | set(UGBENCH_TASKS)
-    unknown = wanted - set(FOUNDATION_MAKERS) - set(CHAT_MAKERS) - sseu_tasks - set(UGBENCH_TASKS)
+    own = {SOUND_SOURCE_TASK}
+    wanted = set(tasks) if tasks else set(FOUNDATION_MAKERS) | set(CHAT_MAKERS) | sseu_tasks | set(UGBENCH_TASKS) | own
+    unknown = wanted - set(FOUNDATION_MAKERS) - set(CHAT_MAKERS) - sseu_tasks - set(UGBENCH_TASKS) - own
     if unknown:
         raise ValueError(
             f"cannot build task(s) {', '.join(sorted(unknown))}; buildable: "
-            f"{', '.join([*FOUNDATION_MAKERS, *CHAT_MAKERS, *SSEU_TASKS.values(), *UGBENCH_TASKS])}"
+            f"{', '.join([*FOUNDATION_MAKERS, *CHAT_MAKERS, *SSEU_TASKS.values(), *UGBENCH_TASKS, *own])}"
         )
     out = Path(out)
     jobs = [("foundation", t, i) for t in FOUNDATION_MAKERS if t in wanted for i in range(sizes["foundation_per_task"])]
@@ -478,13 +501,17 @@ def build(
     failures += sseu.failures
     ugbench = build_ugbench(out, seed=seed, recipes=recipes, items=ug_items, tasks=wanted, progress=progress)
     failures += ugbench.failures
+    tiered = build_tiered(
+        out, seed=seed, clips_per_class=n_tiered if SOUND_SOURCE_TASK in wanted else 0, progress=progress
+    )
+    failures += tiered.failures
     if reference_model and chat:
         chat, reference_failures = llm_references(chat, reference_model, cache=reference_cache)
         failures += [{"task": "reference", "index": -1, **f} for f in reference_failures]
     rotated = _rotations(foundation, circular_per_task)
     write_manifest(out / "foundation.jsonl", [*foundation, *graded, *rotated])
     write_manifest(out / "chat.jsonl", chat)
-    for kind, items in {**sseu.by_kind, **ugbench.by_kind}.items():
+    for kind, items in {**sseu.by_kind, **ugbench.by_kind, **tiered.by_kind}.items():
         if items:
             write_manifest(out / f"{kind}.jsonl", items)
         elif (out / f"{kind}.jsonl").is_file():  # left by an earlier build into the same folder: not this dataset's
@@ -503,6 +530,7 @@ def build(
         rotated=rotated,
         sseu=sseu,
         ugbench=ugbench,
+        tiered=tiered,
     )
     card = DatasetCard(
         data_root=".",
@@ -516,6 +544,7 @@ def build(
             "circular_items_per_task": circular_per_task,
             "sseu_utterances": n_sseu,
             "ugbench_items": ug_items,
+            "tiered_clips_per_class": n_tiered,
             "failures_detail": failures,
             "not_built": NOT_BUILT,
         },

@@ -109,7 +109,8 @@ def build_key(
         tasks: Task names to build (None: all; the order does not matter).
         recipe_dir: Folder of the recipe files (hashed by content, not by path).
         options: Other :func:`~airbench_nb.builders.build` options (``snr_grid``, ``snr_items_per_task``,
-            ``circular_items_per_task``, ``sseu_utterances``, ``ugbench_items``); None values are left out.
+            ``circular_items_per_task``, ``sseu_utterances``, ``ugbench_items``, ``tiered_clips_per_class``); None
+            values are left out.
 
     Raises:
         RecipeError: For a bad recipe folder.
@@ -243,15 +244,20 @@ def verify_entry(entry: Path, files: dict[str, dict[str, Any]], verify: Verify =
 
 def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any]) -> BuildReport:
     from airbench_nb.builders.sseu import SseuBuild
+    from airbench_nb.builders.tiered import TieredBuild
     from airbench_nb.builders.ugbench import UGBENCH_TASKS, UgbenchBuild
     from airbench_nb.manifests import read_manifest
     from airbench_nb.records import (
+        REFERENCE_KINDS,
+        TIERED_KINDS,
         CaptionItem,
         ChatItem,
         EventsItem,
         FoundationItem,
         JointItem,
+        OpenSourceItem,
         SceneItem,
+        SoundSourceItem,
         SpeechGenerationItem,
         TranscriptionItem,
         TranslationItem,
@@ -261,7 +267,7 @@ def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any
     chat = [i for i in read_manifest(path / "chat.jsonl") if isinstance(i, ChatItem)]
     reference = {
         kind: read_manifest(path / f"{kind}.jsonl") if (path / f"{kind}.jsonl").is_file() else []
-        for kind in ("transcription", "scene", "events", "joint", "translation", "caption", "speech_generation")
+        for kind in (*REFERENCE_KINDS, *TIERED_KINDS)
     }
     sseu = SseuBuild(
         transcription=[i for i in reference["transcription"] if isinstance(i, TranscriptionItem)],
@@ -279,6 +285,11 @@ def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any
         failures=[f for f in stored.get("failures", []) if f.get("task") in UGBENCH_TASKS],
         requested={str(k): int(v) for k, v in stored.get("ugbench_requested", {}).items()},
     )
+    tiered = TieredBuild(
+        sound_source=[i for i in reference["sound_source"] if isinstance(i, SoundSourceItem)],
+        sound_source_open=[i for i in reference["sound_source_open"] if isinstance(i, OpenSourceItem)],
+        failures=[f for f in stored.get("failures", []) if f.get("task") == "sound_source"],
+    )
     return BuildReport(
         out=path,
         preset=preset,
@@ -292,6 +303,7 @@ def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any
         rotated=[i for i in written if "rotation_of" in i.meta],
         sseu=sseu,
         ugbench=ugbench,
+        tiered=tiered,
     )
 
 

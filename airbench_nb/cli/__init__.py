@@ -15,6 +15,7 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED_ITEMS", "EXIT_FATAL_API", "app", "main
 for _name, _command in (
     ("version", version),
     ("import-official", data.import_official_cmd),
+    ("import-sources", data.import_sources_cmd),
     ("validate", data.validate),
     ("run", pipeline.run),
     ("params", pipeline.params),

@@ -1,4 +1,7 @@
-"""Commands that make and check data: ``import-official``, ``validate``, ``mix``, ``build``, ``rotate``."""
+"""Commands that make and check data: ``import-official``, ``import-sources``, ``validate``, ``mix``, ``build``, ...
+
+``rotate`` too.
+"""
 
 from __future__ import annotations
 
@@ -66,6 +69,47 @@ def import_official_cmd(
                 )
             )
     console.print(f"wrote {out}/ (foundation.jsonl, chat.jsonl, rejected.jsonl, dataset.json)")
+
+
+def import_sources_cmd(
+    source: Annotated[
+        Path, typer.Argument(help="A CSV of audio,label rows, or a folder holding one sub-folder of clips per class.")
+    ],
+    hierarchy: Annotated[
+        Path,
+        typer.Option(
+            "--hierarchy",
+            help="Hierarchy JSON: categories, and fine classes with their coarse category (the format of "
+            "data_manifests/tiered/hierarchy.json; ranges, synonyms, labels and prompts optional).",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder for sound_source.jsonl, sound_source_open.jsonl and the clips' copies.",
+            callback=out_folder,
+        ),
+    ],
+) -> None:
+    """Import your own sound-source clips for the tiered benchmark; bad rows are rejected with reasons, never fatal.
+
+    Each clip is copied and asked closed-set (one option per fine class, at most 26) and open-vocabulary. Exits 0 when
+    it imported what it could, 2 on a bad hierarchy, a CSV without its columns or a source without any clip.
+    """
+    from airbench_nb.builders.tiered_import import import_sources
+
+    with refusing(ValueError, FileNotFoundError):
+        result = import_sources(source, hierarchy, out)
+    counts = result.build.counts()
+    console.print(
+        f"imported {result.imported} clips in {len(counts['categories'])} categories {counts['categories']}, "
+        f"{len(result.rejected)} rejected"
+    )
+    if result.rejected:
+        console.print(rows_table("rejected clips", [{**r, "error": r["error"][:120]} for r in result.rejected]))
+    console.print(f"wrote {out}/ (sound_source.jsonl, sound_source_open.jsonl, audio/tiered/, dataset.json)")
 
 
 def validate(
@@ -230,6 +274,13 @@ def build(
             "text or question). A task not named keeps the preset's count."
         ),
     ] = None,
+    tiered_clips_per_class: Annotated[
+        int | None,
+        typer.Option(
+            help="Tiered sound-source clips per fine class (25 classes in 8 categories), each asked closed-set "
+            "(sound_source.jsonl) and open-vocabulary (sound_source_open.jsonl). Default: the preset's."
+        ),
+    ] = None,
 ) -> None:
     """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
     from collections import Counter
@@ -253,6 +304,7 @@ def build(
             circular_items_per_task=circular_items_per_task,
             sseu_utterances=sseu_utterances,
             ugbench_items=parse_ugbench_option(ugbench_items) if ugbench_items is not None else None,
+            tiered_clips_per_class=tiered_clips_per_class,
         )
     counts = report.counts()
     rows = [{"kind": "foundation", "task": t, "items": n} for t, n in counts["foundation"].items()]
@@ -260,7 +312,7 @@ def build(
     rows += [{"kind": "chat", "task": t, "items": n} for t, n in counts["chat"].items()]
     rows += [
         {"kind": kind, "task": task, "items": n}
-        for kind, items in report.reference_items.items()
+        for kind, items in {**report.reference_items, **report.tiered.by_kind}.items()
         for task, n in Counter(i.task for i in items).items()
     ]
     console.print(
@@ -292,6 +344,12 @@ def build(
         directions = f", translation directions {ug['directions']}" if ug["directions"] else ""
         console.print(
             f"and {len(report.ugbench.items)} UG-Bench items: {ug['items']}{directions} ({ug['failures']} failures)"
+        )
+    if report.tiered.sound_source:
+        tiered = counts["tiered"]
+        console.print(
+            f"and {tiered['clips']} tiered sound-source clips, each asked closed-set and open-vocabulary: "
+            f"{tiered['categories']} ({tiered['failures']} failures)"
         )
     for failure in report.failures:
         err_console.print(

@@ -7,7 +7,10 @@ scores), so that an answer that instructs the judge is scored both ways. Foundat
 rule first (:func:`~airbench_nb.judge.rule.rule_verdict`), the LLM for the rule's abstentions
 (``foundation_mode="abstentions"``, default) or for every item (``"all"``); the reply is a letter or ``none``
 (:func:`parse_judge_letter`). Chat: AIR-Bench's prompt in the order of the task, the reply two scores
-(:func:`~airbench_nb.judge.chat_parse.parse_scores_strict`).
+(:func:`~airbench_nb.judge.chat_parse.parse_scores_strict`). The tiered benchmark: closed-set items (``sound_source``)
+as Foundation; open-vocabulary items (``sound_source_open``, tier D) are asked once, with the answer fenced
+(:func:`~airbench_nb.prompts.source_judge_messages`), the reply two lines ``category: yes|no`` and ``subclass: yes|no``
+(:func:`~airbench_nb.prompts.parse_source_reply`) read into :attr:`~airbench_nb.records.Verdict.hits`.
 
 ``openai:`` judges go through :class:`~airbench_nb.api_client.APIClient` (cached, retried, concurrent, costed;
 Batch API on request). The request of a task is ``ChatRequest(model, messages, {"temperature": 0.0, "max_tokens":
@@ -31,9 +34,11 @@ from airbench_nb.prompts import (
     fenced_chat_judge_messages,
     fenced_foundation_judge_messages,
     foundation_judge_messages,
+    parse_source_reply,
     prompt_hash,
+    source_judge_messages,
 )
-from airbench_nb.records import LETTERS, FencedReading, FoundationItem, Verdict
+from airbench_nb.records import LETTERS, FencedReading, FoundationItem, OpenSourceItem, SourceHits, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +82,12 @@ def llm_verdict(task: Task, judge: str, reply: Reply) -> Verdict:
     if error is not None or text is None:
         return task.verdict(judge, parse_error=f"{JUDGE_CALL_FAILED}: {error}", **common)
     item = task.item
+    if isinstance(item, OpenSourceItem):
+        read = parse_source_reply(text)
+        if isinstance(read, str):
+            return task.verdict(judge, parse_error=read, **common)
+        hits = SourceHits(category=read[0], subclass=read[1])
+        return task.verdict(judge, correct=hits.subclass, hits=hits, **common)
     if isinstance(item, FoundationItem):
         choice, reason = parse_judge_letter(text, len(item.choices))
         if choice is None:
@@ -109,7 +120,7 @@ class LLMJudge(BaseJudge):
         foundation_mode: ``abstentions`` (the rule first, the LLM when it abstains) or ``all``.
     """
 
-    kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "chat"})
+    kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "chat", "sound_source", "sound_source_open"})
     takes_argument: ClassVar[bool] = True
 
     def __init__(self, spec: str, foundation_mode: Literal["abstentions", "all"] = "abstentions") -> None:
@@ -121,6 +132,9 @@ class LLMJudge(BaseJudge):
         """Foundation: the rule's verdict unless the LLM must read the answer; otherwise set the task's messages."""
         item, answer = task.item, task.answer
         assert answer is not None  # the loop judges tasks without an answer itself
+        if isinstance(item, OpenSourceItem):  # tier D: one prompt, the answer already fenced as data
+            task.messages = source_judge_messages(item, answer)
+            return None
         if isinstance(item, FoundationItem):
             ruled = rule_verdict(item, task.response, judge=self.spec)
             if self.foundation_mode == "abstentions" and ruled.choice is not None:

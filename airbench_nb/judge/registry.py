@@ -17,6 +17,7 @@ from airbench_nb.judge.base import BaseJudge, Judge, JudgeSpecError
 from airbench_nb.judge.llm import HFJudge, OpenAIJudge
 from airbench_nb.judge.proxy import ProxyJudge
 from airbench_nb.judge.rule import RuleJudge
+from airbench_nb.judge.sources import SourcesJudge
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ def registered_judges() -> dict[str, type[BaseJudge]]:
     return dict(_JUDGES)
 
 
-for _builtin in (RuleJudge, ProxyJudge, OpenAIJudge, HFJudge, ASRJudge):
+for _builtin in (RuleJudge, ProxyJudge, OpenAIJudge, HFJudge, ASRJudge, SourcesJudge):
     register_judge(_builtin)
 
 

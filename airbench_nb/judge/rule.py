@@ -1,7 +1,8 @@
 """The rule judge (``rule``): Foundation answers read by :func:`~airbench_nb.judge.extract.extract_choice`.
 
 It asks no model: every verdict is decided locally, and it abstains (``choice`` None, ``parse_error`` saying why)
-when the answer does not name exactly one option. It does not apply to Chat items.
+when the answer does not name exactly one option. It applies to Foundation items and to the tiered benchmark's
+closed-set items (``sound_source``, up to 26 options), not to Chat items.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class RuleJudge(BaseJudge):
 
     name: ClassVar[str] = "rule"
     usage_text: ClassVar[str] = "rule"
-    kinds: ClassVar[frozenset[str]] = frozenset({"foundation"})
+    kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "sound_source"})
 
     def __init__(self, spec: str = "rule") -> None:
         """A rule judge (its spec is ``rule``)."""

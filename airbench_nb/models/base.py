@@ -39,13 +39,16 @@ DEFAULT_MAX_NEW_TOKENS: dict[str, int] = {
     "translation": 256,
     "caption": 96,
     "speech_generation": 512,
+    "sound_source": 64,
+    "sound_source_open": 128,
 }
 """Length bound used when none is given: ``foundation`` (the answer is a letter, perhaps with its option's text or a
 short sentence), ``chat`` (one answer of a few sentences, per turn), ``cot`` (any item under the chain-of-thought
 prompt set, whose answer reasons before it concludes); for reference-scored items, by kind (``transcription``: a
 transcript of up to about 30 s of speech; ``scene``; ``events``; ``joint``: the three labelled lines), and
 ``sseu-cot`` for a joint item asked in five steps; ``translation``, ``caption`` (one sentence) and
-``speech_generation`` (a spoken answer's text, for models that write one beside the audio). An explicit
+``speech_generation`` (a spoken answer's text, for models that write one beside the audio); ``sound_source`` (a letter,
+as Foundation) and ``sound_source_open`` (a list of the sounds heard). An explicit
 ``max_new_tokens`` overrides them all."""
 
 

@@ -14,7 +14,9 @@ for both (chance and label-bias calibrations of mACC and mAP); neither can trans
 item gets their scene and events under the labels, with that line as its transcript. ``dsp`` measures nothing that
 names a scene, an event class or a word: it answers ``I cannot tell.`` to these kinds. Translation and caption items:
 ``oracle`` answers the first reference (BLEU and CIDEr-D against itself are high but not 100: the other references
-count too), the others ``I cannot tell.``; speech generation: ``oracle`` writes the text asked for, but no baseline
+count too), the others ``I cannot tell.``; the tiered benchmark's open-vocabulary items (tier D): ``oracle`` names
+the gold class ("I hear <its first name>."), ``random`` a seeded class, ``first`` the first class, ``dsp`` cannot
+tell; speech generation: ``oracle`` writes the text asked for, but no baseline
 speaks, so every spoken answer is a failure with no audio. Every baseline serves every kind (``kinds`` is None).
 
 Any number of options (2 to 26). ``random`` names a seeded letter among the item's own ``n`` (uniform: chance is
@@ -48,6 +50,7 @@ from airbench_nb.records import (
     EventsItem,
     FoundationItem,
     JointItem,
+    OpenSourceItem,
     SceneItem,
     SpeechGenerationItem,
     TranscriptionItem,
@@ -82,6 +85,13 @@ class Baseline:
             return oracle_answer(item, prompt.turn)
         if isinstance(item, SceneItem | EventsItem | JointItem):
             return self._reference_guess(item)
+        if isinstance(item, OpenSourceItem):
+            if self.name == "dsp":
+                return CANNOT_TELL
+            fine = (
+                item.classes[0] if self.name == "first" else item.classes[self._pick(item.uid, item.classes, "source")]
+            )
+            return f"I hear {source_name(item, fine)}."
         if isinstance(item, ChatItem | TranscriptionItem | TranslationItem | CaptionItem | SpeechGenerationItem):
             return CANNOT_TELL
         if self.name == "oracle":
@@ -174,10 +184,18 @@ def oracle_answer(item: object, turn: int = 0) -> str:
         return item.references[0]
     if isinstance(item, SpeechGenerationItem):
         return item.text if item.text is not None else item.answers[0]
+    if isinstance(item, OpenSourceItem):
+        return f"I hear {source_name(item, item.label)}."
     conversation = getattr(item, "conversation", None)
     if conversation is None:
         raise TypeError(f"no oracle answer for a {type(item).__name__}")
     return conversation[turn][1]
+
+
+def source_name(item: OpenSourceItem, fine: str) -> str:
+    """How a baseline names a fine class in an open-vocabulary answer: its first synonym, else its name spelled out."""
+    names = item.names.get(fine) or [fine.replace("_", " ")]
+    return names[0]
 
 
 def make_baseline(rest: str, seed: int = 0, batch_size: int = 64) -> Baseline:

@@ -11,10 +11,12 @@ own data) holds::
                   "ranges": {"pitch_modulation_hz": [0.18, 0.46]},
                   "synonyms": ["wailing siren", ...], "prompt": "a police car siren wailing"}]}
 
-``properties`` and ``ranges`` are optional (user data need not say what separates its classes); where a
+``properties``, ``ranges``, ``description`` and ``label`` are optional (user data need not say what separates its
+classes); where a
 category's classes give ranges, every class of it must, and every two of them must be disjoint on at least
 one property they both give, so that :meth:`Hierarchy.nearest_fine` can tell them apart. ``synonyms`` (for an
-open-vocabulary rule judge) default to none and ``prompt`` (for zero-shot CLAP) to the description.
+open-vocabulary rule judge) default to none, ``label`` (a class's option text) to its name with underscores as
+spaces, and ``prompt`` (for zero-shot CLAP) to the description (else the label, else the name spelled out).
 """
 
 from __future__ import annotations
@@ -77,6 +79,14 @@ class FineClass:
     """Words a free-text answer naming the class might use (``police siren``, ``fire engine siren``)."""
     prompt: str = ""
     """Text prompt for zero-shot CLAP (``a police car siren wailing``; defaults to the description)."""
+    label: str = ""
+    """How the class is shown as an option of a closed-set question (``wail siren``); defaults to its name with
+    underscores as spaces. Classifier mapping tables and CLAP prompts name classes by it."""
+
+    @property
+    def shown(self) -> str:
+        """The option text: :attr:`label`, or the name with underscores as spaces."""
+        return self.label or self.name.replace("_", " ")
 
 
 @dataclass(frozen=True)
@@ -263,7 +273,7 @@ def parse_hierarchy(data: Any, source: str = "(in code)") -> Hierarchy:
     fields = {"name", "description", "properties", "synonyms", "prompt"}
     for i, raw in enumerate(top["categories"]):
         where = f"categories[{i}]"
-        raw = _known(raw, fields, {"name", "description"}, source, where)
+        raw = _known(raw, fields, {"name"}, source, where)
         name = _string(raw, "name", source, where)
         where = f"categories[{i}] ({name!r})"
         claim(name, where)
@@ -271,17 +281,18 @@ def parse_hierarchy(data: Any, source: str = "(in code)") -> Hierarchy:
         for prop in props:
             if prop not in properties:
                 raise _error(source, where, f"property {prop!r} is not declared under 'properties'")
-        description = _string(raw, "description", source, where)
-        prompt = _string(raw, "prompt", source, where) if "prompt" in raw else description
+        description = _string(raw, "description", source, where) if "description" in raw else ""
+        prompt = _string(raw, "prompt", source, where) if "prompt" in raw else description or name.replace("_", " ")
         categories.append(CoarseCategory(name, description, props, _strings(raw, "synonyms", source, where), prompt))
     by_name = {c.name: c for c in categories}
     if not isinstance(top["classes"], list) or not top["classes"]:
         raise _error(source, "classes", "must be a non-empty list of fine classes")
     classes: list[FineClass] = []
-    fields = {"name", "coarse", "description", "ranges", "synonyms", "prompt"}
+    labels: dict[str, str] = {}
+    fields = {"name", "coarse", "description", "ranges", "synonyms", "prompt", "label"}
     for i, raw in enumerate(top["classes"]):
         where = f"classes[{i}]"
-        raw = _known(raw, fields, {"name", "coarse", "description"}, source, where)
+        raw = _known(raw, fields, {"name", "coarse"}, source, where)
         name = _string(raw, "name", source, where)
         where = f"classes[{i}] ({name!r})"
         claim(name, where)
@@ -305,9 +316,18 @@ def parse_hierarchy(data: Any, source: str = "(in code)") -> Hierarchy:
                     f"{list(by_name[coarse].properties)}",
                 )
             ranges[prop] = _range(value, source, f"{where}: ranges[{prop!r}]")
-        description = _string(raw, "description", source, where)
-        prompt = _string(raw, "prompt", source, where) if "prompt" in raw else description
-        classes.append(FineClass(name, coarse, description, ranges, _strings(raw, "synonyms", source, where), prompt))
+        description = _string(raw, "description", source, where) if "description" in raw else ""
+        label = _string(raw, "label", source, where) if "label" in raw else ""
+        prompt = (
+            _string(raw, "prompt", source, where) if "prompt" in raw else description or label or name.replace("_", " ")
+        )
+        shown = label or name.replace("_", " ")
+        if shown.casefold() in labels:
+            raise _error(source, where, f"option text {shown!r} is also that of {labels[shown.casefold()]}")
+        labels[shown.casefold()] = where
+        classes.append(
+            FineClass(name, coarse, description, ranges, _strings(raw, "synonyms", source, where), prompt, label)
+        )
     for category in categories:
         members = [c for c in classes if c.coarse == category.name]
         if not members:

@@ -1,0 +1,292 @@
+"""The tiered sound-source benchmark over a run folder: each model's answers as per-tier results.
+
+:func:`tiered_run` reads a run's ``sound_source`` and ``sound_source_open`` manifests, every model's latest responses
+to them and the verdicts that count, and scores each (model, tier) with :mod:`airbench_nb.scoring.tiered`. Which tier
+a model's answers belong to:
+
+- closed-set items answered by a ``classifier:`` model: **B** (its ranking of the options is the prediction list);
+- closed-set items answered by a ``clap:`` model: **C** (idem);
+- closed-set items answered by any other model (an LALM, a baseline): **A**, the option the deciding judge read
+  (``rule`` unless another judge is named; an abstention or an error is an unanswered item, counted);
+- open-vocabulary items: **D**, the hits the deciding judge found (``sources``, the offline rule judge, unless an
+  LLM judge is named; shown as a proxy when it is the rule).
+
+A model that answered closed-set items in tier A and open items is two systems (tiers A and D): they are never in one
+table. The reasoning analysis reads tier A's answers: response length and the strategy of each answer (the keyword
+proxy :class:`~airbench_nb.analysis.tiered.KeywordStrategyClassifier` unless a classifier is given) against being
+right, raw and within class (:func:`~airbench_nb.analysis.tiered.strategy_association`), systems pooled with the
+class and the system as the stratum. The share of wrong answers stated confidently comes from the same answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from airbench_nb.analysis.tiered import (
+    ConfidentShare,
+    LengthAssociation,
+    StrategyAssociation,
+    StrategyClassifier,
+    confident_share,
+    length_association,
+    reasoning_json,
+    strategy_association,
+    words,
+)
+from airbench_nb.manifests import read_manifest, read_records
+from airbench_nb.records import OpenSourceItem, Response, SoundSourceItem, Verdict
+from airbench_nb.run_folder import RunFolder
+from airbench_nb.scoring.outcomes import current_verdicts, latest_responses
+from airbench_nb.scoring.tiered import SystemMetrics, score_closed_set, score_open_vocabulary, tiers_json
+
+logger = logging.getLogger(__name__)
+
+CLOSED_JUDGES: tuple[str, ...] = ("rule",)
+"""Judges whose reading decides a tier A answer, in order of preference (the first with a verdict wins)."""
+
+OPEN_JUDGES: tuple[str, ...] = ("sources",)
+"""Judges whose hits decide a tier D answer, in order of preference; ``sources`` is the offline rule (a proxy)."""
+
+RANKED_PREFIXES: dict[str, str] = {"classifier": "B", "clap": "C"}
+"""Model spec prefixes whose answers are rankings, and their tier."""
+
+REASONING_MIN_WORDS = 8
+"""Tier A answers shorter than this many words are a bare letter, not reasoning: the reasoning analysis needs
+answers of at least this length (the oracle's and the random baseline's letters never qualify)."""
+
+
+def tier_of(model: str, kind: str) -> str:
+    """The tier of a model's answers to items of ``kind`` (see the module docstring)."""
+    if kind == "sound_source_open":
+        return "D"
+    return RANKED_PREFIXES.get(model.partition(":")[0], "A")
+
+
+@dataclass
+class TieredRun:
+    """A run's tiered results: per-tier metrics, the answers behind them, and the reasoning analysis."""
+
+    systems: list[SystemMetrics] = field(default_factory=list)
+    """One result per (model, tier), in model order."""
+    answers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Tier A/B/C answers: ``system, tier, uid, gold, gold_coarse, predicted, correct, response, words, judge``."""
+    open_answers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Tier D answers: ``system, uid, gold, gold_coarse, category_hit, subclass_hit, response, judge``."""
+    judges: dict[str, list[str]] = field(default_factory=dict)
+    """Per system (``model · tier``), the judges whose verdicts decided its answers."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Per system, items with no usable answer (an error, an abstention, no verdict): counted as unanswered."""
+    length: LengthAssociation | None = None
+    """Response length against accuracy over tier A's reasoning answers; None when there are too few."""
+    association: StrategyAssociation | None = None
+    """Strategy against accuracy over the same answers; None when there are too few."""
+    confident: dict[str, ConfidentShare] = field(default_factory=dict)
+    """Per tier A system, the share of wrong (and right) answers stated confidently."""
+    hierarchy: dict[str, str] = field(default_factory=dict)
+    """Fine class -> coarse category of the run's items (the label lists of every metric)."""
+    reason: str | None = None
+    """Why there are no results (no tiered items in the run), or why the reasoning analysis is empty."""
+
+    @property
+    def empty(self) -> bool:
+        """Whether the run has no tiered result."""
+        return not self.systems
+
+    def to_json(self) -> dict[str, Any]:
+        """``analysis.json["tiered"]``: ``{tiers, reasons, hierarchy, judges, failures, confident, reasoning}``."""
+        out = tiers_json(self.systems)
+        out["hierarchy"] = self.hierarchy
+        if self.empty and self.reason:
+            out["reasons"] = {tier: self.reason for tier in out["tiers"]}
+        out["judges"] = self.judges
+        out["failures"] = self.failures
+        out["confident"] = {system: share.to_json() for system, share in self.confident.items()}
+        why = self.reason if self.length is None and self.association is None else None
+        out["reasoning"] = reasoning_json(self.length, self.association, why)
+        return out
+
+
+def _items(folder: RunFolder, kind: str, cls: type[Any]) -> list[Any]:
+    path = folder.manifest(kind)
+    return [i for i in read_manifest(path) if isinstance(i, cls)] if path.is_file() else []
+
+
+def _responses(folder: RunFolder, model_dir: str, kind: str) -> dict[str, Response]:
+    path = folder.responses_file(model_dir, kind)
+    if not path.is_file():
+        return {}
+    latest, _ = latest_responses(read_records(path, Response, strict=False))
+    return latest
+
+
+def _verdicts(
+    folder: RunFolder, model_dir: str, kind: str, judges: Sequence[str], responses: dict[str, Response]
+) -> dict[str, Verdict]:
+    """The deciding verdict per uid: the first judge of ``judges`` with a current verdict."""
+    chosen: dict[str, Verdict] = {}
+    for judge in reversed(judges):  # earlier judges overwrite later ones
+        path = folder.verdicts_file(model_dir, kind, judge)
+        if not path.is_file():
+            continue
+        current, _ = current_verdicts(read_records(path, Verdict, strict=False), responses)
+        chosen.update({v.uid: v for v in current})
+    return chosen
+
+
+def _closed(
+    model: str, tier: str, items: list[SoundSourceItem], responses: dict[str, Response], verdicts: dict[str, Verdict]
+) -> tuple[list[dict[str, Any]], list[list[str]] | None]:
+    rows: list[dict[str, Any]] = []
+    ranked: list[list[str]] | None = [] if tier in RANKED_PREFIXES.values() else None
+    for item in items:
+        response = responses.get(item.uid)
+        predicted: str | None = None
+        judge = None
+        if ranked is not None:
+            shown = response.ranking if response is not None else []
+            order = [item.classes[item.choices.index(r.label)] for r in shown if r.label in item.choices]
+            ranked.append(order)
+            predicted = order[0] if order else None
+        else:
+            verdict = verdicts.get(item.uid)
+            if verdict is not None and verdict.choice is not None and verdict.choice < len(item.classes):
+                predicted, judge = item.classes[verdict.choice], verdict.judge
+        text = response.text if response is not None else None
+        rows.append(
+            {
+                "system": model,
+                "tier": tier,
+                "uid": item.uid,
+                "gold": item.fine,
+                "gold_coarse": item.coarse,
+                "predicted": predicted,
+                "correct": None if response is None else predicted == item.fine,
+                "response": text,
+                "words": words(text),
+                "judge": judge,
+            }
+        )
+    return rows, ranked
+
+
+def _open(
+    model: str, items: list[OpenSourceItem], responses: dict[str, Response], verdicts: dict[str, Verdict]
+) -> list[dict[str, Any]]:
+    rows = []
+    for item in items:
+        response = responses.get(item.uid)
+        verdict = verdicts.get(item.uid)
+        hits = verdict.hits if verdict is not None else None
+        rows.append(
+            {
+                "system": model,
+                "uid": item.uid,
+                "gold": item.fine,
+                "gold_coarse": item.coarse,
+                "category_hit": None if hits is None else hits.category,
+                "subclass_hit": None if hits is None else hits.subclass,
+                "response": response.text if response is not None else None,
+                "judge": verdict.judge if verdict is not None else None,
+            }
+        )
+    return rows
+
+
+def tiered_run(
+    folder: RunFolder,
+    *,
+    closed_judges: Sequence[str] = CLOSED_JUDGES,
+    open_judges: Sequence[str] = OPEN_JUDGES,
+    classifier: StrategyClassifier | None = None,
+) -> TieredRun:
+    """Score a run's tiered items per (model, tier) and analyse tier A's reasoning (see the module docstring).
+
+    Args:
+        folder: The run folder.
+        closed_judges: Judges deciding tier A answers, preferred first.
+        open_judges: Judges deciding tier D answers, preferred first (an LLM judge's spec before ``sources``).
+        classifier: Strategy classifier of the reasoning analysis (the keyword proxy by default).
+
+    Returns:
+        A :class:`TieredRun` (empty, with a reason, when the run has no tiered items or no answers to them).
+    """
+    closed = _items(folder, "sound_source", SoundSourceItem)
+    opened = _items(folder, "sound_source_open", OpenSourceItem)
+    if not closed and not opened:
+        return TieredRun(reason="no tiered sound-source items in this run (build with tiered_clips_per_class)")
+    result = TieredRun(hierarchy=(closed or opened)[0].hierarchy())
+    rows: list[dict[str, Any]] = []
+    open_rows: list[dict[str, Any]] = []
+    for model_dir in folder.model_dirs():
+        for kind, items in (("sound_source", closed), ("sound_source_open", opened)):
+            responses = _responses(folder, model_dir.name, kind)
+            if not items or not responses:
+                continue
+            model = next(iter(responses.values())).model
+            tier = tier_of(model, kind)
+            system = f"{model} · {tier}"
+            if tier == "D":
+                verdicts = _verdicts(folder, model_dir.name, kind, open_judges, responses)
+                mine = _open(model, items, responses, verdicts)
+                open_rows += mine
+                hierarchy = items[0].hierarchy()
+                result.systems.append(
+                    score_open_vocabulary(
+                        hierarchy,
+                        [r["gold"] for r in mine],
+                        [r["category_hit"] for r in mine],
+                        [r["subclass_hit"] for r in mine],
+                        system=model,
+                    )
+                )
+                result.failures[system] = sum(r["category_hit"] is None for r in mine)
+                result.judges[system] = sorted({r["judge"] for r in mine if r["judge"]})
+                continue
+            verdicts = _verdicts(folder, model_dir.name, kind, closed_judges, responses) if tier == "A" else {}
+            mine, ranked = _closed(model, tier, closed, responses, verdicts)  # type: ignore[arg-type]
+            rows += mine
+            result.systems.append(
+                score_closed_set(
+                    closed[0].hierarchy(),
+                    [r["gold"] for r in mine],
+                    [r["predicted"] for r in mine],
+                    system=model,
+                    tier=tier,
+                    ranked=ranked,
+                )
+            )
+            result.failures[system] = sum(r["predicted"] is None for r in mine)
+            result.judges[system] = sorted({r["judge"] for r in mine if r["judge"]}) if tier == "A" else ["ranking"]
+    result.answers = pd.DataFrame(rows)
+    result.open_answers = pd.DataFrame(open_rows)
+    if not result.systems:
+        result.reason = "no model answered the tiered items"
+        return result
+    _reasoning(result, classifier)
+    return result
+
+
+def _reasoning(result: TieredRun, classifier: StrategyClassifier | None) -> None:
+    """Tier A's confident language and reasoning analysis into ``result`` (or a reason when there is none)."""
+    if result.answers.empty:
+        result.reason = "no tier A answers (no model chose among the options)"
+        return
+    tier_a = result.answers[(result.answers["tier"] == "A") & result.answers["correct"].notna()]
+    answered = tier_a[tier_a["response"].notna()]
+    if not answered.empty:
+        result.confident = confident_share(answered[["system", "response", "correct"]])
+    reasoning = answered[answered["words"] >= REASONING_MIN_WORDS]
+    if len(reasoning) < 4 or reasoning["correct"].nunique() < 2:
+        result.reason = (
+            f"no tier A answers with reasoning ({len(reasoning)} answer(s) of {REASONING_MIN_WORDS}+ words, "
+            "right and wrong needed): ask with the cot prompt set"
+        )
+        return
+    strata = ("gold", "system") if reasoning["system"].nunique() > 1 else ("gold",)
+    result.length = length_association(reasoning, strata=strata)
+    result.association = strategy_association(reasoning, classifier=classifier, strata=strata)
