@@ -342,3 +342,15 @@ def test_load_names_the_file(tmp_path: Path) -> None:
         load_hierarchy(tmp_path / "bad.json")
     with pytest.raises(FileNotFoundError, match="missing.json"):
         load_hierarchy(tmp_path / "missing.json")
+
+
+def test_a_clip_without_periodicity_has_no_firing_rate() -> None:
+    """Silence, or footsteps (every autocorrelation peak in the engines' range is negative), is not measurable: NaN in
+    measure_many, never an IndexError."""
+    from airbench_nb.synth.sources_measure import firing_rate_hz, measure_many
+
+    flat = np.zeros(16000 * 2, dtype=np.float32)
+    for clip, why in ((flat, "silent"), (render("footsteps", seed=0).samples, "no periodicity")):
+        with pytest.raises(ValueError, match=why):
+            firing_rate_hz(clip)
+        assert np.isnan(measure_many(clip, ["firing_rate_hz"])["firing_rate_hz"])

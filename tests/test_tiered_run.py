@@ -32,7 +32,7 @@ from airbench_nb.runner import infer_run_folder
 from airbench_nb.synth.sources import class_spec, fine_classes, hierarchy
 from airbench_nb.synth.sources_measure import measure
 
-BASELINES = ["baseline:oracle", "baseline:random", "baseline:first"]
+BASELINES = ["baseline:oracle", "baseline:random", "baseline:first", "baseline:dsp"]
 
 
 def _write(folder: RunFolder, by_kind: dict[str, list]) -> None:
@@ -118,7 +118,34 @@ def test_each_tier_has_its_systems_and_never_another_tiers(run: tuple[RunFolder,
         ranked = data["tiers"][tier][specs[tier]]
         assert set(ranked["top_k"]) == {"1", "3", "5"}
         assert ranked["top_k"]["1"] <= ranked["top_k"]["3"] <= ranked["top_k"]["5"]
-    assert data["reasoning"]["length"]["reason"].startswith("no tier A answers with reasoning")
+    # only baseline:dsp reasons (from its measurements): the reasoning analysis reads its answers alone
+    reasoning = data["reasoning"]
+    assert reasoning["strategies"]["proxy"] and sum(reasoning["strategies"]["counts"].values()) == 25
+    assert reasoning["length"]["n"] == 25 and "p_value" in reasoning["association"]["raw"]
+
+
+def test_dsp_reasons_from_what_it_measured(run: tuple[RunFolder, TieredRun, dict[str, str]]) -> None:
+    """Its rationale names a measurement inside the range of the class it answers, or the classes it ruled out."""
+    import re
+
+    folder, result, _ = run
+    items = {i.uid: i for i in read_manifest(folder.manifest("sound_source"))}
+    responses = read_records(folder.responses_file("baseline:dsp", "sound_source"), Response)
+    asserted = 0
+    for r in responses:
+        item = items[r.uid]
+        letter = r.text.rsplit("Answer: ", 1)[1]
+        chosen = item.choices["ABCDEFGHIJKLMNOPQRSTUVWXY".index(letter)]
+        found = re.search(r"at (-?[\d.]+) .*?range of a (.+?) \((-?[\d.]+)-(-?[\d.]+)", r.text)
+        if found:
+            value, named, low, high = float(found[1]), found[2], float(found[3]), float(found[4])
+            assert named == chosen and low <= value <= high, r.text
+            asserted += 1
+        else:
+            assert f"it is a {chosen}" in r.text or f"resembles a {chosen}" in r.text, r.text
+    assert asserted >= 5
+    dsp = result.answers[result.answers["system"] == "baseline:dsp"]
+    assert dsp["words"].min() >= 8 and dsp["correct"].any() and not dsp["correct"].all()
 
 
 def test_first_baseline_equals_a_hand_computation(run: tuple[RunFolder, TieredRun, dict[str, str]]) -> None:

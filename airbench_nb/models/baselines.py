@@ -29,6 +29,10 @@ letter, and on each turn that turn's reference. ``dsp`` compares the clips of th
 measurement: the higher (or lower) pitch by median F0, the louder (or quieter) clip by BS.1770 loudness, the clip
 with more (or fewer) events by onset counting, and same-or-different speaker only when the two voices' median F0
 differ by more than :data:`DIFFERENT_SPEAKER_F0_RATIO` (a voice of the other gender); otherwise it cannot tell.
+
+The tiered benchmark's closed set. ``random``, ``first`` and ``oracle`` answer it like any item of up to 26 options;
+``dsp`` measures the clip's defining properties and answers with a rationale and a final ``Answer: X`` line
+(:mod:`airbench_nb.models.dsp_sources`), or cannot tell when no option's class has measurable ranges.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from airbench_nb.records import (
     JointItem,
     OpenSourceItem,
     SceneItem,
+    SoundSourceItem,
     SpeechGenerationItem,
     TranscriptionItem,
     TranslationItem,
@@ -465,6 +470,10 @@ def dsp_answer(prompt: Prompt) -> str:
     """
     item = prompt.item
     assert isinstance(item, FoundationItem)
+    if isinstance(item, SoundSourceItem):
+        from airbench_nb.models.dsp_sources import dsp_source_answer
+
+        return dsp_source_answer(prompt) or CANNOT_TELL
     measure: Callable[[Prompt], str] | None = MULTI_CLIP_DSP_TASKS.get(item.task) or DSP_TASKS.get(item.task)
     if measure is None and item.task == "Sound_AQA":
         if re.search(r"\b(how many|count|number of|how often)\b", item.question, re.I):

@@ -233,6 +233,8 @@ def firing_rate_hz(x: np.ndarray, sr: int = SR, min_hz: float = 5.0, max_hz: flo
     if peaks.size == 0:
         raise ValueError("no periodicity found in the amplitude envelope")
     best = acf[peaks].max()
+    if not np.isfinite(best) or best <= 0:  # a flat envelope (acf NaN) or no positive correlation in the range
+        raise ValueError("no periodicity found in the amplitude envelope")
     k = int(peaks[np.flatnonzero(acf[peaks] >= 0.8 * best)[0]])
     a, b, c = acf[k - 1], acf[k], acf[k + 1]
     denom = a - 2 * b + c
