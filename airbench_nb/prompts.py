@@ -709,3 +709,51 @@ def parse_source_reply(reply: str | None) -> tuple[bool, bool] | str:
     category = found["category"].group(1) == "yes"  # type: ignore[union-attr]
     subclass = found["subclass"].group(1) == "yes"  # type: ignore[union-attr]
     return category or subclass, subclass
+
+
+REASONING_STRATEGIES: tuple[str, ...] = (
+    "detailed acoustic analysis",
+    "holistic pattern match",
+    "elimination",
+    "direct assertion",
+    "no justification",
+)
+"""The primary reasoning strategies of the tiered benchmark's analysis (Abdoli et al.)."""
+
+STRATEGY_JUDGE_VERSION = "1"
+"""Version of :data:`STRATEGY_JUDGE_TEMPLATE` (the ``strategy:`` judge)."""
+
+STRATEGY_JUDGE_TEMPLATE = (
+    "You are labelling how an answer to a listening question reasons. You do not hear the audio; judge only the "
+    "text.\n{note}\n\n[Question]\n{question}\n\n[Answer]\n{answer}\n\n"
+    "Which is the answer's primary reasoning strategy?\n"
+    "- detailed acoustic analysis: it reasons from measurable properties (pitch, frequency, rhythm, rate, timbre)\n"
+    "- holistic pattern match: it recognises the sound as a whole (it sounds like, resembles, is typical of)\n"
+    "- elimination: it rules out other candidates to reach its answer\n"
+    "- direct assertion: it states an answer with a reason that is no analysis\n"
+    "- no justification: it gives the answer alone\n"
+    "Does it state its conclusion confidently, or hedge it (maybe, probably, I think, not sure)?\n"
+    "Reply with exactly two lines:\nstrategy: <one of the five>\nconfidence: confident or hedged"
+)
+"""The ``strategy:`` judge's prompt: the question and the answer (fenced as data, :data:`FENCED_NOTE`) and the five
+strategies of :data:`REASONING_STRATEGIES`; the reply is read by :func:`parse_strategy_reply`."""
+
+
+def strategy_judge_messages(question: str, answer: str) -> list[dict[str, Any]]:
+    """The ``strategy:`` judge's messages for one answer (:data:`STRATEGY_JUDGE_TEMPLATE`)."""
+    text = STRATEGY_JUDGE_TEMPLATE.format(
+        note=FENCED_NOTE, question=_fenced("question", question), answer=_fenced("answer", answer)
+    )
+    return [{"role": "user", "content": text}]
+
+
+def parse_strategy_reply(reply: str | None) -> tuple[str, str] | str:
+    """Read the ``strategy:`` judge's reply: ``(strategy, confidence)``, or the reason it could not be read."""
+    text = (reply or "").lower()
+    strategy = re.search(r"\bstrategy\s*[:=]\s*\**\s*([a-z ]+?)\s*\**\s*$", text, re.M)
+    confidence = re.search(r"\bconfidence\s*[:=]\s*\**\s*(confident|hedged)\b", text)
+    if strategy is None or strategy.group(1) not in REASONING_STRATEGIES:
+        return f"judge reply names no strategy of {', '.join(REASONING_STRATEGIES)}: {(reply or '')[:80]!r}"
+    if confidence is None:
+        return f"judge reply has no confidence line (confident or hedged): {(reply or '')[:80]!r}"
+    return strategy.group(1), confidence.group(1)

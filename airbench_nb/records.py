@@ -1207,6 +1207,17 @@ class SourceHits(BaseModel):
     """The classes and categories the judge read in the answer, in the order found."""
 
 
+class ReasoningLabel(BaseModel):
+    """An LLM classifier's reading of one answer's reasoning (the tiered benchmark's strategy analysis)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    strategy: str
+    """The primary reasoning strategy (one of :data:`airbench_nb.prompts.REASONING_STRATEGIES`)."""
+    confidence: Literal["confident", "hedged"]
+    """Whether the answer states its conclusion confidently or hedges it."""
+
+
 class Verdict(Record):
     """A judge's decision on one response."""
 
@@ -1258,6 +1269,9 @@ class Verdict(Record):
     fields above are the verbatim prompt's. ``strict`` scores this reading, ``official`` the verbatim one. None for
     the rule and proxy judges, and in files written before the fenced prompt existed (``strict`` then reads the
     verbatim fields)."""
+    reasoning: ReasoningLabel | None = None
+    """The ``strategy:`` judge (:mod:`airbench_nb.judge.strategy`): the answer's reasoning strategy and confidence;
+    None for every other judge and when the reply could not be read."""
     hits: SourceHits | None = None
     """Tier D (:class:`OpenSourceItem`): the hit on the gold category and on its fine class; None for every other
     kind and when the judge could not read the answer."""

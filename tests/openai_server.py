@@ -801,6 +801,8 @@ class _Handler(BaseHTTPRequestHandler):
 class JudgeServer(OpenAITestServer):
     """Answers like an instruction-tuned judge: a letter for Foundation judge prompts, two scores for Chat ones.
 
+    To the ``strategy:`` judge's prompt it answers a strategy and a confidence (:func:`strategy_reply`).
+
     It reads both the verbatim prompts and the fenced ones (:func:`airbench_nb.prompts.fenced_chat_judge_messages`).
     Foundation: the option whose words the answer contains, else 'none'. Chat: 9 for an answer that starts with
     'REF', 4 otherwise, in the order the answers appear; answers containing 'UNPARSEABLE' get a reply without
@@ -826,8 +828,26 @@ def _block(text: str, name: str) -> str | None:
     return found.group(1) if found else None
 
 
+STRATEGY_WORDS: tuple[tuple[str, str], ...] = (
+    ("rule out", "elimination"),
+    ("measured", "detailed acoustic analysis"),
+    ("resembles", "holistic pattern match"),
+)
+"""How :class:`JudgeServer` labels a reasoning strategy: the first phrase found in the answer, else direct assertion."""
+
+
+def strategy_reply(text: str) -> str:
+    """:class:`JudgeServer`'s reply to a ``strategy:`` judge prompt: a label from :data:`STRATEGY_WORDS`."""
+    answer = (_block(text, "answer") or "").lower()
+    strategy = next((label for phrase, label in STRATEGY_WORDS if phrase in answer), "direct assertion")
+    confidence = "hedged" if re.search(r"\b(maybe|probably|not sure)\b", answer) else "confident"
+    return f"strategy: {strategy}\nconfidence: {confidence}"
+
+
 def judge_reply(text: str) -> str:
     """:class:`JudgeServer`'s reply to one judge prompt (verbatim or fenced)."""
+    if "primary reasoning strategy" in text:
+        return strategy_reply(text)
     fenced = "<<<answer" in text
     if "[Options]" in text:
         if fenced:

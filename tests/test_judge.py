@@ -248,8 +248,8 @@ def test_an_unknown_spec_is_refused_with_the_message_it_always_had():
     from airbench_nb.judge import load_judge
 
     expected = (
-        "judge spec 'llm' not understood; use rule, proxy, openai:<model>[@<base_url>], hf:<path>, asr:<model spec> "
-        "or sources"
+        "judge spec 'llm' not understood; use rule, proxy, openai:<model>[@<base_url>], hf:<path>, asr:<model spec>, "
+        "sources or strategy:<openai:... or hf:... judge spec>"
     )
     for call in (parse_judge_spec, load_judge):
         with pytest.raises(JudgeSpecError) as caught:
@@ -269,6 +269,7 @@ def test_each_judge_declares_the_kinds_it_applies_to():
     from airbench_nb.judge.proxy import ProxyJudge
     from airbench_nb.judge.rule import RuleJudge
     from airbench_nb.judge.sources import SourcesJudge
+    from airbench_nb.judge.strategy import StrategyJudge
 
     tiered = {"sound_source", "sound_source_open"}
     expected = {
@@ -277,6 +278,7 @@ def test_each_judge_declares_the_kinds_it_applies_to():
         "openai:gpt-4o@http://127.0.0.1:9/v1": ({"foundation", "chat", *tiered}, OpenAIJudge),
         "hf:/some/judge": ({"foundation", "chat", *tiered}, HFJudge),
         "sources": ({"sound_source_open"}, SourcesJudge),
+        "strategy:openai:m@http://127.0.0.1:9/v1": ({"sound_source"}, StrategyJudge),
     }
     for spec, (kinds, cls) in expected.items():
         assert {k for k in ("foundation", "chat", *tiered) if judge_applies(spec, k)} == kinds, spec

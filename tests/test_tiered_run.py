@@ -397,3 +397,47 @@ def test_import_sources_command_prints_what_it_did(tmp_path: Path) -> None:
     refused = CliRunner().invoke(app, ["import-sources", str(tmp_path / "empty.csv"), "--hierarchy",
                                        str(tmp_path / "hierarchy.json"), "--out", str(tmp_path / "o2")])  # fmt: skip
     assert refused.exit_code == 2 and "lacks column(s) audio" in refused.output
+
+
+# ------------------------------------------------------------------------------------- LLM strategy labels
+
+
+def test_an_llm_strategy_judge_labels_answers_and_replaces_the_proxy(
+    run: tuple[RunFolder, TieredRun, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from airbench_nb.prompts import REASONING_STRATEGIES, parse_strategy_reply
+    from tests.openai_server import JudgeServer
+
+    folder = RunFolder(tmp_path / "run")
+    shutil.copytree(run[0].path, folder.path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with JudgeServer() as server:
+        spec = f"strategy:openai:labeller@{server.base_url}"
+        judge_run_folder(folder, [spec], kinds=["sound_source"], cache=tmp_path / "cache.sqlite")
+    labels = read_records(folder.verdicts_file("baseline:dsp", "sound_source", spec), Verdict)
+    dsp = {r.uid: r.text for r in read_records(folder.responses_file("baseline:dsp", "sound_source"), Response)}
+    assert len(labels) == 25 and all(v.reasoning is not None for v in labels)
+    for verdict in labels:
+        expected = "elimination" if "rule out" in dsp[verdict.uid] else None
+        expected = expected or ("detailed acoustic analysis" if "measured" in dsp[verdict.uid] else None)
+        assert expected is None or verdict.reasoning.strategy == expected
+    result = tiered_run(folder)
+    association = result.to_json()["reasoning"]
+    assert not association["strategies"]["proxy"] and association["strategies"]["classifier"] == spec
+    assert set(association["strategies"]["counts"]) <= set(REASONING_STRATEGIES)
+    assert tiered_run(folder, strategy_judges=[]).association.proxy  # the proxy when told to ignore labels
+    assert parse_strategy_reply("strategy: guessing\nconfidence: confident").startswith("judge reply names no")
+    assert parse_strategy_reply("Strategy: **elimination**\nConfidence: hedged") == ("elimination", "hedged")
+
+
+def test_a_strategy_judge_needs_an_llm_judge_spec() -> None:
+    from airbench_nb.judge import parse_judge_spec
+    from airbench_nb.judge.base import JudgeSpecError
+
+    with pytest.raises(JudgeSpecError, match="needs an LLM judge spec"):
+        parse_judge_spec("strategy:rule")
+    with pytest.raises(JudgeSpecError, match="not understood"):
+        parse_judge_spec("strategy:nonsense")
+    assert parse_judge_spec("strategy:openai:gpt-4o-mini") == "strategy:openai:gpt-4o-mini"

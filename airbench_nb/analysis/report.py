@@ -668,6 +668,7 @@ class RunAnalysis:
                 self.folder,
                 closed_judges=[*llm, *CLOSED_JUDGES],
                 open_judges=[*llm, *OPEN_JUDGES],
+                strategy_judges=[j for j in self.judges if j.startswith("strategy:")] or None,
             )
         return self._tiered
 

@@ -37,6 +37,7 @@ import pandas as pd
 from scipy.stats import chi2, chi2_contingency, pointbiserialr
 
 from airbench_nb.analysis.stats import WILSON, plain, wilson
+from airbench_nb.prompts import REASONING_STRATEGIES
 from airbench_nb.scoring.tiered import TIERS, SystemMetrics
 
 logger = logging.getLogger(__name__)
@@ -338,14 +339,8 @@ def confident_frame(results: Mapping[str, ConfidentShare]) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------------ strategy labels
 
-STRATEGIES: tuple[str, ...] = (
-    "detailed acoustic analysis",
-    "holistic pattern match",
-    "elimination",
-    "direct assertion",
-    "no justification",
-)
-"""The primary reasoning strategies of the benchmark."""
+STRATEGIES: tuple[str, ...] = REASONING_STRATEGIES
+"""The primary reasoning strategies of the benchmark (:data:`airbench_nb.prompts.REASONING_STRATEGIES`)."""
 
 STRATEGY_CUES_VERSION = "kw-1"
 """Version of :data:`STRATEGY_CUES` and of the keyword classifier's rules; labels carry it."""

@@ -15,14 +15,16 @@ A model that answered closed-set items in tier A and open items is two systems (
 table. The reasoning analysis reads tier A's answers: response length and the strategy of each answer (the keyword
 proxy :class:`~airbench_nb.analysis.tiered.KeywordStrategyClassifier` unless a classifier is given) against being
 right, raw and within class (:func:`~airbench_nb.analysis.tiered.strategy_association`), systems pooled with the
-class and the system as the stratum. The share of wrong answers stated confidently comes from the same answers.
+class and the system as the stratum. When a ``strategy:`` judge (:mod:`airbench_nb.judge.strategy`, an LLM) labelled
+the answers, its labels replace the proxy's and the association says so (``proxy`` false). The share of wrong
+answers stated confidently comes from the same answers (the lexicon of :mod:`airbench_nb.analysis.tiered`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -74,7 +76,8 @@ class TieredRun:
     systems: list[SystemMetrics] = field(default_factory=list)
     """One result per (model, tier), in model order."""
     answers: pd.DataFrame = field(default_factory=pd.DataFrame)
-    """Tier A/B/C answers: ``system, tier, uid, gold, gold_coarse, predicted, correct, response, words, judge``."""
+    """Tier A/B/C answers: ``system, tier, uid, gold, gold_coarse, predicted, correct, response, words, judge``, and
+    ``strategy, confidence, strategy_judge`` where a ``strategy:`` judge labelled the answer (else None)."""
     open_answers: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Tier D answers: ``system, uid, gold, gold_coarse, category_hit, subclass_hit, response, judge``."""
     judges: dict[str, list[str]] = field(default_factory=dict)
@@ -89,6 +92,8 @@ class TieredRun:
     """Per tier A system, the share of wrong (and right) answers stated confidently."""
     hierarchy: dict[str, str] = field(default_factory=dict)
     """Fine class -> coarse category of the run's items (the label lists of every metric)."""
+    unlabelled: int = 0
+    """Tier A reasoning answers a ``strategy:`` judge did not label (left out of the strategy association)."""
     reason: str | None = None
     """Why there are no results (no tiered items in the run), or why the reasoning analysis is empty."""
 
@@ -108,6 +113,8 @@ class TieredRun:
         out["confident"] = {system: share.to_json() for system, share in self.confident.items()}
         why = self.reason if self.length is None and self.association is None else None
         out["reasoning"] = reasoning_json(self.length, self.association, why)
+        if self.unlabelled:
+            out["reasoning"]["strategies"]["unlabelled"] = self.unlabelled
         return out
 
 
@@ -138,8 +145,28 @@ def _verdicts(
     return chosen
 
 
+def _labels(
+    folder: RunFolder, model_dir: str, judges: Sequence[str] | None, responses: dict[str, Response]
+) -> dict[str, Verdict]:
+    """The current strategy label per uid: from ``judges`` in order, or (None) from any verdict file that has one."""
+    if judges is not None:
+        found = _verdicts(folder, model_dir, "sound_source", judges, responses) if judges else {}
+        return {uid: v for uid, v in found.items() if v.reasoning is not None}
+    labels: dict[str, Verdict] = {}
+    for path in folder.verdict_files(model_dir):
+        if path.name.split(".", 1)[0] == "sound_source":
+            current, _ = current_verdicts(read_records(path, Verdict, strict=False), responses)
+            labels.update({v.uid: v for v in current if v.reasoning is not None})
+    return labels
+
+
 def _closed(
-    model: str, tier: str, items: list[SoundSourceItem], responses: dict[str, Response], verdicts: dict[str, Verdict]
+    model: str,
+    tier: str,
+    items: list[SoundSourceItem],
+    responses: dict[str, Response],
+    verdicts: dict[str, Verdict],
+    labels: dict[str, Verdict],
 ) -> tuple[list[dict[str, Any]], list[list[str]] | None]:
     rows: list[dict[str, Any]] = []
     ranked: list[list[str]] | None = [] if tier in RANKED_PREFIXES.values() else None
@@ -157,6 +184,8 @@ def _closed(
             if verdict is not None and verdict.choice is not None and verdict.choice < len(item.classes):
                 predicted, judge = item.classes[verdict.choice], verdict.judge
         text = response.text if response is not None else None
+        label = labels.get(item.uid)
+        reading = label.reasoning if label is not None else None
         rows.append(
             {
                 "system": model,
@@ -169,6 +198,9 @@ def _closed(
                 "response": text,
                 "words": words(text),
                 "judge": judge,
+                "strategy": reading.strategy if reading is not None else None,
+                "confidence": reading.confidence if reading is not None else None,
+                "strategy_judge": label.judge if reading is not None and label is not None else None,
             }
         )
     return rows, ranked
@@ -202,6 +234,7 @@ def tiered_run(
     *,
     closed_judges: Sequence[str] = CLOSED_JUDGES,
     open_judges: Sequence[str] = OPEN_JUDGES,
+    strategy_judges: Sequence[str] | None = None,
     classifier: StrategyClassifier | None = None,
 ) -> TieredRun:
     """Score a run's tiered items per (model, tier) and analyse tier A's reasoning (see the module docstring).
@@ -210,7 +243,11 @@ def tiered_run(
         folder: The run folder.
         closed_judges: Judges deciding tier A answers, preferred first.
         open_judges: Judges deciding tier D answers, preferred first (an LLM judge's spec before ``sources``).
-        classifier: Strategy classifier of the reasoning analysis (the keyword proxy by default).
+        strategy_judges: ``strategy:`` judges whose labels (:attr:`~airbench_nb.records.Verdict.reasoning`) the
+            reasoning analysis uses, preferred first; answers they did not label are left out of it (counted). None:
+            every label found among the run's current ``sound_source`` verdicts; empty: none (the proxy).
+        classifier: Strategy classifier of the reasoning analysis when no ``strategy:`` judge labelled the answers
+            (the keyword proxy by default).
 
     Returns:
         A :class:`TieredRun` (empty, with a reason, when the run has no tiered items or no answers to them).
@@ -248,7 +285,8 @@ def tiered_run(
                 result.judges[system] = sorted({r["judge"] for r in mine if r["judge"]})
                 continue
             verdicts = _verdicts(folder, model_dir.name, kind, closed_judges, responses) if tier == "A" else {}
-            mine, ranked = _closed(model, tier, closed, responses, verdicts)  # type: ignore[arg-type]
+            labels = _labels(folder, model_dir.name, strategy_judges, responses) if tier == "A" else {}
+            mine, ranked = _closed(model, tier, closed, responses, verdicts, labels)  # type: ignore[arg-type]
             rows += mine
             result.systems.append(
                 score_closed_set(
@@ -289,4 +327,13 @@ def _reasoning(result: TieredRun, classifier: StrategyClassifier | None) -> None
         return
     strata = ("gold", "system") if reasoning["system"].nunique() > 1 else ("gold",)
     result.length = length_association(reasoning, strata=strata)
-    result.association = strategy_association(reasoning, classifier=classifier, strata=strata)
+    labelled = reasoning[reasoning["strategy"].notna()]
+    if labelled.empty:  # no strategy: judge labelled these answers: the keyword proxy (or the classifier given)
+        result.association = strategy_association(
+            reasoning.drop(columns=["strategy"]), classifier=classifier, strata=strata
+        )
+        return
+    result.unlabelled = len(reasoning) - len(labelled)
+    association = strategy_association(labelled, strata=strata)
+    judges = ", ".join(sorted(set(labelled["strategy_judge"])))
+    result.association = replace(association, classifier=judges, proxy=False)

@@ -18,6 +18,7 @@ from airbench_nb.judge.llm import HFJudge, OpenAIJudge
 from airbench_nb.judge.proxy import ProxyJudge
 from airbench_nb.judge.rule import RuleJudge
 from airbench_nb.judge.sources import SourcesJudge
+from airbench_nb.judge.strategy import StrategyJudge
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def registered_judges() -> dict[str, type[BaseJudge]]:
     return dict(_JUDGES)
 
 
-for _builtin in (RuleJudge, ProxyJudge, OpenAIJudge, HFJudge, ASRJudge, SourcesJudge):
+for _builtin in (RuleJudge, ProxyJudge, OpenAIJudge, HFJudge, ASRJudge, SourcesJudge, StrategyJudge):
     register_judge(_builtin)
 
 
