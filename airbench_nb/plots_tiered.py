@@ -177,7 +177,7 @@ def confident_bars(frame: pd.DataFrame) -> Any:
     ax.set_xlabel("system")
     ax.set_ylabel("stated confidently (%)")
     ax.set_title(f"Answers stated with confident language (no hedge), n = {int(frame['n'].sum())} answers", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # outside: bars reach 100% anywhere
     fig.tight_layout()
     return fig
 
