@@ -392,7 +392,11 @@ def test_import_sources_command_prints_what_it_did(tmp_path: Path) -> None:
     args = ["import-sources", str(tmp_path / "clips.csv"), "--hierarchy", str(tmp_path / "hierarchy.json")]
     done = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "out")])
     assert done.exit_code == 0, done.output
-    assert "imported 1 clips" in done.output and "1 rejected" in done.output and "clips.csv:3" in done.output
+    assert "imported 1 clips" in done.output and "1 rejected" in done.output and "rejected clips" in done.output
+    from airbench_nb.manifests import read_dataset_card
+
+    card = read_dataset_card(tmp_path / "out")
+    assert card is not None and card.counts["rejected_detail"][0]["where"].endswith("clips.csv:3")
     (tmp_path / "empty.csv").write_text("file,label\n", encoding="utf-8")
     refused = CliRunner().invoke(app, ["import-sources", str(tmp_path / "empty.csv"), "--hierarchy",
                                        str(tmp_path / "hierarchy.json"), "--out", str(tmp_path / "o2")])  # fmt: skip
@@ -438,6 +442,6 @@ def test_a_strategy_judge_needs_an_llm_judge_spec() -> None:
 
     with pytest.raises(JudgeSpecError, match="needs an LLM judge spec"):
         parse_judge_spec("strategy:rule")
-    with pytest.raises(JudgeSpecError, match="not understood"):
+    with pytest.raises(JudgeSpecError, match="needs an LLM judge spec"):
         parse_judge_spec("strategy:nonsense")
     assert parse_judge_spec("strategy:openai:gpt-4o-mini") == "strategy:openai:gpt-4o-mini"

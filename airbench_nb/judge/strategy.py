@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from airbench_nb.judge.base import JUDGE_CALL_FAILED, BaseJudge, JudgeSpecError, Task
+from airbench_nb.judge.llm import HFJudge, OpenAIJudge
 from airbench_nb.prompts import STRATEGY_JUDGE_VERSION, parse_strategy_reply, prompt_hash, strategy_judge_messages
 from airbench_nb.records import ReasoningLabel, Verdict
 
@@ -51,34 +52,35 @@ class StrategyJudge(BaseJudge):
         batch_poll_s: float = 30.0,
     ) -> None:
         """Build the inner LLM judge (no request is sent)."""
-        from airbench_nb.judge.registry import load_judge
-
         super().__init__(spec)
-        self.check_spec(spec.partition(":")[2])
-        self.inner: Any = load_judge(
-            spec.partition(":")[2],
-            concurrency=concurrency,
-            cache=cache,
-            prices=prices,
-            timeout_s=timeout_s,
-            api_key_env=api_key_env,
-            batch_api=batch_api,
-            batch_poll_s=batch_poll_s,
-        )
+        inner = spec.partition(":")[2]
+        self.check_spec(inner)
+        if inner.startswith("openai:"):
+            self.inner: Any = OpenAIJudge(
+                inner,
+                concurrency=concurrency,
+                cache=cache,
+                prices=prices,
+                timeout_s=timeout_s,
+                api_key_env=api_key_env,
+                batch_api=batch_api,
+                batch_poll_s=batch_poll_s,
+            )
+        else:
+            self.inner = HFJudge(inner)
 
     @classmethod
     def check_spec(cls, argument: str) -> None:
-        """Refuse an inner spec that is not an LLM judge's.
+        """Refuse an inner spec that is not an LLM judge's (``openai:...`` or ``hf:...``).
 
         Raises:
             JudgeSpecError: In one line that repeats no secret.
         """
-        from airbench_nb.judge.registry import judge_class
-
-        inner = judge_class(argument)  # an unknown spec is refused there, without echoing a secret
-        if not hasattr(inner, "complete"):
-            raise JudgeSpecError(f"strategy: needs an LLM judge spec (openai:... or hf:...), not {inner.name!r}")
-        inner.check_spec(argument.partition(":")[2])
+        prefix, _, rest = argument.partition(":")
+        inner = {"openai": OpenAIJudge, "hf": HFJudge}.get(prefix)
+        if inner is None or not rest:
+            raise JudgeSpecError("strategy: needs an LLM judge spec (openai:<model>[@<base_url>] or hf:<path>)")
+        inner.check_spec(rest)
 
     def decide(self, task: Task) -> Verdict | None:
         """Set the task's messages (the LLM decides every answer)."""

@@ -20,7 +20,9 @@ def test_example_landing_page_shows_the_table_and_figures(page, tmp_path):
     page.goto(index.as_uri())
     assert page.locator("h1").inner_text().startswith("airbench-nb run")
     headers = page.locator("h2").all_inner_texts()
-    assert headers[:6] == ["What was run", "Warnings", "Main table", "SSEU-Bench", "UG-Bench", "Figures"]
+    assert headers[:7] == [
+        "What was run", "Warnings", "Main table", "SSEU-Bench", "UG-Bench", "Tiered sound sources", "Figures"
+    ]  # fmt: skip
     main = page.locator("h2:text('Main table') + p + div.wide > table")
     rows = main.locator("tbody tr")
     assert rows.count() >= 8  # 4 baselines x 2 protocols
