@@ -432,6 +432,12 @@ def test_an_llm_strategy_judge_labels_answers_and_replaces_the_proxy(
     assert not association["strategies"]["proxy"] and association["strategies"]["classifier"] == spec
     assert set(association["strategies"]["counts"]) <= set(REASONING_STRATEGIES)
     assert tiered_run(folder, strategy_judges=[]).association.proxy  # the proxy when told to ignore labels
+    # the labeller calls every answer confident (none says maybe): a share of 1 of the wrong and of the right answers
+    confident = result.to_json()["confident_labelled"]["baseline:dsp"]
+    wrong = [v for v in labels if not next(r for _, r in result.answers.iterrows() if r["uid"] == v.uid
+             and r["system"] == "baseline:dsp")["correct"]]  # fmt: skip
+    assert confident["wrong_n"] == len(wrong) and confident["wrong_share"] == 1.0 and confident["judge"] == spec
+    assert confident["wrong_ci"][0] < 1.0 == confident["wrong_ci"][1]
     assert parse_strategy_reply("strategy: guessing\nconfidence: confident").startswith("judge reply names no")
     assert parse_strategy_reply("Strategy: **elimination**\nConfidence: hedged") == ("elimination", "hedged")
 
@@ -445,3 +451,31 @@ def test_a_strategy_judge_needs_an_llm_judge_spec() -> None:
     with pytest.raises(JudgeSpecError, match="needs an LLM judge spec"):
         parse_judge_spec("strategy:nonsense")
     assert parse_judge_spec("strategy:openai:gpt-4o-mini") == "strategy:openai:gpt-4o-mini"
+
+
+def test_infer_takes_backend_options_and_refuses_ones_the_backend_does_not_take(
+    run: tuple[RunFolder, TieredRun, dict[str, str]], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from airbench_nb.cli import app
+
+    folder, _, specs = run
+    manifest = str(folder.manifest("sound_source"))
+    out = tmp_path / "ranked.jsonl"
+    args = ["infer", "--model", specs["B"], "--manifest", manifest, "--out", str(out), "--limit", "3"]
+    done = CliRunner().invoke(app, [*args, "--model-option", "match=exact", "--model-option", "scores=softmax"])
+    assert done.exit_code == 0, done.output
+    ranked = read_records(out, Response)
+    exact = {"wail siren", "yelp siren", "church bell", "handbell", "footsteps"}  # the tiny table's exact rows here
+    assert len(ranked) == 3 and all(r.ranking and {x.label for x in r.ranking} <= exact for r in ranked)
+    # scores=softmax: probabilities over the model's 13 labels, so the mapped choices' scores sum to at most 1 (the
+    # tiny model's near-zero logits under its default sigmoid would give about 0.5 each)
+    assert all(sum(x.score for x in r.ranking) <= 1.0 + 1e-6 for r in ranked)
+    for bad, message in (
+        (["--model-option", "colour=red"], "colour: classifier: takes mapping, match, scores, kinds"),
+        (["--model-option", "device=cpu"], "use --device instead"),
+        (["--model-option", "match"], "write KEY=VALUE"),
+    ):
+        refused = CliRunner().invoke(app, [*args[:-2], *bad, "--out", str(tmp_path / "x.jsonl")])
+        assert refused.exit_code == 2 and message in refused.output, refused.output

@@ -92,6 +92,9 @@ class TieredRun:
     """Per tier A system, the share of wrong (and right) answers stated confidently."""
     hierarchy: dict[str, str] = field(default_factory=dict)
     """Fine class -> coarse category of the run's items (the label lists of every metric)."""
+    confident_labelled: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per tier A system, from a ``strategy:`` judge's confidence labels: ``{wrong_n, wrong_confident, wrong_share,
+    wrong_ci, right_n, right_confident, right_share, right_ci, judge}`` (Wilson 95% intervals); empty without labels."""
     unlabelled: int = 0
     """Tier A reasoning answers a ``strategy:`` judge did not label (left out of the strategy association)."""
     reason: str | None = None
@@ -111,6 +114,7 @@ class TieredRun:
         out["judges"] = self.judges
         out["failures"] = self.failures
         out["confident"] = {system: share.to_json() for system, share in self.confident.items()}
+        out["confident_labelled"] = self.confident_labelled
         why = self.reason if self.length is None and self.association is None else None
         out["reasoning"] = reasoning_json(self.length, self.association, why)
         if self.unlabelled:
@@ -309,6 +313,26 @@ def tiered_run(
     return result
 
 
+def _confident_labelled(answers: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """The share of wrong and of right tier A answers a ``strategy:`` judge labelled confident, per system."""
+    from airbench_nb.analysis.stats import plain, wilson
+
+    rows = answers[(answers["tier"] == "A") & answers["confidence"].notna() & answers["correct"].notna()]
+    out: dict[str, dict[str, Any]] = {}
+    for system, mine in rows.groupby("system", sort=True):
+        entry: dict[str, Any] = {"judge": ", ".join(sorted(set(mine["strategy_judge"])))}
+        for name, part in (
+            ("wrong", mine[~mine["correct"].astype(bool)]),
+            ("right", mine[mine["correct"].astype(bool)]),
+        ):
+            n, k = len(part), int((part["confidence"] == "confident").sum())
+            entry[f"{name}_n"], entry[f"{name}_confident"] = n, k
+            entry[f"{name}_share"] = k / n if n else None
+            entry[f"{name}_ci"] = [plain(v) for v in wilson(k, n)] if n else None
+        out[str(system)] = entry
+    return out
+
+
 def _reasoning(result: TieredRun, classifier: StrategyClassifier | None) -> None:
     """Tier A's confident language and reasoning analysis into ``result`` (or a reason when there is none)."""
     if result.answers.empty:
@@ -334,6 +358,7 @@ def _reasoning(result: TieredRun, classifier: StrategyClassifier | None) -> None
         )
         return
     result.unlabelled = len(reasoning) - len(labelled)
+    result.confident_labelled = _confident_labelled(result.answers)
     association = strategy_association(labelled, strata=strata)
     judges = ", ".join(sorted(set(labelled["strategy_judge"])))
     result.association = replace(association, classifier=judges, proxy=False)

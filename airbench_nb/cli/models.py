@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,52 @@ from airbench_nb.cli.app import (
     refusing,
     rows_table,
 )
+
+NAMED_MODEL_OPTIONS = frozenset({"device", "dtype", "attn", "audio_output", "audio_voice", "batch_size", "seed"})
+"""Backend options that ``infer`` has a named flag for (``--model-option`` may not set them)."""
+
+
+def _option_value(text: str) -> int | float | bool | str:
+    """A ``--model-option`` value: a whole number, a number, true/false, else the text as given."""
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if re.fullmatch(r"-?(\d+\.\d*|\.\d+)([eE]-?\d+)?", text):
+        return float(text)
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text
+
+
+def model_options_given(model: str, given: list[str]) -> dict[str, int | float | bool | str]:
+    """``--model-option KEY=VALUE`` values as a dict, each key checked against what the model's backend takes.
+
+    Values are read as a whole number, a number or true/false when they look like one, else kept as text.
+
+    Raises:
+        ValueError: For a value without ``=``, a key given twice or one with its own flag, or a key the backend does
+            not take (the message lists the keys it takes).
+    """
+    from airbench_nb.models import model_option_names
+
+    options: dict[str, int | float | bool | str] = {}
+    for text in given:
+        key, sep, value = text.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--model-option {text!r}: write KEY=VALUE")
+        if key in options:
+            raise ValueError(f"--model-option {key} given twice")
+        if key in NAMED_MODEL_OPTIONS:
+            raise ValueError(f"--model-option {key}: use --{key.replace('_', '-')} instead")
+        options[key] = _option_value(value)
+    if options:
+        takes = [k for k in model_option_names(model) if k not in NAMED_MODEL_OPTIONS]
+        unknown = sorted(set(options) - set(takes))
+        if unknown:
+            raise ValueError(
+                f"--model-option {', '.join(unknown)}: {model.partition(':')[0]}: takes {', '.join(takes) or 'none'}"
+            )
+    return options
 
 
 def infer(
@@ -82,6 +129,14 @@ def infer(
     audio_voice: Annotated[
         str | None, typer.Option(help="openai: the voice of spoken answers (default alloy).")
     ] = None,
+    model_option: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Another backend option as KEY=VALUE, repeatable: e.g. classifier: mapping=table.csv, "
+            "kinds=sound_source,foundation, scores=sigmoid, match=exact; clap: prompts=prompts.json. A key the "
+            "backend does not take is refused.",
+        ),
+    ] = None,
 ) -> None:
     """Answer a manifest with a model, appending one response per item (a rerun resumes and retries errors).
 
@@ -96,6 +151,7 @@ def infer(
 
     with refusing(SpecError, FileNotFoundError, ValueError, fatal_api=True):
         PromptSet.named(prompt_set)  # a bad template file fails here, before a model is loaded or called
+        extra = model_options_given(model, model_option or [])
         with data_root_override(manifest, data_root_dir):
             summary = run_infer(
                 model,
@@ -116,6 +172,7 @@ def infer(
                     "attn": attn,
                     "audio_output": audio_output or None,
                     "audio_voice": audio_voice,
+                    **extra,
                 },
             )
     console.print(rows_table(f"{model} on {manifest}", field_rows(summary.as_dict())))

@@ -53,6 +53,19 @@ __all__ = [
 ]
 
 
+def model_option_names(spec: str) -> list[str]:
+    """The options the backend of a spec takes, beyond its spec argument (``classifier:``: ``mapping``, ``kinds``...).
+
+    Raises:
+        SpecError: For an unknown spec.
+    """
+    import inspect
+
+    kind, _ = parse_spec(spec)
+    factory = backend_for(kind).build_factory()
+    return [name for name in list(inspect.signature(factory).parameters)[1:] if name not in ("args", "kwargs")]
+
+
 def load_model(spec: str, **options: Any) -> AudioLM:
     """Build the backend a spec names.
 
