@@ -801,7 +801,8 @@ class _Handler(BaseHTTPRequestHandler):
 class JudgeServer(OpenAITestServer):
     """Answers like an instruction-tuned judge: a letter for Foundation judge prompts, two scores for Chat ones.
 
-    To the ``strategy:`` judge's prompt it answers a strategy and a confidence (:func:`strategy_reply`).
+    To the ``strategy:`` judge's prompt it answers a strategy and a confidence (:func:`strategy_reply`); to tier D's
+    prompt a hit or miss on category and subclass (:func:`source_reply`).
 
     It reads both the verbatim prompts and the fenced ones (:func:`airbench_nb.prompts.fenced_chat_judge_messages`).
     Foundation: the option whose words the answer contains, else 'none'. Chat: 9 for an answer that starts with
@@ -844,10 +845,27 @@ def strategy_reply(text: str) -> str:
     return f"strategy: {strategy}\nconfidence: {confidence}"
 
 
+def source_reply(text: str) -> str:
+    """:class:`JudgeServer`'s reply to tier D's prompt: a hit when the answer holds the fine class's or the category's
+    name as the prompt spells it (``fine class 'hand_bell'``, ``category 'bell'``), letters only ("handbell" hits)."""
+
+    def letters(value: str) -> str:
+        return re.sub(r"[^a-z]", "", value.lower())
+
+    answer = letters(_block(text, "answer") or "")
+    fine = re.search(r"fine class '([^']+)'", text)
+    coarse = re.search(r"category '([^']+)'", text)
+    subclass = bool(fine) and letters(fine.group(1)) in answer  # type: ignore[union-attr]
+    category = subclass or (bool(coarse) and letters(coarse.group(1)) in answer)  # type: ignore[union-attr]
+    return f"category: {'yes' if category else 'no'}\nsubclass: {'yes' if subclass else 'no'}"
+
+
 def judge_reply(text: str) -> str:
     """:class:`JudgeServer`'s reply to one judge prompt (verbatim or fenced)."""
     if "primary reasoning strategy" in text:
         return strategy_reply(text)
+    if "names what made the sound" in text:
+        return source_reply(text)
     fenced = "<<<answer" in text
     if "[Options]" in text:
         if fenced:

@@ -406,17 +406,23 @@ def test_import_sources_command_prints_what_it_did(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------- LLM strategy labels
 
 
+def _copy(folder: RunFolder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunFolder:
+    """A copy of the module's run for a test to judge further (the fixture's folder stays as it was), with a key."""
+    import shutil
+
+    copy = RunFolder(tmp_path / "run")
+    shutil.copytree(folder.path, copy.path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    return copy
+
+
 def test_an_llm_strategy_judge_labels_answers_and_replaces_the_proxy(
     run: tuple[RunFolder, TieredRun, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import shutil
-
     from airbench_nb.prompts import REASONING_STRATEGIES, parse_strategy_reply
     from tests.openai_server import JudgeServer
 
-    folder = RunFolder(tmp_path / "run")
-    shutil.copytree(run[0].path, folder.path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    folder = _copy(run[0], tmp_path, monkeypatch)
     with JudgeServer() as server:
         spec = f"strategy:openai:labeller@{server.base_url}"
         judge_run_folder(folder, [spec], kinds=["sound_source"], cache=tmp_path / "cache.sqlite")
@@ -479,3 +485,26 @@ def test_infer_takes_backend_options_and_refuses_ones_the_backend_does_not_take(
     ):
         refused = CliRunner().invoke(app, [*args[:-2], *bad, "--out", str(tmp_path / "x.jsonl")])
         assert refused.exit_code == 2 and message in refused.output, refused.output
+
+
+def test_an_llm_judge_decides_tier_d_before_the_rule(
+    run: tuple[RunFolder, TieredRun, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An LLM judge of the run reads the open answers (versioned fenced prompt, cached); the rule is the fallback."""
+    from tests.openai_server import JudgeServer
+
+    folder = _copy(run[0], tmp_path, monkeypatch)
+    cache = tmp_path / "cache.sqlite"
+    with JudgeServer() as server:
+        spec = f"openai:judge@{server.base_url}"
+        judge_run_folder(folder, [spec], kinds=["sound_source_open"], cache=cache)
+    verdicts = read_records(folder.verdicts_file("baseline:oracle", "sound_source_open", spec), Verdict)
+    assert len(verdicts) == 25 and all(v.hits is not None and v.hits.subclass and v.hits.category for v in verdicts)
+    assert all("<<<answer>>>" not in (v.raw or "") and v.prompt_hash for v in verdicts)
+    result = tiered_run(folder, open_judges=[spec, "sources"])
+    data = result.to_json()
+    assert data["judges"]["baseline:oracle · D"] == [spec]
+    assert data["tiers"]["D"]["baseline:oracle"]["fine"]["macro_recall"] == 1.0
+    first = read_records(folder.verdicts_file("baseline:first", "sound_source_open", spec), Verdict)
+    # first names the first class (wail) for every clip: a subclass hit on wail's clip only, category hits on sirens
+    assert sum(v.hits.subclass for v in first) == 1 and sum(v.hits.category for v in first) == 4
