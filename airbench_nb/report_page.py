@@ -383,10 +383,6 @@ TIER_TITLES: dict[str, str] = {
 """What each tier of the tiered sound-source benchmark is, as the page titles it."""
 
 
-def _percent(value: Any) -> str:
-    return "–" if value is None else f"{value * 100:.1f}"
-
-
 def _tiered_tables(analysis: dict[str, Any] | None) -> list[dict[str, str]]:
     """One HTML table per tier with systems, from ``analysis.json["tiered"]`` (empty when the run has none)."""
     import pandas as pd
@@ -403,12 +399,16 @@ def _tiered_tables(analysis: dict[str, Any] | None) -> list[dict[str, str]]:
                 {
                     "system": system,
                     **{
-                        f"{g} {m}": _percent(block.get(f"macro_{key}"))
+                        f"{g} {m}": _interval_cell(block.get(f"macro_{key}"), None, 100.0)
                         for g, block in (("coarse", coarse), ("fine", fine))
                         for m, key in (("P", "precision"), ("R", "recall"), ("F1", "f1"), ("FNR", "fnr"))
                     },
-                    "drop": _percent(r.get("f1_drop")),
-                    **({f"top-{k}": _percent(top.get(k)) for k in ("1", "3", "5")} if tier in ("B", "C") else {}),
+                    "drop": _interval_cell(r.get("f1_drop"), None, 100.0),
+                    **(
+                        {f"top-{k}": _interval_cell(top.get(k), None, 100.0) for k in ("1", "3", "5")}
+                        if tier in ("B", "C")
+                        else {}
+                    ),
                     "n": fine.get("n"),
                 }
             )
