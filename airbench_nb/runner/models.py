@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -213,6 +214,47 @@ def _duration_key(root: Path, item: AnyItem) -> float:
 
 def _error_kind(error: str) -> str:
     return error.split(":", 1)[0]
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _unstorable(value: Any, where: str) -> str | None:
+    """Where a record's value holds an unpaired surrogate (not Unicode text: it cannot be written as UTF-8), or None.
+
+    Returns:
+        ``"<field> holds an unpaired surrogate (U+D800 at character 2)"``, the field dotted (``turns.1``).
+    """
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        name, current = stack.pop()
+        if isinstance(current, str):
+            found = _SURROGATE.search(current)
+            if found is not None:
+                return f"{name} holds an unpaired surrogate (U+{ord(found.group()):04X} at character {found.start()})"
+        elif isinstance(current, Mapping):
+            stack.extend((f"{name}.{key}", child) for key, child in reversed(list(current.items())))
+        elif isinstance(current, list | tuple):
+            stack.extend((f"{name}.{index}", child) for index, child in reversed(list(enumerate(current))))
+    return None
+
+
+def _storable(record: Response) -> Response:
+    """The record, or that item's failure when a field of it cannot be written as UTF-8.
+
+    A reply holding an unpaired surrogate loses its answer: the error names the field and the character (a
+    ``backend`` error, counted and retried on rerun). One bad reply never stops the run nor costs the other items'
+    answers.
+    """
+    problem = next(
+        (p for name, value in record.model_dump().items() if (p := _unstorable(value, name)) is not None), None
+    )
+    if problem is None:
+        return record
+    error = f"backend: the answer cannot be stored: its {problem}, which is not Unicode text"
+    logger.error("%s: %s: %s", record.model, record.uid, error)
+    kept = record.model_dump(include={"uid", "model", "prompt_hash", "generation", "prompt_set", "latency_s"})
+    return Response(**kept, error=error)
 
 
 def _defect_error(item: AnyItem) -> str | None:
@@ -581,6 +623,7 @@ def _answer(
                     ready.append(_Asking(item, texts[item.uid], item_params, audios, paths))
 
                 def keep_what_is_done(records: list[Response] = records) -> None:
+                    records[:] = [_storable(r) for r in records]
                     sink.write(records)
                     count(records)
                     # the caller prints the error once; the log only says how far the run got
@@ -609,6 +652,7 @@ def _answer(
                             ranking=entry.ranking if entry.error is None else [],
                         )
                     )
+                records = [_storable(r) for r in records]
                 sink.write(records)
                 count(records)
                 bar.update(len(batch))
