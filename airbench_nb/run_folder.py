@@ -21,6 +21,7 @@ This module is ground level: it imports records, manifests and the score table o
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Sequence
@@ -113,6 +114,23 @@ def file_slug(spec: str) -> str:
 @dataclass
 class RunFolder:
     """A run folder and every file in it.
+
+UID_STEM_CHARS = 80
+"""Longest stem of a spoken answer's file name kept from the item's uid (the rest is a hash)."""
+
+
+def uid_file_stem(uid: str) -> str:
+    """The stem of an item's file name, one per uid (two uids never share a file).
+
+    The uid itself when it is file-name safe (what :func:`file_slug` leaves unchanged, at most
+    :data:`UID_STEM_CHARS` long), else its slug, cut to that length, with ``~`` and 12 hex digits of the uid's
+    SHA-256: ``a/1`` -> ``a_1~<hash>`` while ``a_1`` stays ``a_1`` (``~`` is in no safe name).
+    """
+    if uid and len(uid) <= UID_STEM_CHARS and file_slug(uid) == uid:
+        return uid
+    digest = hashlib.sha256(uid.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{file_slug(uid)[:UID_STEM_CHARS]}~{digest}"
+
 
     Args:
         path: The run folder.
@@ -215,8 +233,11 @@ class RunFolder:
         return self.responses_dir / file_slug(model) / f"{kind}.jsonl"
 
     def response_audio_file(self, model: str, uid: str) -> Path:
-        """Where a model's spoken answer to an item is written (``responses/<model>/audio/<uid>.wav``)."""
-        return self.responses_dir / file_slug(model) / RESPONSE_AUDIO / f"{file_slug(uid)}.wav"
+        """Where a model's spoken answer to an item is written (``responses/<model>/audio/<stem>.wav``).
+
+        The stem is :func:`uid_file_stem`'s: the uid itself when it is file-name safe.
+        """
+        return self.responses_dir / file_slug(model) / RESPONSE_AUDIO / f"{uid_file_stem(uid)}.wav"
 
     def response_audio_path(self, model: str, relative: str) -> Path:
         """The file a :class:`~airbench_nb.records.ResponseAudio` ``path`` names: relative to the model's folder.
