@@ -12,10 +12,15 @@ a model's answers belong to:
   LLM judge is named; shown as a proxy when it is the rule).
 
 A model that answered closed-set items in tier A and open items is two systems (tiers A and D): they are never in one
-table. The reasoning analysis reads tier A's answers: response length and the strategy of each answer (the keyword
-proxy :class:`~airbench_nb.analysis.tiered.KeywordStrategyClassifier` unless a classifier is given) against being
-right, raw and within class (:func:`~airbench_nb.analysis.tiered.strategy_association`), systems pooled with the
-class and the system as the stratum. When a ``strategy:`` judge (:mod:`airbench_nb.judge.strategy`, an LLM) labelled
+table. Items whose audio is missing, empty or corrupt are a defect of the data, not a failure of the model, by the rule
+every kind follows (:func:`~airbench_nb.scoring.run.score_run`): an item whose manifest says so, or that the runner
+answered with a data defect (``audio missing: ...``) when it checked the audio, is left out of that system's
+denominators and counted in :attr:`TieredRun.unusable`.
+
+The reasoning analysis reads tier A's answers: response length and the strategy of each answer (the keyword proxy
+:class:`~airbench_nb.analysis.tiered.KeywordStrategyClassifier` unless a classifier is given) against being right, raw
+and within class (:func:`~airbench_nb.analysis.tiered.strategy_association`), systems pooled with the class and the
+system as the stratum. When a ``strategy:`` judge (:mod:`airbench_nb.judge.strategy`, an LLM) labelled
 the answers, its labels replace the proxy's and the association says so (``proxy`` false). The share of wrong
 answers stated confidently comes from the same answers (the lexicon of :mod:`airbench_nb.analysis.tiered`).
 """
@@ -40,8 +45,8 @@ from airbench_nb.analysis.tiered import (
     strategy_association,
     words,
 )
-from airbench_nb.manifests import read_manifest, read_records
-from airbench_nb.records import OpenSourceItem, Response, SoundSourceItem, Verdict
+from airbench_nb.manifests import DATA_DEFECT_TEXT, read_manifest, read_records
+from airbench_nb.records import AudioStatus, OpenSourceItem, Response, SoundSourceItem, Verdict
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.scoring.outcomes import current_verdicts, latest_responses
 from airbench_nb.scoring.tiered import SystemMetrics, score_closed_set, score_open_vocabulary, tiers_json
@@ -56,6 +61,9 @@ OPEN_JUDGES: tuple[str, ...] = ("sources",)
 
 RANKED_PREFIXES: dict[str, str] = {"classifier": "B", "clap": "C"}
 """Model spec prefixes whose answers are rankings, and their tier."""
+
+UNUSABLE_WHY = "audio missing, empty or corrupt: a defect of the data, left out of the metrics and counted here"
+"""Why a system's unusable items are missing from its metrics (``analysis.json["tiered"]["unusable_why"]``)."""
 
 REASONING_MIN_WORDS = 8
 """Tier A answers shorter than this many words are a bare letter, not reasoning: the reasoning analysis needs
@@ -84,6 +92,8 @@ class TieredRun:
     """Per system (``model · tier``), the judges whose verdicts decided its answers."""
     failures: dict[str, int] = field(default_factory=dict)
     """Per system, items with no usable answer (an error, an abstention, no verdict): counted as unanswered."""
+    unusable: dict[str, int] = field(default_factory=dict)
+    """Per system, items whose audio is missing, empty or corrupt (:data:`UNUSABLE_WHY`): left out of its metrics."""
     length: LengthAssociation | None = None
     """Response length against accuracy over tier A's reasoning answers; None when there are too few."""
     association: StrategyAssociation | None = None
@@ -113,6 +123,8 @@ class TieredRun:
             out["reasons"] = {tier: self.reason for tier in out["tiers"]}
         out["judges"] = self.judges
         out["failures"] = self.failures
+        out["unusable"] = self.unusable
+        out["unusable_why"] = UNUSABLE_WHY
         out["confident"] = {system: share.to_json() for system, share in self.confident.items()}
         out["confident_labelled"] = self.confident_labelled
         why = self.reason if self.length is None and self.association is None else None
@@ -133,6 +145,16 @@ def _responses(folder: RunFolder, model_dir: str, kind: str) -> dict[str, Respon
         return {}
     latest, _ = latest_responses(read_records(path, Response, strict=False))
     return latest
+
+
+def _usable(items: list[Any], responses: dict[str, Response]) -> list[Any]:
+    """The items whose audio is usable for this model: not a defect by the manifest nor by the runner's check."""
+    return [
+        i
+        for i in items
+        if i.audio_status in (None, AudioStatus.ok)
+        and not ((r := responses.get(i.uid)) is not None and r.error is not None and DATA_DEFECT_TEXT.match(r.error))
+    ]
 
 
 def _verdicts(
@@ -264,13 +286,18 @@ def tiered_run(
     rows: list[dict[str, Any]] = []
     open_rows: list[dict[str, Any]] = []
     for model_dir in folder.model_dirs():
-        for kind, items in (("sound_source", closed), ("sound_source_open", opened)):
+        for kind, every in (("sound_source", closed), ("sound_source_open", opened)):
             responses = _responses(folder, model_dir.name, kind)
-            if not items or not responses:
+            if not every or not responses:
                 continue
             model = next(iter(responses.values())).model
             tier = tier_of(model, kind)
             system = f"{model} · {tier}"
+            items = _usable(every, responses)
+            result.unusable[system] = len(every) - len(items)
+            if not items:
+                logger.warning("%s: every item's audio is missing, empty or corrupt: nothing to score", system)
+                continue
             if tier == "D":
                 verdicts = _verdicts(folder, model_dir.name, kind, open_judges, responses)
                 mine = _open(model, items, responses, verdicts)
@@ -290,11 +317,11 @@ def tiered_run(
                 continue
             verdicts = _verdicts(folder, model_dir.name, kind, closed_judges, responses) if tier == "A" else {}
             labels = _labels(folder, model_dir.name, strategy_judges, responses) if tier == "A" else {}
-            mine, ranked = _closed(model, tier, closed, responses, verdicts, labels)  # type: ignore[arg-type]
+            mine, ranked = _closed(model, tier, items, responses, verdicts, labels)
             rows += mine
             result.systems.append(
                 score_closed_set(
-                    closed[0].hierarchy(),
+                    items[0].hierarchy(),
                     [r["gold"] for r in mine],
                     [r["predicted"] for r in mine],
                     system=model,
