@@ -111,10 +111,6 @@ def file_slug(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")
 
 
-@dataclass
-class RunFolder:
-    """A run folder and every file in it.
-
 UID_STEM_CHARS = 80
 """Longest stem of a spoken answer's file name kept from the item's uid (the rest is a hash)."""
 
@@ -131,6 +127,10 @@ def uid_file_stem(uid: str) -> str:
     digest = hashlib.sha256(uid.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{file_slug(uid)[:UID_STEM_CHARS]}~{digest}"
 
+
+@dataclass
+class RunFolder:
+    """A run folder and every file in it.
 
     Args:
         path: The run folder.

@@ -3,11 +3,11 @@
 A model that answers with audio (:attr:`~airbench_nb.models.base.Generation.audio`) gets its answer written to
 :meth:`~airbench_nb.run_folder.RunFolder.response_audio_file` (``<model's responses folder>/audio/<uid>.wav``; a uid
 that is not a safe file name gets its slug and a hash, so that no two items share a file: ``a/1`` and ``a_1`` never
-overwrite each other's answer), durably (a temporary file, fsynced, then renamed), before its response record is appended; the record holds a
-:class:`~airbench_nb.records.ResponseAudio` (the path relative to the model's responses folder, the SHA-256 of the
-file's bytes, the rate and the duration), never the samples. :func:`audio_problem` says what is wrong with a
-recorded answer's file (missing, changed since): a resumed run answers such an item again, and the ASR judge reports
-it as the verdict's failure.
+overwrite each other's answer), durably (a temporary file, fsynced, then renamed), before its response record is
+appended; the record holds a :class:`~airbench_nb.records.ResponseAudio` (the path relative to the model's
+responses folder, the SHA-256 of the file's bytes, the rate and the duration), never the samples.
+:func:`audio_problem` says what is wrong with a recorded answer's file (missing, changed since): a resumed run answers
+such an item again, and the ASR judge reports it as the verdict's failure.
 """
 
 from __future__ import annotations
