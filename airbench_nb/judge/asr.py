@@ -13,9 +13,15 @@ A response that cannot be transcribed gets a verdict whose ``parse_error`` says 
 written it again: :data:`~airbench_nb.judge.base.AUDIO_GONE`; the others are properties of the answer itself):
 
 - ``no audio output``: a text-only response (a model that cannot speak);
+- ``too large (<n> bytes; over <bound> bytes)``: a file over
+  :data:`~airbench_nb.runner.response_audio.MAX_SPOKEN_BYTES`, refused from its size before it is read;
 - ``audio missing: <path>``; ``audio unreadable: <reason>``; :data:`~airbench_nb.runner.response_audio.AUDIO_CHANGED`
   (the file's SHA-256 is not the one recorded);
-- ``empty output (0 samples)``; ``too short (<s> s; under 0.2 s)`` (:data:`MIN_DURATION_S`);
+- ``audio corrupt: truncated: ...``: a WAV holding fewer frames than its header promises;
+  ``too long (<s> s; over 600 s)``: over :data:`~airbench_nb.runner.response_audio.MAX_SPOKEN_S` by its header,
+  before its samples are decoded;
+- ``empty output (0 samples)``; ``audio corrupt: <n> NaN or infinite samples (first at <s> s)``;
+  ``too short (<s> s; under 0.2 s)`` (:data:`MIN_DURATION_S`);
 - ``silent output (peak -X dBFS)``: a peak under :data:`SILENCE_DBFS`.
 
 An ASR call that fails is a verdict whose ``parse_error`` begins with ``judge call failed`` (retried on rerun, as an
@@ -46,6 +52,8 @@ SILENCE_DBFS = -60.0
 """Spoken answers whose peak is under this level (dB relative to full scale) are silent: failures."""
 NO_AUDIO = "no audio output"
 """The failure of a response without a spoken answer."""
+AUDIO_CORRUPT = "audio corrupt"
+"""How the reason begins for a spoken answer that is damaged as written (truncated, NaN or infinite samples)."""
 ASR_MAX_NEW_TOKENS = 256
 """Length bound of a transcript (per 30 s window)."""
 
@@ -64,10 +72,54 @@ class SpokenAnswer:
     """Peak level in dB relative to full scale (``-inf`` for all-zero samples)."""
 
 
+def spoken_size_problem(path: Path) -> str | None:
+    """``too large (<n> bytes; over <bound> bytes)`` for a file over :data:`MAX_SPOKEN_BYTES`, else None.
+
+    Only ``stat``-s the file: a file that is not there is :func:`~airbench_nb.runner.response_audio.audio_problem`'s
+    to report.
+    """
+    from airbench_nb.runner.response_audio import MAX_SPOKEN_BYTES
+
+    try:
+        size = path.stat().st_size
+    except (OSError, ValueError):
+        return None
+    return f"too large ({size} bytes; over {MAX_SPOKEN_BYTES} bytes)" if size > MAX_SPOKEN_BYTES else None
+
+
+def spoken_header_problem(path: Path) -> str | None:
+    """What a spoken answer's header says is wrong with it, read before its samples are, or None.
+
+    ``audio corrupt: truncated: ...`` for a WAV holding fewer frames than its header promises (libsndfile would
+    read the part held as if it were the whole answer); ``too long (<s> s; over <bound> s)`` for an answer over
+    :data:`~airbench_nb.runner.response_audio.MAX_SPOKEN_S`; ``audio unreadable: ...`` when the header does not parse.
+    """
+    import soundfile as sf
+
+    from airbench_nb.audio import wav_header_frames
+    from airbench_nb.runner.response_audio import MAX_SPOKEN_S
+
+    try:
+        info = sf.info(str(path))
+    except (sf.LibsndfileError, RuntimeError, OSError) as exc:
+        return f"audio unreadable: {exc}"
+    rate = info.samplerate
+    header = wav_header_frames(path) if info.format in ("WAV", "WAVEX") else None
+    if header is not None and header[0] > header[1]:
+        (promised, held) = header
+        return (
+            f"{AUDIO_CORRUPT}: truncated: the WAV header promises {promised} frames ({promised / rate:.1f} s), "
+            f"the file holds {held} ({held / rate:.1f} s)"
+        )
+    duration = info.frames / rate if rate > 0 else 0.0
+    return f"too long ({duration:.1f} s; over {MAX_SPOKEN_S:g} s)" if duration > MAX_SPOKEN_S else None
+
+
 def read_spoken_answer(task: Task) -> SpokenAnswer | str:
     """The response's spoken answer, checked, or why it cannot be transcribed (the verdict's ``parse_error``).
 
-    See the module docstring for the reasons, in the order they are checked.
+    See the module docstring for the reasons, in the order they are checked. The file's size and header are
+    checked before its bytes are hashed or its samples decoded: a huge file costs a ``stat``.
     """
     import soundfile as sf
 
@@ -78,17 +130,24 @@ def read_spoken_answer(task: Task) -> SpokenAnswer | str:
         return NO_AUDIO
     if task.run_folder is None:
         return "audio missing: no run folder was given to find it in"
-    problem = audio_problem(task.run_folder, response)
+    try:
+        path = response_audio_file(task.run_folder, response)
+    except ValueError as exc:
+        return f"audio unreadable: {exc}"
+    problem = spoken_size_problem(path) or audio_problem(task.run_folder, response) or spoken_header_problem(path)
     if problem is not None:
         return problem
-    path = response_audio_file(task.run_folder, response)
     try:
         samples, rate = sf.read(str(path), dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError, OSError) as exc:
         return f"audio unreadable: {exc}"
-    mono = samples.mean(axis=1)
-    if mono.size == 0:
+    if samples.shape[0] == 0:
         return "empty output (0 samples)"
+    bad = ~np.isfinite(samples)
+    if bad.any():
+        first = int(np.argmax(bad.any(axis=1)))
+        return f"{AUDIO_CORRUPT}: {int(bad.sum())} NaN or infinite samples (first at {first / rate:.3f} s)"
+    mono = samples.mean(axis=1)
     duration = mono.size / rate
     if duration < MIN_DURATION_S:
         return f"too short ({duration:.3f} s; under {MIN_DURATION_S:g} s)"

@@ -33,7 +33,7 @@ from airbench_nb.runner.outputs import (
     refuse_input_as_output,
     repair_jsonl,
 )
-from airbench_nb.runner.response_audio import audio_problem, write_response_audio
+from airbench_nb.runner.response_audio import audio_problem, spoken_bound_problem, write_response_audio
 
 logger = logging.getLogger(__name__)
 
@@ -458,6 +458,9 @@ def _spoken(folder: RunFolder | None, model: str, uid: str, audio: GeneratedAudi
     """Write a spoken answer and return its record, or the error of the item when it cannot be kept."""
     if folder is None:
         return "audio output: the model answered with audio and no run folder was given to write it in"
+    problem = spoken_bound_problem(audio)
+    if problem is not None:
+        return f"audio output: {problem}"
     try:
         return write_response_audio(folder, model, uid, audio)
     except (OSError, ValueError) as exc:

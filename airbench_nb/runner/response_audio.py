@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from airbench_nb.audio import sha256_file
 from airbench_nb.models.base import GeneratedAudio
 from airbench_nb.records import Response, ResponseAudio
 from airbench_nb.run_folder import RunFolder
@@ -30,6 +31,13 @@ AUDIO_MISSING = "audio missing"
 """How the reason begins when a recorded answer's file is not there."""
 AUDIO_CHANGED = "audio changed since it was written (sha256)"
 """The reason when a recorded answer's file no longer has the bytes it was written with."""
+MAX_SPOKEN_S = 600.0
+"""Longest spoken answer kept or transcribed, in seconds (10 minutes): a longer one is that item's failure."""
+WAV_HEADER_BYTES = 44
+"""Bytes of the header of the wav files written here."""
+MAX_SPOKEN_BYTES = 256 * 1024 * 1024
+"""Largest spoken-answer file read, in bytes (256 MiB: 10 minutes of 16-bit stereo at 96 kHz is 230 MB); a larger
+file is refused from its size, before a byte of it is read."""
 
 
 def wav_bytes(audio: GeneratedAudio) -> bytes:
@@ -39,6 +47,19 @@ def wav_bytes(audio: GeneratedAudio) -> bytes:
     buffer = io.BytesIO()
     sf.write(buffer, np.clip(audio.samples, -1.0, 1.0), audio.sample_rate, format="WAV", subtype="PCM_16")
     return buffer.getvalue()
+
+
+def spoken_bound_problem(audio: GeneratedAudio) -> str | None:
+    """Why a spoken answer is over the bounds, or None: such an answer is not kept.
+
+    Returns:
+        ``too long (<s> s; over 600 s)`` (:data:`MAX_SPOKEN_S`), ``too large (<n> bytes; over <bound> bytes)`` (its
+        16-bit wav over :data:`MAX_SPOKEN_BYTES`), or None.
+    """
+    if audio.duration_s > MAX_SPOKEN_S:
+        return f"too long ({audio.duration_s:.1f} s; over {MAX_SPOKEN_S:g} s)"
+    size = WAV_HEADER_BYTES + 2 * audio.samples.size
+    return f"too large ({size} bytes; over {MAX_SPOKEN_BYTES} bytes)" if size > MAX_SPOKEN_BYTES else None
 
 
 def write_response_audio(folder: RunFolder, model: str, uid: str, audio: GeneratedAudio) -> ResponseAudio:
@@ -55,7 +76,11 @@ def write_response_audio(folder: RunFolder, model: str, uid: str, audio: Generat
 
     Raises:
         OSError: When the file cannot be written.
+        ValueError: For an answer over the bounds (:func:`spoken_bound_problem`); nothing is written.
     """
+    problem = spoken_bound_problem(audio)
+    if problem is not None:
+        raise ValueError(problem)
     path = folder.response_audio_file(model, uid)
     data = wav_bytes(audio)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +118,7 @@ def audio_problem(folder: RunFolder, response: Response) -> str | None:
         path = response_audio_file(folder, response)
         if not path.is_file():
             return f"{AUDIO_MISSING}: {path}"
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = sha256_file(path)  # in blocks: a large file is never held in memory
     except (OSError, ValueError) as exc:
         return f"audio unreadable: {exc}"
     return None if digest == response.audio.sha256 else AUDIO_CHANGED
