@@ -129,8 +129,10 @@ Rule for a missing score: {{ ug_rule }}.</p>
 <p class="meta">"What made that sound?" at two granularities ({{ tiered_classes }}). One table per tier, never
 one ranking: systems that received the task differently are not compared. Macro precision, recall, F1 and FNR in %
 over every class (a class never predicted counts as 0); <b>drop</b>: coarse minus fine F1; top-k: the gold class
-among a ranked system's first k. Tier D is judged hit or miss per item ({{ tiered_open_judge }}): recall and FNR only.
-A dash: not defined for the tier.</p>
+among a ranked system's first k. Tier D is judged hit or miss per item ({{ tiered_open_judge }}): recall and FNR;
+its precision and <b>named</b> (the share of the classes an answer names, 100: every answer names every class, which
+recall alone would reward) come from the names the offline rule reads in each answer. <b>unusable</b>: items whose
+audio is missing, empty or corrupt, left out of the metrics. A dash: not defined for the tier.</p>
 {% for tier in tiered_tables %}<h3>Tier {{ tier.tier }}: {{ tier.title }}</h3>
 <div class="wide">{{ tier.html | safe }}</div>
 {% endfor %}{% endif %}
@@ -388,6 +390,7 @@ def _tiered_tables(analysis: dict[str, Any] | None) -> list[dict[str, str]]:
     import pandas as pd
 
     tiers = (((analysis or {}).get("tiered") or {}).get("tiers")) or {}
+    unusable = (((analysis or {}).get("tiered") or {}).get("unusable")) or {}
     out = []
     for tier, systems in tiers.items():
         if not systems:
@@ -409,7 +412,9 @@ def _tiered_tables(analysis: dict[str, Any] | None) -> list[dict[str, str]]:
                         if tier in ("B", "C")
                         else {}
                     ),
+                    **({"named": _interval_cell(fine.get("named_share"), None, 100.0)} if tier == "D" else {}),
                     "n": fine.get("n"),
+                    **({"unusable": unusable.get(f"{system} · {tier}", 0)} if any(unusable.values()) else {}),
                 }
             )
         key = "fine R" if tier == "D" else "fine F1"

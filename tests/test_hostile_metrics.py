@@ -12,15 +12,21 @@ Every expected number is computed by hand in the test.
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from airbench_nb.analysis.tiered_run import tiered_run
 from airbench_nb.builders.tiered import source_items
 from airbench_nb.judge.run import judge_run_folder
 from airbench_nb.manifests import write_manifest
-from airbench_nb.records import TIERED_KINDS, SoundSourceItem
+from airbench_nb.records import TIERED_KINDS, Response, RunInfo, SoundSourceItem
+from airbench_nb.report_page import write_report_page
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.runner import infer_run_folder
+from airbench_nb.scoring.tiered import TIER_D_NAMED_REASON, score_open_vocabulary
 from airbench_nb.synth.sources import hierarchy
 from tests.test_hostile import _wav
 
@@ -41,6 +47,16 @@ def _tiered_run_folder(root: Path, clips_per_class: int) -> tuple[RunFolder, lis
     write_manifest(folder.manifest("sound_source"), closed)
     write_manifest(folder.manifest("sound_source_open"), opened)
     return folder, closed
+
+
+def _page(folder: RunFolder, analysis: dict) -> str:
+    """The landing page of a run folder whose analysis.json is ``analysis`` (a finished run, no notebooks)."""
+    now = datetime.now(UTC)
+    folder.write_info(RunInfo(run_id="run", started=now, ended=now, status="ok", notebooks=[]))
+    folder.analysis_json.parent.mkdir(parents=True, exist_ok=True)
+    folder.analysis_json.write_text(json.dumps(analysis), encoding="utf-8")
+    index, _ = write_report_page(folder.path)
+    return index.read_text(encoding="utf-8")
 
 
 def test_tiered_items_with_missing_audio_are_unusable_not_wrong(tmp_path: Path) -> None:
@@ -69,3 +85,55 @@ def test_tiered_items_with_missing_audio_are_unusable_not_wrong(tmp_path: Path) 
         assert data["unusable"][system] == 25
         assert data["failures"][system] == 0
     assert "missing" in data["unusable_why"]
+    page = _page(folder, {"tiered": data})
+    assert "<th>unusable</th>" in page and "<td>25</td>" in page
+
+
+# ------------------------------------------------------------------------------- tier D: precision beside recall
+
+
+def test_tier_d_precision_and_share_named_equal_a_hand_computation() -> None:
+    tree = {"dog": "animal", "cat": "animal", "car": "engine"}
+    result = score_open_vocabulary(
+        tree,
+        ["dog", "cat", "car"],
+        [True, True, False],
+        [True, True, False],
+        named=[["dog", "cat", "car"], ["cat"], ["animal"]],
+    )
+    fine, coarse = result.fine, result.coarse
+    # dog: named once, by its own item; cat: named twice, once by its own; car: named once, by a dog
+    assert fine.per_class["dog"].precision == 1.0 and fine.per_class["cat"].precision == 0.5
+    assert fine.per_class["car"].precision == 0.0
+    assert fine.macro_precision == pytest.approx(0.5) and fine.macro_recall == pytest.approx(2 / 3)
+    assert fine.named_share == pytest.approx((3 / 3 + 1 / 3 + 0 / 3) / 3)
+    # animal named by all three answers (two animals); engine by the dog's answer only
+    assert coarse.per_class["animal"].precision == pytest.approx(2 / 3) and coarse.per_class["engine"].precision == 0
+    assert coarse.macro_precision == pytest.approx(1 / 3) and coarse.macro_recall == pytest.approx(0.5)
+    assert coarse.named_share == pytest.approx((2 / 2 + 1 / 2 + 1 / 2) / 3)
+    assert fine.macro_f1 is None and fine.reason == TIER_D_NAMED_REASON
+    data = result.to_json()
+    assert data["fine"]["named_share"] == pytest.approx(4 / 9) and data["fine"]["macro_precision"] == 0.5
+
+
+def test_an_open_answer_naming_every_class_has_recall_1_and_precision_1_over_25(tmp_path: Path) -> None:
+    folder, closed = _tiered_run_folder(tmp_path, clips_per_class=1)
+    tree = hierarchy()
+    every = ", ".join(c.shown for c in tree.classes)
+    path = folder.responses_file("m:everything", "sound_source_open")
+    path.parent.mkdir(parents=True)
+    answers = [Response(uid=f"{i.uid}-open", model="m:everything", text=every) for i in closed]
+    path.write_text("".join(r.model_dump_json() + "\n" for r in answers), encoding="utf-8")
+    judge_run_folder(folder, ["sources"], kinds=["sound_source_open"])
+    data = tiered_run(folder).to_json()
+    system = data["tiers"]["D"]["m:everything"]
+    categories = len(set(tree.coarse_of(c.name) for c in tree.classes))
+    assert len(closed) == 25 and categories == 8
+    assert system["fine"]["macro_recall"] == 1.0 and system["coarse"]["macro_recall"] == 1.0
+    assert system["fine"]["named_share"] == 1.0 and system["coarse"]["named_share"] == 1.0
+    # every class is named by all 25 answers, one of them its own: 1/25; a category of k classes: k/25, mean 1/8
+    assert system["fine"]["macro_precision"] == pytest.approx(1 / 25)
+    assert system["coarse"]["macro_precision"] == pytest.approx(1 / 8)
+    page = _page(folder, {"tiered": data})
+    tier_d = page[page.index("Tier D:") :]
+    assert "<th>named</th>" in tier_d and "<td>100.0</td>" in tier_d and "<td>4.0</td>" in tier_d

@@ -112,7 +112,7 @@ def test_each_tier_has_its_systems_and_never_another_tiers(run: tuple[RunFolder,
         assert oracle[granularity]["macro_f1"] == 1.0 and oracle[granularity]["macro_fnr"] == 0.0
         assert oracle[granularity]["n"] == 25
     assert data["tiers"]["D"]["baseline:oracle"]["fine"]["macro_recall"] == 1.0
-    assert data["tiers"]["D"]["baseline:oracle"]["fine"]["macro_precision"] is None
+    assert data["tiers"]["D"]["baseline:oracle"]["fine"]["macro_precision"] == 1.0  # it names its class alone
     assert data["judges"]["baseline:oracle · A"] == ["rule"] and data["judges"]["baseline:oracle · D"] == ["sources"]
     for tier in ("B", "C"):
         ranked = data["tiers"][tier][specs[tier]]

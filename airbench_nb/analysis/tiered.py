@@ -58,10 +58,12 @@ TIER_COLUMNS: tuple[str, ...] = (
     "top1",
     "top3",
     "top5",
+    "fine_named_share",
     "n",
     "unanswered",
 )
-"""Columns of each table of :func:`tier_tables` (metrics as fractions; NaN where n/a)."""
+"""Columns of each table of :func:`tier_tables` (metrics as fractions; NaN where n/a). ``fine_named_share``: tier
+D's mean share of the classes an answer names (1.0: every answer names every class, which recall alone rewards)."""
 
 
 def tier_tables(results: Iterable[SystemMetrics]) -> dict[str, pd.DataFrame]:
@@ -86,6 +88,7 @@ def tier_tables(results: Iterable[SystemMetrics]) -> dict[str, pd.DataFrame]:
                 },
                 "f1_drop": r.f1_drop,
                 **{f"top{k}": r.fine.top_k.get(k) for k in (1, 3, 5)},
+                "fine_named_share": r.fine.named_share,
                 "n": r.fine.n,
                 "unanswered": r.fine.unanswered,
             }

@@ -9,7 +9,9 @@ a model's answers belong to:
 - closed-set items answered by any other model (an LALM, a baseline): **A**, the option the deciding judge read
   (``rule`` unless another judge is named; an abstention or an error is an unanswered item, counted);
 - open-vocabulary items: **D**, the hits the deciding judge found (``sources``, the offline rule judge, unless an
-  LLM judge is named; shown as a proxy when it is the rule).
+  LLM judge is named; shown as a proxy when it is the rule). Tier D's precision and share of classes named per
+  answer come from the names the ``sources`` rule reads in each answer (stored in its verdicts; read again from the
+  answer when an LLM judge, which gives hits only, decided).
 
 A model that answered closed-set items in tier A and open items is two systems (tiers A and D): they are never in one
 table. Items whose audio is missing, empty or corrupt are a defect of the data, not a failure of the model, by the rule
@@ -45,6 +47,7 @@ from airbench_nb.analysis.tiered import (
     strategy_association,
     words,
 )
+from airbench_nb.judge.sources import named_sources
 from airbench_nb.manifests import DATA_DEFECT_TEXT, read_manifest, read_records
 from airbench_nb.records import AudioStatus, OpenSourceItem, Response, SoundSourceItem, Verdict
 from airbench_nb.run_folder import RunFolder
@@ -87,7 +90,8 @@ class TieredRun:
     """Tier A/B/C answers: ``system, tier, uid, gold, gold_coarse, predicted, correct, response, words, judge``, and
     ``strategy, confidence, strategy_judge`` where a ``strategy:`` judge labelled the answer (else None)."""
     open_answers: pd.DataFrame = field(default_factory=pd.DataFrame)
-    """Tier D answers: ``system, uid, gold, gold_coarse, category_hit, subclass_hit, response, judge``."""
+    """Tier D answers: ``system, uid, gold, gold_coarse, category_hit, subclass_hit, response, judge, named`` (the
+    classes and categories the ``sources`` rule reads in the answer: tier D's precision and share named)."""
     judges: dict[str, list[str]] = field(default_factory=dict)
     """Per system (``model · tier``), the judges whose verdicts decided its answers."""
     failures: dict[str, int] = field(default_factory=dict)
@@ -240,6 +244,11 @@ def _open(
         response = responses.get(item.uid)
         verdict = verdicts.get(item.uid)
         hits = verdict.hits if verdict is not None else None
+        text = response.text if response is not None and response.error is None else None
+        if hits is not None and verdict is not None and verdict.judge == "sources":
+            named = list(hits.named)  # what the rule read, stored with its verdict
+        else:  # an LLM judge gives hits only: the rule reads the names for precision
+            named = [n.name for n in named_sources(text, item)] if text else []
         rows.append(
             {
                 "system": model,
@@ -250,6 +259,7 @@ def _open(
                 "subclass_hit": None if hits is None else hits.subclass,
                 "response": response.text if response is not None else None,
                 "judge": verdict.judge if verdict is not None else None,
+                "named": list(dict.fromkeys(named)),
             }
         )
     return rows
@@ -310,6 +320,7 @@ def tiered_run(
                         [r["category_hit"] for r in mine],
                         [r["subclass_hit"] for r in mine],
                         system=model,
+                        named=[r["named"] for r in mine],
                     )
                 )
                 result.failures[system] = sum(r["category_hit"] is None for r in mine)

@@ -25,8 +25,13 @@ The rules, stated once:
 - **Coarse-to-fine F1 drop**: ``coarse macro F1 - fine macro F1`` per system (positive: the fine task is harder).
 - **Tier D** (open vocabulary): per item only a hit or miss on the category and on the subclass, judged by an
   LLM (or the offline rule judge). Recall per class is the hit rate of its items; macro recall and FNR as above. A
-  subclass hit implies a category hit. There is no predicted class, so no confusion matrix, and precision and F1
-  are None with :data:`TIER_D_REASON`.
+  subclass hit implies a category hit. An answer may name any number of classes, so recall alone rewards naming
+  them all: when the names each answer gives are known (``named``: what the ``sources`` rule reads in it), precision
+  stands beside recall, per class the share of the answers naming the class whose gold class it is (a category is
+  named by its own name or by naming one of its classes; a class never named has precision 0, as in the macro
+  metrics above), and :attr:`GranularityMetrics.named_share` is the mean over answers of the share of the labels
+  each names (1.0: every answer names every class). There is no single predicted class, so no confusion matrix and
+  no F1 (:data:`TIER_D_NAMED_REASON`); without ``named``, precision is None too (:data:`TIER_D_REASON`).
 
 Systems of different tiers received the task differently; the results carry their tier so that tables are made
 per tier (:func:`tiers_json`), never one mixed ranking.
@@ -63,7 +68,13 @@ TIER_D_REASON = (
     "n/a: open-vocabulary answers are judged hit or miss per item; with no predicted class there are no false "
     "positives, so no precision or F1"
 )
-"""Why Tier D has no precision and F1."""
+"""Why Tier D has no precision and F1 when the names each answer gives are unknown."""
+
+TIER_D_NAMED_REASON = (
+    "n/a: open-vocabulary answers are judged hit or miss per item (recall); an answer may name several classes, so "
+    "precision counts the answers naming a class that is not theirs, and there is no F1 or confusion matrix"
+)
+"""Why Tier D has no F1 (its precision comes from the names each answer gives)."""
 
 NOT_RANKED_REASON = "n/a: the system gives one answer per item, not a ranked list"
 """Why a system has no top-k recall."""
@@ -118,7 +129,7 @@ class ClassScore:
     """Metrics of one class (fine) or category (coarse)."""
 
     precision: float | None
-    """Precision (None in Tier D)."""
+    """Precision (Tier D: of the answers naming the class, the share whose gold it is; None without names)."""
     recall: float
     """Recall: the share of the class's items predicted (or, in Tier D, hit) as the class; 0 without items."""
     f1: float | None
@@ -140,7 +151,7 @@ class GranularityMetrics:
     n: int
     """Items scored."""
     macro_precision: float | None
-    """Mean precision over ``labels`` (None in Tier D: see ``reason``)."""
+    """Mean precision over ``labels`` (None in Tier D without the names each answer gives: see ``reason``)."""
     macro_recall: float
     """Mean recall over ``labels``."""
     macro_f1: float | None
@@ -161,6 +172,9 @@ class GranularityMetrics:
     """Macro top-k recall per k (ranked systems only; empty otherwise)."""
     reason: str | None = None
     """Why precision and F1 are n/a, or None."""
+    named_share: float | None = None
+    """Tier D: the mean over answers of the share of ``labels`` each answer names (1.0: every answer names every
+    label; recall is then 1.0 whatever the model heard); None for the closed-set tiers or without names."""
 
     @property
     def columns(self) -> list[str]:
@@ -202,6 +216,8 @@ class GranularityMetrics:
         }
         if self.reason:
             out["reason"] = self.reason
+        if self.named_share is not None:
+            out["named_share"] = _plain(self.named_share)
         if self.classes_without_items:
             out["classes_without_items"] = list(self.classes_without_items)
         return out
@@ -409,26 +425,42 @@ def score_closed_set(
     )
 
 
+def _named_precision(label: str, y_true: Sequence[str], named: Sequence[set[str]]) -> float:
+    """Of the answers naming ``label``, the share whose gold label it is (0 when no answer names it)."""
+    naming = [t for t, names in zip(y_true, named, strict=True) if label in names]
+    return sum(t == label for t in naming) / len(naming) if naming else 0.0
+
+
 def _hits_only(
-    system: str, granularity: Granularity, labels: list[str], y_true: list[str], hits: list[bool]
+    system: str,
+    granularity: Granularity,
+    labels: list[str],
+    y_true: list[str],
+    hits: list[bool],
+    named: list[set[str]] | None,
 ) -> GranularityMetrics:
     per_class = {}
     for label in labels:
         rows = [h for t, h in zip(y_true, hits, strict=True) if t == label]
         recall = sum(rows) / len(rows) if rows else 0.0
-        per_class[label] = ClassScore(precision=None, recall=recall, f1=None, fnr=1.0 - recall, support=len(rows))
+        precision = _named_precision(label, y_true, named) if named is not None else None
+        per_class[label] = ClassScore(precision=precision, recall=recall, f1=None, fnr=1.0 - recall, support=len(rows))
     recalls = [c.recall for c in per_class.values()]
+    share = None
+    if named is not None:
+        share = float(np.mean([len(names & set(labels)) / len(labels) for names in named]))
     return GranularityMetrics(
         granularity=granularity,
         labels=list(labels),
         n=len(y_true),
-        macro_precision=None,
+        macro_precision=float(np.mean([c.precision for c in per_class.values()])) if named is not None else None,
         macro_recall=float(np.mean(recalls)),
         macro_f1=None,
         macro_fnr=float(np.mean([1.0 - r for r in recalls])),
         per_class=per_class,
         classes_without_items=_without_items(labels, y_true, system, granularity),
-        reason=TIER_D_REASON,
+        reason=TIER_D_NAMED_REASON if named is not None else TIER_D_REASON,
+        named_share=share,
     )
 
 
@@ -439,8 +471,9 @@ def score_open_vocabulary(
     subclass_hit: Sequence[bool | None],
     *,
     system: str = "system",
+    named: Sequence[Sequence[str]] | None = None,
 ) -> SystemMetrics:
-    """Tier D: macro recall and FNR at both granularities from per-item hits; precision and F1 n/a.
+    """Tier D: macro recall and FNR at both granularities from per-item hits; precision from the names given; no F1.
 
     Args:
         hierarchy: Fine class -> coarse category.
@@ -449,9 +482,12 @@ def score_open_vocabulary(
         subclass_hit: Per item, whether the answer named the gold fine class (None: a miss). A subclass hit
             implies a category hit.
         system: The system's name.
+        named: Per item, the fine classes and categories the answer names (other strings are ignored; a class
+            names its category too); None when unknown (precision is then None).
 
     Returns:
-        The system's metrics with ``reason`` :data:`TIER_D_REASON` at both granularities.
+        The system's metrics with ``reason`` :data:`TIER_D_NAMED_REASON` at both granularities and ``named_share``
+        when ``named`` is given; without it, :data:`TIER_D_REASON` and precision None.
 
     Raises:
         ValueError: On an empty input, lengths that differ, or a gold label that is no class.
@@ -463,6 +499,8 @@ def score_open_vocabulary(
         raise ValueError(
             f"{system}: {len(gold)} gold labels, {len(category_hit)} category hits, {len(subclass_hit)} subclass hits"
         )
+    if named is not None and len(named) != len(gold):
+        raise ValueError(f"{system}: {len(named)} lists of names for {len(gold)} gold labels")
     _check_gold(h, gold)
     fine_hits = [bool(s) for s in subclass_hit]
     coarse_hits = [bool(c) or s for c, s in zip(category_hit, fine_hits, strict=True)]
@@ -470,11 +508,19 @@ def score_open_vocabulary(
     if inconsistent:
         logger.warning("%s: %d subclass hit(s) without a category hit: counted as category hits", system, inconsistent)
     gold_coarse = [h.fine_to_coarse[g] for g in gold]
+    fine_named = coarse_named = None
+    if named is not None:
+        categories = set(h.coarse)
+        fine_named = [{n for n in names if n in h.fine_to_coarse} for names in named]
+        coarse_named = [
+            {h.fine_to_coarse[n] for n in fine} | {n for n in names if n in categories}
+            for fine, names in zip(fine_named, named, strict=True)
+        ]
     return SystemMetrics(
         system=system,
         tier="D",
-        coarse=_hits_only(system, "coarse", h.coarse, gold_coarse, coarse_hits),
-        fine=_hits_only(system, "fine", h.fine, list(gold), fine_hits),
+        coarse=_hits_only(system, "coarse", h.coarse, gold_coarse, coarse_hits, coarse_named),
+        fine=_hits_only(system, "fine", h.fine, list(gold), fine_hits, fine_named),
     )
 
 
