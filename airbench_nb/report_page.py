@@ -107,9 +107,11 @@ questions): no Average includes them.</p>
 {% if sseu_table %}<h2>SSEU-Bench</h2>
 <p class="meta">Transcription (corpus WER in %, lower is better), acoustic scene (mACC: balanced accuracy of the
 answers mapped onto the class names by {{ sseu_embedder }} embeddings) and sound events (mAP), each in % with its 95%
-bootstrap interval, over the mixed clips. <b>independent</b> asks each task alone, <b>joint</b> all three in one
-prompt, <b>sseu-cot</b> in SSEU-Bench's five steps. A dash: the model does not serve that task (a transcriber has no
-scene) or was not asked. <b>failures</b>: answer parts that could not be read (kept in the scores).</p>
+bootstrap interval, over the mixed clips. <b>event mAP floor</b>: the mAP an answer naming no event gets on the
+same clips (each class's share of clips), which a model must pass to do better than saying nothing.
+<b>independent</b> asks each task alone, <b>joint</b> all three in one prompt, <b>sseu-cot</b> in SSEU-Bench's five
+steps. A dash: the model does not serve that task (a transcriber has no scene) or was not asked. <b>failures</b>:
+answer parts that could not be read (kept in the scores).</p>
 <div class="wide">{{ sseu_table | safe }}</div>
 {% endif %}
 {% if ug_tasks_table or ug_ranking_table %}<h2>UG-Bench</h2>
@@ -296,6 +298,7 @@ def _sseu_table_html(analysis: dict[str, Any] | None) -> str:
             "WER %": cell(row, "wer"),
             "scene mACC %": cell(row, "macc"),
             "event mAP %": cell(row, "map"),
+            "event mAP floor %": cell(row, "map_floor"),
             "clips": row.get("n"),
             "failures": row.get("failures"),
         }

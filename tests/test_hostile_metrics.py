@@ -16,16 +16,19 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from airbench_nb.analysis.sseu import outcomes_by_model, sseu_analysis
 from airbench_nb.analysis.tiered_run import tiered_run
 from airbench_nb.builders.tiered import source_items
 from airbench_nb.judge.run import judge_run_folder
 from airbench_nb.manifests import write_manifest
-from airbench_nb.records import TIERED_KINDS, Response, RunInfo, SoundSourceItem
+from airbench_nb.records import TIERED_KINDS, EventsItem, Response, RunInfo, SoundSourceItem
 from airbench_nb.report_page import write_report_page
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.runner import infer_run_folder
+from airbench_nb.scoring.tagging import class_text, score_events
 from airbench_nb.scoring.tiered import TIER_D_NAMED_REASON, score_open_vocabulary
 from airbench_nb.synth.sources import hierarchy
 from tests.test_hostile import _wav
@@ -137,3 +140,55 @@ def test_an_open_answer_naming_every_class_has_recall_1_and_precision_1_over_25(
     page = _page(folder, {"tiered": data})
     tier_d = page[page.index("Tier D:") :]
     assert "<th>named</th>" in tier_d and "<td>100.0</td>" in tier_d and "<td>4.0</td>" in tier_d
+
+
+# ------------------------------------------------------------------------------------------ events: the mAP floor
+
+EVENT_CLASSES = ["dog bark", "car horn", "bird song", "church bell", "phone ring"]
+
+
+def _events_items(clips: int) -> list[EventsItem]:
+    """Clip k carries classes k and k+2 (mod 5)."""
+    return [
+        EventsItem(
+            uid=f"clip{k}-e",
+            dataset="synthetic",
+            audio=f"audio/clip{k}.wav",
+            clip_id=f"clip{k}",
+            snr_db=0.0,
+            question="Events?",
+            task="sseu_events",
+            classes=EVENT_CLASSES,
+            labels=[EVENT_CLASSES[k % 5], EVENT_CLASSES[(k + 2) % 5]],
+        )
+        for k in range(clips)
+    ]
+
+
+class OneHot:
+    """An embedder that gives each class its own axis and any other text the first class's (no model)."""
+
+    spec = "one-hot"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        axes = [class_text(c) for c in EVENT_CLASSES]
+        return np.stack([np.eye(len(axes))[axes.index(t) if t in axes else 0] for t in texts])
+
+
+def test_empty_event_answers_score_the_stated_floor_and_one_clip_floors_at_1(tmp_path: Path) -> None:
+    # 4 clips: classes 0, 2, 3 on two clips each, 1 and 4 on one: every score tied, AP = share of positives
+    floor = (2 / 4 + 1 / 4 + 2 / 4 + 2 / 4 + 1 / 4) / 5
+    assert floor == pytest.approx(0.4)
+    items = _events_items(4)
+    empty = score_events([[] for _ in items], [i.labels for i in items], EVENT_CLASSES, OneHot(), reps=0)
+    assert empty.map == pytest.approx(floor) and empty.map_floor == pytest.approx(floor)
+    one = score_events([["x"]], [items[0].labels], EVENT_CLASSES, OneHot(), reps=0)
+    assert one.map == 1.0 and one.map_floor == 1.0  # any answer on one clip: the floor says so
+    # the SSEU table carries the floor beside the mAP; the page shows it
+    by_uid = {i.uid: Response(uid=i.uid, model="m", text="none") for i in items}
+    row = sseu_analysis(outcomes_by_model(items, {"m": by_uid}), reps=0).table["m"]["independent"]
+    assert row["map"] == pytest.approx(floor) and row["map_floor"] == pytest.approx(floor)
+    analysis = sseu_analysis(outcomes_by_model(items, {"m": by_uid}), reps=0)
+    assert "mAP floor %" in analysis.table_frame().columns
+    page = _page(RunFolder(tmp_path / "run"), {"sseu": analysis.table})
+    assert "<th>event mAP floor %</th>" in page and "<td>40.0</td>" in page

@@ -398,6 +398,7 @@ class SseuAnalysis:
                         "WER % (lower better)": pct("wer"),
                         "mACC %": pct("macc"),
                         "mAP %": pct("map"),
+                        "mAP floor %": "-" if row.get("map_floor") is None else f"{row['map_floor'] * 100:.1f}",
                         "clips": row["n"],
                         "failures": row["failures"],
                     }
@@ -545,11 +546,16 @@ def _table_rows(primitives: Mapping[tuple[str, str], TaskScores], reps: int, see
                 row["wer_detail"] = mixed.wer_profile()
             else:
                 row[f"{metric}_exact"] = mixed.exact_view()  # macc_exact: exact-label accuracy; map_exact: micro F1
+            if task == "events":  # the mAP an all-empty answer set gets on these clips (tagging.map_floor)
+                from airbench_nb.scoring.tagging import map_floor
+
+                row["map_floor"] = map_floor(mixed.truth) if mixed.n else None
             clips.update(c if c is not None else f"item{i}" for i, c in enumerate(mixed.clips))
             failures[task] = scores.failures
         for metric in ("wer", "macc", "map"):
             row.setdefault(metric, None)
             row.setdefault(f"{metric}_ci", [None, None])
+        row.setdefault("map_floor", None)
         row["n"] = len(clips)
         row["failures"] = sum(failures.values())
         row["failures_by_task"] = failures

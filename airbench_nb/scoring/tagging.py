@@ -15,6 +15,11 @@ The procedure (Yin & Choi, ICASSP 2026), stated once:
   (:attr:`EventsResult.classes_without_positives`) and left out of the mean. A missing answer (None) is a failure
   kept in the denominator with every score 0 (below any sigmoid); an empty list (the model heard no event) scores
   0 too but is not a failure.
+- **The floor of mAP.** mAP rewards no answer: with every score tied (all answers empty, or all failed), a class's AP
+  is its share of positive items, so an all-empty answer set scores the mean prevalence of the classes, far above 0
+  on a set whose items carry several events (and 1.0 on a set of one clip, where any answer gets 1.0).
+  :func:`map_floor` computes that mAP the same way (scikit-learn's AP of all-zero scores), and
+  :attr:`EventsResult.map_floor` carries it beside ``map``: a model is better than answering nothing only above it.
 - **Embedding-free views.** A predicted text counts as a class when, normalised (:func:`label_key`: lower case,
   ``_`` and punctuation to spaces), it equals the class name normalised: exact-label accuracy for scenes, exact-label
   micro F1 (``sklearn.metrics.f1_score``, ``average="micro"``) for events.
@@ -213,6 +218,8 @@ class EventsResult:
     """Seed of the bootstrap."""
     scores: np.ndarray = field(repr=False, compare=False)
     """Sigmoid of the max-pooled cosine per item and class (n, classes); 0 for failures and empty answers."""
+    map_floor: float | None = None
+    """The mAP an all-empty answer set gets on these items (:func:`map_floor`); None when no class has a positive."""
 
 
 def _check_gold(golds: Sequence[str], classes: Sequence[str], what: str) -> None:
@@ -293,6 +300,29 @@ def score_scenes(
         seed=seed,
         probabilities=probabilities,
     )
+
+
+def map_floor(truth: np.ndarray) -> float | None:
+    """The mAP of an all-empty answer set: every score 0, computed as :func:`score_events` computes mAP.
+
+    Each class with a positive gets ``average_precision_score(truth[:, j], zeros)``, which is its share of positive
+    items (one threshold, every item above it); the mean over those classes is the floor. An all-empty answer set,
+    or one that failed throughout, scores exactly this.
+
+    Args:
+        truth: Gold 0/1 per item and class (n, classes).
+
+    Returns:
+        The floor, or None when no class has a positive item.
+    """
+    from sklearn.metrics import average_precision_score
+
+    truth = np.asarray(truth)
+    columns = [j for j in range(truth.shape[1]) if truth[:, j].any()] if truth.ndim == 2 else []
+    if not columns:
+        return None
+    zeros = np.zeros(truth.shape[0])
+    return float(np.mean([average_precision_score(truth[:, j].astype(int), zeros) for j in columns]))
 
 
 def event_scores(answers: Sequence[Sequence[str] | None], classes: Sequence[str], embedder: Embedder) -> np.ndarray:
@@ -386,4 +416,5 @@ def score_events(
         reps=reps,
         seed=seed,
         scores=scores,
+        map_floor=map_floor(truth),
     )
