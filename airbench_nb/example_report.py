@@ -24,7 +24,9 @@ from typing import Any
 from airbench_nb.run_folder import (
     ANALYSIS,
     ANALYSIS_JSON,
+    INDEX_HTML,
     LEADERBOARD,
+    README_MD,
     RUN_JSON,
     SCORES_SUMMARY_CSV,
     SUMMARY_JSON,
@@ -161,7 +163,7 @@ def comparable(path: str | Path) -> Any:
             for key in ("started", "ended", "duration_s", "input_hashes", "inputs_hash"):
                 nb.pop(key, None)
         return run
-    if path.name in ("index.html", "README.md"):
+    if path.name in (INDEX_HTML, README_MD):
         text = re.sub(r"<summary>Versions</summary>.*?</details>", "<versions>", text, flags=re.S)
         text = re.sub(r'<td class="num">[\d.]*</td>', "<seconds>", text)
     for pattern, mask in _VOLATILE:
@@ -175,7 +177,7 @@ def main() -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     out = make_example(sys.argv[1] if len(sys.argv) > 1 else EXAMPLE_DIR)
-    print(f"example report: {out / 'index.html'}")
+    print(f"example report: {RunFolder(out).index_html}")
 
 
 if __name__ == "__main__":

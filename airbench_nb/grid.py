@@ -62,7 +62,7 @@ import yaml
 from pydantic import Field
 
 from airbench_nb.records import Record
-from airbench_nb.run_folder import INDEX_HTML, RunFolder
+from airbench_nb.run_folder import GRID_COPY, GRID_JSON, INDEX_HTML, RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -71,12 +71,6 @@ RESERVED_KEYS: tuple[str, ...] = ("name", "notebooks", "fixed", "runs")
 
 MAX_RUNS = 999
 """Most parameter sets a grid may hold (a larger product is almost always a mistake)."""
-
-GRID_JSON = "grid.json"
-"""File name of the grid's record inside the grid folder."""
-
-GRID_COPY = "grid.yaml"
-"""File name of the copy of the grid file kept in the grid folder."""
 
 LOGS = "logs"
 """Folder of the grid folder holding each run's log (``<run_id>.log``)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from airbench_nb.markup import md_code, md_link, md_text
 from airbench_nb.report_page import read_json
-from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
+from airbench_nb.run_folder import GRID_COPY, GRID_JSON, INDEX_HTML, README_MD, RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
         ("jobs", str(grid.get("jobs", 1))),
         ("cache folder", grid.get("cache_dir") or "each notebook's default"),
     ]
-    files = [name for name in ("grid.json", "grid.yaml") if (grid_dir / name).is_file()] + [
+    files = [name for name in (GRID_JSON, GRID_COPY) if (grid_dir / name).is_file()] + [
         str(r.get("log")) for r in runs if r.get("log") and (grid_dir / str(r.get("log"))).is_file()
     ]
     return {
@@ -287,7 +287,7 @@ def write_grid_page(grid_dir: str | Path) -> tuple[Path, Path]:
     import jinja2
 
     grid_dir = Path(grid_dir)
-    grid = _grid_json(grid_dir / "grid.json")
+    grid = _grid_json(grid_dir / GRID_JSON)
     if not isinstance(grid, dict):
         raise FileNotFoundError(f"{grid_dir}: no readable grid.json (is this a grid folder?)")
     context = _context(grid_dir, grid)

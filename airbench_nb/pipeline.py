@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from airbench_nb.records import NotebookStatus, RunInfo
-from airbench_nb.run_folder import RUN_JSON, STAGE_FILES, RunFolder
+from airbench_nb.run_folder import GRID_JSON, RUN_JSON, STAGE_FILES, RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -336,7 +336,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def _refuse_existing(reports: Path, run_id: str) -> None:
     """Refuse a new run into a folder that holds a run or a grid already (its run.json would be overwritten)."""
     folder = reports / run_id
-    for name, what in ((RUN_JSON, "a run"), ("grid.json", "a grid")):
+    for name, what in ((RUN_JSON, "a run"), (GRID_JSON, "a grid")):
         if (folder / name).is_file():
             raise PipelineError(
                 f"{folder} holds {what} already ({name}); give --resume {run_id} to re-execute it in place, "

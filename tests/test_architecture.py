@@ -20,6 +20,10 @@ LAYOUT_FILES = (
     "analysis.json",
     "leaderboard.md",
     "tables.csv",
+    "index.html",
+    "README.md",
+    "grid.json",
+    ".labels.jsonl",
 )
 """File names of a run folder: no path-like string of the kit's code may hold them (docstrings and prose apart)."""
 
@@ -85,7 +89,8 @@ def _notebook_source(path: Path) -> str:
 
 def test_the_checker_finds_what_it_looks_for():
     bad = 'x = run_dir / "responses" / slug\ny = f"{run}/summary.json"\nz = folder.glob("verdicts/*.jsonl")\n'
-    assert [line for line, _ in layout_literals(bad)] == [1, 2, 3]
+    bad += 'page = run / "index.html"\ng = folder / "grid.json"\nlabels = sample.glob("*.labels.jsonl")\n'
+    assert [line for line, _ in layout_literals(bad)] == [1, 2, 3, 4, 5, 6]
     fine = '"""run.json is documented here."""\nkey = {"responses": 3}\nname = "data"\nerror = "no run.json here"\n'
     assert layout_literals(fine) == []
 

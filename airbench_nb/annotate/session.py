@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 from airbench_nb.analysis.agreement.labels import ANNOTATOR_ID
 from airbench_nb.annotate.sample import _read_lines
 from airbench_nb.records import LETTERS, AnnotationPair, Label
+from airbench_nb.run_folder import LABELS_SUFFIX
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ class LabelFileError(ValueError):
 def label_file(sample: str | Path, annotator: str) -> Path:
     """The default label file of ``annotator`` for ``sample``: ``<sample stem>.<annotator>.labels.jsonl`` beside it."""
     sample = Path(sample)
-    return sample.with_name(f"{sample.stem}.{check_annotator(annotator)}.labels.jsonl")
+    return sample.with_name(f"{sample.stem}.{check_annotator(annotator)}{LABELS_SUFFIX}")
 
 
 def check_annotator(annotator: str, role: str = "annotator") -> str:
@@ -459,7 +460,7 @@ def _label_text(pair: AnnotationPair, label: Label) -> str:
 def label_files_beside(sample: str | Path) -> list[Path]:
     """The label files with the default names found beside a sample, sorted."""
     sample = Path(sample)
-    return sorted(sample.parent.glob(f"{sample.stem}.*.labels.jsonl"))
+    return sorted(sample.parent.glob(f"{sample.stem}.*{LABELS_SUFFIX}"))
 
 
 def labels_summary(session_or_path: AnnotationSession | str | Path, pairs: Sequence[AnnotationPair]) -> dict[str, Any]:

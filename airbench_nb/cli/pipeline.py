@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from airbench_nb.cli.app import console, out_folder, refuse, refusing, rows_table
+from airbench_nb.run_folder import RunFolder
 
 
 def _parse_param(text: str) -> tuple[str, Any]:
@@ -142,7 +143,7 @@ def run(
         for n in info.notebooks
     ]
     console.print(rows_table(f"run {info.run_id}: {info.status}", rows))
-    page = reports / info.run_id / "index.html"
+    page = RunFolder(reports / info.run_id).index_html
     console.print(f"report: {page if page.is_file() else f'{reports / info.run_id}/'}")
     if info.status != "ok":
         raise typer.Exit(1)
