@@ -183,6 +183,68 @@ def clean_json(obj: Any, depth: int = 0) -> Any:
     return obj
 
 
+def read_utf8(path: str | Path, max_bytes: int, what: str) -> str:
+    """A user's text file (a CSV, a hierarchy) as UTF-8 text, a byte order mark dropped.
+
+    Args:
+        path: The file.
+        max_bytes: The largest size read (checked before reading).
+        what: What the file is, for the message (``a CSV of clips``).
+
+    Raises:
+        ValueError: Naming the file when it is over ``max_bytes``, and the line when it is not UTF-8.
+        OSError: When it cannot be read.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ValueError(f"{path}: {size} bytes; {what} is at most {max_bytes} bytes")
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{path}:{line}: byte {raw[exc.start]:#04x} is not UTF-8 (save the file as UTF-8)") from None
+
+
+_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
+"""The characters that open or close an array, an object or a string, and the escape character."""
+
+
+def json_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> tuple[int, int] | None:
+    """Where a JSON text first nests deeper than ``limit`` arrays and objects, without parsing it (no recursion).
+
+    A linear scan of the brackets outside strings, for a parser that would stop with a ``RecursionError``.
+
+    Args:
+        text: The JSON text (valid or not).
+        limit: The deepest nesting allowed.
+
+    Returns:
+        ``(line, column)`` (1-based) of the first bracket too deep, or None when the text nests no deeper.
+    """
+    depth, in_string, skip_to = 0, False, -1
+    for match in _JSON_STRUCTURE.finditer(text):
+        at, char = match.start(), match.group()
+        if at < skip_to:
+            continue
+        if in_string:
+            if char == "\\":
+                skip_to = at + 2
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                line = text.count("\n", 0, at) + 1
+                return line, at - (text.rfind("\n", 0, at) + 1) + 1
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
 def loads_json(text: str) -> Any:
     """``json.loads``, except that an integer longer than Python converts is kept as text for :func:`json_problem`.
 

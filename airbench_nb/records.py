@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 import numbers
+import re
 import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,8 @@ answer to each turn and the generation settings; verdicts the turn they judged.
 4: UG-Bench's open-ended kinds (:class:`TranslationItem`, :class:`CaptionItem`, :class:`SpeechGenerationItem`) and
 spoken answers (:attr:`Response.audio`). Older lines read unchanged. The tiered sound-source kinds
 (:class:`SoundSourceItem`, :class:`OpenSourceItem`) and :attr:`Verdict.hits` came later as additions within
-version 4 (new kinds and an optional field: every older line reads unchanged)."""
+version 4 (new kinds and an optional field: every older line reads unchanged). A line of a newer version than this
+is refused (file, line and field named): its meaning is not known to this kit."""
 
 FOUNDATION_TASKS: dict[str, str] = {
     # speech (9)
@@ -235,6 +237,62 @@ def _strict_bool(value: Any) -> Any:
 StrictBoolean = Annotated[bool, BeforeValidator(_strict_bool)]
 """A bool field that accepts only ``true`` and ``false`` (pydantic's lax mode would take ``"yes"``, ``1``, ``"on"``)."""
 
+LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*")
+"""What a language field holds: an ISO 639 code, optionally with BCP 47 subtags (``en``, ``en-us``, ``en_GB``,
+``zh-Hans-CN``, ``yue``); no path, no space, no character outside ASCII letters and digits."""
+
+
+def check_language(value: str) -> str:
+    """Validate a language field (:data:`LANGUAGE_TAG`).
+
+    Raises:
+        ValueError: Naming the value and what a language tag looks like.
+    """
+    if not LANGUAGE_TAG.fullmatch(value):
+        raise ValueError(
+            f"language {value!r} is not a language tag: an ISO 639 code, optionally with subtags (en, en-us, de, zh)"
+        )
+    return value
+
+
+LanguageTag = Annotated[str, AfterValidator(check_language)]
+"""A language field: an ISO 639 code with optional subtags (:func:`check_language`)."""
+
+BIDI_CONTROLS: frozenset[str] = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Unicode's direction marks, embeddings, overrides and isolates: text holding them can show as something else
+(reversed, reordered) on a page, so names that reach pages may not hold them."""
+
+
+def check_no_bidi(value: str, what: str) -> str:
+    """Refuse a text holding a direction-control character (:data:`BIDI_CONTROLS`).
+
+    Args:
+        value: The text.
+        what: What the text is, for the message (``class name``, ``choices``, ...).
+
+    Raises:
+        ValueError: Naming the character, its code point and position.
+    """
+    for index, char in enumerate(value):
+        if char in BIDI_CONTROLS:
+            name = unicodedata.name(char, "unnamed")
+            raise ValueError(
+                f"{what} {value!r} holds the direction-control character U+{ord(char):04X} ({name}) at position "
+                f"{index}; names may hold no direction controls"
+            )
+    return value
+
+
+def _not_blank(value: str, field: str) -> str:
+    """Refuse an empty or all-whitespace text where one is required."""
+    if not value.strip():
+        raise ValueError(f"{field} is empty; give the text")
+    return value
+
+
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""A duration in seconds: finite and 0 or more."""
+
 _UID_FORBIDDEN = {
     "Cc": "control character",
     "Cf": "format (zero-width) character",
@@ -303,6 +361,18 @@ class Record(BaseModel):
 
     schema_version: StrictInteger = SCHEMA_VERSION
     """Version of the record shape this line was written with (see ``SCHEMA_VERSION``)."""
+
+    @field_validator("schema_version")
+    @classmethod
+    def _version_known(cls, value: int) -> int:
+        if value > SCHEMA_VERSION:
+            raise ValueError(
+                f"schema_version {value} is newer than this kit reads (versions 1 to {SCHEMA_VERSION}): "
+                "a newer airbench-nb wrote it; upgrade airbench-nb to read it"
+            )
+        if value < 1:
+            raise ValueError(f"schema_version {value} is not a version (this kit reads 1 to {SCHEMA_VERSION})")
+        return value
 
 
 class MixMeta(Record):
@@ -516,6 +586,8 @@ def _check_hierarchy_lists(classes: list[str], categories: list[str], size: int,
         raise ValueError(f"categories has {len(categories)} entries for {size} {what}")
     if any(not c.strip() for c in [*classes, *categories]):
         raise ValueError("classes and categories may not hold empty names")
+    for name in [*classes, *categories]:
+        check_no_bidi(name, "class or category name")
     if len(set(classes)) != len(classes):
         repeated = sorted({c for c in classes if classes.count(c) > 1})
         raise ValueError(f"classes names a fine class twice: {', '.join(repeated)}")
@@ -559,6 +631,8 @@ class SoundSourceItem(FoundationItem):
         if not 0 <= self.answer < len(self.choices):
             raise ValueError(f"answer {self.answer} is not an index into {len(self.choices)} choices")
         _check_hierarchy_lists(self.classes, self.categories, len(self.choices), "choices")
+        for choice in self.choices:
+            check_no_bidi(choice, "option")
         return self
 
     @property
@@ -585,6 +659,11 @@ class ChatTurn(BaseModel):
     """The user's question in this turn (the model has seen the earlier questions and its own answers)."""
     reference: str = Field(min_length=1)
     """The reference answer the judge compares this turn's answer with."""
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_given(cls, value: str) -> str:
+        return _not_blank(value, "reference")
 
 
 class ChatItem(_ItemBase):
@@ -628,6 +707,11 @@ class ChatItem(_ItemBase):
     def _known_task(cls, value: str) -> str:
         chat_category(value)
         return value
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_given(cls, value: str) -> str:
+        return _not_blank(value, "reference")
 
     @model_validator(mode="after")
     def _consistent(self) -> ChatItem:
@@ -714,8 +798,13 @@ class TranscriptionItem(_ReferenceItem):
     """Record kind, so that a manifest line says what it holds."""
     reference: str
     """The reference transcript (what was said, as written; both sides are normalised before scoring)."""
-    language: str = "en"
+    language: LanguageTag = "en"
     """Language of the speech (ISO 639-1); languages written without spaces are scored by character error rate."""
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_given(cls, value: str) -> str:
+        return _not_blank(value, "reference")
 
 
 class SceneItem(_ReferenceItem):
@@ -787,7 +876,7 @@ class JointItem(_ReferenceItem):
     (``sseu-cot``); see :data:`PROMPTINGS`."""
     reference: str
     """The reference transcript."""
-    language: str = "en"
+    language: LanguageTag = "en"
     """Language of the speech (ISO 639-1)."""
     scene_classes: Annotated[list[str], Field(min_length=2)]
     """The scene classes."""
@@ -802,6 +891,11 @@ class JointItem(_ReferenceItem):
     @classmethod
     def _classes_distinct(cls, value: list[str]) -> list[str]:
         return _check_classes(value, "classes")
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_given(cls, value: str) -> str:
+        return _not_blank(value, "reference")
 
     @model_validator(mode="after")
     def _gold_known(self) -> JointItem:
@@ -829,9 +923,9 @@ class TranslationItem(_ReferenceItem):
 
     kind: Literal["translation"] = "translation"
     """Record kind, so that a manifest line says what it holds."""
-    source_language: str = Field(min_length=2)
+    source_language: LanguageTag
     """Language of the speech (ISO 639-1, e.g. ``de``)."""
-    target_language: str = Field(min_length=2)
+    target_language: LanguageTag
     """Language the answer must be in (ISO 639-1, e.g. ``en``); it chooses sacrebleu's tokenizer."""
     source_text: str | None = None
     """What was said, in the source language (provenance; not shown to the model)."""
@@ -885,7 +979,7 @@ class SpeechGenerationItem(_ReferenceItem):
     answers: list[str] = Field(default_factory=list)
     """``spoken_answer``: the accepted answers (any one heard in the back-transcription is right); empty for
     ``tts``."""
-    language: str = "en"
+    language: LanguageTag = "en"
     """Language the answer must be spoken in (ISO 639-1)."""
 
     @field_validator("answers")
@@ -944,6 +1038,9 @@ class OpenSourceItem(_ItemBase):
         unknown = sorted(set(self.names) - set(self.classes) - set(self.categories))
         if unknown:
             raise ValueError(f"names has entries for unknown classes or categories: {', '.join(unknown)}")
+        for words in self.names.values():
+            for word in words:
+                check_no_bidi(word, "name")
         return self
 
     @property
@@ -1406,8 +1503,8 @@ class Label(Record):
     """Chat: optional 1-10 score of Answer 2."""
     comment: str = ""
     """Free-text comment."""
-    seconds: float | None = None
-    """Seconds spent on the pair before this action."""
+    seconds: Seconds | None = None
+    """Seconds spent on the pair before this action (finite, 0 or more)."""
     created: datetime = Field(default_factory=_now)
     """When the action was taken (UTC)."""
 
@@ -1471,8 +1568,8 @@ class Rating(Record):
     """The naturalness rating, 1 (Bad) to 5 (Excellent) (:data:`ACR_LABELS`); None for a skip or an undo."""
     comment: str = ""
     """Free-text comment."""
-    seconds: float | None = None
-    """Seconds spent on the entry before this action."""
+    seconds: Seconds | None = None
+    """Seconds spent on the entry before this action (finite, 0 or more)."""
     created: datetime = Field(default_factory=_now)
     """When the action was taken (UTC)."""
 

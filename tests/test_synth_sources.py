@@ -333,7 +333,7 @@ def test_load_names_the_file(tmp_path: Path) -> None:
     assert load_hierarchy(good).source == str(good)
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    with pytest.raises(ValueError, match=r"broken.json: not valid JSON"):
+    with pytest.raises(ValueError, match=r"broken.json:1: not valid JSON"):
         load_hierarchy(broken)
     bad = small()
     bad["classes"][0]["coarse"] = "cat"

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.records import check_no_bidi
+
 logger = logging.getLogger(__name__)
 
 HIERARCHY_FILE = Path(__file__).resolve().parents[3] / "data_manifests" / "tiered" / "hierarchy.json"
@@ -190,18 +192,26 @@ def _error(path: str, where: str, problem: str) -> ValueError:
     return ValueError(f"{path}: {where}: {problem}")
 
 
+def _shown(value: str, key: str, path: str, where: str) -> str:
+    """``value`` stripped, refused when it holds a direction control (its text reaches pages and prompts)."""
+    try:
+        return check_no_bidi(value.strip(), f"field {key!r}:")
+    except ValueError as exc:
+        raise _error(path, where, str(exc)) from None
+
+
 def _string(raw: Mapping[str, Any], key: str, path: str, where: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not value.strip():
         raise _error(path, where, f"field {key!r} must be a non-empty string, got {value!r}")
-    return value.strip()
+    return _shown(value, key, path, where)
 
 
 def _strings(raw: Mapping[str, Any], key: str, path: str, where: str) -> tuple[str, ...]:
     value = raw.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise _error(path, where, f"field {key!r} must be a list of non-empty strings, got {value!r}")
-    return tuple(v.strip() for v in value)
+    return tuple(_shown(v, key, path, where) for v in value)
 
 
 def _known(raw: Any, allowed: set[str], required: set[str], path: str, where: str) -> Mapping[str, Any]:
@@ -349,6 +359,10 @@ def parse_hierarchy(data: Any, source: str = "(in code)") -> Hierarchy:
     return Hierarchy(tuple(categories), tuple(classes), properties, int(version), source)
 
 
+MAX_HIERARCHY_BYTES = 16 * 1024 * 1024
+"""Largest hierarchy file read (the kit's is a few kilobytes)."""
+
+
 def load_hierarchy(path: str | Path = HIERARCHY_FILE) -> Hierarchy:
     """Read and check a hierarchy file (see :func:`parse_hierarchy` for the checks).
 
@@ -357,13 +371,20 @@ def load_hierarchy(path: str | Path = HIERARCHY_FILE) -> Hierarchy:
 
     Raises:
         FileNotFoundError: When the file does not exist.
-        ValueError: When it is not JSON or fails a check (the message names the file, entry and field).
+        ValueError: When it is too big, not UTF-8, not JSON, nested deeper than the kit reads (the message names the
+            file and line) or fails a check (the message names the file, entry and field).
     """
+    from airbench_nb.manifests import MAX_JSON_DEPTH, json_too_deep, read_utf8
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"hierarchy file {path} does not exist")
+    text = read_utf8(path, MAX_HIERARCHY_BYTES, "a hierarchy file")
+    deep = json_too_deep(text)
+    if deep is not None:
+        raise ValueError(f"{path}:{deep[0]}: column {deep[1]}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON: {exc}") from exc
+        raise ValueError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
     return parse_hierarchy(data, str(path))
