@@ -95,12 +95,14 @@ def import_sources_cmd(
 ) -> None:
     """Import your own sound-source clips for the tiered benchmark; bad rows are rejected with reasons, never fatal.
 
-    Each clip is copied and asked closed-set (one option per fine class, at most 26) and open-vocabulary. Exits 0 when
-    it imported what it could, 2 on a bad hierarchy, a CSV without its columns or a source without any clip.
+    Each clip is checked (size, duration, decoding, silence), copied and asked closed-set (one option per fine class, at
+    most 26) and open-vocabulary. Exits 0 when it imported what it could; 2 (nothing written) when OUT holds anything
+    an import of SOURCE did not write, on a bad or unreadable hierarchy or CSV (file and line named), a source without
+    any clip, or when every clip was rejected.
     """
     from airbench_nb.builders.tiered_import import import_sources
 
-    with refusing(ValueError, FileNotFoundError):
+    with refusing(ValueError, OSError):
         result = import_sources(source, hierarchy, out)
     counts = result.build.counts()
     console.print(
