@@ -119,8 +119,9 @@ answer parts that could not be read (kept in the scores).</p>
 <code>analysis.json</code>) with 95% bootstrap intervals. Captioning: CIDEr-D (aac-metrics, 0-10, over the whole set)
 and the cosine similarity of offline sentence embeddings to the references (not FENSE). Spoken answers: the
 ASR judge's back-transcription WER and CER against the text asked for (corpus, %, lower is better; failures such as
-no audio count as all words deleted), the share of spoken questions answered right, and the listeners' MOS (1-5) when
-the run has a listening test. A dash: the model answered none of those items.</p>
+no audio count as all words deleted), the share of spoken questions answered right (<b>listed several</b>: answers
+naming more than one question's accepted answer, scored wrong), and the listeners' MOS (1-5) when the run has a
+listening test. A dash: the model answered none of those items.</p>
 <div class="wide">{{ ug_tasks_table | safe }}</div>{% endif %}
 {% if ug_ranking_table %}<p class="meta">UG-Bench's ranking over every task the run scored: per capability the
 mean of the model's task ranks (1 = best), then the weighted total on 0-100 (weights {{ ug_weights }}).
@@ -331,6 +332,7 @@ def _ug_tasks_html(analysis: dict[str, Any] | None, folder: RunFolder) -> str:
     import pandas as pd
 
     mos = {s["model"]: s for s in ((analysis.get("speech_output_detail") or {}).get("mos") or {}).get("systems", [])}
+    enumerated = any(((o or {}).get("spoken_answer") or {}).get("enumerations") for o in speech.values())
     rows = []
     for model in dict.fromkeys([*translation, *captioning, *speech]):
         t, c, o = translation.get(model), captioning.get(model), speech.get(model)
@@ -352,6 +354,7 @@ def _ug_tasks_html(analysis: dict[str, Any] | None, folder: RunFolder) -> str:
                 "spoken answers right %": _interval_cell(spoken.get("accuracy"), spoken.get("ci"), 100.0)
                 if spoken.get("n")
                 else "–",
+                **({"listed several": spoken.get("enumerations", 0)} if enumerated else {}),
                 "MOS": _interval_cell(mos[model]["mos"], [mos[model]["ci_low"], mos[model]["ci_high"]], digits=2)
                 if model in mos and mos[model].get("mos") is not None
                 else "–",

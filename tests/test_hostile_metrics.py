@@ -21,13 +21,24 @@ import pytest
 
 from airbench_nb.analysis.sseu import outcomes_by_model, sseu_analysis
 from airbench_nb.analysis.tiered_run import tiered_run
+from airbench_nb.analysis.ugtasks import UgTasks
 from airbench_nb.builders.tiered import source_items
 from airbench_nb.judge.run import judge_run_folder
 from airbench_nb.manifests import write_manifest
-from airbench_nb.records import TIERED_KINDS, EventsItem, Response, RunInfo, SoundSourceItem
+from airbench_nb.records import (
+    TIERED_KINDS,
+    EventsItem,
+    Response,
+    RunInfo,
+    SoundSourceItem,
+    SpeechGenerationItem,
+    Verdict,
+)
 from airbench_nb.report_page import write_report_page
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.runner import infer_run_folder
+from airbench_nb.scoring import score_run
+from airbench_nb.scoring.speech_output import speech_output_summary
 from airbench_nb.scoring.tagging import class_text, score_events
 from airbench_nb.scoring.tiered import TIER_D_NAMED_REASON, score_open_vocabulary
 from airbench_nb.synth.sources import hierarchy
@@ -192,3 +203,56 @@ def test_empty_event_answers_score_the_stated_floor_and_one_clip_floors_at_1(tmp
     assert "mAP floor %" in analysis.table_frame().columns
     page = _page(RunFolder(tmp_path / "run"), {"sseu": analysis.table})
     assert "<th>event mAP floor %</th>" in page and "<td>40.0</td>" in page
+
+
+# --------------------------------------------------------------------------- spoken answers: listing every candidate
+
+ASR = "asr:faster-whisper:tiny.en-bundled"
+QUESTIONS = [  # (uid, question, accepted answers, what the model said, right?)
+    ("france", "What is the capital of France?", ["Paris"], "The capital of France is Paris.", True),
+    ("week", "How many days are there in a week?", ["seven", "7"], "Paris, seven, blue, twenty four and two.", False),
+    ("sky", "What color is the sky on a clear day?", ["blue"], "It is blue.", True),
+    ("day", "How many hours are there in a day?", ["twenty four", "24"], "There are twenty four hours.", True),
+    ("dog", "How many legs does a dog have?", ["four", "4"], "Four.", True),
+    ("sum", "What is two plus three?", ["five", "5"], "Two plus three is five.", True),
+    ("eyes", "How many eyes do people have?", ["two", "2"], "Two.", True),
+]
+
+
+def _spoken(said: dict[str, str]) -> tuple[list[SpeechGenerationItem], list[Response], list[Verdict]]:
+    items = [
+        SpeechGenerationItem(
+            uid=uid,
+            dataset="t",
+            audio=f"audio/{uid}.wav",
+            question="",
+            task="spoken_answer",
+            answers=answers,
+            meta={"spoken_question": question},
+        )
+        for uid, question, answers, _, _ in QUESTIONS
+    ]
+    responses = [Response(uid=uid, model="m", text=None) for uid in said]
+    verdicts = [Verdict(uid=uid, model="m", judge=ASR, raw=text) for uid, text in said.items()]
+    return items, responses, verdicts
+
+
+def test_a_spoken_answer_naming_several_candidates_is_wrong_and_counted(tmp_path: Path) -> None:
+    items, responses, verdicts = _spoken({uid: text for uid, _, _, text, _ in QUESTIONS})
+    summary = speech_output_summary(items, responses, verdicts, reps=0)
+    # "twenty four" is one candidate (not "four"), "two" and "three" in "two plus three is five" are the question's
+    right = sum(ok for *_, ok in QUESTIONS)
+    assert right == 6
+    assert summary.spoken_answer_accuracy == pytest.approx(right / len(QUESTIONS))
+    assert summary.spoken_answer_enumerations == 1
+    # every answer listing every candidate: none right, all counted
+    everything = ", ".join(answers[0] for _, _, answers, _, _ in QUESTIONS)
+    items, responses, verdicts = _spoken({uid: everything for uid, *_ in QUESTIONS})
+    summary = speech_output_summary(items, responses, verdicts, reps=0)
+    assert summary.spoken_answer_accuracy == 0.0 and summary.spoken_answer_enumerations == len(QUESTIONS)
+    speech = UgTasks(speech_output={"m": summary}).speech_output_dict()
+    assert speech["m"]["spoken_answer"]["enumerations"] == len(QUESTIONS)
+    page = _page(RunFolder(tmp_path / "run"), {"speech_output": speech})
+    assert "<th>listed several</th>" in page and f"<td>{len(QUESTIONS)}</td>" in page
+    section = score_run(items, responses, verdicts, reps=0).strict.metric_sections["spoken_answer"]
+    assert section.average.value == 0.0

@@ -12,7 +12,8 @@ per-utterance mean.
   CIDEr-D (0-10 scale, as aac-metrics gives it), corpus BLEU and ROUGE-L when computed, and the embedding similarity
   of the kit's offline model (labelled as such: it is not FENSE).
 - ``speech_output[model] = {wer, wer_ci, cer, per_utterance_wer, n, failures, failure_reasons, judge,
-  spoken_answer: {accuracy, ci, n, failures}}``: fractions; a model that answered no speech-generation item with
+  spoken_answer: {accuracy, ci, n, failures, failure_reasons, enumerations}}``: fractions (``enumerations``: answers
+  naming more than one candidate answer, scored wrong); a model that answered no speech-generation item with
   audio has every item failed ("no audio output"), so text-only models are listed, not hidden.
 
 A model that answered no item of a family is absent from that family.
@@ -118,6 +119,7 @@ class UgTasks:
                     "n": s.spoken_answer_n,
                     "failures": s.spoken_answer_failures,
                     "failure_reasons": dict(s.spoken_answer_failure_reasons),
+                    "enumerations": s.spoken_answer_enumerations,  # several candidates named: scored wrong
                 },
             }
         return out

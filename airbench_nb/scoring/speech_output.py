@@ -17,6 +17,13 @@ it was written, silent output, ...). The rules, stated once:
 - **spoken_answer** (metric ``spoken_answer``, section ``spoken_answer``): right when an accepted answer, normalised
   the same way, appears in the normalised transcript on word boundaries (``"25"`` is heard in ``"it is 25"``, not in
   ``"125"``); the value is the accuracy with a bootstrap interval. WER and accuracy never share a section.
+- **Enumerations** (``spoken_answer``): the accepted answers of the questions scored together are the
+  *candidates* (each question's answers, normalised, are one). A transcript that names more than one candidate is
+  an enumeration, not an answer: it is scored wrong even when its own answer is among them (else an answer listing
+  every candidate would score 100%), and counted (:attr:`SpeechOutputSummary.spoken_answer_enumerations`).
+  Candidates are found on word boundaries, longest first and without overlap (``"24"`` is not also ``"4"``); words
+  the spoken question itself says (``meta["spoken_question"]``: "two" and "three" in "What is two plus three?") name
+  no candidate. A set of one question has one candidate: no enumeration can be seen there.
 """
 
 from __future__ import annotations
@@ -89,6 +96,8 @@ class SpokenOutcome:
     """Why there is no transcript; None when there is one."""
     judge: str | None
     """The ASR judge whose verdict was read; None when there was none."""
+    question: str | None = None
+    """``spoken_answer``: the question as spoken (``meta["spoken_question"]``), whose words name no candidate."""
 
 
 def spoken_outcome(item: SpeechGenerationItem, response: Response | None, verdict: Verdict | None) -> SpokenOutcome:
@@ -115,6 +124,7 @@ def spoken_outcome(item: SpeechGenerationItem, response: Response | None, verdic
         transcript=transcript,
         failure=failure,
         judge=verdict.judge if verdict is not None else None,
+        question=spoken if isinstance(spoken := item.meta.get("spoken_question"), str) else None,
     )
 
 
@@ -142,6 +152,66 @@ def heard(answers: Sequence[str], transcript: str | None, language: str) -> bool
         return False
     said = f" {normalize(transcript, language)} "
     return any(f" {form} " in said for form in (normalize(a, language) for a in answers) if form)
+
+
+def _forms(answers: Sequence[str], language: str) -> frozenset[tuple[str, ...]]:
+    """The accepted answers normalised (as :func:`heard` reads them), as word tuples; empty ones dropped."""
+    from airbench_nb.scoring.wer import normalize
+
+    return frozenset(words for a in answers if (words := tuple(normalize(a, language).split())))
+
+
+def _contains(words: Sequence[str], phrase: tuple[str, ...]) -> bool:
+    size = len(phrase)
+    return any(tuple(words[i : i + size]) == phrase for i in range(len(words) - size + 1))
+
+
+def candidates_named(outcome: SpokenOutcome, candidates: Sequence[frozenset[tuple[str, ...]]]) -> int:
+    """How many candidates the outcome's transcript names (see the module docstring; 0 without a transcript).
+
+    Args:
+        outcome: One ``spoken_answer`` outcome.
+        candidates: The candidates of its set: each question's accepted answers as :func:`_forms` gives them.
+    """
+    from airbench_nb.scoring.wer import normalize
+
+    if not outcome.transcript:
+        return 0
+    own = _forms(outcome.answers, outcome.language)
+    said = normalize(outcome.transcript, outcome.language).split()
+    asked = normalize(outcome.question, outcome.language).split() if outcome.question else []
+    phrases: dict[tuple[str, ...], object] = {}
+    for index, forms in enumerate(candidates):
+        for form in forms:
+            phrases.setdefault(form, index)
+    for form in own:
+        phrases[form] = "own"  # a form of its own answer names its own candidate, whoever else accepts it
+    taken = [False] * len(said)
+    named: set[object] = set()
+    for phrase in sorted(phrases, key=lambda p: (-len(p), p)):
+        size = len(phrase)
+        for start in range(len(said) - size + 1):
+            if tuple(said[start : start + size]) != phrase or any(taken[start : start + size]):
+                continue
+            taken[start : start + size] = [True] * size
+            if not _contains(asked, phrase):
+                named.add(phrases[phrase])
+    return len(named)
+
+
+def _answer_values(outcomes: Sequence[SpokenOutcome]) -> tuple[list[float], int]:
+    """Per outcome 1.0 when its answer is heard and it names no other candidate; and the enumerations counted."""
+    candidates = list(dict.fromkeys(_forms(o.answers, o.language) for o in outcomes))
+    values, enumerations = [], 0
+    for o in outcomes:
+        listed = candidates_named(o, candidates) > 1
+        enumerations += listed
+        values.append(float(heard(o.answers, o.transcript, o.language) and not listed))
+    if enumerations:
+        logger.warning(
+            "%d spoken answer(s) name more than one candidate answer: enumerations, scored wrong", enumerations
+        )
+    return values, enumerations
 
 
 @dataclass(frozen=True)
@@ -176,6 +246,9 @@ class SpeechOutputSummary:
     """``spoken_answer`` items without a transcript (counted not heard)."""
     spoken_answer_failure_reasons: dict[str, int] = field(default_factory=dict)
     """Their reasons."""
+    spoken_answer_enumerations: int = 0
+    """``spoken_answer`` items whose transcript names more than one candidate answer: scored wrong (see the module
+    docstring)."""
 
 
 def _ci(entry: ScoreEntry) -> tuple[float, float] | None:
@@ -211,10 +284,10 @@ def _tts_scores(outcomes: Sequence[SpokenOutcome], reps: int, seed: int) -> _Tts
     return _TtsScores(wer, cer, summary.mean_wer, reasons)
 
 
-def _answer_entry(outcomes: Sequence[SpokenOutcome], reps: int, seed: int) -> ScoreEntry:
-    values = [float(heard(o.answers, o.transcript, o.language)) for o in outcomes]
+def _answer_entry(outcomes: Sequence[SpokenOutcome], reps: int, seed: int) -> tuple[ScoreEntry, int]:
+    values, enumerations = _answer_values(outcomes)
     failed = sum(o.failure is not None for o in outcomes)
-    return interval_entry(values, [1.0] * len(values), failed, reps, seed, "spoken_answer")
+    return interval_entry(values, [1.0] * len(values), failed, reps, seed, "spoken_answer"), enumerations
 
 
 def speech_output_summary(
@@ -246,7 +319,7 @@ def speech_output_summary(
     tts = [o for o in outcomes if o.task == "tts"]
     answers = [o for o in outcomes if o.task == "spoken_answer"]
     scores = _tts_scores(tts, reps, seed)
-    accuracy = _answer_entry(answers, reps, seed)
+    accuracy, enumerations = _answer_entry(answers, reps, seed)
     return SpeechOutputSummary(
         wer=scores.wer.value,
         wer_ci=_ci(scores.wer),
@@ -262,6 +335,7 @@ def speech_output_summary(
         spoken_answer_n=accuracy.n,
         spoken_answer_failures=accuracy.failures,
         spoken_answer_failure_reasons=dict(_reasons(answers).most_common()),
+        spoken_answer_enumerations=enumerations,
     )
 
 
@@ -334,8 +408,8 @@ class SpokenAnswerAccuracy(_SpokenMetric):
     task: ClassVar[str] = "spoken_answer"
 
     def entry(self, outcomes: Sequence[SpokenOutcome], reps: int, seed: int) -> tuple[ScoreEntry, Counter[str]]:
-        """Accuracy with its bootstrap interval."""
-        return _answer_entry(outcomes, reps, seed), _reasons(outcomes)
+        """Accuracy with its bootstrap interval (an enumeration of candidates is wrong)."""
+        return _answer_entry(outcomes, reps, seed)[0], _reasons(outcomes)
 
 
 __all__ = [
@@ -346,6 +420,7 @@ __all__ = [
     "SpokenAnswerAccuracy",
     "SpokenOutcome",
     "asr_verdicts",
+    "candidates_named",
     "char_errors",
     "heard",
     "speech_output_summary",
