@@ -144,6 +144,22 @@ def notebook_path(source: Path, stem: object, default_source: bool) -> Path:
     return path
 
 
+def kernel_config() -> Any:
+    """The Jupyter configuration of the kernels that execute a run's notebooks: IPC transport where the OS has it.
+
+    Over TCP (jupyter_client's default) every kernel warns on start that it is "running over TCP without encryption"
+    (ipykernel >= 7), once per notebook, among the kit's own progress lines; and any local user could connect to its
+    ports. Over IPC the kernel's sockets are files in the Jupyter runtime folder (mode 0700): nothing to warn about.
+    Windows has no IPC transport in ZeroMQ and keeps TCP.
+    """
+    from traitlets.config import Config
+
+    config = Config()
+    if os.name == "posix":
+        config.KernelManager.transport = "ipc"
+    return config
+
+
 def notebooks_dir() -> Path:
     """Folder of the pipeline notebooks: ``$AIRBENCH_NOTEBOOKS`` or ``notebooks/`` beside the package."""
     env = os.environ.get("AIRBENCH_NOTEBOOKS")
@@ -750,6 +766,7 @@ def _execute_notebooks(
                 kernel_name=kernel_name,
                 progress_bar=progress,
                 log_output=False,
+                config=kernel_config(),
             )
             status.status = "ok"
             status.input_hashes = notebook_inputs(

@@ -346,3 +346,14 @@ def test_a_tampered_run_json_cannot_run_a_notebook_from_elsewhere(tmp_path, toy_
     saved_path.write_text(json.dumps(saved))
     with pytest.raises(PipelineError, match="looks like"):
         run_pipeline({}, resume=True, run_id="r", reports_dir=tmp_path / "reports", notebook_dir=toy_notebooks)
+
+
+def test_a_run_prints_no_kernel_warning(tmp_path, toy_notebooks, capfd):
+    """The kernels run over IPC: no "running over TCP without encryption" warning per notebook among the kit's lines."""
+    info = run_pipeline(
+        {"n": 1}, notebooks=["a", "c"], run_id="q", reports_dir=tmp_path, notebook_dir=toy_notebooks, html=False
+    )
+    assert info.status == "ok", [n.error for n in info.notebooks]
+    captured = capfd.readouterr()
+    assert "without encryption" not in captured.err + captured.out
+    assert "IPKernelApp" not in captured.err
