@@ -5,6 +5,13 @@ SSEU-Bench's three tasks (transcription, acoustic scene, sound events) are asked
 returns a :class:`UnifiedAnswer`: the parts it found, what its clean-up removed, and why a part could not be read.
 It reads; it never interprets. The rules, in the order they apply:
 
+0. **Bounds.** An answer longer than :data:`MAX_ANSWER_CHARS` characters (far above any real answer: a degenerate
+   loop or a hostile endpoint) is read truncated to its first :data:`MAX_ANSWER_CHARS` characters ("truncated: over
+   N characters"). An answer holding JSON nested too deep for Python's parser, or more than
+   :data:`MAX_JSON_TRIES` candidate objects that are unreadable or have no known key, cannot be read: every part it
+   is asked fails with that reason (:data:`UNREADABLE_DEEP`, :data:`UNREADABLE_MANY`). Every rule below runs in
+   time linear in the answer (no pattern backtracks over a run of spaces, no repeated slicing), so that one answer
+   never costs a run.
 1. **Reasoning.** ``<think>...</think>`` blocks (also ``<thinking>``) are removed ("think"). A ``</think>`` without
    an opening tag means the tag was pre-filled by the prompt: everything up to the last ``</think>`` is dropped
    ("think-prefilled"). An opening tag never closed drops the rest of the answer ("think-unclosed").
@@ -35,7 +42,9 @@ It reads; it never interprets. The rules, in the order they apply:
 7. **Events** are split into items: bullet or numbered lines, then commas, semicolons, "and" and "&". Items lose
    leading articles (a, an, the, some) and trailing punctuation; repeats (case-insensitive) are dropped, keeping the
    first ("duplicates"). An answer that says so explicitly ("none", "no events", "No sound events detected.", a
-   JSON ``[]``) is the empty list; an answer with no items is a failure.
+   JSON ``[]``) is the empty list; an answer with no items is a failure. At most :data:`MAX_EVENTS` distinct items
+   are kept, the first ones ("events capped: the first N kept"), so that one answer never floods the embedding
+   step and its cache.
 
 Scene text is kept as a sentence ("It sounds like a busy street." stays whole; "I cannot tell." stays too): the
 embedding step maps it onto the classes. Numbers are left as written (WER normalisation handles them). A part is
@@ -45,6 +54,7 @@ denominator. Parts a kind does not ask for are ``None`` without a failure.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import re
@@ -67,6 +77,17 @@ KIND_PARTS: dict[str, tuple[str, ...]] = {
     "joint": PARTS,
 }
 """The parts each item kind asks for."""
+
+MAX_ANSWER_CHARS = 100_000
+"""Characters of an answer read (rule 0): longer answers are read truncated, with the reason counted."""
+MAX_EVENTS = 100
+"""Distinct event items kept from one answer (rule 7): the rest are dropped, with the reason counted."""
+MAX_JSON_TRIES = 1_000
+"""Candidate JSON objects of one answer decoded without finding one with a known key before reading stops (rule 0)."""
+UNREADABLE_DEEP = "json nested too deep to read"
+"""Why every part of an answer fails when it holds JSON nested deeper than Python's parser goes."""
+UNREADABLE_MANY = f"over {MAX_JSON_TRIES} json objects without a known key"
+"""Why every part of an answer fails when it holds more candidate objects than :data:`MAX_JSON_TRIES`."""
 
 PREAMBLE_WORDS = (
     "transcript",
@@ -107,39 +128,39 @@ NO_EVENTS = re.compile(
 )
 """An events answer (or its only item) that explicitly says there are none: read as ``[]``."""
 
-_THINK_BLOCK_RE = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.IGNORECASE | re.DOTALL)
-_THINK_CLOSE_RE = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
-_THINK_OPEN_RE = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
+# Every run of spaces is possessive (``[ \t]*+``) where another run, or an optional token, may follow it: a
+# backtracking engine would otherwise try every split of a long run of spaces between them (rule 0).
+_THINK_TAG_RE = re.compile(r"<(/?)think(?:ing)?>", re.IGNORECASE)
 _FINAL_RE = re.compile(
-    r"^(?:[^\n]*?\bfinal[ \t]+answer\b[ \t]*(?:\*\*|__)?[ \t]*[:：]"
-    r"|[ \t#>*_-]*final[ \t]+answer[ \t]*(?:\*\*|__)?[ \t]*$)[ \t]*(?:\*\*|__)?",
+    r"^(?:[^\n]*?\bfinal[ \t]++answer\b[ \t]*+(?:\*\*|__)?[ \t]*+[:：]"
+    r"|[ \t#>*_-]*+final[ \t]++answer[ \t]*+(?:\*\*|__)?[ \t]*+$)[ \t]*+(?:\*\*|__)?",
     re.IGNORECASE | re.MULTILINE,
 )
 
 _TRANSCRIPT_LABEL = (
-    r"(?:(?:speech[ \t]+|asr[ \t]+)?transcript(?:ion)?|asr(?:[ \t]+(?:result|output))?|"
-    r"automatic[ \t]+speech[ \t]+recognition)"
+    r"(?:(?:speech[ \t]++|asr[ \t]++)?transcript(?:ion)?|asr(?:[ \t]++(?:result|output))?|"
+    r"automatic[ \t]++speech[ \t]++recognition)"
 )
-_SCENE_LABEL = r"(?:(?:acoustic[ \t]+)?scene(?:[ \t]+(?:label|class|classification))?)"
+_SCENE_LABEL = r"(?:(?:acoustic[ \t]++)?scene(?:[ \t]++(?:label|class|classification))?)"
 _EVENTS_LABEL = (
-    r"(?:(?:sound[ \t]+|audio[ \t]+|acoustic[ \t]+)?events?(?:[ \t]+(?:tags?|tagging|list))?|audio[ \t]+tags?)"
+    r"(?:(?:sound[ \t]++|audio[ \t]++|acoustic[ \t]++)?events?(?:[ \t]++(?:tags?|tagging|list))?|audio[ \t]++tags?)"
 )
 _LABEL_BODY = (
-    rf"(?:\*\*|__)?[ \t]*(?:(?P<transcript>{_TRANSCRIPT_LABEL})|(?P<scene>{_SCENE_LABEL})|(?P<events>{_EVENTS_LABEL}))"
-    r"[ \t]*(?:\*\*|__)?[ \t]*(?:\([^)\n]*\))?[ \t]*(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?"
+    rf"(?:\*\*|__)?[ \t]*+(?:(?P<transcript>{_TRANSCRIPT_LABEL})|(?P<scene>{_SCENE_LABEL})|(?P<events>{_EVENTS_LABEL}))"
+    r"[ \t]*+(?:\*\*|__)?[ \t]*+(?:\([^)\n]*\))?[ \t]*+(?:\*\*|__)?[ \t]*+[:：][ \t]*+(?:\*\*|__)?"
 )
 _LINE_LABEL_RE = re.compile(
-    r"^[ \t]*(?:[#>]+[ \t]*)?(?:[-*+•][ \t]+)?(?:(?:\*\*|__)?step[ \t]*\d+[^\n:]{0,60}?[.):\-–—][ \t]*)?"
-    r"(?:\d+[.)][ \t]*)?" + _LABEL_BODY,
+    r"^[ \t]*+(?:[#>]++[ \t]*+)?(?:[-*+•][ \t]++)?(?:(?:\*\*|__)?step[ \t]*+\d++[^\n:]{0,60}?[.):\-–—][ \t]*+)?"
+    r"(?:\d++[.)][ \t]*+)?" + _LABEL_BODY,
     re.IGNORECASE | re.MULTILINE,
 )
-_INLINE_LABEL_RE = re.compile(r"(?<=[.;!?|])[ \t]+" + _LABEL_BODY, re.IGNORECASE)
+_INLINE_LABEL_RE = re.compile(r"(?<=[.;!?|])[ \t]++" + _LABEL_BODY, re.IGNORECASE)
 _BREAK_RE = re.compile(
-    r"^[ \t]*(?:#{1,6}[ \t]|(?:\*\*|__)?[ \t]*(?:step[ \t]*\d+\b|final[ \t]+answer\b|"
-    r"\d+[.)][ \t]*(?:\*\*|__)?[ \t]*[A-Za-z][^\n:：]{0,60}[:：]))",
+    r"^[ \t]*+(?:#{1,6}[ \t]|(?:\*\*|__)?[ \t]*+(?:step[ \t]*+\d+\b|final[ \t]++answer\b|"
+    r"\d++[.)][ \t]*+(?:\*\*|__)?[ \t]*+[A-Za-z][^\n:：]{0,60}[:：]))",
     re.IGNORECASE,
 )
-_BULLET_RE = re.compile(r"^[ \t]*(?:[-*+•·][ \t]+|\d+[.)][ \t]+)")
+_BULLET_RE = re.compile(r"^[ \t]*+(?:[-*+•·][ \t]+|\d++[.)][ \t]+)")
 
 _JSON_KEYS = {
     "transcript": "transcript",
@@ -159,20 +180,25 @@ _JSON_KEYS = {
 }
 """JSON keys (lower case, spaces and hyphens as underscores) and the part each holds."""
 _JSON_ITEM_KEYS = ("label", "name", "event", "class")
-_FENCE_RE = re.compile(r"^```(?:[ \t]*[\w+-]*[ \t]*\n)?(.*?)\n?[ \t]*```$", re.DOTALL)
-_FENCE_OPEN_RE = re.compile(r"```[ \t]*(?:json)?[ \t]*\n?[ \t]*$", re.IGNORECASE)
-_MARKDOWN_RE = re.compile(r"\*\*|__|^[ \t]*#{1,6}[ \t]+", re.MULTILINE)
+_JSON_START_RE = re.compile(r'\{[ \t\n\r]*+["}]')
+"""Where a JSON object can start: a brace followed (after JSON's whitespace) by a key or by the closing brace."""
+_FENCE_LANGUAGE_RE = re.compile(r"[\w+-]*")
+_FENCE_OPEN_RE = re.compile(r"```[ \t]*+(?:json)?[ \t]*+\n?[ \t]*+$", re.IGNORECASE)
+_MARKDOWN_RE = re.compile(r"\*\*|__|^[ \t]*+#{1,6}[ \t]+", re.MULTILINE)
 _ITALIC_RE = re.compile(r"^([*_])(?=\S)([^*_\n]+)(?<=\S)\1$")
 _QUOTE_PAIRS = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»", "„": "“", "`": "`"}
-_PREAMBLE_RE = re.compile(r"^(?P<pre>[^\n:：]{1,120}?)[ \t]*[:：](?P<end>[ \t]*\n|[ \t]+|$)")
+_PREAMBLE_RE = re.compile(r"^(?P<pre>[^\n:：]{1,120}?)[ \t]*+[:：](?P<end>[ \t]*+\n|[ \t]++|$)")
 _PREAMBLE_WORD_RE = re.compile(
     r"^(?:" + "|".join(PREAMBLE_OPENERS) + r")\b|\b(?:" + "|".join(PREAMBLE_WORDS) + r")\b", re.IGNORECASE
 )
 _INTERJECTION_RE = re.compile(r"^(?:" + "|".join(INTERJECTIONS) + r")\b[\w ,']{0,20}$", re.IGNORECASE)
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
 _SPACE_RE = re.compile(r"\s+")
-_SPLIT_RE = re.compile(r"[ \t]*[;,][ \t]*(?:(?:and|&)[ \t]+)?|[ \t]+(?:and|&)[ \t]+", re.IGNORECASE)
-_ARTICLE_RE = re.compile(r"^(?:a|an|the|some)[ \t]+(?=\S)", re.IGNORECASE)
+_SEPARATOR_RE = re.compile(r"[ \t]*+[;,][ \t]*+(?:(?:and|&)[ \t]++)?|[ \t]++(?:and|&)[ \t]++", re.IGNORECASE)
+"""A separator of event items."""
+_SEPARATOR_AFTER_RE = re.compile(r"(?<![ \t])(?:" + _SEPARATOR_RE.pattern + ")", re.IGNORECASE)
+"""A separator that starts where a run of spaces starts (searched, it scans a long run once, not once a space)."""
+_ARTICLE_RE = re.compile(r"^(?:a|an|the|some)[ \t]++(?=\S)", re.IGNORECASE)
 _ITEM_TRAIL = " \t.,;:!?"
 
 
@@ -189,9 +215,10 @@ class UnifiedAnswer:
     """The events, one item each, in order, without repeats; ``[]`` only when the answer says explicitly that there
     are none; None when not found or not asked for."""
     removed: tuple[str, ...]
-    """What clean-up removed, each once, in order: "think", "think-prefilled", "think-unclosed",
+    """What clean-up removed, each once, in order: "truncated: over N characters", "think", "think-prefilled",
+    "think-unclosed",
     "before-final-answer", "json", "code-fence", "text around json", "label: <label>", "unlabelled text",
-    "markdown", "quotes", "preamble: <its text>", "duplicates"."""
+    "markdown", "quotes", "preamble: <its text>", "duplicates", "events capped: the first N kept"."""
     failures: dict[str, str] = field(default_factory=dict)
     """Part name ("transcript", "scene" or "events") -> why it could not be read; only parts the kind asks for."""
 
@@ -238,6 +265,10 @@ def unify_counts(answers: Iterable[UnifiedAnswer]) -> UnifyCounts:
     return UnifyCounts(n=n, removals=dict(removals), failures=dict(failures), reasons=dict(reasons))
 
 
+class _Unreadable(Exception):
+    """An answer that cannot be read at all (rule 0); its message is the reason every part it is asked fails."""
+
+
 class _Removed:
     """An ordered set of removal tags."""
 
@@ -268,10 +299,18 @@ def unify(text: str | None, kind: str) -> UnifiedAnswer:
     if text is None:
         return _answer({}, (), {part: "no answer" for part in wanted})
     removed = _Removed()
+    if len(text) > MAX_ANSWER_CHARS:
+        logger.debug("unify(%s): an answer of %d characters read truncated", kind, len(text))
+        text = text[:MAX_ANSWER_CHARS]
+        removed.add(f"truncated: over {MAX_ANSWER_CHARS} characters")
     body = _drop_think(text, removed)
     body, in_final = _final_block(body, removed)
     raw: dict[str, object] = {}
-    body = _read_json(body, removed, raw, wanted)
+    try:
+        body = _read_json(body, removed, raw, wanted)
+    except _Unreadable as exc:
+        logger.debug("unify(%s): %s", kind, exc)
+        return _answer({}, tuple(removed.tags), dict.fromkeys(wanted, str(exc)))
     missing = [part for part in wanted if part not in raw]
     if missing:
         sections, outside = _sections(body)
@@ -317,19 +356,34 @@ def _answer(values: dict[str, str | list[str]], removed: tuple[str, ...], failur
 
 
 def _drop_think(text: str, removed: _Removed) -> str:
-    """Remove reasoning blocks (rule 1)."""
-    body, count = _THINK_BLOCK_RE.subn(" ", text)
-    if count:
-        removed.add("think")
-    closes = list(_THINK_CLOSE_RE.finditer(body))
-    if closes:
-        body = body[closes[-1].end() :]
-        removed.add("think-prefilled")
-    opened = _THINK_OPEN_RE.search(body)
-    if opened:
-        body = body[: opened.start()]
-        removed.add("think-unclosed")
-    return body.strip()
+    """Remove reasoning blocks (rule 1), in one pass over the tags.
+
+    An opening tag starts a block that the next closing tag ends (tags in between are inside it; the block becomes
+    one space); a closing tag outside any block drops everything before it; an opening tag that no closing tag
+    follows drops the rest.
+    """
+    pieces: list[str] = []
+    position = 0
+    opened: re.Match[str] | None = None
+    blocks = prefilled = 0
+    for tag in _THINK_TAG_RE.finditer(text):
+        closing = bool(tag.group(1))
+        if opened is None and not closing:
+            pieces.append(text[position : tag.start()])
+            opened = tag
+        elif opened is not None and closing:
+            pieces.append(" ")
+            position, opened = tag.end(), None
+            blocks += 1
+        elif closing:
+            pieces, position = [], tag.end()
+            prefilled += 1
+    if opened is None:
+        pieces.append(text[position:])
+    for tag, count in (("think", blocks), ("think-prefilled", prefilled), ("think-unclosed", opened is not None)):
+        if count:
+            removed.add(tag)
+    return "".join(pieces).strip()
 
 
 def _final_block(text: str, removed: _Removed) -> tuple[str, bool]:
@@ -345,23 +399,34 @@ def _final_block(text: str, removed: _Removed) -> tuple[str, bool]:
 def _read_json(text: str, removed: _Removed, raw: dict[str, object], wanted: tuple[str, ...]) -> str:
     """Fill ``raw`` with the wanted parts of the last JSON object that has a known key (rule 3).
 
+    Only a brace that can start an object (:data:`_JSON_START_RE`) is decoded; each decoding that fails or finds no
+    known key counts, and the search stops after :data:`MAX_JSON_TRIES` of them.
+
     Returns:
         The text around that object (its fence removed), or the whole text when no object was read.
+
+    Raises:
+        _Unreadable: JSON nested deeper than the parser goes, or more candidates than :data:`MAX_JSON_TRIES`.
     """
     decoder = json.JSONDecoder()
     found: tuple[dict[str, object], int, int] | None = None
-    index = text.find("{")
-    while index != -1:
+    tries = 0
+    start = _JSON_START_RE.search(text)
+    while start is not None:
+        index, next_from = start.start(), start.start() + 1
         try:
             value, end = decoder.raw_decode(text, index)
-        except ValueError:
-            index = text.find("{", index + 1)
-            continue
+        except RecursionError:
+            raise _Unreadable(UNREADABLE_DEEP) from None
+        except ValueError:  # JSONDecodeError, or an integer longer than Python converts
+            value = None
         if isinstance(value, dict) and _json_parts(value):
-            found = (value, index, end)
-            index = text.find("{", end)
+            found, next_from = (value, index, end), end
         else:
-            index = text.find("{", index + 1)
+            tries += 1
+            if tries > MAX_JSON_TRIES:
+                raise _Unreadable(UNREADABLE_MANY)
+        start = _JSON_START_RE.search(text, next_from)
     if found is None:
         return text
     value, start, end = found
@@ -398,9 +463,13 @@ def _sections(text: str) -> tuple[dict[str, tuple[str, str, bool]], bool]:
     Returns:
         Part -> (label as written, content, whether the label had markdown), and the outside flag.
     """
-    matches = list(_LINE_LABEL_RE.finditer(text))
-    for inline in _INLINE_LABEL_RE.finditer(text) if matches else ():
-        if _label_text(inline)[:1].isupper() and not any(m.start() <= inline.start() < m.end() for m in matches):
+    lines = list(_LINE_LABEL_RE.finditer(text))
+    starts = [m.start() for m in lines]
+    matches = list(lines)
+    for inline in _INLINE_LABEL_RE.finditer(text) if lines else ():
+        before = bisect.bisect_right(starts, inline.start()) - 1  # the line label that starts last before it
+        inside = before >= 0 and inline.start() < lines[before].end()
+        if _label_text(inline)[:1].isupper() and not inside:
             matches.append(inline)
     matches.sort(key=lambda m: m.start())
     sections: dict[str, tuple[str, str, bool]] = {}
@@ -428,12 +497,17 @@ def _section_content(chunk: str) -> tuple[str, str]:
     started = bool(lines[0].strip())
     previous = lines[0]
     end = len(lines)
+    following_at = 0  # the first line after a run of blank lines that is not blank (found once per run)
     for i, line in enumerate(lines[1:], start=1):
         if _BREAK_RE.match(line):
             end = i
             break
         if not line.strip():
-            following = next((rest for rest in lines[i + 1 :] if rest.strip()), "")
+            if following_at <= i:
+                following_at = i + 1
+                while following_at < len(lines) and not lines[following_at].strip():
+                    following_at += 1
+            following = lines[following_at] if following_at < len(lines) else ""
             if started and not (_BULLET_RE.match(previous) and _BULLET_RE.match(following)):
                 end = i
                 break
@@ -464,10 +538,10 @@ def _clean(text: str, removed: _Removed) -> str:
         if unmarked != text:
             removed.add("markdown")
             text = unmarked
-        fenced = _FENCE_RE.match(text)
-        if fenced:
+        fenced = _unfence(text)
+        if fenced is not None:
             removed.add("code-fence")
-            text = fenced.group(1).strip()
+            text = fenced
         unquoted = _unquote(text)
         if unquoted is not None:
             removed.add("quotes")
@@ -476,6 +550,17 @@ def _clean(text: str, removed: _Removed) -> str:
         if text == before:
             break
     return text
+
+
+def _unfence(text: str) -> str | None:
+    """The text inside a wrapping code fence (its language line dropped), stripped; None when not fenced."""
+    if len(text) < 6 or not (text.startswith("```") and text.endswith("```")):
+        return None
+    inner = text[3:-3]
+    first, newline, rest = inner.partition("\n")
+    if newline and _FENCE_LANGUAGE_RE.fullmatch(first.strip(" \t")):
+        inner = rest
+    return inner.strip()
 
 
 def _unquote(text: str) -> str | None:
@@ -552,27 +637,53 @@ def _json_item(item: object) -> str | None:
 def _event_items(
     lines: list[str], removed: _Removed, split: bool, explicit_empty: bool
 ) -> tuple[list[str] | None, str]:
-    items: list[str] = []
-    for line in lines:
-        line = _BULLET_RE.sub("", line).strip()
-        pieces = _SPLIT_RE.split(line) if split else [line]
-        for piece in pieces:
-            item = _event_item(piece, removed)
-            if item:
-                items.append(item)
-    if not items:
-        return ([], "") if explicit_empty else (None, "no events listed")
-    if all(NO_EVENTS.match(item) for item in items):
-        return [], ""
+    """The distinct items of an events part, the first :data:`MAX_EVENTS` of them (rule 7)."""
     seen: set[str] = set()
     unique: list[str] = []
-    for item in items:
-        if item.casefold() in seen:
-            removed.add("duplicates")
-            continue
-        seen.add(item.casefold())
-        unique.append(item)
+    duplicates = capped = False
+    for line in lines:
+        line = _BULLET_RE.sub("", line).strip()
+        for piece in _split_items(line) if split else [line]:
+            item = _event_item(piece, removed)
+            if not item:
+                continue
+            if item.casefold() in seen:
+                duplicates = True
+            elif len(unique) == MAX_EVENTS:
+                capped = True
+                break
+            else:
+                seen.add(item.casefold())
+                unique.append(item)
+        if capped:
+            break
+    if not unique:
+        return ([], "") if explicit_empty else (None, "no events listed")
+    if all(NO_EVENTS.match(item) for item in unique):
+        return [], ""
+    if duplicates:
+        removed.add("duplicates")
+    if capped:
+        removed.add(f"events capped: the first {MAX_EVENTS} kept")
     return unique, ""
+
+
+def _split_items(line: str) -> list[str]:
+    """``line`` split at each separator, as ``_SEPARATOR_RE.split`` does, in time linear in the line.
+
+    A separator that starts inside a run of spaces is found from the run's start too, unless a separator before it
+    ended inside the run: so a separator is either the one that starts where the previous one ended, or the first
+    one that starts at the start of a run (or where no space precedes).
+    """
+    pieces: list[str] = []
+    start = 0
+    while True:
+        separator = _SEPARATOR_RE.match(line, start) or _SEPARATOR_AFTER_RE.search(line, start + 1)
+        if separator is None:
+            pieces.append(line[start:])
+            return pieces
+        pieces.append(line[start : separator.start()])
+        start = separator.end()
 
 
 def _event_item(piece: str, removed: _Removed) -> str:

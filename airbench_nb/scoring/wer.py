@@ -5,9 +5,10 @@ The rules, stated once:
 - **Normalisation.** Both sides go through Whisper's text normaliser (the ``whisper-normalizer`` package, offline):
   ``EnglishTextNormalizer`` for English (lower case, punctuation out, contractions and titles spelled out,
   British spellings made American, and numbers canonicalised: "twenty five" and "25" both become ``25``),
-  ``BasicTextNormalizer`` for every other language (lower case, punctuation and symbols out). The kit adds one
-  step: tokens left with no letter or digit (a lone ``.`` or ``$`` that Whisper's rules keep) are dropped, so that a
-  reference of only punctuation normalises to nothing.
+  ``BasicTextNormalizer`` for every other language (lower case, punctuation and symbols out). The kit adds two
+  steps: zero-width characters (:data:`ZERO_WIDTH_CHARACTERS`: a zero-width space inside a word is no error) are
+  removed first, and tokens left with no letter or digit (a lone ``.`` or ``$`` that Whisper's rules keep) are
+  dropped, so that a reference of only punctuation normalises to nothing.
 - **Units.** Words; for languages written without spaces (:data:`CHARACTER_LANGUAGES`: Chinese, Japanese, Thai,
   Lao, Khmer, Burmese, Cantonese, Tibetan) characters (spaces removed, every character a token): the character
   error rate, reported in the same fields.
@@ -69,6 +70,10 @@ NORMALIZE_CACHE_SIZE = 262_144
 BOOTSTRAP_CHUNK = 1_000_000
 """Upper bound on units x replicates drawn at once by a bootstrap (about 8 MB of indices per chunk)."""
 
+ZERO_WIDTH_CHARACTERS = "\u200b\u200c\u200d\u2060\ufeff"
+"""Removed from both texts before normalising: zero-width space, non-joiner and joiner, word joiner, and the
+zero-width no-break space (a byte-order mark); they are invisible, so never a word error."""
+
 REFERENCE_EMPTY = "reference normalises to nothing"
 """Reason of a :class:`SkippedUtterance` whose reference has no word left after normalisation."""
 
@@ -76,6 +81,7 @@ _CHECKED_ENGLISH_CALL = "255d986aedfdc1dc"
 """sha256 prefix of the ``EnglishTextNormalizer.__call__`` source that :class:`_FastEnglish` reproduces."""
 
 _WORDLESS = re.compile(r"\w", re.UNICODE)
+_NO_ZERO_WIDTH = dict.fromkeys(map(ord, ZERO_WIDTH_CHARACTERS))
 _PLAIN = re.compile(r"[a-z' ]+")
 
 
@@ -187,12 +193,13 @@ def whisper_normalize(text: str, language: str | None = "en") -> str:
 
 @functools.lru_cache(maxsize=NORMALIZE_CACHE_SIZE)
 def normalize(text: str, language: str | None = "en") -> str:
-    """``text`` normalised for scoring: Whisper's normaliser, then tokens without a letter or digit dropped.
+    """``text`` normalised for scoring: zero-width characters out, Whisper's normaliser, then wordless tokens out.
 
     For languages written without spaces (:func:`uses_characters`) the result has one character per token
     (``"你好世界"`` gives ``"你 好 世 界"``). Kept by (text, language) for the process.
     """
-    tokens = [t for t in whisper_normalize(text, language).split() if _WORDLESS.search(t)]
+    visible = text.translate(_NO_ZERO_WIDTH)
+    tokens = [t for t in whisper_normalize(visible, language).split() if _WORDLESS.search(t)]
     if uses_characters(language):
         return " ".join(ch for ch in "".join(tokens))
     return " ".join(tokens)
