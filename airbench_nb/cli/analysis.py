@@ -8,7 +8,17 @@ from typing import Annotated, Any
 
 import typer
 
-from airbench_nb.cli.app import console, one_of, out_folder, refuse, refusing, rows_table
+from airbench_nb.cli.app import (
+    MAX_REPS,
+    REPS_BOUND,
+    console,
+    one_of,
+    out_folder,
+    refuse,
+    refusing,
+    rows_table,
+    within,
+)
 from airbench_nb.run_folder import RunFolder
 
 STRICT_OR_OFFICIAL = one_of("strict", "official")
@@ -76,7 +86,13 @@ def compare(
         str | None, typer.Option(help="Chat judge to compare on (default: the one that scored most models).")
     ] = None,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    reps: Annotated[int, typer.Option(help="Bootstrap replicates.", min=0)] = 2000,
+    reps: Annotated[
+        int,
+        typer.Option(
+            help=f"Bootstrap replicates (0: no intervals; at most {MAX_REPS:,}).",
+            callback=within(0, MAX_REPS, REPS_BOUND),
+        ),
+    ] = 2000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
     """Compare models pair by pair on shared items: differences with 95% CIs, McNemar / Wilcoxon, Holm-corrected."""
@@ -143,7 +159,9 @@ def agreement_cmd(
     ] = None,
     judge: Annotated[list[str] | None, typer.Option(help="Report only this judge (repeatable).")] = None,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    reps: Annotated[int, typer.Option(help="Bootstrap resamples.", min=1)] = 1000,
+    reps: Annotated[
+        int, typer.Option(help=f"Bootstrap resamples (at most {MAX_REPS:,}).", callback=within(1, MAX_REPS, REPS_BOUND))
+    ] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Judge-human agreement per judge and kind, and inter-annotator agreement, with 95% CIs and n."""

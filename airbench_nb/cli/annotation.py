@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from airbench_nb.cli.app import console, out_file, refuse, refusing, rows_table
+from airbench_nb.cli.app import (
+    MAX_LISTENERS,
+    MAX_REPS,
+    REPS_BOUND,
+    console,
+    out_file,
+    refuse,
+    refusing,
+    rows_table,
+    within,
+)
 
 
 def sample_annotation_cmd(
@@ -57,7 +68,13 @@ def sample_annotation_cmd(
 
 def sample_listening_cmd(
     run_dir: Annotated[Path, typer.Argument(help="A run folder whose responses include spoken answers (audio).")],
-    listeners: Annotated[int, typer.Option(help="Listener slots (L1 .. LN); each rates every stimulus.", min=1)] = 10,
+    listeners: Annotated[
+        int,
+        typer.Option(
+            help=f"Listener slots (L1 .. LN, at most {MAX_LISTENERS:,}); each rates every stimulus.",
+            callback=within(1, MAX_LISTENERS, "each listener's playlist holds every stimulus"),
+        ),
+    ] = 10,
     clips_per_system: Annotated[
         int, typer.Option(help="Items per system (the same items where possible).", min=1)
     ] = 20,
@@ -107,6 +124,8 @@ def _wer_option(values: list[str] | None) -> dict[str, float] | None:
             sep = ""
         if not sep or not system:
             raise refuse(f"--wer takes SYSTEM=WER (a model spec or system id and a number), got {value!r}")
+        if not (math.isfinite(out[system]) and out[system] >= 0):
+            raise refuse(f"--wer {system}: a WER is a finite number, 0 or more (1.0 = 100%), got {number!r}")
     return out
 
 
@@ -115,11 +134,17 @@ def mos_cmd(
     wer: Annotated[
         list[str] | None, typer.Option(help="Back-transcription WER of a system: MODEL=WER (repeatable).")
     ] = None,
-    reps: Annotated[int, typer.Option(help="Bootstrap resamples.", min=1)] = 2000,
+    reps: Annotated[
+        int, typer.Option(help=f"Bootstrap resamples (at most {MAX_REPS:,}).", callback=within(1, MAX_REPS, REPS_BOUND))
+    ] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """MOS per system with 95% CIs (bootstrap over listeners and items), agreement, consistency, MOS vs WER."""
+    """MOS per system with 95% CIs (bootstrap over listeners and items), agreement, consistency, MOS vs WER.
+
+    Exits 2 (one line) when no listener has rated anything yet, on an unreadable playlist or ratings file, and on a
+    --wer that is not a finite number of 0 or more.
+    """
     from airbench_nb.analysis.mos import mos
 
     if not run_dir.is_dir():
@@ -127,6 +152,13 @@ def mos_cmd(
     wer_by_system = _wer_option(wer)
     with refusing(FileNotFoundError, ValueError):  # RatingsError and ManifestError are ValueErrors
         result = mos(run_dir, wer=wer_by_system, reps=reps, seed=seed)
+    if not result.ratings["score"].notna().any():
+        unrated = f"{len(result.listeners)} listeners" if result.listeners else "no listener"
+        raise refuse(
+            f"no rating yet: {unrated} of the playlist rated nothing; rate it in notebook 06 "
+            "(notebooks/06_annotate.ipynb in JupyterLab), then rerun",
+            file=run_dir,
+        )
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=1))
         return

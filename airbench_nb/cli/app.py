@@ -80,10 +80,17 @@ EXIT_BAD_INPUT = 2
 EXIT_FATAL_API = 3
 """Exit code of ``infer`` and ``judge`` stopped by a fatal API error (rejected or missing key, server unreachable)."""
 
+MAX_REPS = 100_000
+"""Most bootstrap resamples an option (``--reps``) takes: far past where a 95% interval stops moving (a few
+thousand), and short of where the resample matrices would fill memory (200 million resamples: many GB)."""
+MAX_LISTENERS = 1_000
+"""Most listener slots of a listening test (``sample-listening --listeners``): a MOS test has tens; each slot is a
+playlist of every stimulus, so millions would write a playlist of billions of lines."""
+
 
 def _error(message: str, code: int) -> typer.Exit:
     """Print ``error: MESSAGE`` as one line on stderr and return the exit with ``code`` to raise."""
-    err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True)
+    err_console.print("[red]error:[/red] " + escape(message), soft_wrap=True, emoji=False)  # ":x:" stays ":x:"
     return typer.Exit(code)
 
 
@@ -116,14 +123,19 @@ def refuse(
     return _error(": ".join([*(p for p in parts if p is not None), message]), EXIT_BAD_INPUT)
 
 
+RESUMABLE = "what was done is kept: fix this and rerun to resume"
+"""What a command stopped by a fatal API error says by default (``infer``, ``judge``: their outputs resume)."""
+
+
 @contextmanager
-def refusing(*errors: type[Exception], fatal_api: bool = False) -> Iterator[None]:
+def refusing(*errors: type[Exception], fatal_api: bool = False, kept: str = RESUMABLE) -> Iterator[None]:
     """Refuse (exit 2, one line: the exception's text) the ``errors`` raised inside; let any other through.
 
     Args:
         *errors: The exception classes that mean bad input.
-        fatal_api: Also stop on a fatal API error (rejected or missing key, server unreachable): one line saying that
-            what was done is kept, exit 3. A ``ValueError`` is bad input even when the client raised it.
+        fatal_api: Also stop on a fatal API error (rejected or missing key, server unreachable): one line saying
+            ``kept``, exit 3. A ``ValueError`` is bad input even when the client raised it.
+        kept: What became of the work done before the stop, said in brackets after the error.
     """
     try:
         yield
@@ -132,7 +144,7 @@ def refusing(*errors: type[Exception], fatal_api: bool = False) -> Iterator[None
             from airbench_nb.runner import is_fatal_api_error
 
             if is_fatal_api_error(exc):
-                message = f"stopped: {exc} (what was done is kept: fix this and rerun to resume)"
+                message = f"stopped: {exc} ({kept})"
                 raise _error(message, EXIT_FATAL_API) from None
         if isinstance(exc, errors):
             raise refuse(str(exc)) from None
@@ -205,6 +217,21 @@ def finite_not_negative(param: typer.CallbackParam, value: float | None) -> floa
     if value is not None and not (math.isfinite(value) and value >= 0):
         raise refuse(f"{_option_name(param)} must be a finite number, 0 or more, got {value}")
     return value
+
+
+def within(least: int, most: int, why: str) -> Callable[[typer.CallbackParam, int | None], int | None]:
+    """Typer callback of a count that must lie in ``least .. most`` (else exit 2, the bounds and ``why`` said)."""
+
+    def check(param: typer.CallbackParam, value: int | None) -> int | None:
+        if value is not None and not least <= value <= most:
+            raise refuse(f"{_option_name(param)} must be at least {least} and at most {most:,} ({why}), got {value}")
+        return value
+
+    return check
+
+
+REPS_BOUND = "bootstrap resamples beyond that change no interval and would fill memory"
+"""Why ``--reps`` is bounded by :data:`MAX_REPS` (said when it is refused)."""
 
 
 def version() -> None:

@@ -379,12 +379,14 @@ def rotate(
     """Write every Foundation item once per rotation of its choices (MMBench CircularEval): uid <uid>@r<k>."""
     from airbench_nb.analysis.circular import rotate_manifest
 
-    with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError
+    with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError; so is "no Foundation item"
         counts = rotate_manifest(manifest, out, rotations=rotations)
     if as_json:
         typer.echo(json.dumps(counts, indent=2, default=str))
         return
+    skipped = ", ".join(f"{n} {kind}" for kind, n in counts["skipped"].items()) or "none"
     console.print(
         f"wrote {counts['written']} rotated copies of {counts['foundation']} Foundation items to {counts['out']} "
-        f"({counts['skipped_chat']} Chat items not rotated); audio resolves from {counts['data_root']}"
+        f"(items of other kinds not rotated: {skipped}); audio resolves from {counts['data_root']}",
+        soft_wrap=True,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,6 +22,9 @@ from airbench_nb.cli.app import (
     rows_table,
 )
 from airbench_nb.score_table import RunScores
+
+SCORE_STOPPED = "nothing was scored; the embeddings made so far are cached: fix this and rerun"
+"""What ``score`` says after its embedder stopped on a fatal API error (a missing key, an endpoint that is down)."""
 
 
 def _load_prices(path: Path | None) -> Any:
@@ -65,7 +69,8 @@ def judge(
 
     A rerun judges only what is new: responses answered again since, and failed judge calls. Exits 0 when every
     judge call succeeded (abstentions and unparseable replies are outcomes, counted), 1 when some failed (rerun to
-    retry them), 2 on bad input or a refused --out (nothing written), 3 when a fatal API error stopped the run.
+    retry them), 2 on bad input, a refused --out or a judge that reads none of the answered items' kinds (nothing
+    written), 3 when a fatal API error stopped the run.
     """
     from airbench_nb.judge.run import JudgeSpecError, judge_responses
     from airbench_nb.manifests import read_manifest, read_records
@@ -77,6 +82,7 @@ def judge(
         price_table = _load_prices(prices)
         items, answers = read_manifest(manifest), read_records(responses, Response)
         _refuse_unmatched(answers, items, responses, manifest)
+        _refuse_unread_kinds(judge_spec, answers, items, manifest)
         summary = judge_responses(
             judge_spec,
             items,
@@ -101,12 +107,48 @@ def judge(
         raise items_failed(summary.failure_text())
 
 
-def _refuse_unmatched(answers: Sequence[Any], items: Sequence[Any], responses: Path, manifest: Path) -> None:
-    """Refuse (exit 2) responses of which none answers an item of the manifest: there is nothing to judge."""
+def _refuse_unmatched(
+    answers: Sequence[Any], items: Sequence[Any], responses: Path, manifest: Path, model: str | None = None
+) -> None:
+    """Refuse (exit 2) responses (of ``model``) of which none answers an item of the manifest: nothing to do."""
     uids = {item.uid for item in items}
     if not any(answer.uid in uids for answer in answers):
-        held = f"its {len(answers)} responses answer" if answers else "it holds no response, so answers"
+        of = "" if model is None else f" of {model}"
+        held = f"its {len(answers)} responses{of} answer" if answers else f"it holds no response{of}, so answers"
         raise refuse(f"{held} none of the {len(uids)} items of {manifest}: is it the right manifest?", file=responses)
+
+
+def _refuse_unread_kinds(judge_spec: str, answers: Sequence[Any], items: Sequence[Any], manifest: Path) -> None:
+    """Refuse (exit 2) a judge none of whose kinds the responses answer: it would judge nothing, write nothing."""
+    from airbench_nb.judge.registry import judge_class
+
+    reads = judge_class(judge_spec).kinds
+    by_uid = {item.uid: item.kind for item in items}
+    answered = Counter(by_uid[uid] for uid in {answer.uid for answer in answers} if uid in by_uid)
+    if not reads & set(answered):
+        held = ", ".join(f"{n} {kind} item{'s' * (n != 1)}" for kind, n in sorted(answered.items()))
+        raise refuse(
+            f"judge {judge_spec} reads {' and '.join(sorted(reads))} items; the responses answer {held} of {manifest}: "
+            "nothing to judge (choose a judge of that kind, or the manifest it reads)"
+        )
+
+
+def _refuse_unscorable(items: Sequence[Any], manifest: Path) -> None:
+    """Refuse (exit 2) a manifest of which ``score`` scores no item: it would print nothing."""
+    from airbench_nb.records import TIERED_KINDS
+
+    if not items:
+        raise refuse("holds no item: nothing to score", file=manifest)
+    if any(type(item).METRICS for item in items):
+        return
+    kinds = sorted({item.kind for item in items})
+    where = (
+        "the tiered benchmark's kinds are scored per tier by `airbench-nb analyze RUN_DIR` (analysis.json's tiered "
+        "section)"
+        if set(kinds) <= set(TIERED_KINDS)
+        else "no metric of the score table reads them"
+    )
+    raise refuse(f"score cannot score {' or '.join(kinds)} items ({len(items)}): {where}", file=manifest)
 
 
 def _refuse_unknown_model(answers: Sequence[Any], model: str, responses: Path) -> None:
@@ -159,17 +201,24 @@ def score(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Score a run with the official and/or strict protocol (each score with n, failures and a 95% CI)."""
+    """Score a run with the official and/or strict protocol (each score with n, failures and a 95% CI).
+
+    Exits 0 with the scores; 2 when there is nothing to score (an empty manifest, one of kinds the score table does
+    not read, such as the tiered sound_source items, responses that answer none of its items, a --model the file does
+    not hold) or on bad input; 3 when the embedder stopped on a fatal API error (no key, the endpoint down).
+    """
     from airbench_nb.manifests import read_manifest, read_records
     from airbench_nb.records import Response, Verdict
     from airbench_nb.scoring import score_run
 
-    with refusing(FileNotFoundError, ValueError):
-        answers = read_records(responses, Response)
+    with refusing(FileNotFoundError, ValueError, fatal_api=True, kept=SCORE_STOPPED):
+        items, answers = read_manifest(manifest), read_records(responses, Response)
+        _refuse_unscorable(items, manifest)
         if model is not None:
             _refuse_unknown_model(answers, model, responses)
+        _refuse_unmatched([a for a in answers if model in (None, a.model)], items, responses, manifest, model)
         result = score_run(
-            read_manifest(manifest),
+            items,
             answers,
             read_records(verdicts, Verdict) if verdicts else (),
             protocol=protocol,  # type: ignore[arg-type]
