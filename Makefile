@@ -41,9 +41,10 @@ demo: setup
 		echo "$(BIN)/airbench-nb run --run-id $(DEMO_ID) $(ARGS)"; $(BIN)/airbench-nb run --run-id $(DEMO_ID) $(ARGS); \
 	fi
 
-# The committed example report (reports/example: page, figures, tables; no audio), regenerated from scratch.
+# The committed example report (reports/example: page, figures, tables; no audio), regenerated from scratch; the real
+# models' answers are replayed from reports/example/recorded/ (ARGS=--record runs them live and records them again).
 example: setup
-	$(BIN)/python -m airbench_nb.example_report reports/example
+	$(BIN)/python -m airbench_nb.example_report $(ARGS) reports/example
 
 test: setup testdeps
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder $(ARGS)

@@ -6,6 +6,15 @@ preset with the four baselines and the offline judges, then keeps only the small
 temporary run folder are replaced by ``.``. ``make example`` calls it; a test regenerates it and checks it against the
 committed copy with :func:`comparable` (timestamps, durations, versions and the commit aside; figures compared by
 their pixels).
+
+Recorded model answers. Whisper tiny.en (CTranslate2, int8) answers the transcription items and transcribes the spoken
+answers back, and its output depends on the CPU's kernels: on one machine, forcing ``CT2_FORCE_CPU_ISA=GENERIC``
+changes 5 of 24 transcripts (corpus WER 44.5% against 43.0%). The example therefore keeps what the real models said
+under ``recorded/`` (the responses of :data:`RECORDED_MODELS`, the verdicts of :data:`RECORDED_JUDGES`) and replays
+them: they are put into the run folder before it runs, the pipeline resumes them (their prompt and response hashes
+still match) and everything downstream (scores, analyses, figures, the page) is computed again and must match exactly.
+A run that did not reuse them (a changed prompt, a changed clip) raises; ``make example ARGS=--record`` records them
+afresh. The live model is checked apart, with a tolerance (``tests/test_example_report.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +42,7 @@ from airbench_nb.run_folder import (
     SUMMARY_JSON,
     TABLES_CSV,
     RunFolder,
+    file_slug,
 )
 
 logger = logging.getLogger(__name__)
@@ -54,6 +65,19 @@ KEPT_FILES: tuple[str, ...] = (
     f"{ANALYSIS}/{TABLES_CSV}",
 )
 """Files of the run folder copied into the example (plus ``analysis/figures/*.png``)."""
+
+RECORDED = "recorded"
+"""Folder of the example holding the recorded answers of the real models (a run folder's ``responses/`` and
+``verdicts/`` layout, only the recorded models' and judges' files)."""
+
+RECORDED_MODELS: tuple[str, ...] = ("faster-whisper:tiny.en-bundled",)
+"""Models of the example whose answers depend on the CPU (and are replayed from :data:`RECORDED`)."""
+
+RECORDED_JUDGES: tuple[str, ...] = ("asr:faster-whisper:tiny.en-bundled",)
+"""Judges of the example whose verdicts depend on the CPU (and are replayed from :data:`RECORDED`)."""
+
+RUN_ID = "example"
+"""Run id of the example's run (its page's title)."""
 
 MARKER = ".airbench-example"
 """File marking a folder as an example written by :func:`make_example` (the only kind it replaces)."""
@@ -91,19 +115,62 @@ def _without_llm_judge() -> Iterator[None]:
             os.environ["AIRBENCH_JUDGE"] = saved
 
 
-def make_example(out: str | Path = EXAMPLE_DIR, *, cache_dir: str | Path | None = None) -> Path:
+def recorded_files(run: RunFolder) -> list[Path]:
+    """The files of ``run`` that hold answers of :data:`RECORDED_MODELS` and verdicts of :data:`RECORDED_JUDGES`."""
+    files = []
+    for model in RECORDED_MODELS:
+        files += sorted(run.responses_dir.glob(f"{file_slug(model)}/*.jsonl"))
+    for judge in RECORDED_JUDGES:
+        files += sorted(run.verdicts_dir.glob(f"*/*.{file_slug(judge)}.jsonl"))
+    return files
+
+
+def _replay(recorded: RunFolder, run: RunFolder) -> dict[Path, bytes]:
+    """Put the recorded answers into the run folder; the bytes each file must still have after the run."""
+    placed = {}
+    for source in recorded_files(recorded):
+        relative = source.relative_to(recorded.path)
+        target = run.path / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        placed[relative] = source.read_bytes()
+    return placed
+
+
+def _check_replayed(run: RunFolder, placed: dict[Path, bytes]) -> None:
+    """Refuse an example whose run answered a recorded model or judge live instead of reusing the recording."""
+    stale = [str(rel) for rel, data in placed.items() if (run.path / rel).read_bytes() != data]
+    if stale:
+        raise RuntimeError(
+            f"the example run did not reuse the recorded answers in {', '.join(stale)} (a prompt or a clip changed); "
+            "record them again: python -m airbench_nb.example_report --record"
+        )
+
+
+def make_example(
+    out: str | Path = EXAMPLE_DIR,
+    *,
+    cache_dir: str | Path | None = None,
+    record: bool = False,
+    reports_dir: str | Path | None = None,
+) -> Path:
     """Run the example pipeline and write the example report folder.
 
     Args:
         out: The folder to (re)write; an existing one must be an earlier example (it holds :data:`MARKER`).
         cache_dir: Shared cache folder (built data) for the run.
+        record: Run the real models live and record their answers (else replay ``out``'s recorded answers, when it
+            has them; an example without them is recorded).
+        reports_dir: Keep the whole run folder (data, audio, responses) as ``<reports_dir>/example`` instead of in a
+            temporary folder; that folder must not exist yet.
 
     Returns:
         ``out``.
 
     Raises:
-        FileExistsError: When ``out`` exists and is not an example folder.
-        RuntimeError: When a notebook of the example run fails (its error is in the message).
+        FileExistsError: When ``out`` exists and is not an example folder, or ``<reports_dir>/example`` exists.
+        RuntimeError: When a notebook of the example run fails (its error is in the message), or the run did not
+            reuse the recorded answers it was given.
     """
     from airbench_nb.pipeline import run_pipeline
     from airbench_nb.report_page import write_report_page
@@ -111,18 +178,30 @@ def make_example(out: str | Path = EXAMPLE_DIR, *, cache_dir: str | Path | None 
     out = Path(out)
     if out.exists() and not (out / MARKER).is_file():
         raise FileExistsError(f"{out} exists and is not an example folder (no {MARKER}); choose another folder")
+    if reports_dir is not None and (Path(reports_dir) / RUN_ID).exists():
+        raise FileExistsError(f"{Path(reports_dir) / RUN_ID} exists; give another folder to keep the example's run in")
     with tempfile.TemporaryDirectory(prefix="airbench-example-") as tmp, _without_llm_judge():
+        reports = Path(tmp) if reports_dir is None else Path(reports_dir)
+        run = RunFolder(reports / RUN_ID)
+        placed = {} if record else _replay(RunFolder(out / RECORDED), run)
         info = run_pipeline(
-            dict(PARAMETERS), notebooks=NOTEBOOKS, run_id="example", reports_dir=tmp, html=False, cache_dir=cache_dir
+            dict(PARAMETERS), notebooks=NOTEBOOKS, run_id=RUN_ID, reports_dir=reports, html=False, cache_dir=cache_dir
         )
         if info.status != "ok":
             failed = [f"{n.name}: {n.error}" for n in info.notebooks if n.status == "failed"]
             raise RuntimeError(f"the example run failed: {'; '.join(failed)}")
-        run = RunFolder(Path(tmp) / "example")
+        _check_replayed(run, placed)
         example = RunFolder(out)
         if out.exists():
             shutil.rmtree(out)
         example.figures_dir.mkdir(parents=True)
+        for source in recorded_files(run):  # as they are, or with this machine's paths left out when just recorded
+            target = out / RECORDED / source.relative_to(run.path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            text = source.read_text(encoding="utf-8")
+            if source.relative_to(run.path) not in placed:
+                text = text.replace(str(run.path.resolve()), ".").replace(sys.prefix, "<venv>")
+            target.write_text(text, encoding="utf-8")
         absolute = str(run.path.resolve())
         for name in KEPT_FILES:
             source = run.path / name
@@ -172,11 +251,16 @@ def comparable(path: str | Path) -> Any:
 
 
 def main() -> None:
-    """``python -m airbench_nb.example_report [OUT]``: write the example (default ``reports/example``)."""
-    import sys
+    """``python -m airbench_nb.example_report [--record] [OUT]``: write the example (default ``reports/example``).
 
+    ``--record`` runs the real models live and records their answers (see the module docstring); without it the
+    recorded answers are replayed.
+    """
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    out = make_example(sys.argv[1] if len(sys.argv) > 1 else EXAMPLE_DIR)
+    args = sys.argv[1:]
+    record = "--record" in args
+    args = [a for a in args if a != "--record"]
+    out = make_example(args[0] if args else EXAMPLE_DIR, record=record)
     print(f"example report: {RunFolder(out).index_html}")
 
 
