@@ -55,6 +55,11 @@ OPENAI_BATCH_SIZE = 256
 """Texts per ``/v1/embeddings`` request (OpenAI takes up to 2048)."""
 SQLITE_CHUNK = 500
 """Texts looked up per SQLite query."""
+MAX_EMBED_CHARS = 2_000
+"""Characters of a text an embedder reads: a longer text is embedded (and cached) by its first 2,000 characters and
+counted in :attr:`EmbedderStats.truncated`. Class names and real answers are far shorter; MiniLM reads only 256 word
+pieces (about 1,000 characters) anyway, and an answer of 100,000 characters sent whole to ``/v1/embeddings`` would
+be refused by the endpoint (8,191 tokens) and stop the run."""
 
 
 class EmbeddingError(RuntimeError):
@@ -91,6 +96,8 @@ class EmbedderStats:
     """Distinct texts found in the process's memory."""
     disk_hits: int = 0
     """Distinct texts found in the on-disk cache."""
+    truncated: int = 0
+    """Texts longer than :data:`MAX_EMBED_CHARS`, embedded by their beginning."""
 
 
 def model_slug(name: str) -> str:
@@ -216,7 +223,14 @@ class CachingEmbedder:
         raise NotImplementedError
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm float32 rows of ``texts``: memory, then disk, then the backend for the rest (each text once)."""
+        """Unit-norm float32 rows of ``texts``: memory, then disk, then the backend for the rest (each text once).
+
+        A text longer than :data:`MAX_EMBED_CHARS` is embedded by its first :data:`MAX_EMBED_CHARS` characters.
+        """
+        long = sum(len(t) > MAX_EMBED_CHARS for t in texts)
+        if long:
+            self.stats.truncated += long
+            texts = [t[:MAX_EMBED_CHARS] for t in texts]
         distinct = list(dict.fromkeys(texts))
         missing = [t for t in distinct if t not in self._memory]
         self.stats.memory_hits += len(distinct) - len(missing)

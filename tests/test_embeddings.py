@@ -144,3 +144,17 @@ def test_the_light_encoder_equals_sentence_transformers_on_the_bundled_model():
     assert light.shape == (6, 384)
     np.testing.assert_allclose(light, reference, atol=1e-5)
     assert not MeanPoolingEncoder.handles(folder + "/1_Pooling")  # not a sentence-transformers folder
+
+
+def test_a_text_over_the_cap_is_embedded_by_its_beginning(tmp_path):
+    """An answer of 100,000 characters reaches the endpoint as its first MAX_EMBED_CHARS characters, counted."""
+    from airbench_nb.embeddings import MAX_EMBED_CHARS
+
+    long = "a busy street with cars " * 5000
+    with OpenAITestServer() as server:
+        embedder = load_embedder(f"openai:text-embedding-3-large@{server.base_url}", cache_dir=tmp_path)
+        rows = embedder.embed([long, "park"])
+        assert server.seen.embedding_inputs == [long[:MAX_EMBED_CHARS], "park"]
+        np.testing.assert_allclose(rows, _expected([long[:MAX_EMBED_CHARS], "park"]), rtol=1e-6)
+        assert embedder.stats.truncated == 1 and embedder.stats.encoded == 2
+        embedder.close()
