@@ -36,6 +36,7 @@ from typing import Any
 
 from airbench_nb.records import NotebookStatus, RunInfo
 from airbench_nb.run_folder import GRID_JSON, RUN_JSON, STAGE_FILES, RunFolder
+from airbench_nb.score_table import MAX_REPS
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,13 @@ PARAMETER_MINIMUMS: dict[str, int] = {"limit": 0, "batch_size": 0, "max_new_toke
 """Smallest value of the counting parameters of the notebooks (03, 04): 0 means "all" or "the default" where the
 notebook says so; below it a value would do something nobody asked for (``limit=-1`` would answer every item but
 the last), so :func:`check_parameter_values` refuses it before anything runs."""
+
+PARAMETER_MAXIMUMS: dict[str, int] = {"reps": MAX_REPS}
+"""Largest value of the counting parameters whose cost grows with them (05, 06: bootstrap resamples), as the
+commands' options have it."""
+
+FINITE_MAPPINGS: tuple[str, ...] = ("listening_wer",)
+"""Parameters mapping names to numbers that must be finite and not negative (06: a WER per system)."""
 
 PATH_PARAMETERS = ("manifest_dir", "responses_dir", "verdicts_dir", "out_dir", "sample", "labels", "prompt_set")
 """Parameters that may name files or folders (outside the run folder) a notebook reads or writes: the content of
@@ -210,7 +218,8 @@ def check_parameter_values(parameters: dict[str, Any], declared: dict[str, dict[
     A parameter declared ``int`` takes a whole number (not ``true``, not ``"5"``, not ``2.5``), one declared
     ``float`` a finite number, ``str`` a string, ``bool`` true or false, ``list`` a list and ``dict`` a mapping
     (:data:`_TYPE_CHECKS`); a counting parameter of :data:`PARAMETER_MINIMUMS` takes its minimum or more
-    (``limit=-1`` is refused).
+    (``limit=-1`` is refused), one of :data:`PARAMETER_MAXIMUMS` at most its maximum (``reps``), and the numbers of a
+    mapping of :data:`FINITE_MAPPINGS` must be finite and not negative.
 
     Args:
         parameters: The run's parameters.
@@ -234,6 +243,15 @@ def check_parameter_values(parameters: dict[str, Any], declared: dict[str, dict[
         minimum = PARAMETER_MINIMUMS.get(name)
         if minimum is not None and isinstance(value, int | float) and not isinstance(value, bool) and value < minimum:
             raise PipelineError(f"parameter {name}={value!r} must be {minimum} or more {where}")
+        maximum = PARAMETER_MAXIMUMS.get(name)
+        if maximum is not None and isinstance(value, int | float) and not isinstance(value, bool) and value > maximum:
+            raise PipelineError(f"parameter {name}={value!r} must be at most {maximum:,} {where}")
+        if name in FINITE_MAPPINGS and isinstance(value, dict):
+            for key, number in value.items():
+                if not _is_type(number, (int, float)) or number < 0:
+                    raise PipelineError(
+                        f"parameter {name}[{key!r}]={number!r} must be a finite number, 0 or more {where}"
+                    )
 
 
 def check_run_id(run_id: str) -> str:

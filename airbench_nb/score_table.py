@@ -22,6 +22,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+MAX_REPS = 100_000
+"""Most bootstrap resamples a command option (``--reps``) or a run parameter (``reps``) takes: far past where a 95%
+interval stops moving (a few thousand), and short of where the resample matrices would fill memory (200 million
+resamples: many GB)."""
+
 BENCHMARKS: tuple[str, ...] = ("foundation", "chat")
 """Sections of a protocol's scores, in report order."""
 

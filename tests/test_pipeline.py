@@ -109,6 +109,22 @@ def test_notebook_03_bad_counts_refused_before_running(tmp_path, params, message
     assert not (tmp_path / "reports").exists()  # nothing ran, no run folder
 
 
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"reps": 200_000_000}, r"^parameter reps=200000000 must be at most 100,000 \(declared by 05_analyze"),
+        ({"listening_wer": {"tts:x": float("inf")}}, r"^parameter listening_wer\['tts:x'\]=inf must be a finite"),
+        ({"listening_wer": {"tts:x": -0.5}}, r"^parameter listening_wer\['tts:x'\]=-0.5 must be a finite"),
+        ({"listening_wer": {"tts:x": "low"}}, r"^parameter listening_wer\['tts:x'\]='low' must be a finite"),
+    ],
+)
+def test_analysis_bounds_refused_before_running(tmp_path, params, message):
+    """What the commands refuse (--reps over MAX_REPS, --wer inf or negative), a run refuses before anything runs."""
+    with pytest.raises(PipelineError, match=message):
+        run_pipeline(params, notebooks=["05_analyze", "06_annotate"], reports_dir=tmp_path / "reports")
+    assert not (tmp_path / "reports").exists()
+
+
 def test_limit_minus_one_is_refused_by_the_runner_too(imported, tmp_path):
     """Notebook 03 executed on its own passes ``limit`` to ``infer``: -1 is refused there, naming the parameter."""
     from airbench_nb.manifests import read_manifest

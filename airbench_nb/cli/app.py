@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from airbench_nb import __version__
+from airbench_nb.score_table import MAX_REPS  # noqa: F401 - the commands' bound, imported from here by them
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +81,6 @@ EXIT_BAD_INPUT = 2
 EXIT_FATAL_API = 3
 """Exit code of ``infer`` and ``judge`` stopped by a fatal API error (rejected or missing key, server unreachable)."""
 
-MAX_REPS = 100_000
-"""Most bootstrap resamples an option (``--reps``) takes: far past where a 95% interval stops moving (a few
-thousand), and short of where the resample matrices would fill memory (200 million resamples: many GB)."""
 MAX_LISTENERS = 1_000
 """Most listener slots of a listening test (``sample-listening --listeners``): a MOS test has tens; each slot is a
 playlist of every stimulus, so millions would write a playlist of billions of lines."""
