@@ -152,6 +152,7 @@ def make_example(
     *,
     cache_dir: str | Path | None = None,
     record: bool = False,
+    recorded: str | Path | None = None,
     reports_dir: str | Path | None = None,
 ) -> Path:
     """Run the example pipeline and write the example report folder.
@@ -159,8 +160,10 @@ def make_example(
     Args:
         out: The folder to (re)write; an existing one must be an earlier example (it holds :data:`MARKER`).
         cache_dir: Shared cache folder (built data) for the run.
-        record: Run the real models live and record their answers (else replay ``out``'s recorded answers, when it
-            has them; an example without them is recorded).
+        record: Run the real models live and record their answers (else replay the recorded answers, when there
+            are any; an example without them is recorded).
+        recorded: The folder of recorded answers to replay (default ``<out>/recorded``); the test that checks the
+            committed example names the committed one while it writes a fresh example elsewhere.
         reports_dir: Keep the whole run folder (data, audio, responses) as ``<reports_dir>/example`` instead of in a
             temporary folder; that folder must not exist yet.
 
@@ -183,7 +186,7 @@ def make_example(
     with tempfile.TemporaryDirectory(prefix="airbench-example-") as tmp, _without_llm_judge():
         reports = Path(tmp) if reports_dir is None else Path(reports_dir)
         run = RunFolder(reports / RUN_ID)
-        placed = {} if record else _replay(RunFolder(out / RECORDED), run)
+        placed = {} if record else _replay(RunFolder(Path(recorded) if recorded else out / RECORDED), run)
         info = run_pipeline(
             dict(PARAMETERS), notebooks=NOTEBOOKS, run_id=RUN_ID, reports_dir=reports, html=False, cache_dir=cache_dir
         )

@@ -36,7 +36,7 @@ kernels moved it by 0.016 here); a changed model or decoding moves it further.""
 def fresh_example(tmp_path_factory):
     """The example written afresh (replaying the recorded answers), and its whole run folder kept beside it."""
     root = tmp_path_factory.mktemp("example")
-    fresh = make_example(root / "out", reports_dir=root / "reports")
+    fresh = make_example(root / "out", recorded=COMMITTED / RECORDED, reports_dir=root / "reports")
     return fresh, RunFolder(root / "reports" / "example")
 
 
@@ -56,7 +56,9 @@ def test_committed_example_matches_a_fresh_one(fresh_example):
             assert new == old, f"{name} differs from the committed example; run `make example`"
     assert "/tmp" not in (fresh / "analysis" / "analysis.json").read_text()  # no path of the temporary run
     recorded = [p.relative_to(fresh / RECORDED) for p in recorded_files(RunFolder(fresh / RECORDED))]
-    assert len(recorded) >= 2 and any(p.parts[0] == "responses" for p in recorded), recorded  # replayed, not absent
+    assert len(recorded) >= 2 and any(p.parts[0] == "responses" for p in recorded), recorded
+    for name in recorded:  # replayed byte for byte, not answered again
+        assert (fresh / RECORDED / name).read_bytes() == (COMMITTED / RECORDED / name).read_bytes(), name
 
 
 @pytest.mark.slow

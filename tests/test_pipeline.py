@@ -372,4 +372,3 @@ def test_a_run_prints_no_kernel_warning(tmp_path, toy_notebooks, capfd):
     assert info.status == "ok", [n.error for n in info.notebooks]
     captured = capfd.readouterr()
     assert "without encryption" not in captured.err + captured.out
-    assert "IPKernelApp" not in captured.err
