@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -28,6 +29,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,19 +91,51 @@ _VOLATILE = [
 ]
 
 _LONG_FLOAT = re.compile(r"-?\d+\.\d{7,}(?:[eE][-+]?\d+)?")
-"""A number written with 7 or more decimals: compared to 6 significant digits. Statistics fitted by BLAS-backed code
-(statsmodels' GLM, scipy's optimisers) differ in their last digits from one CPU to another (Intel and AMD machines
-give ...5198 and ...5187 for the same interval): a float written in full is not a thing that must not change."""
+"""A number written with 7 or more decimals: compared within :data:`REL_TOL`. Statistics fitted by BLAS-backed code
+(statsmodels' GLM, scipy's optimisers) and similarities from a text-embedding model (torch's kernels) differ in their
+last digits from one CPU to another (Intel and AMD machines give ...5198 and ...5187 for the same interval; torch's
+default kernel moves a caption similarity from 0.05453643 to 0.05453645): a float written in full is not a thing that
+must not change. (Rounding both to 6 significant digits was not enough: the two values above round differently.)"""
 
+REL_TOL = 1e-6
+"""Relative difference below which two long numbers are the same (a change in the sixth significant digit is not)."""
 
 TINY = 1e-12
-"""A long number below this in magnitude is read as 0: a slope that is zero in exact arithmetic comes out as 3.6e-19 on
-one machine and -1.0e-22 on another."""
+"""Absolute difference below which two long numbers are the same: a slope that is zero in exact arithmetic comes out
+as 3.6e-19 on one machine and -1.0e-22 on another."""
 
 
-def _six_digits(match: re.Match[str]) -> str:
-    value = float(match.group())
-    return "0" if abs(value) < TINY else f"{value:.6g}"
+@dataclass(frozen=True)
+class Comparable:
+    """A text file as :func:`comparable` reads it: the text with its long numbers taken out, and those numbers."""
+
+    text: str
+    """The text, volatile parts masked, each long number replaced by ``<float>``."""
+    numbers: tuple[float, ...]
+    """The long numbers, in order."""
+
+    def __eq__(self, other: object) -> bool:
+        """Same text, and each long number within :data:`REL_TOL` (or :data:`TINY`) of the other's."""
+        if isinstance(other, str):
+            other = _comparable_text(other)
+        if not isinstance(other, Comparable):
+            return NotImplemented
+        if self.text != other.text or len(self.numbers) != len(other.numbers):
+            return False
+        pairs = zip(self.numbers, other.numbers, strict=True)
+        return all(math.isclose(a, b, rel_tol=REL_TOL, abs_tol=TINY) for a, b in pairs)
+
+    __hash__ = None  # type: ignore[assignment]  # compared with a tolerance: not hashable
+
+    def __repr__(self) -> str:
+        """The text with its numbers put back (what a failing test shows)."""
+        numbers = iter(self.numbers)
+        return re.sub("<float>", lambda _: repr(next(numbers)), self.text)
+
+
+def _comparable_text(text: str) -> Comparable:
+    numbers = tuple(float(m.group()) for m in _LONG_FLOAT.finditer(text))
+    return Comparable(_LONG_FLOAT.sub("<float>", text), numbers)
 
 
 @contextmanager
@@ -227,8 +261,9 @@ def comparable(path: str | Path) -> Any:
 
     Text files with timestamps, commits and durations masked; ``run.json`` without its times, versions, commit,
     platform and each notebook's input hashes (they cover versions and the kit's code); a PNG as its pixels (an
-    ``(h, w, 4)`` uint8 array), since encoders may differ in bytes. Numbers written with 7 or more decimals are compared
-    to 6 significant digits, and as 0 below :data:`TINY` (:data:`_LONG_FLOAT`).
+    ``(h, w, 4)`` uint8 array), since encoders may differ in bytes. A text file is a :class:`Comparable`: numbers
+    written with 7 or more decimals are compared within a relative :data:`REL_TOL` (or an absolute :data:`TINY`),
+    the rest exactly (:data:`_LONG_FLOAT`).
     """
     path = Path(path)
     if path.suffix == ".png":
@@ -250,7 +285,7 @@ def comparable(path: str | Path) -> Any:
         text = re.sub(r'<td class="num">[\d.]*</td>', "<seconds>", text)
     for pattern, mask in _VOLATILE:
         text = pattern.sub(mask, text)
-    return _LONG_FLOAT.sub(_six_digits, text)
+    return _comparable_text(text)
 
 
 def main() -> None:
