@@ -28,8 +28,10 @@ def _files(folder: Path) -> list[str]:
 
 
 LIVE_WER_TOLERANCE = 0.10
-"""How far the live model's corpus WER on the example's transcription items may be from the recorded one (another CPU's
-kernels moved it by 0.016 here); a changed model or decoding moves it further."""
+"""How far the live model's bounded WER on the example's transcription items (the mean over utterances of each one's WER
+capped at 1) may be from the recorded one: another CPU's kernels moved it by 0.028 here (AVX-512: 8 of 24 noisy
+transcripts changed); a changed model or decoding moves it further. Corpus WER is not the measure: on a clip at -10 dB
+AVX-512's Whisper loops ("come in, come in, ..." 20 times) and that one utterance moved the corpus WER by 0.32."""
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +84,22 @@ def test_the_live_model_stays_near_its_recorded_answers(fresh_example, tmp_path)
     uids = sorted(items)
     references = [items[u].reference for u in uids]
 
-    def wer(answers: dict[str, Response]) -> float:
-        return corpus_wer(score_utterances(references, [answers[u].text for u in uids], "en", uids), reps=0).wer
+    def bounded_wer(answers: dict[str, Response]) -> float:
+        scored = score_utterances(references, [answers[u].text for u in uids], "en", uids)
+        assert len(scored) == len(uids)
+        return sum(min(u.wer, 1.0) for u in scored) / len(scored)
 
-    assert abs(wer(live) - wer(recorded)) <= LIVE_WER_TOLERANCE, (wer(live), wer(recorded))
+    assert abs(bounded_wer(live) - bounded_wer(recorded)) <= LIVE_WER_TOLERANCE, (
+        bounded_wer(live),
+        bounded_wer(recorded),
+    )
+    assert bounded_wer(recorded) < 0.6  # the recording itself is a model's, not an empty or broken one
     clean = [u for u in uids if items[u].snr_db is None]
     assert clean and all(live[u].text and recorded[u].text for u in clean)
+    clean_wer = corpus_wer(
+        score_utterances([items[u].reference for u in clean], [live[u].text for u in clean], "en", clean), reps=0
+    )
+    assert clean_wer.wer <= 0.2, clean_wer  # clean speech: Whisper tiny.en gets it nearly right on any CPU
     clean_wer = corpus_wer(score_utterances([items[u].reference for u in clean], [live[u].text for u in clean]), reps=0)
     assert clean_wer.wer <= LIVE_WER_TOLERANCE, clean_wer  # clean speech: about what it was when recorded (0%)
 
