@@ -46,11 +46,11 @@ from airbench_nb.records import (
     AudioStatus,
     ChatItem,
     EventsItem,
-    FoundationItem,
     Item,
     OpenSourceItem,
     Record,
     SceneItem,
+    SingleChoiceItem,
     TranscriptionItem,
 )
 
@@ -729,7 +729,7 @@ def items_frame(items: Sequence[AnyItem]) -> Any:
             "category": item.category,
             "question": item.question,
         }
-        if isinstance(item, FoundationItem):
+        if isinstance(item, SingleChoiceItem):
             row["choices"] = " | ".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(item.choices))
             row["answer"] = item.answer_letter
         elif isinstance(item, ChatItem | TranscriptionItem):

@@ -50,10 +50,10 @@ from airbench_nb.records import (
     CaptionItem,
     ChatItem,
     EventsItem,
-    FoundationItem,
     OpenSourceItem,
     ReferenceItem,
     SceneItem,
+    SingleChoiceItem,
     SpeechGenerationItem,
     TranscriptionItem,
     TranslationItem,
@@ -360,7 +360,7 @@ def _letters(n: int) -> tuple[str, str]:
     return joined_and, " or ".join(letters)
 
 
-def foundation_prompt(item: FoundationItem, prompts: PromptSet | None = None) -> str:
+def foundation_prompt(item: SingleChoiceItem, prompts: PromptSet | None = None) -> str:
     """The text prompt of a Foundation item: instruction, question and its lettered options (only those present)."""
     prompts = prompts or PromptSet()
     letters_and, letters_or = _letters(len(item.choices))
@@ -427,7 +427,7 @@ def item_prompts(item: AnyItem, prompts: PromptSet | None = None) -> list[str]:
 
     A multi-clip item's first text begins with the line naming its clips (:func:`multi_clip_intro`).
     """
-    if isinstance(item, FoundationItem):
+    if isinstance(item, SingleChoiceItem):
         texts = [foundation_prompt(item, prompts)]
     elif not isinstance(item, ChatItem):
         texts = [reference_prompt(item, prompts)]
@@ -524,11 +524,11 @@ CHAT_EARLIER_QUESTIONS_TEMPLATE = (
 the earlier questions, numbered, then the turn's question (see :func:`chat_turn_question`)."""
 
 
-def _judge_options(item: FoundationItem) -> str:
+def _judge_options(item: SingleChoiceItem) -> str:
     return "\n".join(f"{letter}. {choice}" for letter, choice in zip(LETTERS, item.choices, strict=False))
 
 
-def foundation_judge_messages(item: FoundationItem, answer: str) -> list[dict[str, Any]]:
+def foundation_judge_messages(item: SingleChoiceItem, answer: str) -> list[dict[str, Any]]:
     """Messages asking an LLM which option ``answer`` chose (:data:`FOUNDATION_JUDGE_TEMPLATE`)."""
     letters_or = " or ".join(LETTERS[: len(item.choices)])
     text = FOUNDATION_JUDGE_TEMPLATE.format(
@@ -621,7 +621,7 @@ and both answers fenced (``<<<answer_1>>>`` ... ``<<</answer_1>>>``), fences ins
 (:func:`neutralise_fences`) and :data:`FENCED_NOTE`; the reply is read the same way."""
 
 
-def fenced_foundation_judge_messages(item: FoundationItem, answer: str) -> list[dict[str, Any]]:
+def fenced_foundation_judge_messages(item: SingleChoiceItem, answer: str) -> list[dict[str, Any]]:
     """The fenced twin of :func:`foundation_judge_messages` (:data:`FENCED_FOUNDATION_JUDGE_TEMPLATE`)."""
     text = FENCED_FOUNDATION_JUDGE_TEMPLATE.format(
         note=FENCED_NOTE,

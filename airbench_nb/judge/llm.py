@@ -38,7 +38,7 @@ from airbench_nb.prompts import (
     prompt_hash,
     source_judge_messages,
 )
-from airbench_nb.records import LETTERS, FencedReading, FoundationItem, OpenSourceItem, SourceHits, Verdict
+from airbench_nb.records import LETTERS, FencedReading, OpenSourceItem, SingleChoiceItem, SourceHits, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def llm_verdict(task: Task, judge: str, reply: Reply) -> Verdict:
             return task.verdict(judge, parse_error=read, **common)
         hits = SourceHits(category=read[0], subclass=read[1])
         return task.verdict(judge, correct=hits.subclass, hits=hits, **common)
-    if isinstance(item, FoundationItem):
+    if isinstance(item, SingleChoiceItem):
         choice, reason = parse_judge_letter(text, len(item.choices))
         if choice is None:
             return task.verdict(judge, choice=None, correct=None if reason else False, parse_error=reason, **common)
@@ -135,7 +135,7 @@ class LLMJudge(BaseJudge):
         if isinstance(item, OpenSourceItem):  # tier D: one prompt, the answer already fenced as data
             task.messages = source_judge_messages(item, answer)
             return None
-        if isinstance(item, FoundationItem):
+        if isinstance(item, SingleChoiceItem):
             ruled = rule_verdict(item, task.response, judge=self.spec)
             if self.foundation_mode == "abstentions" and ruled.choice is not None:
                 return ruled

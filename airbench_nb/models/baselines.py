@@ -52,10 +52,10 @@ from airbench_nb.records import (
     CaptionItem,
     ChatItem,
     EventsItem,
-    FoundationItem,
     JointItem,
     OpenSourceItem,
     SceneItem,
+    SingleChoiceItem,
     SoundSourceItem,
     SpeechGenerationItem,
     TranscriptionItem,
@@ -175,7 +175,7 @@ def oracle_answer(item: object, turn: int = 0) -> str:
     Raises:
         TypeError: For an object that is no item kind the kit knows.
     """
-    if isinstance(item, FoundationItem):
+    if isinstance(item, SingleChoiceItem):
         return item.answer_letter
     if isinstance(item, TranscriptionItem):
         return item.reference
@@ -469,7 +469,7 @@ def dsp_answer(prompt: Prompt) -> str:
     :data:`CANNOT_TELL` too, not an error: a resume retries errors, and this one would come back every time.
     """
     item = prompt.item
-    assert isinstance(item, FoundationItem)
+    assert isinstance(item, SingleChoiceItem)
     if isinstance(item, SoundSourceItem):
         from airbench_nb.models.dsp_sources import dsp_source_answer
 
