@@ -16,6 +16,7 @@ import airbench_nb.records as records
 from airbench_nb.builders.sseu import SseuBuild
 from airbench_nb.builders.tiered import TieredBuild
 from airbench_nb.builders.ugbench import UgbenchBuild
+from airbench_nb.manifests import gold_columns, items_frame
 from airbench_nb.models.base import GenerationParams, Prompt
 from airbench_nb.models.baselines import CANNOT_TELL, Baseline, baseline_guess, oracle_answer
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, kind_prompts, multi_clip_intro
@@ -40,8 +41,8 @@ def test_every_kind_of_the_union_is_listed_and_named():
 
 
 @pytest.mark.parametrize("cls", KINDS, ids=lambda cls: cls.__name__)
-def test_every_kind_registers_a_prompt_an_oracle_answer_and_a_guess(cls):
-    for registry in (kind_prompts, oracle_answer, baseline_guess):
+def test_every_kind_registers_a_prompt_an_oracle_answer_a_guess_and_its_gold_columns(cls):
+    for registry in (kind_prompts, oracle_answer, baseline_guess, gold_columns):
         assert registry.dispatch(cls) is not registry.dispatch(object), f"{cls.__name__}: nothing in {registry}"
 
 
@@ -196,3 +197,18 @@ def test_chat_items_are_not_single_choice():
     chat = ChatItem(uid="c", task="sound_QA", reference="r", meta_info="m", dataset="d", audio="a.wav", question="q")
     assert not isinstance(chat, SingleChoiceItem)
     assert item_prompts(chat) == ["q"]
+
+
+def test_the_items_table_shows_the_gold_of_the_ug_bench_kinds():
+    """items_frame read the reference of every kind it did not name (a translation item raised AttributeError)."""
+    base = {"dataset": "synthetic", "audio": "a.wav", "question": "q"}
+    translation = TranslationItem(
+        uid="tr",
+        task="speech_translation",
+        source_language="de",
+        target_language="en",
+        references=["Hi", "Hey"],
+        **base,
+    )
+    frame = items_frame([translation])
+    assert frame[["choices", "answer"]].values.tolist() == [["", "Hi | Hey"]]
