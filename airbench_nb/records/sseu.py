@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -41,6 +41,10 @@ class TranscriptionItem(ReferenceItemBase):
     def _reference_given(cls, value: str) -> str:
         return _not_blank(value, "reference")
 
+    def gold_parts(self) -> dict[str, dict[str, Any]]:
+        """The gold of each part of an answer this item asks for (``transcript``: reference and language)."""
+        return {"transcript": {"reference": self.reference, "language": self.language}}
+
 
 class SceneItem(ReferenceItemBase):
     """Name the acoustic scene of a clip; scored by balanced accuracy (mACC) over the class list."""
@@ -65,6 +69,10 @@ class SceneItem(ReferenceItemBase):
         if self.label not in self.classes:
             raise ValueError(f"label {self.label!r} is not one of classes {self.classes!r}")
         return self
+
+    def gold_parts(self) -> dict[str, dict[str, Any]]:
+        """The gold of each part of an answer this item asks for (``scene``: the gold class and the class list)."""
+        return {"scene": {"gold": self.label, "classes": tuple(self.classes)}}
 
 
 class EventsItem(ReferenceItemBase):
@@ -93,6 +101,10 @@ class EventsItem(ReferenceItemBase):
         if len(set(self.labels)) != len(self.labels):
             raise ValueError(f"labels repeat an event: {self.labels!r}")
         return self
+
+    def gold_parts(self) -> dict[str, dict[str, Any]]:
+        """The gold of each part of an answer this item asks for (``events``: the gold classes and the class list)."""
+        return {"events": {"gold": tuple(self.labels), "classes": tuple(self.classes)}}
 
 
 class JointItem(ReferenceItemBase):
@@ -142,3 +154,11 @@ class JointItem(ReferenceItemBase):
         if len(set(self.event_labels)) != len(self.event_labels):
             raise ValueError(f"event_labels repeat an event: {self.event_labels!r}")
         return self
+
+    def gold_parts(self) -> dict[str, dict[str, Any]]:
+        """The gold of each part of an answer this item asks for: ``transcript``, ``scene`` and ``events``."""
+        return {
+            "transcript": {"reference": self.reference, "language": self.language},
+            "scene": {"gold": self.scene_label, "classes": tuple(self.scene_classes)},
+            "events": {"gold": tuple(self.event_labels), "classes": tuple(self.event_classes)},
+        }
