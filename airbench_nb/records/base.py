@@ -13,7 +13,7 @@ from airbench_nb.records.checks import StrictInteger
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 4
-"""Version of the record shapes below. Bump it when a field changes meaning or type.
+"""Version of the record shapes of :mod:`airbench_nb.records`. Bump it when a field changes meaning or type.
 
 2: items may carry several clips (``audios``) and Chat items several turns (``turns``); responses carry the
 answer to each turn and the generation settings; verdicts the turn they judged.
