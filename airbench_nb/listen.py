@@ -34,7 +34,7 @@ import numpy as np
 
 from airbench_nb.audio import TARGET_SR, AudioError, load_audio, loudness
 from airbench_nb.mix import Clip, MixError, MixResult, remix
-from airbench_nb.records import LETTERS, ChatItem, FoundationItem, MixMeta
+from airbench_nb.records import LETTERS, ChatItem, MixMeta, SingleChoiceItem
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ MIX_FIELDS = (
 )
 """MixMeta fields shown in the metadata table."""
 
-AnyItem = FoundationItem | ChatItem
+AnyItem = SingleChoiceItem | ChatItem
 
 
 def widgets_wanted() -> bool:
@@ -177,7 +177,7 @@ def _with_mix(view: ListenView, result: MixResult) -> None:
 def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path | None, sr: int) -> ListenView:
     audio = ", ".join(item.clips) if item.multi_clip else item.audio
     info: dict[str, Any] = {"task": f"{item.task} ({item.category})", "audio": audio, "question": item.question}
-    if isinstance(item, FoundationItem):
+    if isinstance(item, SingleChoiceItem):
         info["choices"] = list(item.choices)
         info["answer"] = item.answer_letter
         if item.meta:
@@ -257,7 +257,7 @@ def prepare(
             notes).
         TypeError: For an unsupported target.
     """
-    if isinstance(target, FoundationItem | ChatItem):
+    if isinstance(target, SingleChoiceItem | ChatItem):
         view = _item_view(target, root, sources_root, sr)
     elif isinstance(target, MixResult):
         view = ListenView(title="mix", sr=target.sr, info=_mix_info(target.meta))

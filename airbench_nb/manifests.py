@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import singledispatch
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
@@ -44,14 +45,18 @@ from airbench_nb.records import (
     LETTERS,
     AnyItem,
     AudioStatus,
+    CaptionItem,
     ChatItem,
     EventsItem,
-    FoundationItem,
     Item,
+    JointItem,
     OpenSourceItem,
     Record,
     SceneItem,
+    SingleChoiceItem,
+    SpeechGenerationItem,
     TranscriptionItem,
+    TranslationItem,
 )
 
 logger = logging.getLogger(__name__)
@@ -709,11 +714,68 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
         return list(pool.map(one, items))
 
 
+@singledispatch
+def gold_columns(item: object) -> tuple[str, str]:
+    """The ``choices`` and ``answer`` columns of :func:`items_frame` for one item, as its kind shows its gold.
+
+    Each item kind registers its own (``@gold_columns.register(SomeItem)``): the lettered options and the gold letter
+    of a single-choice item, the classes and the gold label(s) of a scene or events item, the reference of a Chat or
+    transcription item, the references of a translation or caption item, the text or accepted answers of a speech
+    generation item, the gold category and class of the open-vocabulary question, the three golds of a joint item.
+
+    Raises:
+        TypeError: For an object whose kind registered no columns.
+    """
+    raise TypeError(f"no gold columns for a {type(item).__name__}: register them with gold_columns.register")
+
+
+@gold_columns.register(SingleChoiceItem)
+def _single_choice_gold(item: SingleChoiceItem) -> tuple[str, str]:
+    return " | ".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(item.choices)), item.answer_letter
+
+
+@gold_columns.register(ChatItem)
+@gold_columns.register(TranscriptionItem)
+def _reference_gold(item: ChatItem | TranscriptionItem) -> tuple[str, str]:
+    return "", item.reference
+
+
+@gold_columns.register(SceneItem)
+def _scene_gold(item: SceneItem) -> tuple[str, str]:
+    return " | ".join(item.classes), item.label
+
+
+@gold_columns.register(EventsItem)
+def _events_gold(item: EventsItem) -> tuple[str, str]:
+    return " | ".join(item.classes), ", ".join(item.labels)
+
+
+@gold_columns.register(JointItem)
+def _joint_gold(item: JointItem) -> tuple[str, str]:
+    return "", f"{item.reference} | {item.scene_label} | {', '.join(item.event_labels)}"
+
+
+@gold_columns.register(TranslationItem)
+@gold_columns.register(CaptionItem)
+def _references_gold(item: TranslationItem | CaptionItem) -> tuple[str, str]:
+    return "", " | ".join(item.references)
+
+
+@gold_columns.register(SpeechGenerationItem)
+def _speech_generation_gold(item: SpeechGenerationItem) -> tuple[str, str]:
+    return "", item.text if item.text is not None else " | ".join(item.answers)
+
+
+@gold_columns.register(OpenSourceItem)
+def _open_source_gold(item: OpenSourceItem) -> tuple[str, str]:
+    return "", f"{item.coarse} / {item.fine}"
+
+
 def items_frame(items: Sequence[AnyItem]) -> Any:
     """A pandas DataFrame with one row per item, for display: uid, task, category, question, answer, audio.
 
     Args:
-        items: Foundation and/or Chat items.
+        items: Items of any kind (each kind's ``choices`` and ``answer`` columns: :func:`gold_columns`).
 
     Returns:
         A ``pandas.DataFrame``.
@@ -729,24 +791,7 @@ def items_frame(items: Sequence[AnyItem]) -> Any:
             "category": item.category,
             "question": item.question,
         }
-        if isinstance(item, FoundationItem):
-            row["choices"] = " | ".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(item.choices))
-            row["answer"] = item.answer_letter
-        elif isinstance(item, ChatItem | TranscriptionItem):
-            row["choices"] = ""
-            row["answer"] = item.reference
-        elif isinstance(item, SceneItem):
-            row["choices"] = " | ".join(item.classes)
-            row["answer"] = item.label
-        elif isinstance(item, EventsItem):
-            row["choices"] = " | ".join(item.classes)
-            row["answer"] = ", ".join(item.labels)
-        elif isinstance(item, OpenSourceItem):
-            row["choices"] = ""
-            row["answer"] = f"{item.coarse} / {item.fine}"
-        else:
-            row["choices"] = ""
-            row["answer"] = f"{item.reference} | {item.scene_label} | {', '.join(item.event_labels)}"
+        row["choices"], row["answer"] = gold_columns(item)
         row["audio"] = item.audio
         row["audio_status"] = item.audio_status.value if item.audio_status else None
         rows.append(row)

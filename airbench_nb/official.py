@@ -58,6 +58,7 @@ from airbench_nb.records import (
     ChatItem,
     FoundationItem,
     Record,
+    SingleChoiceItem,
     check_relative_audio_path,
 )
 
@@ -495,7 +496,7 @@ def import_official(root: str | Path, out: str | Path, *, workers: int = 4) -> I
     return report
 
 
-def official_result_row(item: FoundationItem | ChatItem, response_text: str | None) -> dict[str, Any]:
+def official_result_row(item: SingleChoiceItem | ChatItem, response_text: str | None) -> dict[str, Any]:
     """One line of the official result format: the item's official meta fields plus ``response``.
 
     Imported items get their original fields back (``path`` as in the meta file, ``uniq_id`` as an integer when it
@@ -507,7 +508,7 @@ def official_result_row(item: FoundationItem | ChatItem, response_text: str | No
     if isinstance(uniq, str) and uniq.isdigit():
         uniq = int(uniq)
     row: dict[str, Any] = {"path": path, "question": item.question}
-    if isinstance(item, FoundationItem):
+    if isinstance(item, SingleChoiceItem):
         for letter, choice in zip(LETTERS.lower(), item.choices, strict=False):
             row[f"choice_{letter}"] = choice
         row["answer_gt"] = item.choices[item.answer]

@@ -25,6 +25,9 @@ all three in SSEU-Bench's single prompt (:data:`JOINT_TEMPLATE`) or in its five-
 ``Final answer:`` line. The scene and event prompts name the item's classes, so that a model answers in the
 benchmark's vocabulary; its free text is still mapped onto the classes by embeddings, as SSEU-Bench does.
 
+Per kind. How each item kind is asked is registered with its templates (:func:`kind_prompts`, dispatched on the
+item's class): a new kind registers one function and needs no edit of :func:`item_prompts`.
+
 Judge prompts. Every prompt a judge sends is here (:data:`FOUNDATION_JUDGE_TEMPLATE`, :data:`CHAT_JUDGE_TEMPLATE`,
 :data:`CHAT_EARLIER_QUESTIONS_TEMPLATE`) with the functions that fill them (:func:`foundation_judge_messages`,
 :func:`chat_judge_messages`, :func:`chat_turn_question`) and their fenced twins, which the ``strict`` protocol reads
@@ -41,6 +44,7 @@ import logging
 import re
 import string
 from dataclasses import dataclass, fields, replace
+from functools import singledispatch
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +54,11 @@ from airbench_nb.records import (
     CaptionItem,
     ChatItem,
     EventsItem,
-    FoundationItem,
+    JointItem,
     OpenSourceItem,
     ReferenceItem,
     SceneItem,
+    SingleChoiceItem,
     SpeechGenerationItem,
     TranscriptionItem,
     TranslationItem,
@@ -360,7 +365,7 @@ def _letters(n: int) -> tuple[str, str]:
     return joined_and, " or ".join(letters)
 
 
-def foundation_prompt(item: FoundationItem, prompts: PromptSet | None = None) -> str:
+def foundation_prompt(item: SingleChoiceItem, prompts: PromptSet | None = None) -> str:
     """The text prompt of a Foundation item: instruction, question and its lettered options (only those present)."""
     prompts = prompts or PromptSet()
     letters_and, letters_or = _letters(len(item.choices))
@@ -382,32 +387,86 @@ def chat_prompt(item: ChatItem, prompts: PromptSet | None = None, turn: int = 0)
     return (prompts or PromptSet()).chat_template.format(question=question)
 
 
+@singledispatch
+def kind_prompts(item: object, prompts: PromptSet) -> list[str]:
+    """The user text of every turn of an item, as its kind asks it (one text, except for a multi-turn Chat item).
+
+    Each item kind registers how it is asked, next to the templates it fills: ``@kind_prompts.register(SomeItem)``
+    on a function ``(item, prompts) -> list[str]`` (dispatch follows the class hierarchy: the registration of
+    :class:`~airbench_nb.records.SingleChoiceItem` asks Foundation and tiered closed-set items alike). The line
+    naming the clips of a multi-clip item is added by :func:`item_prompts`, for every kind.
+
+    Raises:
+        TypeError: For an object whose kind registered no prompt.
+    """
+    raise TypeError(
+        f"no prompt for a {type(item).__name__}: register one with airbench_nb.prompts.kind_prompts.register"
+    )
+
+
+@kind_prompts.register(SingleChoiceItem)
+def _single_choice_prompts(item: SingleChoiceItem, prompts: PromptSet) -> list[str]:
+    return [foundation_prompt(item, prompts)]
+
+
+@kind_prompts.register(ChatItem)
+def _chat_prompts(item: ChatItem, prompts: PromptSet) -> list[str]:
+    return [chat_prompt(item, prompts, turn) for turn in range(len(item.conversation))]
+
+
+@kind_prompts.register(OpenSourceItem)
+def _open_source_prompts(item: OpenSourceItem, prompts: PromptSet) -> list[str]:
+    return [prompts.open_source_template.format(question=item.question)]
+
+
+@kind_prompts.register(TranslationItem)
+def _translation_prompts(item: TranslationItem, prompts: PromptSet) -> list[str]:
+    return [
+        prompts.translation_template.format(
+            source_language=language_name(item.source_language), target_language=language_name(item.target_language)
+        )
+    ]
+
+
+@kind_prompts.register(CaptionItem)
+def _caption_prompts(item: CaptionItem, prompts: PromptSet) -> list[str]:
+    return [prompts.caption_template.format(subject=CAPTION_SUBJECTS.get(item.task, "audio clip"))]
+
+
+@kind_prompts.register(SpeechGenerationItem)
+def _speech_generation_prompts(item: SpeechGenerationItem, prompts: PromptSet) -> list[str]:
+    if item.task == "tts":
+        return [prompts.tts_template.format(language=language_name(item.language), text=item.text)]
+    return [prompts.spoken_answer_template.format(language=language_name(item.language))]
+
+
+@kind_prompts.register(TranscriptionItem)
+def _transcription_prompts(item: TranscriptionItem, prompts: PromptSet) -> list[str]:
+    return [prompts.transcription_template.format()]
+
+
+@kind_prompts.register(SceneItem)
+def _scene_prompts(item: SceneItem, prompts: PromptSet) -> list[str]:
+    return [prompts.scene_template.format(classes=", ".join(item.classes))]
+
+
+@kind_prompts.register(EventsItem)
+def _events_prompts(item: EventsItem, prompts: PromptSet) -> list[str]:
+    return [prompts.events_template.format(classes=", ".join(item.classes))]
+
+
+@kind_prompts.register(JointItem)
+def _joint_prompts(item: JointItem, prompts: PromptSet) -> list[str]:
+    template = prompts.cot_template if item.prompting == "sseu-cot" else prompts.joint_template
+    return [template.format(scene_classes=", ".join(item.scene_classes), event_classes=", ".join(item.event_classes))]
+
+
 def reference_prompt(item: ReferenceItem | OpenSourceItem, prompts: PromptSet | None = None) -> str:
-    """The text prompt of an open-ended item: its kind's template, filled with its classes.
+    """The text prompt of an open-ended item: its kind's template, filled with its classes (:func:`kind_prompts`).
 
     A joint item uses ``joint_template`` or ``cot_template`` as its ``prompting`` says.
     """
-    prompts = prompts or PromptSet()
-    if isinstance(item, OpenSourceItem):
-        return prompts.open_source_template.format(question=item.question)
-    if isinstance(item, TranslationItem):
-        return prompts.translation_template.format(
-            source_language=language_name(item.source_language), target_language=language_name(item.target_language)
-        )
-    if isinstance(item, CaptionItem):
-        return prompts.caption_template.format(subject=CAPTION_SUBJECTS.get(item.task, "audio clip"))
-    if isinstance(item, SpeechGenerationItem):
-        if item.task == "tts":
-            return prompts.tts_template.format(language=language_name(item.language), text=item.text)
-        return prompts.spoken_answer_template.format(language=language_name(item.language))
-    if isinstance(item, TranscriptionItem):
-        return prompts.transcription_template.format()
-    if isinstance(item, SceneItem):
-        return prompts.scene_template.format(classes=", ".join(item.classes))
-    if isinstance(item, EventsItem):
-        return prompts.events_template.format(classes=", ".join(item.classes))
-    template = prompts.cot_template if item.prompting == "sseu-cot" else prompts.joint_template
-    return template.format(scene_classes=", ".join(item.scene_classes), event_classes=", ".join(item.event_classes))
+    return kind_prompts(item, prompts or PromptSet())[0]
 
 
 def clip_names(count: int) -> str:
@@ -425,14 +484,10 @@ def multi_clip_intro(count: int, prompts: PromptSet | None = None) -> str:
 def item_prompts(item: AnyItem, prompts: PromptSet | None = None) -> list[str]:
     """The user text of every turn of an item, in order (one, except for a multi-turn Chat item).
 
-    A multi-clip item's first text begins with the line naming its clips (:func:`multi_clip_intro`).
+    Each kind's texts are those it registered (:func:`kind_prompts`); a multi-clip item's first text begins with the
+    line naming its clips (:func:`multi_clip_intro`).
     """
-    if isinstance(item, FoundationItem):
-        texts = [foundation_prompt(item, prompts)]
-    elif not isinstance(item, ChatItem):
-        texts = [reference_prompt(item, prompts)]
-    else:
-        texts = [chat_prompt(item, prompts, turn) for turn in range(len(item.conversation))]
+    texts = kind_prompts(item, prompts or PromptSet())
     if item.multi_clip:
         texts[0] = multi_clip_intro(len(item.clips), prompts) + "\n" + texts[0]
     return texts
@@ -524,11 +579,11 @@ CHAT_EARLIER_QUESTIONS_TEMPLATE = (
 the earlier questions, numbered, then the turn's question (see :func:`chat_turn_question`)."""
 
 
-def _judge_options(item: FoundationItem) -> str:
+def _judge_options(item: SingleChoiceItem) -> str:
     return "\n".join(f"{letter}. {choice}" for letter, choice in zip(LETTERS, item.choices, strict=False))
 
 
-def foundation_judge_messages(item: FoundationItem, answer: str) -> list[dict[str, Any]]:
+def foundation_judge_messages(item: SingleChoiceItem, answer: str) -> list[dict[str, Any]]:
     """Messages asking an LLM which option ``answer`` chose (:data:`FOUNDATION_JUDGE_TEMPLATE`)."""
     letters_or = " or ".join(LETTERS[: len(item.choices)])
     text = FOUNDATION_JUDGE_TEMPLATE.format(
@@ -621,7 +676,7 @@ and both answers fenced (``<<<answer_1>>>`` ... ``<<</answer_1>>>``), fences ins
 (:func:`neutralise_fences`) and :data:`FENCED_NOTE`; the reply is read the same way."""
 
 
-def fenced_foundation_judge_messages(item: FoundationItem, answer: str) -> list[dict[str, Any]]:
+def fenced_foundation_judge_messages(item: SingleChoiceItem, answer: str) -> list[dict[str, Any]]:
     """The fenced twin of :func:`foundation_judge_messages` (:data:`FENCED_FOUNDATION_JUDGE_TEMPLATE`)."""
     text = FENCED_FOUNDATION_JUDGE_TEMPLATE.format(
         note=FENCED_NOTE,

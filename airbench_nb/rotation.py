@@ -134,7 +134,7 @@ def rotate_items(items: Sequence[FoundationItem], rotations: int | None = None) 
         raise ValueError(f"rotations must be at least 1, got {rotations}")
     out: list[FoundationItem] = []
     for item in items:
-        if not isinstance(item, FoundationItem) or item.kind != "foundation":
+        if not isinstance(item, FoundationItem):
             kind = getattr(item, "kind", type(item).__name__)
             raise TypeError(f"item {getattr(item, 'uid', item)!r} is of kind {kind!r}: {NOT_ROTATED_WHY}")
         out.extend(rotate_item(item, k) for k in rotation_offsets(len(item.choices), rotations))

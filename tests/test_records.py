@@ -113,13 +113,13 @@ def test_roundtrip_json():
 
 
 def _record_classes() -> list[type]:
-    """Every record class of ``records.py`` (the subclasses of ``Record``, and ``ChatTurn``)."""
+    """Every record class of ``airbench_nb.records`` (the subclasses of ``Record``, and ``ChatTurn``)."""
     found, todo = [], [Record]
     while todo:
         cls = todo.pop()
         found.append(cls)
         todo.extend(cls.__subclasses__())
-    return [cls for cls in found if cls.__module__ == "airbench_nb.records"] + [ChatTurn]
+    return [cls for cls in found if cls.__module__.startswith("airbench_nb.records.")] + [ChatTurn]
 
 
 def test_every_bool_field_of_every_record_is_strict():

@@ -66,7 +66,7 @@ class CacheEntryError(ValueError):
 
 
 _PACKAGE = Path(__file__).resolve().parents[1]
-CODE_PATHS: tuple[str, ...] = ("builders", "synth", "mix.py", "audio.py", "records.py", "manifests.py")
+CODE_PATHS: tuple[str, ...] = ("builders", "synth", "mix.py", "audio.py", "records", "manifests.py")
 """Package paths (files or folders of ``.py`` files) whose source is part of the key."""
 
 
@@ -243,67 +243,31 @@ def verify_entry(entry: Path, files: dict[str, dict[str, Any]], verify: Verify =
 
 
 def _report_from_entry(path: Path, preset: str, seed: int, stored: dict[str, Any]) -> BuildReport:
+    """The build report of a verified entry: every manifest's items by kind, each part reloading its own."""
     from airbench_nb.builders.sseu import SseuBuild
     from airbench_nb.builders.tiered import TieredBuild
-    from airbench_nb.builders.ugbench import UGBENCH_TASKS, UgbenchBuild
+    from airbench_nb.builders.ugbench import UgbenchBuild
     from airbench_nb.manifests import read_manifest
-    from airbench_nb.records import (
-        REFERENCE_KINDS,
-        TIERED_KINDS,
-        CaptionItem,
-        ChatItem,
-        EventsItem,
-        FoundationItem,
-        JointItem,
-        OpenSourceItem,
-        SceneItem,
-        SoundSourceItem,
-        SpeechGenerationItem,
-        TranscriptionItem,
-        TranslationItem,
-    )
+    from airbench_nb.records import ITEM_KINDS
 
-    written = [i for i in read_manifest(path / "foundation.jsonl") if isinstance(i, FoundationItem)]
-    chat = [i for i in read_manifest(path / "chat.jsonl") if isinstance(i, ChatItem)]
-    reference = {
-        kind: read_manifest(path / f"{kind}.jsonl") if (path / f"{kind}.jsonl").is_file() else []
-        for kind in (*REFERENCE_KINDS, *TIERED_KINDS)
+    items: dict[str, list[Any]] = {
+        kind: read_manifest(path / f"{kind}.jsonl") for kind in ITEM_KINDS if (path / f"{kind}.jsonl").is_file()
     }
-    sseu = SseuBuild(
-        transcription=[i for i in reference["transcription"] if isinstance(i, TranscriptionItem)],
-        scene=[i for i in reference["scene"] if isinstance(i, SceneItem)],
-        events=[i for i in reference["events"] if isinstance(i, EventsItem)],
-        joint=[i for i in reference["joint"] if isinstance(i, JointItem)],
-        failures=[f for f in stored.get("failures", []) if f.get("task") == "sseu"],
-        snr_grid_db=list(stored.get("sseu_snr_grid_db", [])),
-        utterances=int(stored.get("sseu_utterances", 0)),
-    )
-    ugbench = UgbenchBuild(
-        translation=[i for i in reference["translation"] if isinstance(i, TranslationItem)],
-        caption=[i for i in reference["caption"] if isinstance(i, CaptionItem)],
-        speech_generation=[i for i in reference["speech_generation"] if isinstance(i, SpeechGenerationItem)],
-        failures=[f for f in stored.get("failures", []) if f.get("task") in UGBENCH_TASKS],
-        requested={str(k): int(v) for k, v in stored.get("ugbench_requested", {}).items()},
-    )
-    tiered = TieredBuild(
-        sound_source=[i for i in reference["sound_source"] if isinstance(i, SoundSourceItem)],
-        sound_source_open=[i for i in reference["sound_source_open"] if isinstance(i, OpenSourceItem)],
-        failures=[f for f in stored.get("failures", []) if f.get("task") == "sound_source"],
-    )
+    written = items.get("foundation", [])
     return BuildReport(
         out=path,
         preset=preset,
         seed=seed,
         foundation=[i for i in written if "clean_uid" not in i.meta and "rotation_of" not in i.meta],
-        chat=chat,
+        chat=list(items.get("chat", [])),
         failures=list(stored.get("failures", [])),
         seconds=float(stored.get("seconds", 0.0)),
         graded=[i for i in written if "clean_uid" in i.meta],
         snr_grid=list(stored.get("snr_grid", [])),
         rotated=[i for i in written if "rotation_of" in i.meta],
-        sseu=sseu,
-        ugbench=ugbench,
-        tiered=tiered,
+        sseu=SseuBuild.reloaded(items, stored),
+        ugbench=UgbenchBuild.reloaded(items, stored),
+        tiered=TieredBuild.reloaded(items, stored),
     )
 
 
@@ -376,9 +340,9 @@ def cached_build(
                 "seconds": report.seconds,
                 "failures": report.failures,
                 "snr_grid": report.snr_grid,
-                "sseu_snr_grid_db": report.sseu.snr_grid_db,
-                "sseu_utterances": report.sseu.utterances,
-                "ugbench_requested": report.ugbench.requested,
+                **report.sseu.cache_fields(),
+                **report.ugbench.cache_fields(),
+                **report.tiered.cache_fields(),
                 "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "files": _inventory(partial),
             }

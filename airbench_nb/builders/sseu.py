@@ -52,7 +52,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,6 +221,28 @@ class SseuBuild:
     def by_kind(self) -> dict[str, list[ReferenceItem]]:
         """The items of each manifest kind (``transcription``, ``scene``, ``events``, ``joint``), in order."""
         return {"transcription": self.transcription, "scene": self.scene, "events": self.events, "joint": self.joint}
+
+    def cache_fields(self) -> dict[str, Any]:
+        """What the build cache's key file keeps of this part besides its items and failures (see :meth:`reloaded`)."""
+        return {"sseu_snr_grid_db": self.snr_grid_db, "sseu_utterances": self.utterances}
+
+    @classmethod
+    def reloaded(cls, items: Mapping[str, list[Any]], stored: Mapping[str, Any]) -> SseuBuild:
+        """The part as a cached build holds it: its kinds' manifest items and the key file's fields.
+
+        Args:
+            items: The items of each manifest of the cache entry, by kind (a kind without a manifest may be absent).
+            stored: The entry's key file (its ``failures`` and the fields of :meth:`cache_fields`).
+        """
+        return cls(
+            transcription=list(items.get("transcription", [])),
+            scene=list(items.get("scene", [])),
+            events=list(items.get("events", [])),
+            joint=list(items.get("joint", [])),
+            failures=[f for f in stored.get("failures", []) if f.get("task") == "sseu"],
+            snr_grid_db=list(stored.get("sseu_snr_grid_db", [])),
+            utterances=int(stored.get("sseu_utterances", 0)),
+        )
 
     @property
     def items(self) -> list[ReferenceItem]:

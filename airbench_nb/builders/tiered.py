@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,24 @@ class TieredBuild:
     def by_kind(self) -> dict[str, list[Any]]:
         """The items of each manifest kind (``sound_source``, ``sound_source_open``)."""
         return {"sound_source": self.sound_source, "sound_source_open": self.sound_source_open}
+
+    def cache_fields(self) -> dict[str, Any]:
+        """What the build cache's key file keeps of this part besides its items and failures: nothing."""
+        return {}
+
+    @classmethod
+    def reloaded(cls, items: Mapping[str, list[Any]], stored: Mapping[str, Any]) -> TieredBuild:
+        """The part as a cached build holds it: its kinds' manifest items and its failures from the key file.
+
+        Args:
+            items: The items of each manifest of the cache entry, by kind (a kind without a manifest may be absent).
+            stored: The entry's key file (its ``failures``).
+        """
+        return cls(
+            sound_source=list(items.get("sound_source", [])),
+            sound_source_open=list(items.get("sound_source_open", [])),
+            failures=[f for f in stored.get("failures", []) if f.get("task") == "sound_source"],
+        )
 
     def counts(self) -> dict[str, Any]:
         """Clips per coarse category, failures and the builder's version."""

@@ -160,6 +160,26 @@ class UgbenchBuild:
         """Every item, kind by kind."""
         return [i for items in self.by_kind.values() for i in items]
 
+    def cache_fields(self) -> dict[str, Any]:
+        """What the build cache's key file keeps of this part besides its items and failures (see :meth:`reloaded`)."""
+        return {"ugbench_requested": self.requested}
+
+    @classmethod
+    def reloaded(cls, items: Mapping[str, list[Any]], stored: Mapping[str, Any]) -> UgbenchBuild:
+        """The part as a cached build holds it: its kinds' manifest items and the key file's fields.
+
+        Args:
+            items: The items of each manifest of the cache entry, by kind (a kind without a manifest may be absent).
+            stored: The entry's key file (its ``failures`` and the fields of :meth:`cache_fields`).
+        """
+        return cls(
+            translation=list(items.get("translation", [])),
+            caption=list(items.get("caption", [])),
+            speech_generation=list(items.get("speech_generation", [])),
+            failures=[f for f in stored.get("failures", []) if f.get("task") in UGBENCH_TASKS],
+            requested={str(k): int(v) for k, v in stored.get("ugbench_requested", {}).items()},
+        )
+
     def counts(self) -> dict[str, Any]:
         """Items per task, translation items per direction, failures and the builder's version."""
         return {

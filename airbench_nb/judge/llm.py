@@ -10,7 +10,8 @@ rule first (:func:`~airbench_nb.judge.rule.rule_verdict`), the LLM for the rule'
 (:func:`~airbench_nb.judge.chat_parse.parse_scores_strict`). The tiered benchmark: closed-set items (``sound_source``)
 as Foundation; open-vocabulary items (``sound_source_open``, tier D) are asked once, with the answer fenced
 (:func:`~airbench_nb.prompts.source_judge_messages`), the reply two lines ``category: yes|no`` and ``subclass: yes|no``
-(:func:`~airbench_nb.prompts.parse_source_reply`) read into :attr:`~airbench_nb.records.Verdict.hits`.
+(:func:`~airbench_nb.prompts.parse_source_reply`) read into :attr:`~airbench_nb.records.Verdict.hits`. How each
+kind is asked and its reply read are registered per item kind (:func:`ask_about`, :func:`reply_verdict`).
 
 ``openai:`` judges go through :class:`~airbench_nb.api_client.APIClient` (cached, retried, concurrent, costed;
 Batch API on request). The request of a task is ``ChatRequest(model, messages, {"temperature": 0.0, "max_tokens":
@@ -23,6 +24,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import singledispatch
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -38,7 +40,15 @@ from airbench_nb.prompts import (
     prompt_hash,
     source_judge_messages,
 )
-from airbench_nb.records import LETTERS, FencedReading, FoundationItem, OpenSourceItem, SourceHits, Verdict
+from airbench_nb.records import (
+    LETTERS,
+    ChatItem,
+    FencedReading,
+    OpenSourceItem,
+    SingleChoiceItem,
+    SourceHits,
+    Verdict,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -81,18 +91,42 @@ def llm_verdict(task: Task, judge: str, reply: Reply) -> Verdict:
     }
     if error is not None or text is None:
         return task.verdict(judge, parse_error=f"{JUDGE_CALL_FAILED}: {error}", **common)
-    item = task.item
-    if isinstance(item, OpenSourceItem):
-        read = parse_source_reply(text)
-        if isinstance(read, str):
-            return task.verdict(judge, parse_error=read, **common)
-        hits = SourceHits(category=read[0], subclass=read[1])
-        return task.verdict(judge, correct=hits.subclass, hits=hits, **common)
-    if isinstance(item, FoundationItem):
-        choice, reason = parse_judge_letter(text, len(item.choices))
-        if choice is None:
-            return task.verdict(judge, choice=None, correct=None if reason else False, parse_error=reason, **common)
-        return task.verdict(judge, choice=choice, correct=choice == item.answer, **common)
+    return reply_verdict(task.item, task, judge, text, common)
+
+
+@singledispatch
+def reply_verdict(item: object, task: Task, judge: str, text: str, common: dict[str, Any]) -> Verdict:
+    """The verdict an LLM judge's reply ``text`` about ``item`` reads as, by the item's kind.
+
+    Each kind an LLM judge reads registers its reading (``@reply_verdict.register(SomeItem)``): a letter or
+    ``none`` for a single-choice item, two scores for Chat, the category and subclass hits for the open-vocabulary
+    question. ``common`` holds the fields every verdict of the call carries (raw reply, prompt hash, tokens, cached).
+
+    Raises:
+        TypeError: For an item whose kind registered no reading (no LLM judge reads it).
+    """
+    raise TypeError(f"an LLM judge reads no reply about a {type(item).__name__}")
+
+
+@reply_verdict.register(OpenSourceItem)
+def _hits_reply(item: OpenSourceItem, task: Task, judge: str, text: str, common: dict[str, Any]) -> Verdict:
+    read = parse_source_reply(text)
+    if isinstance(read, str):
+        return task.verdict(judge, parse_error=read, **common)
+    hits = SourceHits(category=read[0], subclass=read[1])
+    return task.verdict(judge, correct=hits.subclass, hits=hits, **common)
+
+
+@reply_verdict.register(SingleChoiceItem)
+def _letter_reply(item: SingleChoiceItem, task: Task, judge: str, text: str, common: dict[str, Any]) -> Verdict:
+    choice, reason = parse_judge_letter(text, len(item.choices))
+    if choice is None:
+        return task.verdict(judge, choice=None, correct=None if reason else False, parse_error=reason, **common)
+    return task.verdict(judge, choice=choice, correct=choice == item.answer, **common)
+
+
+@reply_verdict.register(ChatItem)
+def _scores_reply(item: ChatItem, task: Task, judge: str, text: str, common: dict[str, Any]) -> Verdict:
     from airbench_nb.judge.chat_parse import parse_scores_strict
 
     parsed = parse_scores_strict(text)
@@ -130,21 +164,9 @@ class LLMJudge(BaseJudge):
 
     def decide(self, task: Task) -> Verdict | None:
         """Foundation: the rule's verdict unless the LLM must read the answer; otherwise set the task's messages."""
-        item, answer = task.item, task.answer
+        answer = task.answer
         assert answer is not None  # the loop judges tasks without an answer itself
-        if isinstance(item, OpenSourceItem):  # tier D: one prompt, the answer already fenced as data
-            task.messages = source_judge_messages(item, answer)
-            return None
-        if isinstance(item, FoundationItem):
-            ruled = rule_verdict(item, task.response, judge=self.spec)
-            if self.foundation_mode == "abstentions" and ruled.choice is not None:
-                return ruled
-            task.messages = foundation_judge_messages(item, answer)
-            task.fenced_messages = fenced_foundation_judge_messages(item, answer)
-            return None
-        task.messages = chat_judge_messages(item, answer, task.order, task.turn)
-        task.fenced_messages = fenced_chat_judge_messages(item, answer, task.order, task.turn)
-        return None
+        return ask_about(task.item, self, task, answer)
 
     def complete(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Reply]:
         """Send each task's messages; one reply per task, in order."""
@@ -165,6 +187,47 @@ class LLMJudge(BaseJudge):
             with_fenced(verdict, next(readings)) if task.fenced_messages is not None else verdict
             for task, verdict in zip(tasks, verdicts, strict=True)
         ]
+
+
+@singledispatch
+def ask_about(item: object, judge: LLMJudge, task: Task, answer: str) -> Verdict | None:
+    """Set ``task``'s messages for an LLM judge, by the item's kind; or decide it without asking (the rule first).
+
+    Each kind an LLM judge reads registers how it is asked (``@ask_about.register(SomeItem)``): a single-choice item
+    by the rule first (the LLM only for its abstentions, unless ``foundation_mode`` is ``all``) and the Foundation
+    judge prompt and its fenced twin; Chat by AIR-Bench's prompt in the task's order and its fenced twin; the
+    open-vocabulary question by one prompt with the answer fenced as data.
+
+    Returns:
+        The verdict when the judge decides without asking; None when the task's messages are set.
+
+    Raises:
+        TypeError: For an item whose kind registered no way of asking (no LLM judge reads it).
+    """
+    raise TypeError(f"an LLM judge asks nothing about a {type(item).__name__}")
+
+
+@ask_about.register(OpenSourceItem)
+def _ask_sources(item: OpenSourceItem, judge: LLMJudge, task: Task, answer: str) -> Verdict | None:
+    task.messages = source_judge_messages(item, answer)  # tier D: one prompt, the answer already fenced as data
+    return None
+
+
+@ask_about.register(SingleChoiceItem)
+def _ask_letter(item: SingleChoiceItem, judge: LLMJudge, task: Task, answer: str) -> Verdict | None:
+    ruled = rule_verdict(item, task.response, judge=judge.spec)
+    if judge.foundation_mode == "abstentions" and ruled.choice is not None:
+        return ruled
+    task.messages = foundation_judge_messages(item, answer)
+    task.fenced_messages = fenced_foundation_judge_messages(item, answer)
+    return None
+
+
+@ask_about.register(ChatItem)
+def _ask_scores(item: ChatItem, judge: LLMJudge, task: Task, answer: str) -> Verdict | None:
+    task.messages = chat_judge_messages(item, answer, task.order, task.turn)
+    task.fenced_messages = fenced_chat_judge_messages(item, answer, task.order, task.turn)
+    return None
 
 
 class OpenAIJudge(LLMJudge):

@@ -15,12 +15,12 @@ from typing import ClassVar
 from airbench_nb.judge.base import BaseJudge, Task
 from airbench_nb.judge.extract import extract_choice
 from airbench_nb.prompts import prompt_hash
-from airbench_nb.records import FoundationItem, Response, Verdict
+from airbench_nb.records import Response, SingleChoiceItem, Verdict
 
 logger = logging.getLogger(__name__)
 
 
-def rule_verdict(item: FoundationItem, response: Response, judge: str = "rule") -> Verdict:
+def rule_verdict(item: SingleChoiceItem, response: Response, judge: str = "rule") -> Verdict:
     """The rule judge's verdict on one Foundation response.
 
     Args:
@@ -55,7 +55,7 @@ class RuleJudge(BaseJudge):
 
     def decide(self, task: Task) -> Verdict | None:
         """The rule's verdict (never None)."""
-        assert isinstance(task.item, FoundationItem)
+        assert isinstance(task.item, SingleChoiceItem)
         return rule_verdict(task.item, task.response, judge=self.spec)
 
     def ask(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Verdict]:

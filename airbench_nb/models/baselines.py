@@ -33,6 +33,12 @@ differ by more than :data:`DIFFERENT_SPEAKER_F0_RATIO` (a voice of the other gen
 The tiered benchmark's closed set. ``random``, ``first`` and ``oracle`` answer it like any item of up to 26 options;
 ``dsp`` measures the clip's defining properties and answers with a rationale and a final ``Answer: X`` line
 (:mod:`airbench_nb.models.dsp_sources`), or cannot tell when no option's class has measurable ranges.
+
+Per kind. What the baselines answer is registered per item kind, next to each answer: :func:`oracle_answer` and
+:func:`baseline_guess` dispatch on the item's class (``functools.singledispatch``, following the class hierarchy: the
+single-choice registration answers Foundation and the tiered closed set alike). A new kind registers its two
+functions (``@oracle_answer.register(NewItem)``, ``@baseline_guess.register(NewItem)``) with no edit here; a kind
+without them is refused (``TypeError``, the item's error).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from functools import singledispatch
 
 import numpy as np
 
@@ -52,10 +59,10 @@ from airbench_nb.records import (
     CaptionItem,
     ChatItem,
     EventsItem,
-    FoundationItem,
     JointItem,
     OpenSourceItem,
     SceneItem,
+    SingleChoiceItem,
     SoundSourceItem,
     SpeechGenerationItem,
     TranscriptionItem,
@@ -85,28 +92,9 @@ class Baseline:
         """Every item kind (see the module docstring for what each baseline answers)."""
 
     def _answer(self, prompt: Prompt) -> str:
-        item = prompt.item
         if self.name == "oracle":
-            return oracle_answer(item, prompt.turn)
-        if isinstance(item, SceneItem | EventsItem | JointItem):
-            return self._reference_guess(item)
-        if isinstance(item, OpenSourceItem):
-            if self.name == "dsp":
-                return CANNOT_TELL
-            fine = (
-                item.classes[0] if self.name == "first" else item.classes[self._pick(item.uid, item.classes, "source")]
-            )
-            return f"I hear {source_name(item, fine)}."
-        if isinstance(item, ChatItem | TranscriptionItem | TranslationItem | CaptionItem | SpeechGenerationItem):
-            return CANNOT_TELL
-        if self.name == "oracle":
-            return item.answer_letter
-        if self.name == "first":
-            return "A"
-        if self.name == "random":
-            digest = hashlib.sha256(f"{self.seed}:{item.uid}".encode()).digest()
-            return LETTERS[int.from_bytes(digest[:4], "big") % len(item.choices)]
-        return dsp_answer(prompt)
+            return oracle_answer(prompt.item, prompt.turn)
+        return baseline_guess(prompt.item, self, prompt)
 
     def _pick(self, uid: str, classes: list[str], salt: str) -> int:
         digest = hashlib.sha256(f"{self.seed}:{uid}:{salt}".encode()).digest()
@@ -120,21 +108,6 @@ class Baseline:
             return classes[0]
         chosen = [c for c in classes if self._pick(uid, [c, c], f"event:{c}") == 0]  # each class with chance 1/2
         return events_text(chosen)
-
-    def _reference_guess(self, item: SceneItem | EventsItem | JointItem) -> str:
-        """What ``random``, ``first`` and ``dsp`` answer to a scene, events or joint item (a guess among classes)."""
-        if self.name == "dsp":
-            return CANNOT_TELL
-        if isinstance(item, SceneItem):
-            return self._scene_guess(item.uid, item.classes)
-        if isinstance(item, EventsItem):
-            return self._events_guess(item.uid, item.classes)
-        return joint_answer(
-            item,
-            CANNOT_TELL,
-            self._scene_guess(item.uid, item.scene_classes),
-            self._events_guess(item.uid, item.event_classes),
-        )
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer each prompt; a DSP failure on one item becomes that item's error."""
@@ -163,38 +136,137 @@ def joint_answer(item: JointItem, transcript: str, scene: str, events: str) -> s
     return f"Final answer:\n{lines}" if item.prompting == "sseu-cot" else lines
 
 
+@singledispatch
 def oracle_answer(item: object, turn: int = 0) -> str:
     """The gold answer of an item, in the form its prompt asks (what ``baseline:oracle`` answers).
 
-    Foundation: the gold letter; Chat: the turn's reference; transcription: the reference transcript; scene: the
-    label; events: the labels comma-separated, or ``none``; joint: the three labelled lines (see
-    :func:`joint_answer`); translation and caption: the first reference; speech generation: the text to speak or the
-    first accepted answer, as text (the oracle cannot speak: its spoken-answer score counts every item as a failure
-    with no audio).
+    Foundation and the tiered closed set: the gold letter; Chat: the turn's reference; transcription: the reference
+    transcript; scene: the label; events: the labels comma-separated, or ``none``; joint: the three labelled lines
+    (see :func:`joint_answer`); translation and caption: the first reference; speech generation: the text to speak or
+    the first accepted answer, as text (the oracle cannot speak: its spoken-answer score counts every item as a
+    failure with no audio); the open-vocabulary question: "I hear <the gold class's first name>.".
+
+    Each item kind registers its answer here (``@oracle_answer.register(SomeItem)``, a function ``(item, turn)``).
 
     Raises:
-        TypeError: For an object that is no item kind the kit knows.
+        TypeError: For an object whose kind registered no oracle answer.
     """
-    if isinstance(item, FoundationItem):
-        return item.answer_letter
-    if isinstance(item, TranscriptionItem):
-        return item.reference
-    if isinstance(item, SceneItem):
-        return item.label
-    if isinstance(item, EventsItem):
-        return events_text(item.labels)
-    if isinstance(item, JointItem):
-        return joint_answer(item, item.reference, item.scene_label, events_text(item.event_labels))
-    if isinstance(item, TranslationItem | CaptionItem):
-        return item.references[0]
-    if isinstance(item, SpeechGenerationItem):
-        return item.text if item.text is not None else item.answers[0]
-    if isinstance(item, OpenSourceItem):
-        return f"I hear {source_name(item, item.label)}."
-    conversation = getattr(item, "conversation", None)
-    if conversation is None:
-        raise TypeError(f"no oracle answer for a {type(item).__name__}")
-    return conversation[turn][1]
+    raise TypeError(f"no oracle answer for a {type(item).__name__}")
+
+
+@oracle_answer.register(SingleChoiceItem)
+def _oracle_single_choice(item: SingleChoiceItem, turn: int = 0) -> str:
+    return item.answer_letter
+
+
+@oracle_answer.register(ChatItem)
+def _oracle_chat(item: ChatItem, turn: int = 0) -> str:
+    return item.conversation[turn][1]
+
+
+@oracle_answer.register(TranscriptionItem)
+def _oracle_transcription(item: TranscriptionItem, turn: int = 0) -> str:
+    return item.reference
+
+
+@oracle_answer.register(SceneItem)
+def _oracle_scene(item: SceneItem, turn: int = 0) -> str:
+    return item.label
+
+
+@oracle_answer.register(EventsItem)
+def _oracle_events(item: EventsItem, turn: int = 0) -> str:
+    return events_text(item.labels)
+
+
+@oracle_answer.register(JointItem)
+def _oracle_joint(item: JointItem, turn: int = 0) -> str:
+    return joint_answer(item, item.reference, item.scene_label, events_text(item.event_labels))
+
+
+@oracle_answer.register(TranslationItem)
+@oracle_answer.register(CaptionItem)
+def _oracle_first_reference(item: TranslationItem | CaptionItem, turn: int = 0) -> str:
+    return item.references[0]
+
+
+@oracle_answer.register(SpeechGenerationItem)
+def _oracle_speech_generation(item: SpeechGenerationItem, turn: int = 0) -> str:
+    return item.text if item.text is not None else item.answers[0]
+
+
+@oracle_answer.register(OpenSourceItem)
+def _oracle_open_source(item: OpenSourceItem, turn: int = 0) -> str:
+    return f"I hear {source_name(item, item.label)}."
+
+
+@singledispatch
+def baseline_guess(item: object, baseline: Baseline, prompt: Prompt) -> str:
+    """What ``random``, ``first`` and ``dsp`` answer to an item (``oracle`` answers :func:`oracle_answer`).
+
+    Each item kind registers its guess here (``@baseline_guess.register(SomeItem)``, a function
+    ``(item, baseline, prompt)`` that reads :attr:`Baseline.name` and :attr:`Baseline.seed`); see the module
+    docstring for what each baseline answers to each kind.
+
+    Raises:
+        TypeError: For an object whose kind registered no guess (the item's error, as any failure of a baseline).
+    """
+    raise TypeError(f"no baseline guess for a {type(item).__name__}")
+
+
+@baseline_guess.register(SingleChoiceItem)
+def _guess_single_choice(item: SingleChoiceItem, baseline: Baseline, prompt: Prompt) -> str:
+    if baseline.name == "first":
+        return "A"
+    if baseline.name == "random":
+        digest = hashlib.sha256(f"{baseline.seed}:{item.uid}".encode()).digest()
+        return LETTERS[int.from_bytes(digest[:4], "big") % len(item.choices)]
+    return dsp_answer(prompt)
+
+
+@baseline_guess.register(SoundSourceItem)
+def _guess_sound_source(item: SoundSourceItem, baseline: Baseline, prompt: Prompt) -> str:
+    if baseline.name == "dsp":  # measures the clip's defining properties (tiered closed set)
+        from airbench_nb.models.dsp_sources import dsp_source_answer
+
+        return dsp_source_answer(prompt) or CANNOT_TELL
+    return _guess_single_choice(item, baseline, prompt)
+
+
+@baseline_guess.register(ChatItem)
+@baseline_guess.register(TranscriptionItem)
+@baseline_guess.register(TranslationItem)
+@baseline_guess.register(CaptionItem)
+@baseline_guess.register(SpeechGenerationItem)
+def _guess_nothing(item: object, baseline: Baseline, prompt: Prompt) -> str:
+    return CANNOT_TELL
+
+
+@baseline_guess.register(SceneItem)
+def _guess_scene(item: SceneItem, baseline: Baseline, prompt: Prompt) -> str:
+    return CANNOT_TELL if baseline.name == "dsp" else baseline._scene_guess(item.uid, item.classes)
+
+
+@baseline_guess.register(EventsItem)
+def _guess_events(item: EventsItem, baseline: Baseline, prompt: Prompt) -> str:
+    return CANNOT_TELL if baseline.name == "dsp" else baseline._events_guess(item.uid, item.classes)
+
+
+@baseline_guess.register(JointItem)
+def _guess_joint(item: JointItem, baseline: Baseline, prompt: Prompt) -> str:
+    if baseline.name == "dsp":
+        return CANNOT_TELL
+    scene = baseline._scene_guess(item.uid, item.scene_classes)
+    return joint_answer(item, CANNOT_TELL, scene, baseline._events_guess(item.uid, item.event_classes))
+
+
+@baseline_guess.register(OpenSourceItem)
+def _guess_open_source(item: OpenSourceItem, baseline: Baseline, prompt: Prompt) -> str:
+    if baseline.name == "dsp":
+        return CANNOT_TELL
+    pick = 0 if baseline.name == "first" else baseline._pick(item.uid, item.classes, "source")
+    fine = item.classes[pick]
+    return f"I hear {source_name(item, fine)}."
 
 
 def source_name(item: OpenSourceItem, fine: str) -> str:
@@ -463,17 +535,16 @@ MULTI_CLIP_DSP_TASKS: dict[str, Callable[[Prompt], str]] = {
 
 
 def dsp_answer(prompt: Prompt) -> str:
-    """Answer by signal processing when the task allows it, else :data:`CANNOT_TELL`.
+    """Answer a single-choice item by signal processing when its task allows it, else :data:`CANNOT_TELL`.
+
+    The tiered closed set is measured by :func:`airbench_nb.models.dsp_sources.dsp_source_answer` instead (its
+    registered guess, :func:`baseline_guess`).
 
     A clip without what the measurement needs (:class:`Unmeasurable`: no voiced frame, silence) is answered
     :data:`CANNOT_TELL` too, not an error: a resume retries errors, and this one would come back every time.
     """
     item = prompt.item
-    assert isinstance(item, FoundationItem)
-    if isinstance(item, SoundSourceItem):
-        from airbench_nb.models.dsp_sources import dsp_source_answer
-
-        return dsp_source_answer(prompt) or CANNOT_TELL
+    assert isinstance(item, SingleChoiceItem)
     measure: Callable[[Prompt], str] | None = MULTI_CLIP_DSP_TASKS.get(item.task) or DSP_TASKS.get(item.task)
     if measure is None and item.task == "Sound_AQA":
         if re.search(r"\b(how many|count|number of|how often)\b", item.question, re.I):

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from airbench_nb.records import EventsItem, JointItem, ReferenceItem, Response, SceneItem, TranscriptionItem, Verdict
+from airbench_nb.records import JointItem, ReferenceItem, Response, Verdict
 from airbench_nb.score_table import ScoreEntry, ScoreSection
 from airbench_nb.unify import UnifiedAnswer, unify
 
@@ -92,18 +92,8 @@ class ReferenceOutcome:
 
 
 def _part_gold(item: ReferenceItem, part: str) -> dict[str, Any]:
-    if part == "transcript":
-        assert isinstance(item, TranscriptionItem | JointItem)
-        return {"reference": item.reference, "language": item.language}
-    if part == "scene":
-        if isinstance(item, SceneItem):
-            return {"gold": item.label, "classes": tuple(item.classes)}
-        assert isinstance(item, JointItem)
-        return {"gold": item.scene_label, "classes": tuple(item.scene_classes)}
-    if isinstance(item, EventsItem):
-        return {"gold": tuple(item.labels), "classes": tuple(item.classes)}
-    assert isinstance(item, JointItem)
-    return {"gold": tuple(item.event_labels), "classes": tuple(item.event_classes)}
+    """The gold of one part of an item's answer, as the item's kind declares it (``gold_parts``)."""
+    return item.gold_parts()[part]  # type: ignore[union-attr]
 
 
 def read_part(item: ReferenceItem, response: Response | None, part: str) -> ReferenceOutcome:

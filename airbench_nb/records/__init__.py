@@ -1,0 +1,205 @@
+"""Typed records of the kit: benchmark items, mix metadata, model responses, verdicts and runs.
+
+Every record is a pydantic v2 model with a docstring per field and a ``schema_version``. Records are
+written one per line to JSONL manifests (see :mod:`airbench_nb.manifests`).
+
+Task names and categories follow the official AIR-Bench release, misspellings included
+(``Speaker_Emotion_Recontion``, ``Music_Instruments_Classfication``, ...).
+
+The package holds one module per kind of record; every public name is re-exported here, so
+``from airbench_nb.records import X`` reads any of them:
+
+- :mod:`~airbench_nb.records.base`: :data:`SCHEMA_VERSION`, :class:`Record` (the base of every record),
+  :class:`AudioStatus`.
+- :mod:`~airbench_nb.records.checks`: the field checks (strict integers and booleans, language tags, uids, audio
+  paths, direction controls).
+- :mod:`~airbench_nb.records.tasks`: task names and categories, option letters, the names of the item kinds.
+- :mod:`~airbench_nb.records.mix`: :class:`MixMeta`.
+- :mod:`~airbench_nb.records.item`: the bases of the item kinds (:class:`ItemBase`, :class:`SingleChoiceItem`,
+  :class:`ReferenceItemBase`).
+- one module per benchmark's item kinds: :mod:`~airbench_nb.records.airbench` (Foundation, Chat),
+  :mod:`~airbench_nb.records.sseu` (transcription, scene, events, joint), :mod:`~airbench_nb.records.ugbench`
+  (translation, caption, speech generation), :mod:`~airbench_nb.records.tiered` (the sound-source closed set and
+  open question); :mod:`~airbench_nb.records.items`: their unions (:data:`Item`, :data:`AnyItem`,
+  :data:`ReferenceItem`).
+- :mod:`~airbench_nb.records.responses` (:class:`Response`), :mod:`~airbench_nb.records.verdicts`
+  (:class:`Verdict`), :mod:`~airbench_nb.records.runs` (:class:`RunInfo`, :class:`NotebookStatus`),
+  :mod:`~airbench_nb.records.annotation` (:class:`AnnotationPair`, :class:`Label`),
+  :mod:`~airbench_nb.records.listening` (:class:`ListeningEntry`, :class:`Rating`).
+"""
+
+from __future__ import annotations
+
+from airbench_nb.records.airbench import (
+    ChatItem,
+    ChatTurn,
+    FoundationItem,
+)
+from airbench_nb.records.annotation import (
+    AnnotationPair,
+    Label,
+)
+from airbench_nb.records.base import (
+    SCHEMA_VERSION,
+    AudioStatus,
+    Record,
+)
+from airbench_nb.records.checks import (
+    BIDI_CONTROLS,
+    LANGUAGE_TAG,
+    LanguageTag,
+    Seconds,
+    StrictBoolean,
+    StrictInteger,
+    check_language,
+    check_no_bidi,
+    check_relative_audio_path,
+    check_uid,
+)
+from airbench_nb.records.item import (
+    ItemBase,
+    ReferenceItemBase,
+    SingleChoiceItem,
+)
+from airbench_nb.records.items import (
+    AnyItem,
+    Item,
+    ReferenceItem,
+)
+from airbench_nb.records.listening import (
+    ACR_LABELS,
+    ListeningEntry,
+    Rating,
+)
+from airbench_nb.records.mix import (
+    MixMeta,
+)
+from airbench_nb.records.responses import (
+    RankedLabel,
+    Response,
+    ResponseAudio,
+    check_ranking,
+)
+from airbench_nb.records.runs import (
+    NotebookStatus,
+    RunInfo,
+)
+from airbench_nb.records.sseu import (
+    EventsItem,
+    JointItem,
+    SceneItem,
+    TranscriptionItem,
+)
+from airbench_nb.records.tasks import (
+    AIRBENCH_LETTERS,
+    ALL_CHAT_TASKS,
+    ALL_FOUNDATION_TASKS,
+    CHAT_TASKS,
+    FOUNDATION_TASKS,
+    ITEM_KINDS,
+    KIT_CHAT_TASKS,
+    KIT_FOUNDATION_TASKS,
+    LETTERS,
+    MAX_CHOICES,
+    OPEN_SOURCE_TASK,
+    PROMPTINGS,
+    REFERENCE_KINDS,
+    REFERENCE_TASKS,
+    SOUND_SOURCE_TASK,
+    TIERED_KINDS,
+    ChatCategory,
+    FoundationCategory,
+    UnknownTaskError,
+    chat_category,
+    foundation_category,
+)
+from airbench_nb.records.tiered import (
+    OpenSourceItem,
+    SoundSourceItem,
+)
+from airbench_nb.records.ugbench import (
+    CaptionItem,
+    SpeechGenerationItem,
+    TranslationItem,
+)
+from airbench_nb.records.verdicts import (
+    AnswerScreen,
+    FencedReading,
+    ReasoningLabel,
+    ScreenFlag,
+    SourceHits,
+    Verdict,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AudioStatus",
+    "Record",
+    "StrictInteger",
+    "StrictBoolean",
+    "LANGUAGE_TAG",
+    "check_language",
+    "LanguageTag",
+    "BIDI_CONTROLS",
+    "check_no_bidi",
+    "Seconds",
+    "check_uid",
+    "check_relative_audio_path",
+    "FOUNDATION_TASKS",
+    "CHAT_TASKS",
+    "KIT_FOUNDATION_TASKS",
+    "KIT_CHAT_TASKS",
+    "ALL_FOUNDATION_TASKS",
+    "ALL_CHAT_TASKS",
+    "LETTERS",
+    "MAX_CHOICES",
+    "AIRBENCH_LETTERS",
+    "REFERENCE_TASKS",
+    "REFERENCE_KINDS",
+    "TIERED_KINDS",
+    "ITEM_KINDS",
+    "SOUND_SOURCE_TASK",
+    "OPEN_SOURCE_TASK",
+    "PROMPTINGS",
+    "FoundationCategory",
+    "ChatCategory",
+    "UnknownTaskError",
+    "foundation_category",
+    "chat_category",
+    "MixMeta",
+    "ItemBase",
+    "SingleChoiceItem",
+    "ReferenceItemBase",
+    "FoundationItem",
+    "ChatTurn",
+    "ChatItem",
+    "TranscriptionItem",
+    "SceneItem",
+    "EventsItem",
+    "JointItem",
+    "TranslationItem",
+    "CaptionItem",
+    "SpeechGenerationItem",
+    "SoundSourceItem",
+    "OpenSourceItem",
+    "ReferenceItem",
+    "Item",
+    "AnyItem",
+    "ResponseAudio",
+    "RankedLabel",
+    "check_ranking",
+    "Response",
+    "ScreenFlag",
+    "AnswerScreen",
+    "FencedReading",
+    "SourceHits",
+    "ReasoningLabel",
+    "Verdict",
+    "NotebookStatus",
+    "RunInfo",
+    "AnnotationPair",
+    "Label",
+    "ACR_LABELS",
+    "ListeningEntry",
+    "Rating",
+]
