@@ -1,4 +1,4 @@
-"""Builder parts: build() loops over the registered parts; a part registered at test time is built
+"""Builder parts: build() loops over the registered parts; a part and a benchmark registered at test time are built
 without editing a core module, and the registry refuses what it cannot run."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from airbench_nb.audio import sha256_file, write_wav
+from airbench_nb.benchmarks import BENCHMARKS, Benchmark, benchmark_of_kind, register_benchmark
 from airbench_nb.builders import (
     BUILTIN_PARTS,
     CHAT_MAKERS,
@@ -84,11 +85,13 @@ class BeepPart:
 
 @pytest.fixture
 def registries() -> Iterator[None]:
-    """The part registry as it was, after the test."""
-    parts = dict(PARTS)
+    """The part and benchmark registries as they were, after the test."""
+    parts, benchmarks = dict(PARTS), dict(BENCHMARKS)
     yield
     PARTS.clear()
     PARTS.update(parts)
+    BENCHMARKS.clear()
+    BENCHMARKS.update(benchmarks)
 
 
 @pytest.fixture
@@ -110,8 +113,12 @@ def test_the_builtin_parts_in_build_order():
     assert buildable == [*FOUNDATION_MAKERS, *CHAT_MAKERS, *SSEU_TASKS.values(), *UGBENCH_TASKS, "sound_source"]
 
 
-def test_a_registered_part_is_built_without_editing_core_modules(registries, recipes_with_beeps, tmp_path):
+def test_a_registered_part_and_benchmark_are_built_without_editing_core_modules(
+    registries, recipes_with_beeps, tmp_path
+):
     register_part(BeepPart())
+    register_benchmark(Benchmark("beepbench", "Beep-Bench", (BeepItem,), ("beep",), (), (), (), (), doc=""))
+    assert benchmark_of_kind("beep").name == "beepbench"
     out = tmp_path / "data"
     report = build("beeps", out=out, recipe_dir=recipes_with_beeps, progress=False)
     lines = [json.loads(line) for line in (out / "beep.jsonl").read_text().splitlines()]
