@@ -15,7 +15,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -358,6 +358,6 @@ class CircularPart:
 
     def build(self, context: BuildContext) -> PartResult:
         """Every rotation of the first items of each task (the audio is shared, nothing is written)."""
-        clean = [i for i in context.earlier["airbench"].items["foundation"] if isinstance(i, FoundationItem)]
+        clean = cast(list[FoundationItem], context.earlier["airbench"].items["foundation"])  # the part makes only those
         rotated = _rotations(clean, context.options["circular_items_per_task"])
         return PartResult(items={"foundation": list(rotated)}, card=dict(context.options), report={"rotated": rotated})

@@ -35,7 +35,7 @@ import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -332,7 +332,7 @@ class SnrPart:
 
     def build(self, context: BuildContext) -> PartResult:
         """The graded copies of the ``airbench`` part's clean items (a failing copy is counted and skipped)."""
-        clean = [i for i in context.earlier["airbench"].items["foundation"] if isinstance(i, FoundationItem)]
+        clean = cast(list[FoundationItem], context.earlier["airbench"].items["foundation"])  # the part makes only those
         graded, failures = build_graded(
             clean,
             context.out,
