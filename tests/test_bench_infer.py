@@ -1,4 +1,4 @@
-"""benchmarks/bench_infer.py: the scaled CPU config runs and prints its table; on CUDA a 2-layer real-width run."""
+"""bench/bench_infer.py: the scaled CPU config runs and prints its table; on CUDA a 2-layer real-width run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_infer.py"
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_infer.py"
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ def sections() -> dict[str, list[str]]:
 
 
 EXPECTED = (
+    "Add a builder part",
     "Add a model backend",
     "Add a model family",
     "Add a judge",
@@ -39,6 +40,7 @@ def test_the_page_has_worked_examples():
 
 def test_the_examples_run_in_order(tmp_path, monkeypatch):
     """The page's examples, run as a reader would: one session, in order (later sections use what earlier made)."""
+    from airbench_nb.builders import parts
     from airbench_nb.judge import registry
     from airbench_nb.models import hf, specs
     from airbench_nb.records import ChatItem, FoundationItem
@@ -52,7 +54,12 @@ def test_the_examples_run_in_order(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_JUDGES", dict(registry._JUDGES))
     monkeypatch.setattr(ChatItem, "METRICS", ChatItem.METRICS)
     monkeypatch.setattr(FoundationItem, "METRICS", FoundationItem.METRICS)
+    builder_parts = dict(parts.PARTS)  # build() holds the dict itself: it is put back in place
     namespace: dict = {"__name__": "extending_examples"}
-    for title, blocks in sections().items():
-        for block in blocks:
-            exec(compile(block, f"{DOC.name}: {title}", "exec"), namespace)  # noqa: S102 - the page's own examples
+    try:
+        for title, blocks in sections().items():
+            for block in blocks:
+                exec(compile(block, f"{DOC.name}: {title}", "exec"), namespace)  # noqa: S102 - the page's own examples
+    finally:
+        parts.PARTS.clear()
+        parts.PARTS.update(builder_parts)

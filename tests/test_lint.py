@@ -1,4 +1,4 @@
-"""The repository is ruff clean: package, tests, benchmarks and notebooks."""
+"""The repository is ruff clean: package, tests, speed scripts (bench/) and notebooks."""
 
 import shutil
 import subprocess

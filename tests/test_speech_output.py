@@ -39,7 +39,7 @@ TEXTS = (
     "The weather will be cold and windy tomorrow afternoon.",
     "Turn left at the second light and park near the bank.",
 )
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_tts_backtranscription.py"
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_tts_backtranscription.py"
 
 
 def _folder(root: Path) -> RunFolder:

@@ -6,11 +6,15 @@ category (:mod:`~airbench_nb.builders.speech`, :mod:`~airbench_nb.builders.sound
 turns), :mod:`~airbench_nb.builders.sseu` (SSEU-style speech over synthesized scenes, scored against references),
 :mod:`~airbench_nb.builders.ugbench` (UG-Bench's translation, captioning and speech generation items; recipes read by
 :mod:`~airbench_nb.builders.ugbench_recipes`),
-:mod:`~airbench_nb.builders.builder` (:func:`build`, the task registries and the report). The names below are the
-package's public interface.
+:mod:`~airbench_nb.builders.tiered` (the tiered sound-source clips), :mod:`~airbench_nb.builders.airbench` (AIR-Bench's
+Foundation and Chat makers and its builder parts), :mod:`~airbench_nb.builders.parts` (the :class:`BuilderPart` protocol
+and its registry: :func:`build` loops over the registered parts), :mod:`~airbench_nb.builders.builder` (:func:`build`
+and the report). The names below are the package's public interface.
 """
 
+from airbench_nb.builders.airbench import AirbenchPart, CircularPart
 from airbench_nb.builders.builder import (
+    BUILTIN_PARTS,
     CHAT_MAKERS,
     FOUNDATION_MAKERS,
     NOT_BUILT,
@@ -52,6 +56,8 @@ from airbench_nb.builders.multi import (
     make_same_speaker,
 )
 from airbench_nb.builders.music import make_instrument, make_mood, make_music_aqa, make_pitch, make_velocity
+from airbench_nb.builders.parts import PARTS, BuildContext, BuilderPart, PartResult, part_for, register_part
+from airbench_nb.builders.snr import SnrPart
 from airbench_nb.builders.sounds import make_audio_grounding, make_sound_aqa
 from airbench_nb.builders.speech import (
     NUMBER_WORDS,
@@ -66,21 +72,37 @@ from airbench_nb.builders.sseu import (
     SSEU_BUILDER_VERSION,
     SSEU_TASKS,
     SseuBuild,
+    SseuPart,
     SseuRecipe,
     build_sseu,
     clip_id,
     sseu_recipe,
 )
+from airbench_nb.builders.tiered import TieredPart
 from airbench_nb.builders.ugbench import (
     UGBENCH_BUILDER_VERSION,
     UGBENCH_KINDS,
     UGBENCH_TASKS,
     UgbenchBuild,
+    UgbenchPart,
     build_ugbench,
     parse_ugbench_items,
 )
 
 __all__ = [
+    "BUILTIN_PARTS",
+    "PARTS",
+    "AirbenchPart",
+    "BuildContext",
+    "BuilderPart",
+    "CircularPart",
+    "PartResult",
+    "SnrPart",
+    "SseuPart",
+    "TieredPart",
+    "UgbenchPart",
+    "part_for",
+    "register_part",
     "CHAT_MAKERS",
     "DATASET",
     "FOUNDATION_MAKERS",

@@ -33,14 +33,15 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from airbench_nb.audio import sha256_file, write_wav
 from airbench_nb.builders.core import SR, RecipeError, Recipes, _pick, item_rng
+from airbench_nb.builders.parts import BuildContext, PartResult
 from airbench_nb.mix import Clip, mix
 from airbench_nb.records import FOUNDATION_TASKS, AudioStatus, FoundationItem
 
@@ -299,3 +300,51 @@ def build_graded(
                     }
                 )
     return graded, failures
+
+
+class SnrPart:
+    """AIR-Bench's SNR-graded copies of clean speech items (after the clean items in ``foundation.jsonl``)."""
+
+    name = "snr"
+    """The part's name."""
+    tasks: tuple[str, ...] = ()
+    """It grades the items the ``airbench`` part built (those of :func:`snr_tasks`)."""
+    options: tuple[str, ...] = ("snr_grid", "snr_items_per_task")
+    """SNRs in dB (none when the preset has none); items of each task to grade (all when the preset says none)."""
+    requires: tuple[str, ...] = ("airbench",)
+    """It grades that part's clean Foundation items."""
+    manifests: tuple[str, ...] = ()
+    """``foundation.jsonl`` is the ``airbench`` part's."""
+
+    def resolve(self, preset: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """The grid (:func:`parse_snr_grid`) and ``snr_items_per_task``: given, else the preset's.
+
+        Raises:
+            ValueError: For a bad grid, or an ``snr_items_per_task`` that is not a whole number >= 0 or None.
+        """
+        grid = parse_snr_grid(given.get("snr_grid", preset.get("snr_grid")))
+        per_task = given.get("snr_items_per_task", preset.get("snr_items_per_task"))
+        if per_task is not None and (isinstance(per_task, bool) or not isinstance(per_task, int)):
+            raise ValueError(f"snr_items_per_task must be a whole number or None, got {per_task!r}")
+        if per_task is not None and per_task < 0:
+            raise ValueError(f"snr_items_per_task must be >= 0 or None (all items), got {per_task}")
+        return {"snr_grid": grid, "snr_items_per_task": per_task}
+
+    def build(self, context: BuildContext) -> PartResult:
+        """The graded copies of the ``airbench`` part's clean items (a failing copy is counted and skipped)."""
+        clean = cast(list[FoundationItem], context.earlier["airbench"].items["foundation"])  # the part makes only those
+        graded, failures = build_graded(
+            clean,
+            context.out,
+            seed=context.seed,
+            recipes=context.recipes,
+            snr_grid=context.options["snr_grid"],
+            items_per_task=context.options["snr_items_per_task"],
+            progress=context.progress,
+        )
+        return PartResult(
+            items={"foundation": list(graded)},
+            failures=failures,
+            card=dict(context.options),
+            report={"graded": graded, "snr_grid": context.options["snr_grid"]},
+        )

@@ -61,6 +61,7 @@ import numpy as np
 
 from airbench_nb.audio import sha256_file, write_wav
 from airbench_nb.builders.core import DATASET, SR, RecipeError, Recipes, cycle_value, item_rng
+from airbench_nb.builders.parts import BuildContext, PartResult
 from airbench_nb.mix import MAX_LEVEL_DB, Clip, mix
 from airbench_nb.records import (
     AudioStatus,
@@ -458,3 +459,47 @@ def build_sseu(
             for kind in wanted:
                 getattr(result, kind).extend(made[kind])
     return result
+
+
+class SseuPart:
+    """SSEU-Bench's clips and items (``transcription.jsonl``, ``scene.jsonl``, ``events.jsonl``, ``joint.jsonl``)."""
+
+    name = "sseu"
+    """The part's name."""
+    tasks: tuple[str, ...] = tuple(SSEU_TASKS.values())
+    """``sseu_transcription``, ``sseu_scene``, ``sseu_events``, ``sseu_joint``."""
+    options: tuple[str, ...] = ("sseu_utterances", "sseu_snr_grid_db")
+    """Utterances (0 when the preset has none); the SNR grid in dB replacing ``sseu.json``'s."""
+    requires: tuple[str, ...] = ()
+    """It reads no other part."""
+    manifests: tuple[str, ...] = ()
+    """Its manifests are written when they have items."""
+
+    def resolve(self, preset: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """``sseu_utterances`` and ``sseu_snr_grid_db``: given, else the preset's (0 and None when it has none).
+
+        Raises:
+            ValueError: For utterances that are not a whole number >= 0.
+        """
+        n = given.get("sseu_utterances", preset.get("sseu_utterances", 0))
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"sseu_utterances must be a whole number >= 0, got {n!r}")
+        return {"sseu_utterances": n, "sseu_snr_grid_db": given.get("sseu_snr_grid_db", preset.get("sseu_snr_grid_db"))}
+
+    def build(self, context: BuildContext) -> PartResult:
+        """The clips and the items of the kinds whose task is asked for (:func:`build_sseu`)."""
+        sseu = build_sseu(
+            context.out,
+            seed=context.seed,
+            recipes=context.recipes,
+            utterances=context.options["sseu_utterances"],
+            snr_grid_db=context.options["sseu_snr_grid_db"],
+            kinds=[kind for kind, task in SSEU_TASKS.items() if task in context.tasks],
+            progress=context.progress,
+        )
+        return PartResult(
+            items={kind: list(items) for kind, items in sseu.by_kind.items()},
+            failures=sseu.failures,
+            card={"sseu_utterances": context.options["sseu_utterances"]},
+            report={"sseu": sseu},
+        )

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from airbench_nb.audio import sha256_file, write_wav
-from airbench_nb.records import AudioStatus, OpenSourceItem, SoundSourceItem
+from airbench_nb.builders.parts import BuildContext, PartResult, whole_number
+from airbench_nb.records import SOUND_SOURCE_TASK, AudioStatus, OpenSourceItem, SoundSourceItem
 from airbench_nb.synth.sources import Hierarchy, hierarchy, render
 
 logger = logging.getLogger(__name__)
@@ -179,3 +180,41 @@ def build_tiered(
     if progress:
         logger.info("tiered items: %s", result.counts())
     return result
+
+
+class TieredPart:
+    """The tiered sound-source benchmark's clips, asked closed-set and open-vocabulary.
+
+    Written to ``sound_source.jsonl`` and ``sound_source_open.jsonl``.
+    """
+
+    name = "tiered"
+    """The part's name."""
+    tasks: tuple[str, ...] = (SOUND_SOURCE_TASK,)
+    """``sound_source`` selects both kinds."""
+    options: tuple[str, ...] = ("tiered_clips_per_class",)
+    """Clips of each fine class (0 when the preset has none)."""
+    requires: tuple[str, ...] = ()
+    """It reads no other part."""
+    manifests: tuple[str, ...] = ()
+    """Its manifests are written when they have items."""
+
+    def resolve(self, preset: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """``tiered_clips_per_class``: given, else the preset's, else 0.
+
+        Raises:
+            ValueError: For a value that is not a whole number >= 0.
+        """
+        value = given.get("tiered_clips_per_class", preset.get("tiered_clips_per_class", 0))
+        return {"tiered_clips_per_class": whole_number("tiered_clips_per_class", value)}
+
+    def build(self, context: BuildContext) -> PartResult:
+        """The clips and items (none unless ``sound_source`` is asked for), :func:`build_tiered`."""
+        n = context.options["tiered_clips_per_class"] if SOUND_SOURCE_TASK in context.tasks else 0
+        tiered = build_tiered(context.out, seed=context.seed, clips_per_class=n, progress=context.progress)
+        return PartResult(
+            items={kind: list(items) for kind, items in tiered.by_kind.items()},
+            failures=tiered.failures,
+            card=dict(context.options),
+            report={"tiered": tiered},
+        )

@@ -55,6 +55,7 @@ import numpy as np
 
 from airbench_nb.audio import sha256_file, write_wav
 from airbench_nb.builders.core import DATASET, SR, Recipes, cycle_value, item_rng
+from airbench_nb.builders.parts import BuildContext, PartResult
 from airbench_nb.builders.ugbench_recipes import (
     CaptionRecipe,
     SpeechGenerationRecipe,
@@ -556,3 +557,44 @@ def build_ugbench(
     if progress:
         logger.info("UG-Bench items: %s", result.counts())
     return result
+
+
+class UgbenchPart:
+    """UG-Bench's items (``translation.jsonl``, ``caption.jsonl``, ``speech_generation.jsonl``)."""
+
+    name = "ugbench"
+    """The part's name."""
+    tasks: tuple[str, ...] = tuple(UGBENCH_TASKS)
+    """Speech translation, audio and music captioning, text to speech, spoken answers."""
+    options: tuple[str, ...] = ("ugbench_items",)
+    """Items per task (``{task: count or "all"}``)."""
+    requires: tuple[str, ...] = ()
+    """It reads no other part."""
+    manifests: tuple[str, ...] = ()
+    """Its manifests are written when they have items."""
+
+    def resolve(self, preset: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """``ugbench_items``: the given counts merged over the preset's (a task not given keeps the preset's).
+
+        Raises:
+            ValueError: For an unknown task or a bad count (:func:`parse_ugbench_items`).
+        """
+        items = {**parse_ugbench_items(preset.get("ugbench_items")), **parse_ugbench_items(given.get("ugbench_items"))}
+        return {"ugbench_items": items}
+
+    def build(self, context: BuildContext) -> PartResult:
+        """The items of the tasks asked for (:func:`build_ugbench`)."""
+        ugbench = build_ugbench(
+            context.out,
+            seed=context.seed,
+            recipes=context.recipes,
+            items=context.options["ugbench_items"],
+            tasks=context.tasks,
+            progress=context.progress,
+        )
+        return PartResult(
+            items={kind: list(items) for kind, items in ugbench.by_kind.items()},
+            failures=ugbench.failures,
+            card=dict(context.options),
+            report={"ugbench": ugbench},
+        )

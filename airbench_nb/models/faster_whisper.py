@@ -28,7 +28,7 @@ decoded by faster-whisper's :class:`~faster_whisper.BatchedInferencePipeline`, o
 (``clip_timestamps``), ``batch_size`` windows per encoder and decoder call; each window's text goes back to its clip.
 Longer clips, and every clip when ``vad=True``, are decoded one by one (``WhisperModel.transcribe``). Both ways give
 the same text on the kit's clips (the test checks it); batching pays because Whisper encodes a whole 30 s window for a
-3 s clip (see ``benchmarks/bench_whisper.py``).
+3 s clip (see ``bench/bench_whisper.py``).
 
 Device: ``cuda`` when CTranslate2 sees a GPU (``float16``), else ``cpu`` (``int8``); ``device`` and ``compute_type``
 override, ``cpu_threads`` sets CTranslate2's threads (0: its default).

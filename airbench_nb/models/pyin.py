@@ -17,7 +17,7 @@ cheaper without changing a single output value:
 ``librosa.sequence.transition_local`` for the duration of the call (under a lock); anything else librosa does is
 untouched, and calls those two functions were not written for (other arguments) go to librosa's own.
 ``tests/test_pyin.py`` checks the identity on voiced, noisy, silent and multi-channel signals, and
-``benchmarks/bench_dsp.py`` on every clip of the mini build the DSP baseline measures.
+``bench/bench_dsp.py`` on every clip of the mini build the DSP baseline measures.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ jiwer after Whisper's English normaliser): corpus WER (errors over reference wor
 mean, with the failures (a spoken answer missing, silent, too short) counted apart. Exit 1 when the
 corpus WER is over ``--max-wer`` (0.30 by default, issue 20's bar) or an item failed.
 
-    .venv/bin/python benchmarks/bench_tts_backtranscription.py
-    .venv/bin/python benchmarks/bench_tts_backtranscription.py --voice en-us+f3 --texts my_texts.json
+    .venv/bin/python bench/bench_tts_backtranscription.py
+    .venv/bin/python bench/bench_tts_backtranscription.py --voice en-us+f3 --texts my_texts.json
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ On CUDA the real size runs in bfloat16 at batches 8, 16, 32, 64 (an H200 by defa
 CPU a scaled-down config runs in float32 at batches 4 and 8 (the output says so). ``--layers`` cuts the decoder and
 the encoder to that many layers (the GPU test runs 2). ``--model PATH`` times a real checkpoint instead.
 
-    .venv/bin/python benchmarks/bench_infer.py --config qwen2-audio-7b --random-weights --device cuda
-    .venv/bin/python benchmarks/bench_infer.py --config qwen2-audio-7b --random-weights --device cpu
+    .venv/bin/python bench/bench_infer.py --config qwen2-audio-7b --random-weights --device cuda
+    .venv/bin/python bench/bench_infer.py --config qwen2-audio-7b --random-weights --device cpu
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ other processes sharing its cores slow both.
 
 The data cache is a fresh folder unless ``--cache-dir`` names one (a warm cache skips the build in notebook 01).
 
-    .venv/bin/python benchmarks/bench_pipeline.py
-    .venv/bin/python benchmarks/bench_pipeline.py --cache-dir ~/.cache/airbench-nb --keep /tmp/bench-run
+    .venv/bin/python bench/bench_pipeline.py
+    .venv/bin/python bench/bench_pipeline.py --cache-dir ~/.cache/airbench-nb --keep /tmp/bench-run
 """
 
 from __future__ import annotations

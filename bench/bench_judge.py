@@ -7,7 +7,7 @@ It runs the real judge path (:func:`airbench_nb.judge.run.judge_responses`: prom
 API client, parsing, appending verdicts), not only the client. The server is the tests' fixture server, in its
 own process; its replies are not scores, so every verdict is a counted parse failure, which costs the same.
 
-    .venv/bin/python benchmarks/bench_judge.py [--items 16] [--latency-ms 100] [--cached 1000] [--only api|proxy]
+    .venv/bin/python bench/bench_judge.py [--items 16] [--latency-ms 100] [--cached 1000] [--only api|proxy]
         [--proxy-items 126] [--proxy-models 3]
 """
 

@@ -6,7 +6,7 @@ process so that its threads do not share the client's interpreter lock; requests
 sends. With 100 ms per request, concurrency 1 cannot beat 10 items/s; concurrency 16 should come close to 16 times
 that, less the client's and the server's overhead per request.
 
-    .venv/bin/python benchmarks/bench_api_client.py [--items 32] [--latency-ms 100] [--cached 1000]
+    .venv/bin/python bench/bench_api_client.py [--items 32] [--latency-ms 100] [--cached 1000]
 """
 
 from __future__ import annotations

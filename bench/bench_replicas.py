@@ -9,7 +9,7 @@ more concurrency alone does not buy throughput from a full server. Two levels ar
 (short text chats, as a judge sends) and the model backend through the runner (``run_model`` on short wav items,
 as ``airbench-nb infer`` runs them: base64 audio, batches of ``--batch-size``).
 
-    .venv/bin/python benchmarks/bench_replicas.py [--items 240] [--latency-ms 100] [--capacity 4]
+    .venv/bin/python bench/bench_replicas.py [--items 240] [--latency-ms 100] [--capacity 4]
 """
 
 from __future__ import annotations

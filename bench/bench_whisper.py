@@ -6,8 +6,8 @@ batched (``--batch-size``: faster-whisper's ``BatchedInferencePipeline``, one 30
 load time, each way's seconds and real-time factor (decoding seconds over seconds of audio; under 1 is faster than
 real time), the speed-up as a ratio, and whether the two ways gave the same transcripts (exit 1 when they did not).
 
-    .venv/bin/python benchmarks/bench_whisper.py                       # 24 clips, batch 8, 2 CPU threads
-    .venv/bin/python benchmarks/bench_whisper.py --clips 48 --threads 1
+    .venv/bin/python bench/bench_whisper.py                       # 24 clips, batch 8, 2 CPU threads
+    .venv/bin/python bench/bench_whisper.py --clips 48 --threads 1
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ made from them by random substitutions, deletions and insertions, 2% failed (Non
 cache is cleared first. Scene answers: LALM-style sentences ("The audio sounds like a busy street with cars.") over
 10 scene classes; the cache folder is a fresh temporary one.
 
-    .venv/bin/python benchmarks/bench_reference_scoring.py [--items 20000] [--answers 20000] [--sentences 2500]
+    .venv/bin/python bench/bench_reference_scoring.py [--items 20000] [--answers 20000] [--sentences 2500]
         [--reps 1000] [--only wer|embed]
 """
 

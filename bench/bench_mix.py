@@ -4,7 +4,7 @@ The mixer measures loudness (ITU-R BS.1770 via pyloudnorm) four times per mix (b
 both scaled components for Louder), finds onsets, protects against clipping and measures the SNR; this prints
 what that costs over simply adding two placed arrays.
 
-    .venv/bin/python benchmarks/bench_mix.py [--pairs 20] [--seconds 10]
+    .venv/bin/python bench/bench_mix.py [--pairs 20] [--seconds 10]
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ measurement as before. It prints both times, their ratio and every item whose an
 expected is an item the reference could not measure (``ValueError: no voiced frames``, an error retried on every
 resume), which the baseline now answers ``I cannot tell.``; any other difference exits 1.
 
-    .venv/bin/python benchmarks/bench_dsp.py                 # builds (or reuses) the mini build in the cache
-    .venv/bin/python benchmarks/bench_dsp.py --data data/mini --per-task 5
+    .venv/bin/python bench/bench_dsp.py                 # builds (or reuses) the mini build in the cache
+    .venv/bin/python bench/bench_dsp.py --data data/mini --per-task 5
 """
 
 from __future__ import annotations

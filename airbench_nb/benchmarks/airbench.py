@@ -1,0 +1,41 @@
+"""AIR-Bench (Yang et al., ACL 2024), declared as a :class:`~airbench_nb.benchmarks.base.Benchmark`.
+
+Foundation single-choice items and open-ended Chat items, with the kit's own multi-clip and multi-turn tasks,
+SNR-graded copies and circular rotations.
+"""
+
+from __future__ import annotations
+
+from airbench_nb.benchmarks.base import Benchmark, register_benchmark
+from airbench_nb.records import ALL_FOUNDATION_TASKS, ChatItem, FoundationItem
+
+CHAT_CAPABILITY_TASKS: tuple[str, ...] = ("chat_speech", "chat_sound", "chat_music", "chat_mixed", "chat_multi_turn")
+"""The capability map's ids of the Chat categories (the multi-turn one is the kit's own)."""
+
+AIRBENCH = register_benchmark(
+    Benchmark(
+        name="airbench",
+        title="AIR-Bench",
+        item_kinds=(FoundationItem, ChatItem),
+        parts=("airbench", "snr", "circular"),
+        metrics=("choice_accuracy", "judge_score"),
+        analysis_sections=(
+            "tables",
+            "format_following",
+            "position_bias",
+            "circular",
+            "order_bias",
+            "classification",
+            "answers",
+            "snr",
+            "ranking",
+            "comparison",
+            "multi_clip",
+            "multi_turn",
+        ),
+        page_sections=("Main table",),
+        capability_tasks=(*ALL_FOUNDATION_TASKS, *CHAT_CAPABILITY_TASKS),
+        doc="docs/data.md",
+    )
+)
+"""AIR-Bench, registered."""

@@ -1,0 +1,126 @@
+"""The :class:`Benchmark` declaration and its registry.
+
+A benchmark is a set of registrations, declared in one place: its item kinds (the record classes of its manifests),
+its builder parts (:mod:`airbench_nb.builders.parts`), its metrics (names registered in
+:mod:`airbench_nb.scoring.metrics`), its sections of ``analysis.json`` (:data:`airbench_nb.analysis.report.SECTIONS`),
+its sections of a run's landing page (the ``<h2>`` headings of :mod:`airbench_nb.report_page`) and the tasks it
+places in UG-Bench's capability map (ids of ``data_manifests/ugbench_capabilities.json``). Every item kind belongs
+to exactly one benchmark; what no benchmark owns (judge-human agreement, the injection screen, the page's run
+information) is listed in :data:`SHARED_ANALYSIS_SECTIONS` and :data:`SHARED_PAGE_SECTIONS`.
+
+The names are checked against their registries by the test suite (``tests/test_benchmarks.py``), not here: this
+module sits below scoring, analysis and the pages, so that each of them may ask it which benchmark a kind belongs to.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from airbench_nb.builders.parts import BuilderPart, part_for
+from airbench_nb.records import Record
+
+logger = logging.getLogger(__name__)
+
+SHARED_ANALYSIS_SECTIONS: tuple[str, ...] = ("agreement", "injection")
+"""Sections of ``analysis.json`` that no benchmark owns: judge-human agreement on an annotated sample, and the
+answers the injection screen flagged, over every kind."""
+
+SHARED_PAGE_SECTIONS: tuple[str, ...] = ("What was run", "Warnings", "Figures", "Notebooks", "Raw files")
+"""Sections of a run's landing page that no benchmark owns."""
+
+
+def kind_of(record: type[Record]) -> str:
+    """The manifest kind of an item class (the default of its ``kind`` field: ``foundation``, ``scene``, ...).
+
+    Raises:
+        TypeError: For a record class without a ``kind`` field with a string default.
+    """
+    info = getattr(record, "model_fields", {}).get("kind")
+    if info is None or not isinstance(info.default, str):
+        raise TypeError(f"{record.__name__} is not an item kind: it has no 'kind' field with a default")
+    return info.default
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark of the kit: what it builds, scores, analyses and shows."""
+
+    name: str
+    """Unique short name (``airbench``, ``sseu``, ...)."""
+    title: str
+    """Name for people (``AIR-Bench``)."""
+    item_kinds: tuple[type[Record], ...]
+    """Record classes of its items, one per manifest kind (:func:`kind_of`)."""
+    parts: tuple[str, ...]
+    """Names of its builder parts (:data:`airbench_nb.builders.parts.PARTS`), in build order."""
+    metrics: tuple[str, ...]
+    """Names of the metrics that score its items (:data:`airbench_nb.scoring.metrics.METRICS`)."""
+    analysis_sections: tuple[str, ...]
+    """Its sections of ``analysis.json`` (names of :data:`airbench_nb.analysis.report.SECTIONS`)."""
+    page_sections: tuple[str, ...]
+    """Its sections of a run's landing page (``<h2>`` headings of ``index.html``)."""
+    capability_tasks: tuple[str, ...]
+    """Ids of its tasks in UG-Bench's capability map (``data_manifests/ugbench_capabilities.json``)."""
+    doc: str = ""
+    """Its page of the manual (``docs/<name>.md``), empty when it has none."""
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Its manifest kinds, in declaration order."""
+        return tuple(kind_of(record) for record in self.item_kinds)
+
+    def builder_parts(self) -> list[BuilderPart]:
+        """Its registered builder parts.
+
+        Raises:
+            KeyError: For a part name that is not registered.
+        """
+        return [part_for(name) for name in self.parts]
+
+
+BENCHMARKS: dict[str, Benchmark] = {}
+"""Registered benchmarks by name, in registration order."""
+
+
+def register_benchmark(benchmark: Benchmark) -> Benchmark:
+    """Register a benchmark (replacing one of that name, in its place), and return it.
+
+    Raises:
+        ValueError: When one of its item kinds, analysis sections or capability tasks belongs to another benchmark.
+    """
+    for other in BENCHMARKS.values():
+        if other.name == benchmark.name:
+            continue
+        for what in ("kinds", "analysis_sections", "capability_tasks"):
+            shared = set(getattr(benchmark, what)) & set(getattr(other, what))
+            if shared:
+                raise ValueError(
+                    f"benchmark {benchmark.name!r}: {what.replace('_', ' ')} {sorted(shared)} belong to {other.name!r}"
+                )
+    BENCHMARKS[benchmark.name] = benchmark
+    return benchmark
+
+
+def benchmark_for(name: str) -> Benchmark:
+    """The registered benchmark of a name.
+
+    Raises:
+        KeyError: For a name no benchmark is registered under (the message lists the known ones).
+    """
+    try:
+        return BENCHMARKS[name]
+    except KeyError:
+        raise KeyError(f"no benchmark {name!r}; registered: {', '.join(BENCHMARKS)}") from None
+
+
+def benchmark_of_kind(kind: str) -> Benchmark:
+    """The benchmark an item kind belongs to.
+
+    Raises:
+        KeyError: For a kind no registered benchmark declares.
+    """
+    for benchmark in BENCHMARKS.values():
+        if kind in benchmark.kinds:
+            return benchmark
+    raise KeyError(f"no registered benchmark has item kind {kind!r}")
