@@ -49,6 +49,7 @@ from airbench_nb.analysis import answers, circular, classification, order_bias, 
 from airbench_nb.analysis.data import RunData, load_run
 from airbench_nb.analysis.section import SHOW_DPI, Section, show  # noqa: F401 - re-exported (notebooks import show here)
 from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
+from airbench_nb.run_records import RunRecords
 from airbench_nb.scoring import PROXY_SHORT
 
 logger = logging.getLogger(__name__)
@@ -156,14 +157,17 @@ class RunAnalysis:
         self._mos: Any = None
         self._tiered: Any = None
         self.mos_given = dict(mos or {})
+        self.folder = RunFolder(self.run_dir, data=manifest_dir, responses=responses_dir, verdicts=verdicts_dir)
+        self.records = RunRecords(self.folder)
+        """The run's responses and verdicts, each file read once for every section."""
         self.run: RunData = load_run(
             self.run_dir,
             manifest_dir=manifest_dir,
             responses_dir=responses_dir,
             verdicts_dir=verdicts_dir,
             models=list(models) if models else None,
+            records=self.records,
         )
-        self.folder = RunFolder(self.run_dir, data=manifest_dir, responses=responses_dir, verdicts=verdicts_dir)
         self.manifest_dir = self.folder.data_dir
         self.responses_dir = self.folder.responses_dir
         self.verdicts_dir = self.folder.verdicts_dir
@@ -669,6 +673,7 @@ class RunAnalysis:
                 closed_judges=[*llm, *CLOSED_JUDGES],
                 open_judges=[*llm, *OPEN_JUDGES],
                 strategy_judges=[j for j in self.judges if j.startswith("strategy:")] or None,
+                records=self.records,
             )
         return self._tiered
 

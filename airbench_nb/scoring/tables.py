@@ -8,6 +8,7 @@ from typing import Any
 
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.run_folder import KINDS, RunFolder
+from airbench_nb.run_records import RunRecords
 from airbench_nb.score_table import RunScores, ScoreTable
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.outcomes import RULE_JUDGE, Protocol
@@ -41,6 +42,7 @@ def score_run_folder(
     seed: int = 0,
     reps: int = DEFAULT_REPS,
     embedder: str | None = None,
+    records: RunRecords | None = None,
 ) -> tuple[Any, ScoreTable]:
     """Score every model of a run folder (notebook 03/04 layout), once per Chat judge present.
 
@@ -52,6 +54,9 @@ def score_run_folder(
         reps: Bootstrap replicates.
         embedder: Embedding backend of the scene and event metrics (:func:`airbench_nb.embeddings.load_embedder`);
             None: the default offline model.
+        records: The run's records already read (:class:`~airbench_nb.run_records.RunRecords` of ``folder``); None:
+            read here. Each model folder's responses to ``kinds`` and all its verdicts are scored; which record
+            counts is decided by :func:`~airbench_nb.scoring.score_run` (:mod:`airbench_nb.run_records`' rules).
 
     Returns:
         ``(summary, table)``: a DataFrame with one row per (model, Chat judge, protocol) and the averages and
@@ -64,18 +69,17 @@ def score_run_folder(
     Raises:
         FileNotFoundError: When the folder holds none of the manifests.
     """
-    from airbench_nb.manifests import read_manifest, read_records
+    from airbench_nb.manifests import read_manifest
 
     manifests = folder.manifests(kinds)
     items = [i for path in manifests.values() for i in read_manifest(path)]
+    records = records if records is not None else RunRecords(folder)
     runs: list[tuple[list[Response], list[Verdict]]] = []
-    for model_dir in folder.model_dirs():
-        paths = [model_dir / f"{kind}.jsonl" for kind in manifests]
-        responses = [r for path in paths if path.is_file() for r in read_records(path, Response)]
+    for model_dir in records.model_dirs():
+        responses = records.responses(model_dir, list(manifests))
         if not responses:
             continue
-        verdicts = [v for path in folder.verdict_files(model_dir.name) for v in read_records(path, Verdict)]
-        runs.append((responses, verdicts))
+        runs.append((responses, records.verdicts(model_dir)))
     return score_models(items, runs, protocol=protocol, seed=seed, reps=reps, embedder=embedder)
 
 
