@@ -9,7 +9,7 @@ from typing import Any
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.run_folder import KINDS, RunFolder
 from airbench_nb.run_records import RunRecords
-from airbench_nb.score_table import RunScores, ScoreTable
+from airbench_nb.score_table import RunScores, ScoreInputs, ScoreTable
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.outcomes import RULE_JUDGE, Protocol
 from airbench_nb.scoring.run import score_run
@@ -81,6 +81,71 @@ def score_run_folder(
             continue
         runs.append((responses, records.verdicts(model_dir)))
     return score_models(items, runs, protocol=protocol, seed=seed, reps=reps, embedder=embedder)
+
+
+def score_inputs(
+    records: RunRecords,
+    *,
+    kinds: Sequence[str] = KINDS,
+    protocol: Protocol = "both",
+    seed: int = 0,
+    reps: int = DEFAULT_REPS,
+    embedder: str | None = None,
+) -> ScoreInputs:
+    """What :func:`score_run_folder` computes a run's table from, with these options (``summary.inputs.json``).
+
+    Args:
+        records: The run's records (their files are fingerprinted).
+        kinds: The manifest kinds scored.
+        protocol: ``official``, ``strict`` or ``both``.
+        seed: Bootstrap seed.
+        reps: Bootstrap replicates.
+        embedder: Embedding backend of the scene and event metrics; None: the default offline model.
+    """
+    return ScoreInputs(
+        records=records.fingerprint(kinds),
+        kinds=list(kinds),
+        protocol=protocol,
+        seed=seed,
+        reps=reps,
+        embedder=embedder or None,
+    )
+
+
+def write_run_scores(
+    folder: RunFolder,
+    *,
+    kinds: Sequence[str] = KINDS,
+    protocol: Protocol = "both",
+    seed: int = 0,
+    reps: int = DEFAULT_REPS,
+    embedder: str | None = None,
+) -> tuple[Any, ScoreTable]:
+    """Score a run folder once and write its table with what it was computed from (notebook 04).
+
+    :meth:`RunFolder.write_scores <airbench_nb.run_folder.RunFolder.write_scores>` writes ``summary.json``, the two
+    CSV files and ``summary.inputs.json`` (:func:`score_inputs`, taken before the records are read): notebook 05 and
+    ``airbench-nb analyze`` read this table while the run's records and these options are unchanged, instead of
+    scoring the run again.
+
+    Args:
+        folder: The run folder.
+        kinds: The manifest kinds to score.
+        protocol: ``official``, ``strict`` or ``both``.
+        seed: Bootstrap seed.
+        reps: Bootstrap replicates.
+        embedder: Embedding backend of the scene and event metrics; None: the default offline model.
+
+    Returns:
+        ``(summary, table)`` as :func:`score_run_folder` returns them.
+    """
+    records = RunRecords(folder)
+    inputs = score_inputs(records, kinds=kinds, protocol=protocol, seed=seed, reps=reps, embedder=embedder)
+    summary, table = score_run_folder(
+        folder, kinds=kinds, protocol=protocol, seed=seed, reps=reps, embedder=embedder, records=records
+    )
+    folder.write_scores(table, inputs)
+    return summary, table
 
 
 def score_models(
