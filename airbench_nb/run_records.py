@@ -124,6 +124,11 @@ def verdict_file_kind(path: Path) -> str:
     return path.name.split(".", 1)[0]
 
 
+def verdict_file_judge(path: Path) -> str:
+    """The judge of a verdict file, as its name spells it (``<kind>.<judge slug>.jsonl`` -> the slug)."""
+    return path.name.removesuffix(".jsonl").split(".", 1)[-1]
+
+
 @dataclass
 class RunRecords:
     """The responses and verdicts of a run folder, each file read once, answered per model folder, kind and judge.
@@ -178,7 +183,7 @@ class RunRecords:
             paths = [p for p in paths if verdict_file_kind(p) not in skip_kinds]
         if judges is not None:
             slugs = {file_slug(j) for j in judges}
-            paths = [p for p in paths if p.name[: -len(".jsonl")].split(".", 1)[-1] in slugs]
+            paths = [p for p in paths if verdict_file_judge(p) in slugs]
         return paths
 
     def _records(self, path: Path, model: type[R]) -> list[R]:

@@ -15,7 +15,7 @@ from airbench_nb.analysis.data import load_run
 from airbench_nb.manifests import ManifestError, read_manifest, read_records, write_records
 from airbench_nb.records import TIERED_KINDS, Response, Verdict
 from airbench_nb.run_folder import KINDS, RunFolder
-from airbench_nb.run_records import RunRecords, current_verdicts, latest_responses
+from airbench_nb.run_records import RunRecords, current_verdicts, latest_responses, verdict_file_judge
 from airbench_nb.scoring import score_models, score_run_folder
 from tests.planted_run import write_planted_run
 
@@ -97,6 +97,12 @@ def test_current_verdicts_drop_superseded_and_stale_ones(small) -> None:
     everything = records.verdicts("m_a")
     assert known["tiered"] in everything and len(everything) == 9  # every file, the Batch API file left out
     assert known["tiered"] not in records.verdicts("m_a", skip_kinds=TIERED_KINDS)
+    assert [p.name for p in records.verdict_files("m_a", judges=["rule"])] == [
+        "foundation.rule.jsonl",
+        "sound_source.rule.jsonl",
+    ]
+    judges = [verdict_file_judge(p) for p in records.verdict_files("m_a", ["chat", "foundation"])]
+    assert judges == ["j", "proxy", "rule"]
     # the module's functions are the rules scoring applies (re-exported there)
     from airbench_nb.scoring import outcomes
 

@@ -51,7 +51,7 @@ from airbench_nb.judge.sources import named_sources
 from airbench_nb.manifests import DATA_DEFECT_TEXT, read_manifest
 from airbench_nb.records import AudioStatus, OpenSourceItem, Response, SoundSourceItem, Verdict
 from airbench_nb.run_folder import RunFolder
-from airbench_nb.run_records import RunRecords
+from airbench_nb.run_records import RunRecords, verdict_file_judge
 from airbench_nb.scoring.tiered import SystemMetrics, score_closed_set, score_open_vocabulary, tiers_json
 
 logger = logging.getLogger(__name__)
@@ -166,8 +166,7 @@ def _labels(
         return {uid: v for uid, v in found.items() if v.reasoning is not None}
     labels: dict[str, Verdict] = {}
     for path in records.verdict_files(model_dir, ["sound_source"]):  # each file resolved on its own, in name order
-        judge = path.name[: -len(".jsonl")].split(".", 1)[-1]
-        current = records.current(model_dir, responses, ["sound_source"], [judge]).verdicts
+        current = records.current(model_dir, responses, ["sound_source"], [verdict_file_judge(path)]).verdicts
         labels.update({v.uid: v for v in current if v.reasoning is not None})
     return labels
 
