@@ -7,6 +7,7 @@ A run folder (``reports/<run_id>/``) holds::
     responses/<model>/<kind>.jsonl   notebook 03                                              (responses_file)
     verdicts/<model>/<kind>.<judge>.jsonl   notebook 04                                       (verdicts_file)
     summary.json                     ScoreTable: every score with n, failures and CI          (read_scores/write_scores)
+    summary.inputs.json              ScoreInputs: what the score table was computed from     (read_score_inputs)
     scores.csv, scores_summary.csv   the same, flattened                                      (write_scores)
     analysis/                        analysis.json, leaderboard.md, tables.csv, figures/      (notebook 05)
     annotation/sample-<kind>.jsonl   annotation samples and their label files                 (notebook 06)
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from airbench_nb.manifests import DATASET_CARD
 from airbench_nb.records import ITEM_KINDS, RunInfo
-from airbench_nb.score_table import ScoreTable
+from airbench_nb.score_table import ScoreInputs, ScoreTable
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,8 @@ VERDICTS = "verdicts"
 """Folder of the verdicts, one folder per model, one file per (kind, judge)."""
 SUMMARY_JSON = "summary.json"
 """The score table (:class:`~airbench_nb.score_table.ScoreTable`)."""
+SCORE_INPUTS_JSON = "summary.inputs.json"
+"""What the score table was computed from (:class:`~airbench_nb.score_table.ScoreInputs`): whether it is current."""
 SCORES_CSV = "scores.csv"
 """Every score, one row each."""
 SCORES_SUMMARY_CSV = "scores_summary.csv"
@@ -95,8 +98,8 @@ STAGE_FILES: dict[str, tuple[str, ...]] = {
     "01_build_data": _MANIFESTS,
     "02_mix_and_listen": ("mix_and_listen/**/*",),
     "03_run_model": (*_MANIFESTS, f"{RESPONSES}/**/*.jsonl"),
-    "04_judge": (f"{DATA}/*.jsonl", *_ANSWERS, SCORES_CSV, SCORES_SUMMARY_CSV, SUMMARY_JSON),
-    "05_analyze": (f"{DATA}/*.jsonl", *_ANSWERS, f"{ANALYSIS}/**/*"),
+    "04_judge": (f"{DATA}/*.jsonl", *_ANSWERS, SCORES_CSV, SCORES_SUMMARY_CSV, SUMMARY_JSON, SCORE_INPUTS_JSON),
+    "05_analyze": (f"{DATA}/*.jsonl", *_ANSWERS, SUMMARY_JSON, SCORE_INPUTS_JSON, f"{ANALYSIS}/**/*"),
     "06_annotate": (f"{DATA}/*.jsonl", *_ANSWERS, f"{ANNOTATION}/**/*"),
 }
 """Run-folder files (globs) each pipeline notebook reads or writes; their content is part of its inputs hash.
@@ -302,18 +305,52 @@ class RunFolder:
         """``scores_summary.csv``."""
         return self.path / SCORES_SUMMARY_CSV
 
-    def write_scores(self, table: ScoreTable) -> list[Path]:
-        """Write the score table: ``summary.json``, ``scores.csv`` and ``scores_summary.csv`` (nothing when empty)."""
+    @property
+    def score_inputs_json(self) -> Path:
+        """``summary.inputs.json``."""
+        return self.path / SCORE_INPUTS_JSON
+
+    def write_scores(self, table: ScoreTable, inputs: ScoreInputs | None = None) -> list[Path]:
+        """Write the score table: ``summary.json``, ``scores.csv`` and ``scores_summary.csv`` (nothing when empty).
+
+        Args:
+            table: The score table.
+            inputs: What it was computed from, written to ``summary.inputs.json`` so that later stages read the table
+                instead of computing it again (:meth:`read_scores`); None: none is known, and an earlier record is
+                removed (it described another table).
+        """
+        self.score_inputs_json.unlink(missing_ok=True)
         if not table:
             return []
         self.path.mkdir(parents=True, exist_ok=True)
         table.summary_frame().to_csv(self.scores_summary_csv, index=False)
         table.frame().to_csv(self.scores_csv, index=False)
         self.summary_json.write_text(table.to_json(), encoding="utf-8")
-        return [self.summary_json, self.scores_csv, self.scores_summary_csv]
+        written = [self.summary_json, self.scores_csv, self.scores_summary_csv]
+        if inputs is not None:
+            self.score_inputs_json.write_text(inputs.model_dump_json(indent=1) + "\n", encoding="utf-8")
+            written.append(self.score_inputs_json)
+        return written
 
-    def read_scores(self) -> ScoreTable | None:
-        """The score table, or None when the run has none or it cannot be read (logged)."""
+    def read_score_inputs(self) -> ScoreInputs | None:
+        """What the score table was computed from, or None when not recorded or unreadable (logged)."""
+        try:
+            return ScoreInputs.model_validate_json(self.score_inputs_json.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            logger.warning("%s: unreadable score inputs (%s)", self.score_inputs_json, str(exc).splitlines()[0])
+            return None
+
+    def read_scores(self, inputs: ScoreInputs | None = None) -> ScoreTable | None:
+        """The score table, or None when the run has none or it cannot be read (logged).
+
+        Args:
+            inputs: When given, the table only if it was computed from exactly these (:meth:`read_score_inputs`):
+                None when it was not (the records changed since, other options) or when that is not recorded.
+        """
+        if inputs is not None and self.read_score_inputs() != inputs:
+            return None
         try:
             return ScoreTable.model_validate_json(self.summary_json.read_text(encoding="utf-8"))
         except FileNotFoundError:

@@ -420,6 +420,30 @@ class ScoreTable(RootModel[dict[str, RunScores]]):
         return json.dumps(self.model_dump(mode="json", exclude_unset=True, by_alias=True), indent=1, default=str)
 
 
+class ScoreInputs(BaseModel):
+    """What a score table was computed from (``summary.inputs.json`` beside ``summary.json``).
+
+    A stage that needs the run's scores reads the table written by notebook 04 when its inputs are these, and
+    computes it again only when they differ (the records changed since, another seed or number of replicates) or when
+    the table or this record is missing.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    records: str
+    """SHA-256 of the manifests, responses and verdicts read (``RunRecords.fingerprint``)."""
+    kinds: list[str]
+    """Manifest kinds scored."""
+    protocol: str
+    """``official``, ``strict`` or ``both``."""
+    seed: int
+    """Bootstrap seed."""
+    reps: int
+    """Bootstrap replicates."""
+    embedder: str | None = None
+    """Embedding backend of the scene and event metrics; None: the default offline model."""
+
+
 # The typed scores read like the JSON they are written as: code that takes a Mapping takes them.
 Mapping.register(_Readable)
 Mapping.register(ScoreTable)

@@ -15,6 +15,7 @@ OWNER = PACKAGE / "run_folder.py"
 LAYOUT_FILES = (
     "run.json",
     "summary.json",
+    "summary.inputs.json",
     "scores.csv",
     "scores_summary.csv",
     "analysis.json",

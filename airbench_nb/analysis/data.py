@@ -18,7 +18,7 @@ turn and the model's answer to it (a turn the model did not answer is a failure)
 Items whose audio is missing, empty or corrupt are left out (they are a data defect, as in scoring); responses
 are the latest per (model, uid); verdicts the latest per (model, judge, uid, order), and a verdict that judged an
 older response than the latest one (its ``response_hash`` differs) is stale and unused, as in scoring
-(:func:`~airbench_nb.scoring.outcomes.current_verdicts`).
+(:mod:`airbench_nb.run_records`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from airbench_nb.judge.extract import official_extract
-from airbench_nb.manifests import read_manifest, read_records
+from airbench_nb.manifests import read_manifest
 from airbench_nb.records import (
     CHAT_TASKS,
     FOUNDATION_TASKS,
@@ -47,6 +47,7 @@ from airbench_nb.records import (
 )
 from airbench_nb.run_folder import KINDS as RUN_KINDS
 from airbench_nb.run_folder import RunFolder
+from airbench_nb.run_records import RunRecords, current_verdicts
 
 logger = logging.getLogger(__name__)
 
@@ -145,15 +146,11 @@ class RunData:
 
     def current_verdicts(self, model: str) -> list[Verdict]:
         """The verdicts of ``model`` that count: latest per (judge, uid, order), stale ones left out."""
-        from airbench_nb.scoring.outcomes import current_verdicts
-
         kept, _ = current_verdicts(self.verdicts.get(model, []), self.responses.get(model, {}))
         return kept
 
     def resolved_counts(self) -> dict[str, dict[str, int]]:
         """Per model: verdict records superseded by later ones and stale verdicts left out."""
-        from airbench_nb.scoring.outcomes import current_verdicts
-
         return {m: current_verdicts(self.verdicts.get(m, []), self.responses.get(m, {}))[1] for m in self.models}
 
     def foundation_frame(self, protocol: str = "strict", judges: Sequence[str] | None = None) -> pd.DataFrame:
@@ -311,6 +308,7 @@ def load_run(
     responses_dir: str | Path | None = None,
     verdicts_dir: str | Path | None = None,
     models: Sequence[str] | None = None,
+    records: RunRecords | None = None,
 ) -> RunData:
     """Read a run folder (notebook 03/04 layout) into a :class:`RunData`.
 
@@ -320,6 +318,8 @@ def load_run(
         responses_dir: ``<model>/<kind>.jsonl`` responses (default ``<run_dir>/responses``).
         verdicts_dir: ``<model>/<kind>.<judge>.jsonl`` verdicts (default ``<run_dir>/verdicts``).
         models: Model specs to keep (default all).
+        records: The run's records already read (:class:`~airbench_nb.run_records.RunRecords` of the same folder);
+            None: read here.
 
     Returns:
         The run's records.
@@ -347,24 +347,11 @@ def load_run(
                 items[item.uid] = item
             else:
                 unusable += 1
-    responses: dict[str, dict[str, Response]] = {}
-    verdicts: dict[str, list[Verdict]] = {}
-    duplicates = 0
-    for model_dir in folder.model_dirs():
-        for kind in kinds:
-            path = model_dir / f"{kind}.jsonl"
-            if path.is_file():
-                for response in read_records(path, Response):
-                    if models is None or response.model in models:
-                        by_uid = responses.setdefault(response.model, {})
-                        duplicates += response.uid in by_uid
-                        by_uid[response.uid] = response  # the latest wins
-        for path in folder.verdict_files(model_dir.name):
-            if path.name.split(".", 1)[0] in TIERED_KINDS:
-                continue
-            for verdict in read_records(path, Verdict):
-                if models is None or verdict.model in models:
-                    verdicts.setdefault(verdict.model, []).append(verdict)
+    records = records if records is not None else RunRecords(folder)
+    latest = records.latest_by_model(kinds, models)
+    responses = {model: found.by_uid for model, found in latest.items()}
+    duplicates = sum(found.superseded for found in latest.values())
+    verdicts = records.verdicts_by_model(models, skip_kinds=TIERED_KINDS)
     # an item whose audio the runner found missing, empty or corrupt when it asked (a data defect, whatever the
     # manifest says) is unusable, as scoring has it (airbench_nb.scoring.run.score_run)
     from airbench_nb.manifests import DATA_DEFECT_TEXT

@@ -49,6 +49,8 @@ from airbench_nb.analysis import answers, circular, classification, order_bias, 
 from airbench_nb.analysis.data import RunData, load_run
 from airbench_nb.analysis.section import SHOW_DPI, Section, show  # noqa: F401 - re-exported (notebooks import show here)
 from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
+from airbench_nb.run_records import RunRecords
+from airbench_nb.score_table import RunScores, ScoreTable
 from airbench_nb.scoring import PROXY_SHORT
 
 logger = logging.getLogger(__name__)
@@ -156,14 +158,17 @@ class RunAnalysis:
         self._mos: Any = None
         self._tiered: Any = None
         self.mos_given = dict(mos or {})
+        self.folder = RunFolder(self.run_dir, data=manifest_dir, responses=responses_dir, verdicts=verdicts_dir)
+        self.records = RunRecords(self.folder)
+        """The run's responses and verdicts, each file read once for every section."""
         self.run: RunData = load_run(
             self.run_dir,
             manifest_dir=manifest_dir,
             responses_dir=responses_dir,
             verdicts_dir=verdicts_dir,
             models=list(models) if models else None,
+            records=self.records,
         )
-        self.folder = RunFolder(self.run_dir, data=manifest_dir, responses=responses_dir, verdicts=verdicts_dir)
         self.manifest_dir = self.folder.data_dir
         self.responses_dir = self.folder.responses_dir
         self.verdicts_dir = self.folder.verdicts_dir
@@ -188,8 +193,18 @@ class RunAnalysis:
         return self._frames[protocol]
 
     def scores(self) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """``score_run_folder``'s summary and results under both protocols (computed once)."""
+        """The run's score table under both protocols and its summary: notebook 04's when current, else computed once.
+
+        The table notebook 04 wrote (:func:`~airbench_nb.scoring.write_run_scores`) is read when it was computed
+        from this analysis's inputs (the same records, seed, replicates and embedder, both protocols:
+        ``summary.inputs.json``), limited to the models analysed; otherwise (no table, the records changed since,
+        other options, a folder notebook 04 never scored) it is computed here from the records read.
+        """
         if self._scores is None:
+            stored = self._stored_scores()
+            if stored is not None:
+                self._scores = (stored.summary_frame(), stored)
+                return self._scores
             from airbench_nb.scoring import score_models
 
             items = list(self.run.all_items)
@@ -199,6 +214,25 @@ class RunAnalysis:
             )
             self._scores = (summary, results)
         return self._scores
+
+    def _stored_scores(self) -> ScoreTable | None:
+        """Notebook 04's table when current (:meth:`scores`), its runs those of the models analysed, in their order."""
+        from airbench_nb.scoring import score_inputs
+
+        inputs = score_inputs(self.records, protocol="both", seed=self.seed, reps=self.reps, embedder=self.embedder)
+        table = self.folder.read_scores(inputs)
+        if table is None:
+            return None
+
+        def model(run: RunScores) -> str | None:
+            scores = run.strict or run.official
+            return scores.model if scores is not None else None
+
+        kept = {key: run for m in self.run.models for key, run in table.items() if model(run) == m}
+        if {model(run) for run in kept.values()} != set(self.run.models):
+            return None  # a model answered since notebook 04 scored (or the table lacks it): score here
+        logger.info("scores of %s read from notebook 04's table (%d runs)", self.run_dir, len(kept))
+        return ScoreTable(kept)
 
     # -------------------------------------------------------------------------------------------------- sections
 
@@ -669,6 +703,7 @@ class RunAnalysis:
                 closed_judges=[*llm, *CLOSED_JUDGES],
                 open_judges=[*llm, *OPEN_JUDGES],
                 strategy_judges=[j for j in self.judges if j.startswith("strategy:")] or None,
+                records=self.records,
             )
         return self._tiered
 

@@ -48,10 +48,10 @@ from airbench_nb.analysis.tiered import (
     words,
 )
 from airbench_nb.judge.sources import named_sources
-from airbench_nb.manifests import DATA_DEFECT_TEXT, read_manifest, read_records
+from airbench_nb.manifests import DATA_DEFECT_TEXT, read_manifest
 from airbench_nb.records import AudioStatus, OpenSourceItem, Response, SoundSourceItem, Verdict
 from airbench_nb.run_folder import RunFolder
-from airbench_nb.scoring.outcomes import current_verdicts, latest_responses
+from airbench_nb.run_records import RunRecords, verdict_file_judge
 from airbench_nb.scoring.tiered import SystemMetrics, score_closed_set, score_open_vocabulary, tiers_json
 
 logger = logging.getLogger(__name__)
@@ -143,12 +143,8 @@ def _items(folder: RunFolder, kind: str, cls: type[Any]) -> list[Any]:
     return [i for i in read_manifest(path) if isinstance(i, cls)] if path.is_file() else []
 
 
-def _responses(folder: RunFolder, model_dir: str, kind: str) -> dict[str, Response]:
-    path = folder.responses_file(model_dir, kind)
-    if not path.is_file():
-        return {}
-    latest, _ = latest_responses(read_records(path, Response, strict=False))
-    return latest
+def _responses(records: RunRecords, model_dir: str, kind: str) -> dict[str, Response]:
+    return records.latest(model_dir, [kind]).by_uid
 
 
 def _usable(items: list[Any], responses: dict[str, Response]) -> list[Any]:
@@ -161,32 +157,17 @@ def _usable(items: list[Any], responses: dict[str, Response]) -> list[Any]:
     ]
 
 
-def _verdicts(
-    folder: RunFolder, model_dir: str, kind: str, judges: Sequence[str], responses: dict[str, Response]
-) -> dict[str, Verdict]:
-    """The deciding verdict per uid: the first judge of ``judges`` with a current verdict."""
-    chosen: dict[str, Verdict] = {}
-    for judge in reversed(judges):  # earlier judges overwrite later ones
-        path = folder.verdicts_file(model_dir, kind, judge)
-        if not path.is_file():
-            continue
-        current, _ = current_verdicts(read_records(path, Verdict, strict=False), responses)
-        chosen.update({v.uid: v for v in current})
-    return chosen
-
-
 def _labels(
-    folder: RunFolder, model_dir: str, judges: Sequence[str] | None, responses: dict[str, Response]
+    records: RunRecords, model_dir: str, judges: Sequence[str] | None, responses: dict[str, Response]
 ) -> dict[str, Verdict]:
     """The current strategy label per uid: from ``judges`` in order, or (None) from any verdict file that has one."""
     if judges is not None:
-        found = _verdicts(folder, model_dir, "sound_source", judges, responses) if judges else {}
+        found = records.deciding(model_dir, responses, "sound_source", judges) if judges else {}
         return {uid: v for uid, v in found.items() if v.reasoning is not None}
     labels: dict[str, Verdict] = {}
-    for path in folder.verdict_files(model_dir):
-        if path.name.split(".", 1)[0] == "sound_source":
-            current, _ = current_verdicts(read_records(path, Verdict, strict=False), responses)
-            labels.update({v.uid: v for v in current if v.reasoning is not None})
+    for path in records.verdict_files(model_dir, ["sound_source"]):  # each file resolved on its own, in name order
+        current = records.current(model_dir, responses, ["sound_source"], [verdict_file_judge(path)]).verdicts
+        labels.update({v.uid: v for v in current if v.reasoning is not None})
     return labels
 
 
@@ -272,6 +253,7 @@ def tiered_run(
     open_judges: Sequence[str] = OPEN_JUDGES,
     strategy_judges: Sequence[str] | None = None,
     classifier: StrategyClassifier | None = None,
+    records: RunRecords | None = None,
 ) -> TieredRun:
     """Score a run's tiered items per (model, tier) and analyse tier A's reasoning (see the module docstring).
 
@@ -284,6 +266,8 @@ def tiered_run(
             every label found among the run's current ``sound_source`` verdicts; empty: none (the proxy).
         classifier: Strategy classifier of the reasoning analysis when no ``strategy:`` judge labelled the answers
             (the keyword proxy by default).
+        records: The run's records already read (:class:`~airbench_nb.run_records.RunRecords` of ``folder``); None:
+            read here. Bad record lines are skipped (logged), never fatal, whichever reader is given.
 
     Returns:
         A :class:`TieredRun` (empty, with a reason, when the run has no tiered items or no answers to them).
@@ -293,11 +277,12 @@ def tiered_run(
     if not closed and not opened:
         return TieredRun(reason="no tiered sound-source items in this run (build with tiered_clips_per_class)")
     result = TieredRun(hierarchy=(closed or opened)[0].hierarchy())
+    records = (records or RunRecords(folder)).lenient()
     rows: list[dict[str, Any]] = []
     open_rows: list[dict[str, Any]] = []
-    for model_dir in folder.model_dirs():
+    for model_dir in records.model_dirs():
         for kind, every in (("sound_source", closed), ("sound_source_open", opened)):
-            responses = _responses(folder, model_dir.name, kind)
+            responses = _responses(records, model_dir, kind)
             if not every or not responses:
                 continue
             model = next(iter(responses.values())).model
@@ -309,7 +294,7 @@ def tiered_run(
                 logger.warning("%s: every item's audio is missing, empty or corrupt: nothing to score", system)
                 continue
             if tier == "D":
-                verdicts = _verdicts(folder, model_dir.name, kind, open_judges, responses)
+                verdicts = records.deciding(model_dir, responses, kind, open_judges)
                 mine = _open(model, items, responses, verdicts)
                 open_rows += mine
                 hierarchy = items[0].hierarchy()
@@ -326,8 +311,8 @@ def tiered_run(
                 result.failures[system] = sum(r["category_hit"] is None for r in mine)
                 result.judges[system] = sorted({r["judge"] for r in mine if r["judge"]})
                 continue
-            verdicts = _verdicts(folder, model_dir.name, kind, closed_judges, responses) if tier == "A" else {}
-            labels = _labels(folder, model_dir.name, strategy_judges, responses) if tier == "A" else {}
+            verdicts = records.deciding(model_dir, responses, kind, closed_judges) if tier == "A" else {}
+            labels = _labels(records, model_dir, strategy_judges, responses) if tier == "A" else {}
             mine, ranked = _closed(model, tier, items, responses, verdicts, labels)
             rows += mine
             result.systems.append(

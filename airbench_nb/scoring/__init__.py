@@ -135,7 +135,7 @@ from airbench_nb.scoring.run import (
     _foundation_verdicts,
     score_run,
 )
-from airbench_nb.scoring.tables import score_models, score_run_folder, scores_frame
+from airbench_nb.scoring.tables import score_inputs, score_models, score_run_folder, scores_frame, write_run_scores
 
 __all__ = [
     "CHAT_CATEGORIES",
@@ -178,7 +178,9 @@ __all__ = [
     "strict_foundation",
     "score_official_files",
     "score_run",
+    "score_inputs",
     "score_models",
     "score_run_folder",
     "scores_frame",
+    "write_run_scores",
 ]

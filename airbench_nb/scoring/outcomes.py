@@ -11,6 +11,7 @@ from typing import Any, Literal
 from airbench_nb.judge.chat_parse import parse_scores_official
 from airbench_nb.judge.extract import official_extract
 from airbench_nb.records import LETTERS, ChatItem, Response, Verdict
+from airbench_nb.run_records import current_verdicts, latest_responses  # noqa: F401 - the rules, re-exported
 from airbench_nb.score_table import SCORES_ONLY_JUDGES
 
 logger = logging.getLogger(__name__)
@@ -86,60 +87,6 @@ STALE_WHY = (
 """Why duplicate and stale records are counted (``duplicates["why"]`` of every score table). A verdict of a
 multi-turn item is keyed by its turn too; the wording is kept as it was so that reports of one-turn runs do not
 change."""
-
-
-def latest_responses(responses: Iterable[Response]) -> tuple[dict[str, Response], int]:
-    """The latest response per uid of one model's responses (files are append-only: a retry comes later).
-
-    Args:
-        responses: Responses of one model, in file order.
-
-    Returns:
-        ``({uid: latest response}, number of records superseded)``.
-    """
-    latest: dict[str, Response] = {}
-    seen = 0
-    for response in responses:
-        seen += 1
-        latest[response.uid] = response
-    return latest, seen - len(latest)
-
-
-def current_verdicts(
-    verdicts: Iterable[Verdict], responses: Mapping[str, Response]
-) -> tuple[list[Verdict], dict[str, Any]]:
-    """The verdicts that count: the latest per (model, uid, judge, order, turn), if it judged the latest response.
-
-    A verdict whose ``response_hash`` is not the :meth:`~airbench_nb.records.Response.content_hash` of the model's
-    latest response for its item is *stale*: it judged an older answer, and never scores a newer one (the item is
-    then unjudged until the judge runs again). Verdicts without the field (files written before it existed) count.
-
-    Args:
-        verdicts: Verdicts of one model, in file order.
-        responses: That model's latest response per uid (:func:`latest_responses`).
-
-    Returns:
-        ``(verdicts, counts)``: the verdicts that count, in first-seen key order, and
-        ``{"verdicts": records superseded, "stale_verdicts": latest verdicts left out as stale}``.
-    """
-    latest: dict[tuple[str, str, str, str, int | None], Verdict] = {}
-    seen = 0
-    for verdict in verdicts:
-        seen += 1
-        latest[(verdict.model, verdict.uid, verdict.judge, verdict.order, verdict.turn)] = verdict
-    hashes: dict[str, str] = {}
-    kept: list[Verdict] = []
-    stale = 0
-    for verdict in latest.values():
-        response = responses.get(verdict.uid)
-        if verdict.response_hash is not None and response is not None:
-            if response.uid not in hashes:
-                hashes[response.uid] = response.content_hash()
-            if verdict.response_hash != hashes[response.uid]:
-                stale += 1
-                continue
-        kept.append(verdict)
-    return kept, {"verdicts": seen - len(latest), "stale_verdicts": stale}
 
 
 def strict_reading(verdict: Verdict | None) -> Verdict | None:

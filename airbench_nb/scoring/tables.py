@@ -8,7 +8,8 @@ from typing import Any
 
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.run_folder import KINDS, RunFolder
-from airbench_nb.score_table import RunScores, ScoreTable
+from airbench_nb.run_records import RunRecords
+from airbench_nb.score_table import RunScores, ScoreInputs, ScoreTable
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.outcomes import RULE_JUDGE, Protocol
 from airbench_nb.scoring.run import score_run
@@ -41,6 +42,7 @@ def score_run_folder(
     seed: int = 0,
     reps: int = DEFAULT_REPS,
     embedder: str | None = None,
+    records: RunRecords | None = None,
 ) -> tuple[Any, ScoreTable]:
     """Score every model of a run folder (notebook 03/04 layout), once per Chat judge present.
 
@@ -52,6 +54,9 @@ def score_run_folder(
         reps: Bootstrap replicates.
         embedder: Embedding backend of the scene and event metrics (:func:`airbench_nb.embeddings.load_embedder`);
             None: the default offline model.
+        records: The run's records already read (:class:`~airbench_nb.run_records.RunRecords` of ``folder``); None:
+            read here. Each model folder's responses to ``kinds`` and all its verdicts are scored; which record
+            counts is decided by :func:`~airbench_nb.scoring.score_run` (:mod:`airbench_nb.run_records`' rules).
 
     Returns:
         ``(summary, table)``: a DataFrame with one row per (model, Chat judge, protocol) and the averages and
@@ -64,19 +69,83 @@ def score_run_folder(
     Raises:
         FileNotFoundError: When the folder holds none of the manifests.
     """
-    from airbench_nb.manifests import read_manifest, read_records
+    from airbench_nb.manifests import read_manifest
 
     manifests = folder.manifests(kinds)
     items = [i for path in manifests.values() for i in read_manifest(path)]
+    records = records if records is not None else RunRecords(folder)
     runs: list[tuple[list[Response], list[Verdict]]] = []
-    for model_dir in folder.model_dirs():
-        paths = [model_dir / f"{kind}.jsonl" for kind in manifests]
-        responses = [r for path in paths if path.is_file() for r in read_records(path, Response)]
+    for model_dir in records.model_dirs():
+        responses = records.responses(model_dir, list(manifests))
         if not responses:
             continue
-        verdicts = [v for path in folder.verdict_files(model_dir.name) for v in read_records(path, Verdict)]
-        runs.append((responses, verdicts))
+        runs.append((responses, records.verdicts(model_dir)))
     return score_models(items, runs, protocol=protocol, seed=seed, reps=reps, embedder=embedder)
+
+
+def score_inputs(
+    records: RunRecords,
+    *,
+    kinds: Sequence[str] = KINDS,
+    protocol: Protocol = "both",
+    seed: int = 0,
+    reps: int = DEFAULT_REPS,
+    embedder: str | None = None,
+) -> ScoreInputs:
+    """What :func:`score_run_folder` computes a run's table from, with these options (``summary.inputs.json``).
+
+    Args:
+        records: The run's records (their files are fingerprinted).
+        kinds: The manifest kinds scored.
+        protocol: ``official``, ``strict`` or ``both``.
+        seed: Bootstrap seed.
+        reps: Bootstrap replicates.
+        embedder: Embedding backend of the scene and event metrics; None: the default offline model.
+    """
+    return ScoreInputs(
+        records=records.fingerprint(kinds),
+        kinds=list(kinds),
+        protocol=protocol,
+        seed=seed,
+        reps=reps,
+        embedder=embedder or None,
+    )
+
+
+def write_run_scores(
+    folder: RunFolder,
+    *,
+    kinds: Sequence[str] = KINDS,
+    protocol: Protocol = "both",
+    seed: int = 0,
+    reps: int = DEFAULT_REPS,
+    embedder: str | None = None,
+) -> tuple[Any, ScoreTable]:
+    """Score a run folder once and write its table with what it was computed from (notebook 04).
+
+    :meth:`RunFolder.write_scores <airbench_nb.run_folder.RunFolder.write_scores>` writes ``summary.json``, the two
+    CSV files and ``summary.inputs.json`` (:func:`score_inputs`, taken before the records are read): notebook 05 and
+    ``airbench-nb analyze`` read this table while the run's records and these options are unchanged, instead of
+    scoring the run again.
+
+    Args:
+        folder: The run folder.
+        kinds: The manifest kinds to score.
+        protocol: ``official``, ``strict`` or ``both``.
+        seed: Bootstrap seed.
+        reps: Bootstrap replicates.
+        embedder: Embedding backend of the scene and event metrics; None: the default offline model.
+
+    Returns:
+        ``(summary, table)`` as :func:`score_run_folder` returns them.
+    """
+    records = RunRecords(folder)
+    inputs = score_inputs(records, kinds=kinds, protocol=protocol, seed=seed, reps=reps, embedder=embedder)
+    summary, table = score_run_folder(
+        folder, kinds=kinds, protocol=protocol, seed=seed, reps=reps, embedder=embedder, records=records
+    )
+    folder.write_scores(table, inputs)
+    return summary, table
 
 
 def score_models(
