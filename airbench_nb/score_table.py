@@ -325,11 +325,17 @@ class RunScores(_Readable):
         return pd.DataFrame(self.rows(), columns=list(FRAME_COLUMNS))
 
 
-SCORES_ONLY_JUDGES: tuple[str, ...] = ("proxy",)
-"""Judge specs (or ``spec:`` prefixes) whose ``raw`` explains the scores instead of being a judge reply."""
-
 PROXY_SHORT = "proxy (embedding similarity, not an LLM)"
 """How the proxy judge is named in the summary's ``chat_judge`` column and other table columns."""
+
+
+def _labelled(table: ProtocolScores, judge: str) -> bool:
+    """Whether scoring labelled the Chat judge as other than its spec (a scores-only judge: the proxy).
+
+    Scoring asks the judge registry (:attr:`~airbench_nb.judge.base.BaseJudge.scores_only`), which this ground-level
+    module cannot import; its label is in the scores.
+    """
+    return table.judges is not None and table.judges.chat_label not in (None, judge)
 
 
 class ScoreTable(RootModel[dict[str, RunScores]]):
@@ -387,7 +393,7 @@ class ScoreTable(RootModel[dict[str, RunScores]]):
             for table in scores.protocols():
                 row: dict[str, Any] = {
                     "model": table.model or model,
-                    "chat_judge": PROXY_SHORT if judge in SCORES_ONLY_JUDGES else judge or "-",
+                    "chat_judge": PROXY_SHORT if _labelled(table, judge) else judge or "-",
                     "protocol": table.protocol,
                     "unusable_items": (
                         table.unusable_items.foundation

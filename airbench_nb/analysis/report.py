@@ -521,8 +521,9 @@ class RunAnalysis:
         """UG-Bench's open-ended task families per model (:func:`~airbench_nb.analysis.ugtasks.ug_tasks`; once)."""
         if self._ug is None:
             from airbench_nb.analysis.ugtasks import ug_tasks
+            from airbench_nb.judge.registry import reads_spoken_answers
 
-            asr = [j for j in self.judges if j.startswith("asr:")] or None
+            asr = [j for j in self.judges if reads_spoken_answers(j)] or None
             self._ug = ug_tasks(
                 self.run.items.values(),
                 self.run.responses,
@@ -661,14 +662,14 @@ class RunAnalysis:
         offline rules (``rule``, ``sources``).
         """
         if self._tiered is None:
-            from airbench_nb.analysis.tiered_run import CLOSED_JUDGES, OPEN_JUDGES, tiered_run
+            from airbench_nb.analysis.tiered_run import tiered_run
+            from airbench_nb.judge.registry import deciding_judges, labels_reasoning
 
-            llm = [j for j in self.judges if j.partition(":")[0] in ("openai", "hf")]
             self._tiered = tiered_run(
                 self.folder,
-                closed_judges=[*llm, *CLOSED_JUDGES],
-                open_judges=[*llm, *OPEN_JUDGES],
-                strategy_judges=[j for j in self.judges if j.startswith("strategy:")] or None,
+                closed_judges=deciding_judges("A", self.judges),
+                open_judges=deciding_judges("D", self.judges),
+                strategy_judges=[j for j in self.judges if labels_reasoning(j)] or None,
             )
         return self._tiered
 

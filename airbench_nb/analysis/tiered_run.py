@@ -47,23 +47,24 @@ from airbench_nb.analysis.tiered import (
     strategy_association,
     words,
 )
+from airbench_nb.judge.registry import deciding_judges
 from airbench_nb.judge.sources import named_sources
 from airbench_nb.manifests import DATA_DEFECT_TEXT, read_manifest, read_records
+from airbench_nb.models.specs import closed_set_tier
 from airbench_nb.records import AudioStatus, OpenSourceItem, Response, SoundSourceItem, Verdict
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.scoring.outcomes import current_verdicts, latest_responses
-from airbench_nb.scoring.tiered import SystemMetrics, score_closed_set, score_open_vocabulary, tiers_json
+from airbench_nb.scoring.tiered import RANKED_TIERS, SystemMetrics, score_closed_set, score_open_vocabulary, tiers_json
 
 logger = logging.getLogger(__name__)
 
-CLOSED_JUDGES: tuple[str, ...] = ("rule",)
-"""Judges whose reading decides a tier A answer, in order of preference (the first with a verdict wins)."""
+CLOSED_JUDGES: tuple[str, ...] = tuple(deciding_judges("A"))
+"""Offline judges whose reading decides a tier A answer, in order of preference (the first with a verdict wins): the
+registry's (:attr:`~airbench_nb.judge.base.BaseJudge.decides_tiers`), ``rule``."""
 
-OPEN_JUDGES: tuple[str, ...] = ("sources",)
-"""Judges whose hits decide a tier D answer, in order of preference; ``sources`` is the offline rule (a proxy)."""
-
-RANKED_PREFIXES: dict[str, str] = {"classifier": "B", "clap": "C"}
-"""Model spec prefixes whose answers are rankings, and their tier."""
+OPEN_JUDGES: tuple[str, ...] = tuple(deciding_judges("D"))
+"""Offline judges whose hits decide a tier D answer, in order of preference: the registry's, ``sources`` (the offline
+rule, a proxy)."""
 
 UNUSABLE_WHY = "audio missing, empty or corrupt: a defect of the data, left out of the metrics and counted here"
 """Why a system's unusable items are missing from its metrics (``analysis.json["tiered"]["unusable_why"]``)."""
@@ -74,10 +75,13 @@ answers of at least this length (the oracle's and the random baseline's letters 
 
 
 def tier_of(model: str, kind: str) -> str:
-    """The tier of a model's answers to items of ``kind`` (see the module docstring)."""
+    """The tier of a model's answers to items of ``kind`` (see the module docstring).
+
+    D for open-vocabulary items, else the tier its backend declares (:func:`~airbench_nb.models.specs.closed_set_tier`).
+    """
     if kind == "sound_source_open":
         return "D"
-    return RANKED_PREFIXES.get(model.partition(":")[0], "A")
+    return closed_set_tier(model)
 
 
 @dataclass
@@ -199,7 +203,7 @@ def _closed(
     labels: dict[str, Verdict],
 ) -> tuple[list[dict[str, Any]], list[list[str]] | None]:
     rows: list[dict[str, Any]] = []
-    ranked: list[list[str]] | None = [] if tier in RANKED_PREFIXES.values() else None
+    ranked: list[list[str]] | None = [] if tier in RANKED_TIERS else None
     for item in items:
         response = responses.get(item.uid)
         predicted: str | None = None

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.judge.registry import scores_only
 from airbench_nb.manifests import DATA_DEFECT_TEXT
 from airbench_nb.records import REFERENCE_KINDS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.score_table import ProtocolScores, RunScores
@@ -15,7 +16,6 @@ from airbench_nb.scoring.aggregate import DEFAULT_REPS, _log_summary, _protocols
 from airbench_nb.scoring.metrics import Metric, metrics_of, optional_metrics
 from airbench_nb.scoring.outcomes import (
     DEFAULT_PROTOCOL,
-    SCORES_ONLY_JUDGES,
     STALE_WHY,
     Protocol,
     current_verdicts,
@@ -213,7 +213,7 @@ def score_run(
         table["judges"] = {
             "foundation": used.get("foundation", []),
             "chat": chat_judges,
-            "chat_label": ", ".join(PROXY_LABEL if j in SCORES_ONLY_JUDGES else j for j in chat_judges) or None,
+            "chat_label": ", ".join(PROXY_LABEL if scores_only(j) else j for j in chat_judges) or None,
         }
         table["foundation"] = None
         table["chat"] = None
