@@ -35,6 +35,7 @@ LEVELS: tuple[tuple[str, str], ...] = (
     ("task", "tasks"),
     ("turn", "turns"),
     ("category", "categories"),
+    ("measure", "measures"),
 )
 """``(level, field)`` of the named entries of a section, in the order :meth:`ProtocolScores.frame` lists them."""
 
@@ -206,6 +207,13 @@ class ScoreSection(_Readable):
     source: str | list[str] | None = None
     """Official result files: the file(s) scored; reference-scored sections: what the scores rest on besides the
     answers (``embeddings: <spec>`` for scenes and events)."""
+    measures: dict[str, ScoreEntry] | None = None
+    """The tiered benchmark's sections: ``"<granularity> <measure>"`` (accuracy, macro P/R/F1/FNR, top-k recall) of
+    one tier (:mod:`airbench_nb.scoring.tier_metrics`)."""
+    tier: str | None = None
+    """The tiered benchmark's sections: the tier (``A`` ... ``D``) the scores belong to."""
+    reason: str | None = None
+    """The tiered benchmark's sections: why a measure is n/a in the tier (tier D's F1)."""
 
     def entries(self) -> Iterator[tuple[str, str, ScoreEntry]]:
         """``(level, name, entry)`` of every score of the section, the Average last."""
