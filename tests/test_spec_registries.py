@@ -8,6 +8,7 @@ from airbench_nb.judge.registry import (
     judge_class,
     labels_reasoning,
     llm_judges,
+    names_sources,
     reads_spoken_answers,
     scores_only,
 )
@@ -24,6 +25,7 @@ def test_judge_classes_declare_what_the_code_used_to_read_from_their_spec():
     assert deciding_judges("A") == ["rule"] and deciding_judges("D") == ["sources"]
     assert deciding_judges("A", ["rule", "openai:j", "asr:x", "strategy:openai:j"]) == ["openai:j", "rule"]
     assert deciding_judges("B", ["openai:j"]) == []  # rankings: no judge decides them
+    assert names_sources("sources") and not names_sources("openai:j") and not names_sources("rule")
 
 
 def test_model_backends_declare_their_tier():

@@ -735,7 +735,9 @@ class RunAnalysis:
         present = [j for j in summary["chat_judge"].astype(str).unique() if j != "-"]
         if not present:
             return None
-        named = [j for j in self.judges if j in present or (j == "proxy" and PROXY_SHORT in present)]
+        from airbench_nb.judge.registry import scores_only
+
+        named = [j for j in self.judges if j in present or (scores_only(j) and PROXY_SHORT in present)]
         if named:
             return named[0]
         llm = [j for j in present if j != PROXY_SHORT]

@@ -156,6 +156,9 @@ class BaseJudge:
     decides_tiers: ClassVar[frozenset[str]] = frozenset()
     """The tiers of the tiered sound-source benchmark whose answers its verdicts decide (``rule``: A; ``sources``:
     D; an LLM judge: both)."""
+    names_sources: ClassVar[bool] = False
+    """Whether its tier D verdicts store the classes and categories it read in each answer (``hits.named``: the
+    ``sources`` rule); for another judge's verdicts, tier D's precision reads the names with the rule again."""
     labels_reasoning: ClassVar[bool] = False
     """Whether its verdicts label the reasoning strategy of answers (``strategy:``) instead of judging them."""
 

@@ -123,6 +123,12 @@ def labels_reasoning(spec: str) -> bool:
     return cls is not None and cls.labels_reasoning
 
 
+def names_sources(spec: str) -> bool:
+    """Whether the verdicts of the judge a spec names store the names read in each answer (``sources``)."""
+    cls = _class_of(spec)
+    return cls is not None and cls.names_sources
+
+
 def llm_judges(specs: Iterable[str]) -> list[str]:
     """The specs among ``specs`` whose judge asks a language model (``openai:``, ``hf:``), in their order."""
     return [spec for spec in specs if (cls := _class_of(spec)) is not None and cls.llm]

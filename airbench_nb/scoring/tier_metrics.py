@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from airbench_nb.judge.registry import deciding_judges
+from airbench_nb.judge.registry import deciding_judges, names_sources
 from airbench_nb.judge.sources import named_sources
 from airbench_nb.models.specs import closed_set_tier
 from airbench_nb.records import OpenSourceItem, Response, SoundSourceItem, Verdict
@@ -95,7 +95,7 @@ def open_answer(item: OpenSourceItem, response: Response | None, verdict: Verdic
     """The hits of one open-vocabulary answer, and the names it gives (stored by ``sources``, else read again)."""
     hits = verdict.hits if verdict is not None else None
     text = response.text if response is not None and response.error is None else None
-    if hits is not None and verdict is not None and verdict.judge == "sources":
+    if hits is not None and verdict is not None and names_sources(verdict.judge):
         named = list(hits.named)  # what the rule read, stored with its verdict
     else:  # an LLM judge gives hits only: the rule reads the names for precision
         named = [n.name for n in named_sources(text, item)] if text else []
