@@ -35,6 +35,7 @@ LEVELS: tuple[tuple[str, str], ...] = (
     ("task", "tasks"),
     ("turn", "turns"),
     ("category", "categories"),
+    ("measure", "measures"),
 )
 """``(level, field)`` of the named entries of a section, in the order :meth:`ProtocolScores.frame` lists them."""
 
@@ -206,6 +207,13 @@ class ScoreSection(_Readable):
     source: str | list[str] | None = None
     """Official result files: the file(s) scored; reference-scored sections: what the scores rest on besides the
     answers (``embeddings: <spec>`` for scenes and events)."""
+    measures: dict[str, ScoreEntry] | None = None
+    """The tiered benchmark's sections: ``"<granularity> <measure>"`` (accuracy, macro P/R/F1/FNR, top-k recall) of
+    one tier (:mod:`airbench_nb.scoring.tier_metrics`)."""
+    tier: str | None = None
+    """The tiered benchmark's sections: the tier (``A`` ... ``D``) the scores belong to."""
+    reason: str | None = None
+    """The tiered benchmark's sections: why a measure is n/a in the tier (tier D's F1)."""
 
     def entries(self) -> Iterator[tuple[str, str, ScoreEntry]]:
         """``(level, name, entry)`` of every score of the section, the Average last."""
@@ -325,11 +333,17 @@ class RunScores(_Readable):
         return pd.DataFrame(self.rows(), columns=list(FRAME_COLUMNS))
 
 
-SCORES_ONLY_JUDGES: tuple[str, ...] = ("proxy",)
-"""Judge specs (or ``spec:`` prefixes) whose ``raw`` explains the scores instead of being a judge reply."""
-
 PROXY_SHORT = "proxy (embedding similarity, not an LLM)"
 """How the proxy judge is named in the summary's ``chat_judge`` column and other table columns."""
+
+
+def _labelled(table: ProtocolScores, judge: str) -> bool:
+    """Whether scoring labelled the Chat judge as other than its spec (a scores-only judge: the proxy).
+
+    Scoring asks the judge registry (:attr:`~airbench_nb.judge.base.BaseJudge.scores_only`), which this ground-level
+    module cannot import; its label is in the scores.
+    """
+    return table.judges is not None and table.judges.chat_label not in (None, judge)
 
 
 class ScoreTable(RootModel[dict[str, RunScores]]):
@@ -387,7 +401,7 @@ class ScoreTable(RootModel[dict[str, RunScores]]):
             for table in scores.protocols():
                 row: dict[str, Any] = {
                     "model": table.model or model,
-                    "chat_judge": PROXY_SHORT if judge in SCORES_ONLY_JUDGES else judge or "-",
+                    "chat_judge": PROXY_SHORT if _labelled(table, judge) else judge or "-",
                     "protocol": table.protocol,
                     "unusable_items": (
                         table.unusable_items.foundation

@@ -31,7 +31,7 @@ def test_airbench_kinds_name_their_metrics():
 def test_unknown_and_malformed_metrics_are_refused():
     registered = (
         "bleu, caption_similarity, choice_accuracy, chrf, cider_d, event_map, judge_score, scene_macc, speech_output, "
-        "spoken_answer, wer"
+        "spoken_answer, tier_closed_set, tier_open_vocabulary, wer"
     )
     with pytest.raises(KeyError, match=f"no metric 'meteor'; registered: {registered}"):
         metric_for("meteor")

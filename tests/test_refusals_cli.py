@@ -54,12 +54,15 @@ def _foundation(tmp_path: Path) -> Path:
 # --- score: nothing it can score --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("which", [0, 1])
-def test_score_refuses_the_tiered_kinds_it_cannot_score(tmp_path, which):
+@pytest.mark.parametrize(("which", "tier"), [(0, "A"), (1, "D")])
+def test_score_scores_the_tiered_kinds_per_tier(tmp_path, which, tier):
+    """Issue 30: the tiered kinds are scored through their metrics (once refused here); no verdict: unanswered."""
     manifest = _tiered(tmp_path)[which]
-    kind = manifest.stem
-    args = ["score", "--manifest", str(manifest), "--responses", str(tmp_path / "r.jsonl")]
-    _refused(args, str(manifest), f"cannot score {kind} items", "airbench-nb analyze")
+    args = ["score", "--manifest", str(manifest), "--responses", str(tmp_path / "r.jsonl"), "--json"]
+    result = RUNNER.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    section = json.loads(result.output)["strict"]["metric_sections"][f"tier_{tier}"]
+    assert section["average"] == {"value": 0.0, "n": 1, "failures": 1, "correct": 0, "accuracy": 0.0}
 
 
 def test_score_refuses_an_empty_manifest(tmp_path):

@@ -124,6 +124,43 @@ def test_each_tier_has_its_systems_and_never_another_tiers(run: tuple[RunFolder,
     assert reasoning["length"]["n"] == 25 and "p_value" in reasoning["association"]["raw"]
 
 
+def test_the_score_table_holds_the_tier_scores_of_the_analysis(
+    run: tuple[RunFolder, TieredRun, dict[str, str]],
+) -> None:
+    """Issue 30: every (model, tier) of analysis.json's tiered section is a ``tier_<tier>`` section of the score table
+    with the same numbers (computed by the same functions), under both protocols."""
+    from airbench_nb.scoring import score_run_folder
+
+    folder, result, _ = run
+    data = result.to_json()
+    _, table = score_run_folder(folder, reps=0)
+    found = 0
+    for key, scores in table.items():
+        model = key.partition(" | ")[0]
+        for protocol in scores.protocols():
+            for name, section in (protocol.metric_sections or {}).items():
+                if section is None:
+                    continue
+                tier = section.tier
+                assert name == f"tier_{tier}"
+                expected = data["tiers"][tier][model]
+                for granularity in ("coarse", "fine"):
+                    want = expected[granularity]
+                    for what in ("macro_precision", "macro_recall", "macro_f1", "macro_fnr"):
+                        got = section.measures.get(f"{granularity} {what}")
+                        assert (got.value if got is not None else None) == want[what], (model, tier, what)
+                        failures = data["failures"][f"{model} · {tier}"]
+                        assert got is None or (got.n, got.failures) == (want["n"], failures)
+                    for k, value in want["top_k"].items():
+                        assert section.measures[f"{granularity} top-{k} recall"].value == value
+                    assert not want["top_k"] or tier in ("B", "C")
+                assert section.source == data["judges"][f"{model} · {tier}"]
+                assert section.failed == data["failures"][f"{model} · {tier}"]
+                found += 1
+    systems = sum(len(systems) for systems in data["tiers"].values())
+    assert found == 2 * systems  # every system, in both protocols
+
+
 def test_dsp_reasons_from_what_it_measured(run: tuple[RunFolder, TieredRun, dict[str, str]]) -> None:
     """Its rationale names a measurement inside the range of the class it answers, or the classes it ruled out."""
     import re

@@ -328,9 +328,10 @@ def capability_scores(summary_frame: pd.DataFrame, protocol: str, chat_judge: st
         return empty
     rows = summary_frame[summary_frame["protocol"] == protocol]
     if chat_judge is not None:
-        from airbench_nb.scoring import PROXY_SHORT, SCORES_ONLY_JUDGES
+        from airbench_nb.judge.registry import scores_only
+        from airbench_nb.scoring import PROXY_SHORT
 
-        names = {chat_judge, PROXY_SHORT} if chat_judge in SCORES_ONLY_JUDGES else {chat_judge}
+        names = {chat_judge, PROXY_SHORT} if scores_only(chat_judge) else {chat_judge}
         rows = rows[rows["chat_judge"].isin(names)]
     doubled = rows["model"][rows["model"].duplicated()].unique().tolist()
     if doubled:

@@ -555,8 +555,9 @@ class RunAnalysis:
         """UG-Bench's open-ended task families per model (:func:`~airbench_nb.analysis.ugtasks.ug_tasks`; once)."""
         if self._ug is None:
             from airbench_nb.analysis.ugtasks import ug_tasks
+            from airbench_nb.judge.registry import reads_spoken_answers
 
-            asr = [j for j in self.judges if j.startswith("asr:")] or None
+            asr = [j for j in self.judges if reads_spoken_answers(j)] or None
             self._ug = ug_tasks(
                 self.run.items.values(),
                 self.run.responses,
@@ -695,14 +696,14 @@ class RunAnalysis:
         offline rules (``rule``, ``sources``).
         """
         if self._tiered is None:
-            from airbench_nb.analysis.tiered_run import CLOSED_JUDGES, OPEN_JUDGES, tiered_run
+            from airbench_nb.analysis.tiered_run import tiered_run
+            from airbench_nb.judge.registry import deciding_judges, labels_reasoning
 
-            llm = [j for j in self.judges if j.partition(":")[0] in ("openai", "hf")]
             self._tiered = tiered_run(
                 self.folder,
-                closed_judges=[*llm, *CLOSED_JUDGES],
-                open_judges=[*llm, *OPEN_JUDGES],
-                strategy_judges=[j for j in self.judges if j.startswith("strategy:")] or None,
+                closed_judges=deciding_judges("A", self.judges),
+                open_judges=deciding_judges("D", self.judges),
+                strategy_judges=[j for j in self.judges if labels_reasoning(j)] or None,
                 records=self.records,
             )
         return self._tiered
@@ -769,7 +770,9 @@ class RunAnalysis:
         present = [j for j in summary["chat_judge"].astype(str).unique() if j != "-"]
         if not present:
             return None
-        named = [j for j in self.judges if j in present or (j == "proxy" and PROXY_SHORT in present)]
+        from airbench_nb.judge.registry import scores_only
+
+        named = [j for j in self.judges if j in present or (scores_only(j) and PROXY_SHORT in present)]
         if named:
             return named[0]
         llm = [j for j in present if j != PROXY_SHORT]

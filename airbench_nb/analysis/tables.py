@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from airbench_nb.analysis.stats import plain, wilson
+from airbench_nb.judge.registry import scores_only
 from airbench_nb.markup import md_text
 from airbench_nb.run_folder import LEADERBOARD, TABLES_CSV
 from airbench_nb.scoring import (
@@ -39,7 +40,6 @@ from airbench_nb.scoring import (
     PROXY_LABEL,
     PROXY_SHORT,
     RULE_JUDGE,
-    SCORES_ONLY_JUDGES,
 )
 
 logger = logging.getLogger(__name__)
@@ -103,7 +103,7 @@ def judge_label(spec: str | None) -> str:
     """How a Chat judge is named in tables: the proxy's short label, ``-`` for none, else the spec."""
     if not spec or spec == "-":
         return "-"
-    if any(spec == j or spec.startswith(f"{j}:") for j in SCORES_ONLY_JUDGES):
+    if scores_only(spec):
         return PROXY_SHORT
     return spec
 

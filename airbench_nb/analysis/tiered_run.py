@@ -47,23 +47,24 @@ from airbench_nb.analysis.tiered import (
     strategy_association,
     words,
 )
-from airbench_nb.judge.sources import named_sources
+from airbench_nb.judge.registry import deciding_judges
 from airbench_nb.manifests import DATA_DEFECT_TEXT, read_manifest
+from airbench_nb.models.specs import closed_set_tier
 from airbench_nb.records import AudioStatus, OpenSourceItem, Response, SoundSourceItem, Verdict
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.run_records import RunRecords, verdict_file_judge
-from airbench_nb.scoring.tiered import SystemMetrics, score_closed_set, score_open_vocabulary, tiers_json
+from airbench_nb.scoring.tier_metrics import closed_answer, open_answer
+from airbench_nb.scoring.tiered import RANKED_TIERS, SystemMetrics, score_closed_set, score_open_vocabulary, tiers_json
 
 logger = logging.getLogger(__name__)
 
-CLOSED_JUDGES: tuple[str, ...] = ("rule",)
-"""Judges whose reading decides a tier A answer, in order of preference (the first with a verdict wins)."""
+CLOSED_JUDGES: tuple[str, ...] = tuple(deciding_judges("A"))
+"""Offline judges whose reading decides a tier A answer, in order of preference (the first with a verdict wins): the
+registry's (:attr:`~airbench_nb.judge.base.BaseJudge.decides_tiers`), ``rule``."""
 
-OPEN_JUDGES: tuple[str, ...] = ("sources",)
-"""Judges whose hits decide a tier D answer, in order of preference; ``sources`` is the offline rule (a proxy)."""
-
-RANKED_PREFIXES: dict[str, str] = {"classifier": "B", "clap": "C"}
-"""Model spec prefixes whose answers are rankings, and their tier."""
+OPEN_JUDGES: tuple[str, ...] = tuple(deciding_judges("D"))
+"""Offline judges whose hits decide a tier D answer, in order of preference: the registry's, ``sources`` (the offline
+rule, a proxy)."""
 
 UNUSABLE_WHY = "audio missing, empty or corrupt: a defect of the data, left out of the metrics and counted here"
 """Why a system's unusable items are missing from its metrics (``analysis.json["tiered"]["unusable_why"]``)."""
@@ -74,10 +75,13 @@ answers of at least this length (the oracle's and the random baseline's letters 
 
 
 def tier_of(model: str, kind: str) -> str:
-    """The tier of a model's answers to items of ``kind`` (see the module docstring)."""
+    """The tier of a model's answers to items of ``kind`` (see the module docstring).
+
+    D for open-vocabulary items, else the tier its backend declares (:func:`~airbench_nb.models.specs.closed_set_tier`).
+    """
     if kind == "sound_source_open":
         return "D"
-    return RANKED_PREFIXES.get(model.partition(":")[0], "A")
+    return closed_set_tier(model)
 
 
 @dataclass
@@ -180,20 +184,13 @@ def _closed(
     labels: dict[str, Verdict],
 ) -> tuple[list[dict[str, Any]], list[list[str]] | None]:
     rows: list[dict[str, Any]] = []
-    ranked: list[list[str]] | None = [] if tier in RANKED_PREFIXES.values() else None
+    ranked: list[list[str]] | None = [] if tier in RANKED_TIERS else None
     for item in items:
         response = responses.get(item.uid)
-        predicted: str | None = None
-        judge = None
+        answer = closed_answer(item, response, verdicts.get(item.uid) if ranked is None else None, tier)
+        predicted, judge = answer.predicted, answer.judge
         if ranked is not None:
-            shown = response.ranking if response is not None else []
-            order = [item.classes[item.choices.index(r.label)] for r in shown if r.label in item.choices]
-            ranked.append(order)
-            predicted = order[0] if order else None
-        else:
-            verdict = verdicts.get(item.uid)
-            if verdict is not None and verdict.choice is not None and verdict.choice < len(item.classes):
-                predicted, judge = item.classes[verdict.choice], verdict.judge
+            ranked.append(answer.ranked or [])
         text = response.text if response is not None else None
         label = labels.get(item.uid)
         reading = label.reasoning if label is not None else None
@@ -223,24 +220,18 @@ def _open(
     rows = []
     for item in items:
         response = responses.get(item.uid)
-        verdict = verdicts.get(item.uid)
-        hits = verdict.hits if verdict is not None else None
-        text = response.text if response is not None and response.error is None else None
-        if hits is not None and verdict is not None and verdict.judge == "sources":
-            named = list(hits.named)  # what the rule read, stored with its verdict
-        else:  # an LLM judge gives hits only: the rule reads the names for precision
-            named = [n.name for n in named_sources(text, item)] if text else []
+        answer = open_answer(item, response, verdicts.get(item.uid))
         rows.append(
             {
                 "system": model,
                 "uid": item.uid,
                 "gold": item.fine,
                 "gold_coarse": item.coarse,
-                "category_hit": None if hits is None else hits.category,
-                "subclass_hit": None if hits is None else hits.subclass,
+                "category_hit": answer.category_hit,
+                "subclass_hit": answer.subclass_hit,
                 "response": response.text if response is not None else None,
-                "judge": verdict.judge if verdict is not None else None,
-                "named": list(dict.fromkeys(named)),
+                "judge": answer.judge,
+                "named": answer.named,
             }
         )
     return rows

@@ -134,21 +134,16 @@ def _refuse_unread_kinds(judge_spec: str, answers: Sequence[Any], items: Sequenc
 
 
 def _refuse_unscorable(items: Sequence[Any], manifest: Path) -> None:
-    """Refuse (exit 2) a manifest of which ``score`` scores no item: it would print nothing."""
-    from airbench_nb.records import TIERED_KINDS
-
+    """Refuse (exit 2) a manifest of which ``score`` scores no item (no metric reads its kinds)."""
     if not items:
         raise refuse("holds no item: nothing to score", file=manifest)
     if any(type(item).METRICS for item in items):
         return
     kinds = sorted({item.kind for item in items})
-    where = (
-        "the tiered benchmark's kinds are scored per tier by `airbench-nb analyze RUN_DIR` (analysis.json's tiered "
-        "section)"
-        if set(kinds) <= set(TIERED_KINDS)
-        else "no metric of the score table reads them"
+    raise refuse(
+        f"score cannot score {' or '.join(kinds)} items ({len(items)}): no metric of the score table reads them",
+        file=manifest,
     )
-    raise refuse(f"score cannot score {' or '.join(kinds)} items ({len(items)}): {where}", file=manifest)
 
 
 def _refuse_unknown_model(answers: Sequence[Any], model: str, responses: Path) -> None:
@@ -178,8 +173,9 @@ def _print_scores(result: RunScores, as_json: bool) -> None:
         typer.echo(json.dumps(result.as_dict(), indent=2, default=str))
         return
     frame = result.frame()
-    shown = frame[frame["level"].isin(["task", "category", "average"])]
-    rows = shown.round(4).fillna("").to_dict("records")
+    shown = frame[frame["level"].isin(["task", "category", "measure", "average"])]
+    rounded = shown.round(4).astype(object)
+    rows = rounded.where(rounded.notna(), "").to_dict("records")
     console.print(rows_table("scores (95% bootstrap CI; n = denominator; failures counted)", rows))
     labels = {table.judges.chat_label for table in result.protocols() if table.judges is not None}
     for label in sorted(filter(None, labels)):
@@ -203,9 +199,12 @@ def score(
 ) -> None:
     """Score a run with the official and/or strict protocol (each score with n, failures and a 95% CI).
 
-    Exits 0 with the scores; 2 when there is nothing to score (an empty manifest, one of kinds the score table does
-    not read, such as the tiered sound_source items, responses that answer none of its items, a --model the file does
-    not hold) or on bad input; 3 when the embedder stopped on a fatal API error (no key, the endpoint down).
+    The tiered sound-source items are scored per tier (the model's: A, B or C on closed-set items, D on open ones):
+    accuracy, macro precision, recall, F1 and FNR at both granularities, and top-k recall for ranked tiers.
+
+    Exits 0 with the scores; 2 when there is nothing to score (an empty manifest, one of kinds no metric of the score
+    table reads, responses that answer none of its items, a --model the file does not hold) or on bad input; 3 when
+    the embedder stopped on a fatal API error (no key, the endpoint down).
     """
     from airbench_nb.manifests import read_manifest, read_records
     from airbench_nb.records import Response, Verdict

@@ -147,6 +147,20 @@ class BaseJudge:
     """The item kinds the judge applies to."""
     needs_audio: ClassVar[bool] = False
     """Whether the judge reads the responses' spoken answers (then the loop must be given the run folder)."""
+    scores_only: ClassVar[bool] = False
+    """Whether its verdicts' ``raw`` explains the scores instead of being a judge's reply (the ``proxy``): the
+    official protocol keeps its scores as given, and tables label it as what it is."""
+    llm: ClassVar[bool] = False
+    """Whether it asks a language model (``openai:``, ``hf:``): where such a judge decides a tier of the tiered
+    benchmark, it decides before the offline rules."""
+    decides_tiers: ClassVar[frozenset[str]] = frozenset()
+    """The tiers of the tiered sound-source benchmark whose answers its verdicts decide (``rule``: A; ``sources``:
+    D; an LLM judge: both)."""
+    names_sources: ClassVar[bool] = False
+    """Whether its tier D verdicts store the classes and categories it read in each answer (``hits.named``: the
+    ``sources`` rule); for another judge's verdicts, tier D's precision reads the names with the rule again."""
+    labels_reasoning: ClassVar[bool] = False
+    """Whether its verdicts label the reasoning strategy of answers (``strategy:``) instead of judging them."""
 
     def __init__(self, spec: str) -> None:
         """Keep the spec (checked by the registry)."""

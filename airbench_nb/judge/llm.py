@@ -155,6 +155,10 @@ class LLMJudge(BaseJudge):
     """
 
     kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "chat", "sound_source", "sound_source_open"})
+    llm: ClassVar[bool] = True
+    """It asks a language model."""
+    decides_tiers: ClassVar[frozenset[str]] = frozenset({"A", "D"})
+    """It reads tier A choices and tier D hits, before the offline rules."""
     takes_argument: ClassVar[bool] = True
 
     def __init__(self, spec: str, foundation_mode: Literal["abstentions", "all"] = "abstentions") -> None:

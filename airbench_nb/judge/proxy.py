@@ -119,6 +119,8 @@ class ProxyJudge(BaseJudge):
     name: ClassVar[str] = "proxy"
     usage_text: ClassVar[str] = "proxy"
     kinds: ClassVar[frozenset[str]] = frozenset({"chat"})
+    scores_only: ClassVar[bool] = True
+    """Its ``raw`` explains the similarity scores: it is no judge's reply."""
 
     def __init__(self, spec: str = "proxy", *, device: str = "cpu", keep_embeddings: bool = True) -> None:
         """A proxy judge; the embedding model loads on first use."""

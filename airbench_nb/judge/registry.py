@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from airbench_nb.judge.asr import ASRJudge
@@ -93,6 +94,59 @@ def parse_judge_spec(spec: str) -> str:
     """
     judge_class(spec)
     return spec
+
+
+def _class_of(spec: str) -> type[BaseJudge] | None:
+    """The registered class of a spec's name, unchecked; None for a name no judge is registered under."""
+    return _JUDGES.get(spec.partition(":")[0])
+
+
+def scores_only(spec: str) -> bool:
+    """Whether the judge a spec names gives scores whose ``raw`` is no judge's reply (the proxy).
+
+    Its class's :attr:`~airbench_nb.judge.base.BaseJudge.scores_only`; False for a spec no registered judge has (a
+    judge of older records).
+    """
+    cls = _class_of(spec)
+    return cls is not None and cls.scores_only
+
+
+def reads_spoken_answers(spec: str) -> bool:
+    """Whether the judge a spec names reads the responses' spoken answers (``asr:``; its ``needs_audio``)."""
+    cls = _class_of(spec)
+    return cls is not None and cls.needs_audio
+
+
+def labels_reasoning(spec: str) -> bool:
+    """Whether the judge a spec names labels answers' reasoning strategy (``strategy:``) rather than judging them."""
+    cls = _class_of(spec)
+    return cls is not None and cls.labels_reasoning
+
+
+def names_sources(spec: str) -> bool:
+    """Whether the verdicts of the judge a spec names store the names read in each answer (``sources``)."""
+    cls = _class_of(spec)
+    return cls is not None and cls.names_sources
+
+
+def llm_judges(specs: Iterable[str]) -> list[str]:
+    """The specs among ``specs`` whose judge asks a language model (``openai:``, ``hf:``), in their order."""
+    return [spec for spec in specs if (cls := _class_of(spec)) is not None and cls.llm]
+
+
+def deciding_judges(tier: str, present: Iterable[str] = ()) -> list[str]:
+    """The judges whose verdicts decide a tier's answers in the tiered benchmark, preferred first.
+
+    The LLM judges among ``present`` that decide the tier (in the order given), then the registered offline rules
+    that do (:attr:`~airbench_nb.judge.base.BaseJudge.decides_tiers`): ``rule`` for tier A, ``sources`` for tier D.
+
+    Args:
+        tier: ``A`` or ``D`` (tiers B and C are rankings: no judge decides them).
+        present: Judge specs at hand (a run's).
+    """
+    llm = [spec for spec in llm_judges(present) if tier in _JUDGES[spec.partition(":")[0]].decides_tiers]
+    rules = [name for name, cls in _JUDGES.items() if not cls.takes_argument and tier in cls.decides_tiers]
+    return [*llm, *rules]
 
 
 def judge_applies(spec: str, kind: str) -> bool:

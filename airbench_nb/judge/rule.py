@@ -48,6 +48,8 @@ class RuleJudge(BaseJudge):
     name: ClassVar[str] = "rule"
     usage_text: ClassVar[str] = "rule"
     kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "sound_source"})
+    decides_tiers: ClassVar[frozenset[str]] = frozenset({"A"})
+    """It reads the option a tier A answer chose."""
 
     def __init__(self, spec: str = "rule") -> None:
         """A rule judge (its spec is ``rule``)."""

@@ -121,6 +121,10 @@ class SourcesJudge(BaseJudge):
     name: ClassVar[str] = "sources"
     usage_text: ClassVar[str] = "sources"
     kinds: ClassVar[frozenset[str]] = frozenset({"sound_source_open"})
+    decides_tiers: ClassVar[frozenset[str]] = frozenset({"D"})
+    """Its hits decide tier D answers (the offline rule, a proxy)."""
+    names_sources: ClassVar[bool] = True
+    """Its verdicts store the names it read (``hits.named``)."""
 
     def __init__(self, spec: str = "sources") -> None:
         """The rule judge of open-vocabulary sound-source answers (its spec is ``sources``)."""

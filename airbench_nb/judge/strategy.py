@@ -38,6 +38,8 @@ class StrategyJudge(BaseJudge):
     takes_argument: ClassVar[bool] = True
     usage_text: ClassVar[str] = "strategy:<openai:... or hf:... judge spec>"
     kinds: ClassVar[frozenset[str]] = frozenset({"sound_source"})
+    labels_reasoning: ClassVar[bool] = True
+    """Its verdicts label answers' reasoning strategy and confidence."""
 
     def __init__(
         self,

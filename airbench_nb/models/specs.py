@@ -27,6 +27,9 @@ class Backend:
     """How the spec is written (``hf:<path or hub id>``), listed when a spec is not understood."""
     check: Callable[[str], None] | None = None
     """Checks ``rest`` before the factory is imported (raises :class:`SpecError`)."""
+    tier: str = "A"
+    """The tier of the tiered sound-source benchmark its answers to closed-set items belong to: ``A`` (it answers
+    in words, a judge reads the option), ``B`` (an AudioSet tagger's ranking) or ``C`` (a zero-shot CLAP ranking)."""
 
     def build_factory(self) -> Callable[..., Any]:
         """The factory, imported when given as ``"module:attribute"``."""
@@ -62,6 +65,15 @@ def backend_for(kind: str) -> Backend:
         return BACKENDS[kind]
     except KeyError:
         raise SpecError(f"no model backend {kind!r}; registered: {', '.join(BACKENDS)}") from None
+
+
+def closed_set_tier(spec: str) -> str:
+    """The tier of a model's answers to the tiered benchmark's closed-set items.
+
+    Its backend's :attr:`Backend.tier`; ``A`` for a spec of no registered backend.
+    """
+    backend = BACKENDS.get(spec.partition(":")[0])
+    return backend.tier if backend is not None else "A"
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -202,10 +214,17 @@ register_backend(
         "airbench_nb.models.classifier:AudioClassifier",
         "classifier:<path or hub id>",
         check=check_checkpoint("classifier"),
+        tier="B",
     )
 )
 register_backend(
-    Backend("clap", "airbench_nb.models.clap:ClapZeroShot", "clap:<path or hub id>", check=check_checkpoint("clap"))
+    Backend(
+        "clap",
+        "airbench_nb.models.clap:ClapZeroShot",
+        "clap:<path or hub id>",
+        check=check_checkpoint("clap"),
+        tier="C",
+    )
 )
 
 

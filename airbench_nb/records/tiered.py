@@ -41,8 +41,8 @@ class SoundSourceItem(SingleChoiceItem):
     from AIR-Bench's Foundation tasks (never in their averages): :mod:`airbench_nb.analysis.tiered_run`.
     """
 
-    METRICS: ClassVar[tuple[str, ...]] = ()
-    """None of the score table's: the tiered metrics are per tier, in ``analysis.json["tiered"]``."""
+    METRICS: ClassVar[tuple[str, ...]] = ("tier_closed_set",)
+    """Its tier's scores in the score table (``tier_A|B|C``: :mod:`airbench_nb.scoring.tier_metrics`)."""
 
     kind: Literal["sound_source"] = "sound_source"
     """Record kind, so that a manifest line says what it holds."""
@@ -89,8 +89,8 @@ class OpenSourceItem(ItemBase):
     without a predicted class there is no precision.
     """
 
-    METRICS: ClassVar[tuple[str, ...]] = ()
-    """None of the score table's: tier D's recall is in ``analysis.json["tiered"]``."""
+    METRICS: ClassVar[tuple[str, ...]] = ("tier_open_vocabulary",)
+    """Tier D's scores in the score table (``tier_D``: :mod:`airbench_nb.scoring.tier_metrics`)."""
 
     kind: Literal["sound_source_open"] = "sound_source_open"
     """Record kind, so that a manifest line says what it holds."""

@@ -11,7 +11,7 @@ Two protocols read the same run:
   its own letters, A to its last (:func:`~airbench_nb.judge.extract.official_letters`), flaws included ("The ..."
   is read as T on an item with a T). Chat: the judge's raw reply goes through
   :func:`~airbench_nb.judge.chat_parse.parse_scores_official`; failures are dropped. The offline ``proxy``
-  judge (:data:`SCORES_ONLY_JUDGES`) and any verdict without a raw reply keep their scores: their ``raw`` is an
+  judge (``scores_only`` in the registry) and any verdict without a raw reply keep their scores: their ``raw`` is an
   explanation, not a judge reply, so there is nothing for the official parser to read.
 - ``strict`` (the default) fixes the known flaws. Foundation: the verdict's ``correct`` decides (rule or LLM
   judge); a missing response, an error response, a missing verdict or an abstention is a failure and counts
@@ -110,7 +110,6 @@ from airbench_nb.scoring.outcomes import (
     INCOMPLETE_CONVERSATION,
     PROTOCOLS,
     RULE_JUDGE,
-    SCORES_ONLY_JUDGES,
     ChatOutcome,
     FoundationOutcome,
     Protocol,
@@ -159,7 +158,6 @@ __all__ = [
     "PROXY_LABEL",
     "PROXY_SHORT",
     "RULE_JUDGE",
-    "SCORES_ONLY_JUDGES",
     "ChatOutcome",
     "FoundationOutcome",
     "Protocol",

@@ -23,7 +23,10 @@ And the three of the items scored against references (:mod:`airbench_nb.scoring.
 ``scene_macc`` and ``event_map``. UG-Bench's: ``bleu`` and ``chrf`` (:mod:`airbench_nb.scoring.translation`),
 ``cider_d`` and ``caption_similarity`` (:mod:`airbench_nb.scoring.captioning`, with ``spider`` and ``fense`` run only
 when asked for: :func:`optional_metrics`), ``speech_output`` and ``spoken_answer``
-(:mod:`airbench_nb.scoring.speech_output`). A metric that takes options (the embedding backend) has
+(:mod:`airbench_nb.scoring.speech_output`). The tiered sound-source benchmark's: ``tier_closed_set`` and
+``tier_open_vocabulary`` (:mod:`airbench_nb.scoring.tier_metrics`, one section per tier).
+
+A metric that takes options (the embedding backend) has
 ``configured(options)``; :func:`~airbench_nb.scoring.run.score_run` applies its ``metric_options`` through it.
 """
 
@@ -37,6 +40,7 @@ from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.aggregate import ValueOutcome, _chat_section, _foundation_section, mean_section
 from airbench_nb.scoring.captioning import CaptionSimilarity, CiderD, Fense, Spider, require_metric
+from airbench_nb.scoring.metric_base import BaseMetric
 from airbench_nb.scoring.outcomes import (
     CHAT_ORDERS,
     RULE_JUDGE,
@@ -52,6 +56,7 @@ from airbench_nb.scoring.outcomes import (
 )
 from airbench_nb.scoring.reference import EventTagging, SceneAccuracy, WordErrorRate
 from airbench_nb.scoring.speech_output import SpeechOutputWer, SpokenAnswerAccuracy
+from airbench_nb.scoring.tier_metrics import ClosedSetTiers, OpenVocabularyTier
 from airbench_nb.scoring.translation import Bleu, Chrf
 
 logger = logging.getLogger(__name__)
@@ -84,6 +89,93 @@ class Metric(Protocol):
         """The section of every item's outcomes: entries with n, failures and a CI."""
         ...
 
+    protocol_free: ClassVar[bool]
+    """Whether its scores do not depend on the protocol (every reference metric): computed once, the same section in
+    both protocols' scores."""
+
+    def serves(self, item: Any) -> bool:
+        """Whether it scores this item (of those that name it, or every item for an optional metric)."""
+        ...
+
+    def section_of(self, section: ScoreSection | None) -> str:
+        """The key of a section in ``metric_sections`` (None: the model answered none of its items).
+
+        Its :attr:`section`, or a name per computed section (the tiered benchmark's ``tier_<tier>``).
+        """
+        ...
+
+
+@runtime_checkable
+class _CoreMetric(Protocol):
+    """The members a metric must have; :class:`BaseMetric` gives the others their defaults."""
+
+    name: ClassVar[str]
+    section: ClassVar[str]
+
+    def select(
+        self, verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
+    ) -> Mapping[Any, Verdict]: ...
+
+    def judges_used(self, chosen: Mapping[Any, Verdict]) -> list[str]: ...
+
+    def outcomes(
+        self, item: Any, response: Response | None, chosen: Mapping[Any, Verdict], protocol: str
+    ) -> list[Any]: ...
+
+    def aggregate(self, outcomes: Sequence[Any], protocol: str, reps: int, seed: int) -> ScoreSection: ...
+
+
+class _WithDefaults(BaseMetric):
+    """A metric written without the optional members, with :class:`BaseMetric`'s defaults for them."""
+
+    def __init__(self, metric: Any) -> None:
+        self._metric = metric
+        self.name = metric.name
+        self.section = metric.section  # type: ignore[misc] - the wrapped metric's, per instance
+        self.protocol_free = bool(getattr(metric, "protocol_free", False))  # type: ignore[misc]
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._metric, attribute)
+
+    def serves(self, item: Any) -> bool:
+        """The wrapped metric's ``serves`` when it has one, else every item."""
+        own = getattr(self._metric, "serves", None)
+        return True if own is None else bool(own(item))
+
+    def select(
+        self, verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None
+    ) -> Mapping[Any, Verdict]:
+        """The wrapped metric's."""
+        return self._metric.select(verdicts, uids, judges)
+
+    def judges_used(self, chosen: Mapping[Any, Verdict]) -> list[str]:
+        """The wrapped metric's."""
+        return self._metric.judges_used(chosen)
+
+    def outcomes(self, item: Any, response: Response | None, chosen: Mapping[Any, Verdict], protocol: str) -> list[Any]:
+        """The wrapped metric's."""
+        return self._metric.outcomes(item, response, chosen, protocol)
+
+    def aggregate(self, outcomes: Sequence[Any], protocol: str, reps: int, seed: int) -> ScoreSection:
+        """The wrapped metric's."""
+        return self._metric.aggregate(outcomes, protocol, reps, seed)
+
+
+def as_metric(metric: Any) -> Metric:
+    """The metric itself when it has every member of :class:`Metric`, else it with the defaults of the optional ones.
+
+    :class:`BaseMetric`'s ``protocol_free``, ``serves`` and ``section_of`` for a metric written before they were
+    declared.
+
+    Raises:
+        TypeError: When the object lacks a member every metric needs (name, section, select, outcomes, ...).
+    """
+    if isinstance(metric, Metric):
+        return metric
+    if not isinstance(metric, _CoreMetric):
+        raise TypeError(f"{type(metric).__name__} is not a Metric (name, section, select, outcomes, aggregate, ...)")
+    return _WithDefaults(metric)
+
 
 METRICS: dict[str, Metric] = {}
 """Registered metrics by name."""
@@ -92,12 +184,13 @@ METRICS: dict[str, Metric] = {}
 def register_metric(metric: Metric) -> Metric:
     """Register a metric under its name (replacing one of that name), and return it.
 
+    A metric without ``protocol_free``, ``serves`` or ``section_of`` is registered with their defaults
+    (:func:`as_metric`).
+
     Raises:
-        TypeError: When the object does not implement :class:`Metric`.
+        TypeError: When the object does not implement :class:`Metric`'s required members.
     """
-    if not isinstance(metric, Metric):
-        raise TypeError(f"{type(metric).__name__} is not a Metric (name, section, select, outcomes, aggregate, ...)")
-    METRICS[metric.name] = metric
+    METRICS[metric.name] = as_metric(metric)
     return metric
 
 
@@ -119,7 +212,7 @@ def metrics_of(items: Iterable[Any]) -> list[Metric]:
     return [metric_for(name) for name in names]
 
 
-class ChoiceAccuracy:
+class ChoiceAccuracy(BaseMetric):
     """Accuracy of single-choice answers (AIR-Bench Foundation), official and strict."""
 
     name: ClassVar[str] = "choice_accuracy"
@@ -153,7 +246,7 @@ class ChoiceAccuracy:
         return ScoreSection.model_validate({**section, "injection": injection_counts(outcomes)})
 
 
-class JudgeScore:
+class JudgeScore(BaseMetric):
     """A Chat judge's 1-10 scores of the answer and the reference, in both orders (AIR-Bench Chat)."""
 
     name: ClassVar[str] = "judge_score"
@@ -210,6 +303,8 @@ register_metric(CiderD())
 register_metric(CaptionSimilarity())
 register_metric(SpeechOutputWer())
 register_metric(SpokenAnswerAccuracy())
+register_metric(ClosedSetTiers())
+register_metric(OpenVocabularyTier())
 
 OPTIONAL: dict[str, Metric] = {"spider": Spider(), "fense": Fense()}
 """Metrics no item names by default, run only when asked for (``metric_options={"metrics": [...]}``), by name."""
@@ -239,6 +334,10 @@ def optional_metrics(options: Mapping[str, Any] | None) -> list[Metric]:
 __all__ = [
     "METRICS",
     "RULE_JUDGE",
+    "BaseMetric",
+    "ClosedSetTiers",
+    "OpenVocabularyTier",
+    "as_metric",
     "ChoiceAccuracy",
     "ValueOutcome",
     "mean_section",

@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from airbench_nb.judge.chat_parse import parse_scores_official
 from airbench_nb.judge.extract import official_extract
+from airbench_nb.judge.registry import scores_only
 from airbench_nb.records import LETTERS, ChatItem, Response, Verdict
 from airbench_nb.run_records import current_verdicts, latest_responses  # noqa: F401 - the rules, re-exported
-from airbench_nb.score_table import SCORES_ONLY_JUDGES
 
 logger = logging.getLogger(__name__)
 
@@ -212,8 +212,8 @@ def official_chat(
 ) -> tuple[float | None, float | None, str]:
     """Read one Chat (item, order) verdict the way the official ``cal_score.py`` does.
 
-    The judge's raw reply goes through :func:`parse_scores_official`; a scores-only judge
-    (:data:`SCORES_ONLY_JUDGES`) or a verdict without a raw reply keeps its scores as given.
+    The judge's raw reply goes through :func:`parse_scores_official`; a scores-only judge (the proxy:
+    :func:`~airbench_nb.judge.registry.scores_only`) or a verdict without a raw reply keeps its scores as given.
 
     Args:
         response: The model's response (None when there is none).
@@ -229,8 +229,7 @@ def official_chat(
         return None, None, failed
     if verdict is None:
         return None, None, "no verdict"
-    scores_only = any(verdict.judge == j or verdict.judge.startswith(f"{j}:") for j in SCORES_ONLY_JUDGES)
-    if verdict.raw is None or scores_only:
+    if verdict.raw is None or scores_only(verdict.judge):
         # No judge reply to parse (an offline proxy): the official parser has nothing to misread.
         if verdict.score_hypothesis is None or verdict.score_reference is None:
             return None, None, f"judge {verdict.judge}: {verdict.parse_error or 'no scores'}"

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 
 from airbench_nb.records import JointItem, ReferenceItem, Response, Verdict
 from airbench_nb.score_table import ScoreEntry, ScoreSection
+from airbench_nb.scoring.metric_base import BaseMetric
 from airbench_nb.unify import UnifiedAnswer, unify
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ def _entry(value: float | None, n: int, failures: int, low: float | None, high: 
     return ScoreEntry(value=value, n=n, failures=failures, ci_low=low, ci_high=high)
 
 
-class ReferenceMetric:
+class ReferenceMetric(BaseMetric):
     """What the three reference metrics share: no judge, one part read per item, one entry per prompting mode."""
 
     name: ClassVar[str] = ""

@@ -8,14 +8,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.judge.registry import scores_only
 from airbench_nb.manifests import DATA_DEFECT_TEXT
 from airbench_nb.records import REFERENCE_KINDS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
 from airbench_nb.score_table import ProtocolScores, RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _log_summary, _protocols
-from airbench_nb.scoring.metrics import Metric, metrics_of, optional_metrics
+from airbench_nb.scoring.metrics import Metric, as_metric, metrics_of, optional_metrics
 from airbench_nb.scoring.outcomes import (
     DEFAULT_PROTOCOL,
-    SCORES_ONLY_JUDGES,
     STALE_WHY,
     Protocol,
     current_verdicts,
@@ -180,13 +180,8 @@ def score_run(
     scored: list[tuple[Metric, list[Any], Mapping[Any, Verdict]]] = []
     extra = optional_metrics(metric_options)  # asked for by name (SPIDEr, FENSE): refused in one line when unavailable
     extra_names = {m.name for m in extra}
-    for metric in (with_options(m, metric_options) for m in [*metrics_of(usable), *extra]):
-        serves = getattr(metric, "serves", None)
-        own_items = [
-            i
-            for i in usable
-            if (metric.name in i.METRICS or metric.name in extra_names) and (serves is None or serves(i))
-        ]
+    for metric in (as_metric(with_options(m, metric_options)) for m in [*metrics_of(usable), *extra]):
+        own_items = [i for i in usable if (metric.name in i.METRICS or metric.name in extra_names) and metric.serves(i)]
         answered = any(i.uid in by_uid for i in own_items)
         chosen = metric.select(own, {i.uid for i in own_items}, judges) if answered else None
         scored.append((metric, own_items, chosen))
@@ -213,23 +208,23 @@ def score_run(
         table["judges"] = {
             "foundation": used.get("foundation", []),
             "chat": chat_judges,
-            "chat_label": ", ".join(PROXY_LABEL if j in SCORES_ONLY_JUDGES else j for j in chat_judges) or None,
+            "chat_label": ", ".join(PROXY_LABEL if scores_only(j) else j for j in chat_judges) or None,
         }
         table["foundation"] = None
         table["chat"] = None
         for metric, own_items, chosen in scored:
             section = None
-            if chosen is not None and getattr(metric, "protocol_free", False) and metric.section in computed:
+            if chosen is not None and metric.protocol_free and metric.section in computed:
                 section = computed[metric.section]
             elif chosen is not None:
                 outcomes = [o for i in own_items for o in metric.outcomes(i, by_uid.get(i.uid), chosen, name)]
                 section = metric.aggregate(outcomes, name, reps, seed)
-                if getattr(metric, "protocol_free", False):
+                if metric.protocol_free:
                     computed[metric.section] = section
             if metric.section in ("foundation", "chat"):
                 table[metric.section] = section
             else:  # a metric beyond AIR-Bench's two: its own section
-                table.setdefault("metric_sections", {})[metric.section] = section
+                table.setdefault("metric_sections", {})[metric.section_of(section)] = section
         _log_summary(name, table)
         result[name] = ProtocolScores.model_validate(table)
     return RunScores.model_validate(result)

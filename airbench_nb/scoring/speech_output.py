@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 from airbench_nb.records import Response, SpeechGenerationItem, Verdict
 from airbench_nb.score_table import ScoreEntry, ScoreSection
+from airbench_nb.scoring.metric_base import BaseMetric
 from airbench_nb.scoring.outcomes import current_verdicts, failure_text, latest_responses
 from airbench_nb.scoring.text_answers import empty_entry, interval_entry
 
@@ -339,7 +340,7 @@ def speech_output_summary(
     )
 
 
-class _SpokenMetric:
+class _SpokenMetric(BaseMetric):
     """What the two spoken-answer metrics share: the ASR judge's verdicts, one task's items."""
 
     name: ClassVar[str] = ""

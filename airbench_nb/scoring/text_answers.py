@@ -18,6 +18,7 @@ import numpy as np
 
 from airbench_nb.records import Response, Verdict
 from airbench_nb.score_table import ScoreEntry
+from airbench_nb.scoring.metric_base import BaseMetric
 from airbench_nb.scoring.outcomes import failure_text
 
 
@@ -40,7 +41,7 @@ def answer_text(response: Response | None) -> AnswerText:
     return AnswerText(text, None if text else "empty answer")
 
 
-class NoJudge:
+class NoJudge(BaseMetric):
     """The verdict half of the metric protocol for metrics that read the answers themselves."""
 
     protocol_free: ClassVar[bool] = True

@@ -239,4 +239,6 @@ def _pick_judge(judges_by_model: Iterable[set[str]], chat_judge: str | None) -> 
         return chat_judge
     if not counts:
         return None
-    return sorted(counts, key=lambda j: (-counts[j], j == "proxy", j))[0]
+    from airbench_nb.judge.registry import scores_only
+
+    return sorted(counts, key=lambda j: (-counts[j], scores_only(j), j))[0]
