@@ -15,12 +15,12 @@ TIERED = register_benchmark(
         title="Tiered sound sources",
         item_kinds=(SoundSourceItem, OpenSourceItem),
         parts=("tiered",),
-        metrics=(),
+        metrics=("tier_closed_set", "tier_open_vocabulary"),
         analysis_sections=("tiered",),
         page_sections=("Tiered sound sources",),
         capability_tasks=(),
         doc="docs/tiered.md",
     )
 )
-"""The tiered benchmark, registered (its metrics live in ``analysis.json`` only until they go through the
-``Metric`` protocol)."""
+"""The tiered benchmark, registered: its per-tier scores go through the ``Metric`` protocol
+(:mod:`airbench_nb.scoring.tier_metrics`), its reasoning analysis is ``analysis.json``'s ``tiered`` section."""
