@@ -1395,7 +1395,9 @@ class AnalysisReport(Payload):
 
 
 def _json_default(value: Any) -> Any:
-    """What ``json`` writes for values it does not know: numpy scalars as Python numbers, anything else as text."""
+    """What ``json`` writes for what it does not know: a payload as its fields, numpy scalars as numbers, else text."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="python", by_alias=True, exclude_unset=True)
     if hasattr(value, "item"):
         return value.item()
     return str(value)
