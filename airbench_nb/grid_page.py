@@ -121,17 +121,17 @@ def run_scores(run_dir: Path) -> dict[str, dict[tuple[str, str], dict[str, Any]]
 
 
 def run_totals(run_dir: Path) -> tuple[dict[str, float], str | None]:
-    """Notebook 05's weighted total per model (``analysis.json``'s ranking) and the protocol it was read with."""
-    analysis = _grid_json(RunFolder(run_dir).analysis_json)
-    if not isinstance(analysis, dict):
+    """Notebook 05's weighted total per model (``analysis.json``'s ranking) and the protocol it was read with.
+
+    Empty, with no protocol, when the run has no analysis or it cannot be read (logged by
+    :meth:`~airbench_nb.run_folder.RunFolder.read_analysis`).
+    """
+    analysis = RunFolder(run_dir).read_analysis()
+    if analysis is None:
         return {}, None
-    totals = {
-        r["model"]: r["score"]
-        for r in analysis.get("ranking") or []
-        if isinstance(r, dict) and r.get("model") and isinstance(r.get("score"), int | float)
-    }
-    detail = analysis.get("ranking_detail") or {}
-    return totals, (detail.get("protocol") if isinstance(detail, dict) else None) or analysis.get("protocol")
+    totals = {r.model: r.score for r in analysis.ranking or [] if r.model and r.score is not None}
+    detail = analysis.ranking_detail
+    return totals, (detail.protocol if detail is not None else None) or analysis.protocol
 
 
 def _time(value: Any) -> str:

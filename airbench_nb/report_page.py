@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.analysis_report import AnalysisReport, Granularity, UgBenchDetail
 from airbench_nb.markup import md_code, md_link, md_text
 from airbench_nb.records import RunInfo
 from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
@@ -175,7 +177,7 @@ def _duration(run: RunInfo) -> str:
     return f"{total:.0f} s of notebooks" if total else "not finished"
 
 
-def _what(run: RunInfo, analysis: dict[str, Any] | None, folder: RunFolder) -> list[tuple[str, str]]:
+def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     card = read_json(folder.dataset_card) or {}
     counts = card.get("counts") or {}
@@ -185,23 +187,23 @@ def _what(run: RunInfo, analysis: dict[str, Any] | None, folder: RunFolder) -> l
             if counts.get(key):
                 parts.append(f"{counts[key]} {label}")
         rows.append(("data", ", ".join(parts)))
-    if analysis:
-        rows.append(("models", ", ".join(analysis.get("models") or []) or "none"))
-        rows.append(("Chat judges", ", ".join(analysis.get("judges") or []) or "none"))
+    if analysis is not None:
+        rows.append(("models", ", ".join(analysis.models) or "none"))
+        rows.append(("Chat judges", ", ".join(analysis.judges) or "none"))
         rows.append(
             (
                 "items read",
-                f"{analysis.get('items', 0)} with usable audio (SNR-graded and rotated copies included), "
-                f"{analysis.get('unusable_items', 0)} unusable",
+                f"{analysis.items} with usable audio (SNR-graded and rotated copies included), "
+                f"{analysis.unusable_items} unusable",
             )
         )
-        rows.append(("analyses read with", f"the {analysis.get('protocol')} protocol (the main table shows both)"))
+        rows.append(("analyses read with", f"the {analysis.protocol} protocol (the main table shows both)"))
     parameters = run.parameters
     rows.append(("parameters", ", ".join(f"{k}={v!r}" for k, v in parameters.items()) or "the notebooks' defaults"))
     return rows
 
 
-def _warnings(run: RunInfo, summary: list[dict[str, Any]], analysis: dict[str, Any] | None) -> list[tuple]:
+def _warnings(run: RunInfo, summary: list[dict[str, Any]], analysis: AnalysisReport | None) -> list[tuple]:
     out: list[tuple[str, str]] = []
     for nb in run.notebooks:
         if nb.status == "failed":
@@ -228,39 +230,41 @@ def _warnings(run: RunInfo, summary: list[dict[str, Any]], analysis: dict[str, A
             out.append(("warn", f"{row['unusable_items']} items with missing, empty or corrupt audio were left out"))
     if any(row.get("chat_judge") == PROXY_SHORT for row in summary):
         out.append(("warn", f"Chat scored by the {PROXY_SHORT}: a similarity proxy, not comparable with an LLM judge"))
-    for judge, by_model in ((analysis or {}).get("order_bias") or {}).items():
+    order_bias = (analysis.order_bias if analysis is not None else None) or {}
+    for judge, by_model in order_bias.items():
         for model, bias in by_model.items():
-            p, low, high = bias.get("wilcoxon_p"), bias.get("ci_low"), bias.get("ci_high")
-            if p is not None and p < ALPHA and low is not None and (low > 0 or high < 0):
+            p, low, high = bias.wilcoxon_p, bias.ci_low, bias.ci_high
+            if p is not None and p < ALPHA and low is not None and high is not None and (low > 0 or high < 0):
                 out.append(
                     (
                         "bad",
                         f"judge {judge} favours the answer it reads {'first' if low > 0 else 'second'} when scoring "
-                        f"{model}: mean difference {bias.get('mean_diff'):+.2f} [{low:+.2f}, {high:+.2f}], "
+                        f"{model}: mean difference {bias.mean_diff:+.2f} [{low:+.2f}, {high:+.2f}], "
                         f"Wilcoxon p = {p:.2g}",
                     )
                 )
-    for model, entry in ((analysis or {}).get("injection") or {}).items():
-        if entry.get("flagged"):
-            chat = {judge: row.get("chat") or {} for judge, row in (entry.get("by_judge") or {}).items()}
+    injection = (analysis.injection if analysis is not None else None) or {}
+    for model, entry in injection.items():
+        if entry.flagged:
             judged = "; ".join(
-                f"{judge}: {both['verbatim']:.2f} with the verbatim prompt, {both['fenced']:.2f} fenced"
-                for judge, both in chat.items()
-                if both.get("verbatim") is not None and both.get("fenced") is not None
+                f"{judge}: {row.chat.verbatim:.2f} with the verbatim prompt, {row.chat.fenced:.2f} fenced"
+                for judge, row in entry.by_judge.items()
+                if row.chat is not None and row.chat.verbatim is not None and row.chat.fenced is not None
             )
             out.append(
                 (
                     "bad",
-                    f"{model}: {entry['flagged']} of {entry['n']} answers address the judge or demand a score "
-                    f"(injection screen: {', '.join(sorted(entry.get('patterns') or {}))})"
+                    f"{model}: {entry.flagged} of {entry.n} answers address the judge or demand a score "
+                    f"(injection screen: {', '.join(sorted(entry.patterns))})"
                     + (f"; their mean Chat score by {judged}" if judged else ""),
                 )
             )
-    for model, bias in ((analysis or {}).get("position_bias") or {}).items():
-        p = bias.get("p_value")
+    position_bias = (analysis.position_bias if analysis is not None else None) or {}
+    for model, bias in position_bias.items():
+        p = bias.p_value
         if p is not None and p < ALPHA / 5:
-            chosen = bias.get("chosen") or {}
-            top = max(chosen, key=chosen.get) if chosen else "?"
+            chosen = bias.chosen
+            top = max(chosen, key=lambda letter: chosen[letter]) if chosen else "?"
             out.append(("warn", f"{model} favours option {top} (chi-square p = {p:.2g})"))
     return list(dict.fromkeys(out))
 
@@ -277,31 +281,23 @@ def _main_table_html(results: ScoreTable | None) -> str:
     return flat.to_html(index=False, border=0, escape=True, na_rep="–")
 
 
-def _sseu_table_html(analysis: dict[str, Any] | None) -> str:
+def _sseu_table_html(analysis: AnalysisReport | None) -> str:
     """SSEU-Bench's table (models x prompting modes) from ``analysis.json``, or "" when the run has none."""
-    table = (analysis or {}).get("sseu") or {}
+    table = (analysis.sseu if analysis is not None else None) or {}
     if not table:
         return ""
     import pandas as pd
-
-    def cell(row: dict[str, Any], key: str) -> str:
-        value, ci = row.get(key), row.get(f"{key}_ci") or [None, None]
-        if value is None:
-            return "–"
-        if ci[0] is None or ci[1] is None:
-            return f"{value * 100:.1f}"
-        return f"{value * 100:.1f} [{ci[0] * 100:.1f}, {ci[1] * 100:.1f}]"
 
     rows = [
         {
             "model": model,
             "mode": mode,
-            "WER %": cell(row, "wer"),
-            "scene mACC %": cell(row, "macc"),
-            "event mAP %": cell(row, "map"),
-            "event mAP floor %": cell(row, "map_floor"),
-            "clips": row.get("n"),
-            "failures": row.get("failures"),
+            "WER %": _interval_cell(row.wer, row.wer_ci, 100.0),
+            "scene mACC %": _interval_cell(row.macc, row.macc_ci, 100.0),
+            "event mAP %": _interval_cell(row.map, row.map_ci, 100.0),
+            "event mAP floor %": _interval_cell(row.map_floor, None, 100.0),
+            "clips": row.n,
+            "failures": row.failures,
         }
         for model, modes in table.items()
         for mode, row in modes.items()
@@ -309,7 +305,7 @@ def _sseu_table_html(analysis: dict[str, Any] | None) -> str:
     return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep="–")
 
 
-def _interval_cell(value: Any, ci: Any, scale: float = 1.0, digits: int = 1) -> str:
+def _interval_cell(value: float | None, ci: Sequence[float | None] | None, scale: float = 1.0, digits: int = 1) -> str:
     """``value [low, high]`` scaled, or a dash when there is no value."""
     if value is None:
         return "–"
@@ -319,25 +315,30 @@ def _interval_cell(value: Any, ci: Any, scale: float = 1.0, digits: int = 1) -> 
     return text
 
 
-def _ug_tasks_html(analysis: dict[str, Any] | None, folder: RunFolder) -> str:
+def _ug_tasks_html(analysis: AnalysisReport | None, folder: RunFolder) -> str:
     """UG-Bench's open-ended task families per model from ``analysis.json`` (with links to spoken answers)."""
-    analysis = analysis or {}
-    translation = analysis.get("translation") or {}
-    captioning = analysis.get("captioning") or {}
-    speech = analysis.get("speech_output") or {}
+    if analysis is None:
+        return ""
+    translation = analysis.translation or {}
+    captioning = analysis.captioning or {}
+    speech = analysis.speech_output or {}
     if not (translation or captioning or speech):
         return ""
     import html
 
     import pandas as pd
 
-    mos = {s["model"]: s for s in ((analysis.get("speech_output_detail") or {}).get("mos") or {}).get("systems", [])}
-    enumerated = any(((o or {}).get("spoken_answer") or {}).get("enumerations") for o in speech.values())
+    detail = analysis.speech_output_detail
+    listening = detail.mos if detail is not None else None
+    mos = {s.model: s for s in listening.systems} if listening is not None else {}
+    enumerated = any(o.spoken_answer is not None and o.spoken_answer.enumerations for o in speech.values())
     rows = []
     for model in dict.fromkeys([*translation, *captioning, *speech]):
         t, c, o = translation.get(model), captioning.get(model), speech.get(model)
-        metrics = (c or {}).get("metrics", {})
-        spoken = (o or {}).get("spoken_answer") or {}
+        metrics = c.metrics if c is not None else {}
+        spoken = o.spoken_answer if o is not None else None
+        cider, similarity = metrics.get("cider_d"), metrics.get("similarity")
+        system = mos.get(model)
         audio = sorted(folder.response_audio_file(model, "x").parent.glob("*.wav"))[:3]
         links = " ".join(
             f'<a href="{html.escape(p.relative_to(folder.path).as_posix())}">{html.escape(p.name)}</a>' for p in audio
@@ -345,39 +346,39 @@ def _ug_tasks_html(analysis: dict[str, Any] | None, folder: RunFolder) -> str:
         rows.append(
             {
                 "model": html.escape(model),
-                "BLEU": _interval_cell(t.get("bleu"), t.get("bleu_ci")) if t else "–",
-                "chrF": _interval_cell(t.get("chrf"), t.get("chrf_ci")) if t else "–",
-                "CIDEr-D": _interval_cell((metrics.get("cider_d") or {}).get("value"), None, digits=3),
-                "emb. sim.": _interval_cell((metrics.get("similarity") or {}).get("value"), None, digits=3),
-                "TTS WER %": _interval_cell(o.get("wer"), o.get("wer_ci"), 100.0) if o and o.get("n") else "–",
-                "CER %": _interval_cell(o.get("cer"), o.get("cer_ci"), 100.0) if o and o.get("n") else "–",
-                "spoken answers right %": _interval_cell(spoken.get("accuracy"), spoken.get("ci"), 100.0)
-                if spoken.get("n")
+                "BLEU": _interval_cell(t.bleu, t.bleu_ci) if t is not None else "–",
+                "chrF": _interval_cell(t.chrf, t.chrf_ci) if t is not None else "–",
+                "CIDEr-D": _interval_cell(cider.value if cider is not None else None, None, digits=3),
+                "emb. sim.": _interval_cell(similarity.value if similarity is not None else None, None, digits=3),
+                "TTS WER %": _interval_cell(o.wer, o.wer_ci, 100.0) if o is not None and o.n else "–",
+                "CER %": _interval_cell(o.cer, o.cer_ci, 100.0) if o is not None and o.n else "–",
+                "spoken answers right %": _interval_cell(spoken.accuracy, spoken.ci, 100.0)
+                if spoken is not None and spoken.n
                 else "–",
-                **({"listed several": spoken.get("enumerations", 0)} if enumerated else {}),
-                "MOS": _interval_cell(mos[model]["mos"], [mos[model]["ci_low"], mos[model]["ci_high"]], digits=2)
-                if model in mos and mos[model].get("mos") is not None
+                **({"listed several": spoken.enumerations if spoken is not None else 0} if enumerated else {}),
+                "MOS": _interval_cell(system.mos, [system.ci_low, system.ci_high], digits=2)
+                if system is not None and system.mos is not None
                 else "–",
-                "failures": sum((x or {}).get("failures", 0) for x in (t, c, o)),
+                "failures": sum(x.failures for x in (t, c, o) if x is not None),
                 "spoken answers": links or "–",
             }
         )
     return pd.DataFrame(rows).to_html(index=False, border=0, escape=False, na_rep="–")
 
 
-def _ug_ranking_html(analysis: dict[str, Any] | None) -> str:
+def _ug_ranking_html(analysis: AnalysisReport | None) -> str:
     """UG-Bench's capability ranking from ``analysis.json``, or "" when the run has none."""
-    ranking = ((analysis or {}).get("ugbench") or {}).get("ranking") or []
+    ranking = analysis.ugbench.ranking if analysis is not None and analysis.ugbench is not None else []
     if not ranking:
         return ""
     import pandas as pd
 
     rows = []
     for position, row in enumerate(ranking, 1):
-        entry: dict[str, Any] = {"#": position, "model": row["model"]}
-        for capability, sub_rank in (row.get("sub_ranks") or {}).items():
+        entry: dict[str, Any] = {"#": position, "model": row.model}
+        for capability, sub_rank in row.sub_ranks.items():
             entry[f"{capability.replace('_', ' ')} (sub-rank)"] = "–" if sub_rank is None else f"{sub_rank:.2f}"
-        entry["score (0-100)"] = "–" if row.get("score") is None else f"{row['score']:.2f}"
+        entry["score (0-100)"] = "–" if row.score is None else f"{row.score:.2f}"
         rows.append(entry)
     return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep="–")
 
@@ -391,35 +392,41 @@ TIER_TITLES: dict[str, str] = {
 """What each tier of the tiered sound-source benchmark is, as the page titles it."""
 
 
-def _tiered_tables(analysis: dict[str, Any] | None) -> list[dict[str, str]]:
-    """One HTML table per tier with systems, from ``analysis.json["tiered"]`` (empty when the run has none)."""
+def _macro(block: Granularity) -> dict[str, float | None]:
+    """Macro P, R, F1 and FNR of one granularity, by column label."""
+    return {"P": block.macro_precision, "R": block.macro_recall, "F1": block.macro_f1, "FNR": block.macro_fnr}
+
+
+def _tiered_tables(analysis: AnalysisReport | None) -> list[dict[str, str]]:
+    """One HTML table per tier with systems, from ``analysis.json``'s ``tiered`` (empty when the run has none)."""
     import pandas as pd
 
-    tiers = (((analysis or {}).get("tiered") or {}).get("tiers")) or {}
-    unusable = (((analysis or {}).get("tiered") or {}).get("unusable")) or {}
+    tiered = analysis.tiered if analysis is not None else None
+    if tiered is None:
+        return []
+    unusable = tiered.unusable
     out = []
-    for tier, systems in tiers.items():
+    for tier, systems in tiered.tiers.items():
         if not systems:
             continue
         rows = []
         for system, r in systems.items():
-            coarse, fine, top = r["coarse"], r["fine"], r.get("top_k") or {}
             rows.append(
                 {
                     "system": system,
                     **{
-                        f"{g} {m}": _interval_cell(block.get(f"macro_{key}"), None, 100.0)
-                        for g, block in (("coarse", coarse), ("fine", fine))
-                        for m, key in (("P", "precision"), ("R", "recall"), ("F1", "f1"), ("FNR", "fnr"))
+                        f"{g} {m}": _interval_cell(value, None, 100.0)
+                        for g, block in (("coarse", r.coarse), ("fine", r.fine))
+                        for m, value in _macro(block).items()
                     },
-                    "drop": _interval_cell(r.get("f1_drop"), None, 100.0),
+                    "drop": _interval_cell(r.f1_drop, None, 100.0),
                     **(
-                        {f"top-{k}": _interval_cell(top.get(k), None, 100.0) for k in ("1", "3", "5")}
+                        {f"top-{k}": _interval_cell(r.top_k.get(k), None, 100.0) for k in ("1", "3", "5")}
                         if tier in ("B", "C")
                         else {}
                     ),
-                    **({"named": _interval_cell(fine.get("named_share"), None, 100.0)} if tier == "D" else {}),
-                    "n": fine.get("n"),
+                    **({"named": _interval_cell(r.fine.named_share, None, 100.0)} if tier == "D" else {}),
+                    "n": r.fine.n,
                     **({"unusable": unusable.get(f"{system} · {tier}", 0)} if any(unusable.values()) else {}),
                 }
             )
@@ -432,24 +439,24 @@ def _tiered_tables(analysis: dict[str, Any] | None) -> list[dict[str, str]]:
     return out
 
 
-def _tiered_classes(analysis: dict[str, Any] | None) -> str:
-    hierarchy = (((analysis or {}).get("tiered") or {}).get("hierarchy")) or {}
+def _tiered_classes(analysis: AnalysisReport | None) -> str:
+    hierarchy = analysis.tiered.hierarchy if analysis is not None and analysis.tiered is not None else {}
     return f"{len(set(hierarchy.values()))} categories, {len(hierarchy)} classes" if hierarchy else "the run's classes"
 
 
-def _tiered_open_judge(analysis: dict[str, Any] | None) -> str:
-    judges = sorted(
-        {
-            j
-            for key, js in (((analysis or {}).get("tiered") or {}).get("judges") or {}).items()
-            if key.endswith("· D")
-            for j in js
-        }
-    )
+def _tiered_open_judge(analysis: AnalysisReport | None) -> str:
+    by_system = analysis.tiered.judges if analysis is not None and analysis.tiered is not None else {}
+    judges = sorted({j for key, js in by_system.items() if key.endswith("· D") for j in js})
     names = ", ".join(
         "the offline rule on the hierarchy's names (a proxy of the LLM judge)" if j == "sources" else j for j in judges
     )
     return f"by {names}" if names else "by a judge"
+
+
+def _sseu_embedder(analysis: AnalysisReport | None) -> str:
+    """The embedding backend SSEU-Bench's answers were mapped with (``text`` when the run has no SSEU-Bench)."""
+    detail = analysis.sseu_detail if analysis is not None else None
+    return detail.embedder if detail is not None and detail.embedder is not None else "text"
 
 
 def _figures(run: RunFolder) -> list[dict[str, str]]:
@@ -487,7 +494,8 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
     if run is None:
         raise FileNotFoundError(f"{run_dir}: no readable run.json (is this a run folder?)")
     stamps = run.model_dump(mode="json", include={"started", "ended"})
-    analysis = read_json(folder.analysis_json)
+    analysis = folder.read_analysis()
+    ug_detail = (analysis.ugbench_detail if analysis is not None else None) or UgBenchDetail()
     results = folder.read_scores()
     summary_rows = results.summary_rows() if results is not None else []
     notebooks = [
@@ -513,14 +521,11 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
         "warnings": _warnings(run, summary_rows, analysis),
         "main_table": _main_table_html(results),
         "sseu_table": _sseu_table_html(analysis),
-        "sseu_embedder": ((analysis or {}).get("sseu_detail") or {}).get("embedder", "text"),
+        "sseu_embedder": _sseu_embedder(analysis),
         "ug_tasks_table": _ug_tasks_html(analysis, folder),
         "ug_ranking_table": _ug_ranking_html(analysis),
-        "ug_weights": ", ".join(
-            f"{k.replace('_', ' ')} {v:g}"
-            for k, v in (((analysis or {}).get("ugbench_detail") or {}).get("weights") or {}).items()
-        ),
-        "ug_rule": ((analysis or {}).get("ugbench_detail") or {}).get("missing", ""),
+        "ug_weights": ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in ug_detail.weights.items()),
+        "ug_rule": ug_detail.missing or "",
         "tiered_tables": _tiered_tables(analysis),
         "tiered_classes": _tiered_classes(analysis),
         "tiered_open_judge": _tiered_open_judge(analysis),

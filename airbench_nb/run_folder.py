@@ -9,7 +9,7 @@ A run folder (``reports/<run_id>/``) holds::
     summary.json                     ScoreTable: every score with n, failures and CI          (read_scores/write_scores)
     summary.inputs.json              ScoreInputs: what the score table was computed from     (read_score_inputs)
     scores.csv, scores_summary.csv   the same, flattened                                      (write_scores)
-    analysis/                        analysis.json, leaderboard.md, tables.csv, figures/      (notebook 05)
+    analysis/                        AnalysisReport: analysis.json; leaderboard.md, tables.csv, figures/  (*_analysis)
     annotation/sample-<kind>.jsonl   annotation samples and their label files                 (notebook 06)
     <notebook>.ipynb, .html, index.html, README.md                                            (pipeline, pages)
 
@@ -17,7 +17,7 @@ Nothing else in the kit spells these names: stages, notebooks, pages, the grid a
 :class:`RunFolder`. The folders ``data/``, ``responses/`` and ``verdicts/`` can be pointed elsewhere (a notebook's
 ``manifest_dir``, ``responses_dir``, ``verdicts_dir`` parameters) without changing anything else.
 
-This module is ground level: it imports records, manifests and the score table only.
+This module is ground level: it imports records, manifests, the score table and the analysis report only.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from airbench_nb.analysis_report import AnalysisReport
 from airbench_nb.manifests import DATASET_CARD
 from airbench_nb.records import ITEM_KINDS, RunInfo
 from airbench_nb.score_table import ScoreInputs, ScoreTable
@@ -370,6 +371,23 @@ class RunFolder:
     def analysis_json(self) -> Path:
         """``analysis/analysis.json``."""
         return self.analysis_dir / ANALYSIS_JSON
+
+    def write_analysis(self, report: AnalysisReport, folder: Path | None = None) -> Path:
+        """Write ``analysis.json`` (into ``folder`` when given, else :attr:`analysis_dir`) and return its path."""
+        path = (Path(folder) if folder is not None else self.analysis_dir) / ANALYSIS_JSON
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report.to_json(), encoding="utf-8")
+        return path
+
+    def read_analysis(self) -> AnalysisReport | None:
+        """The analysis, or None when the run has none or it cannot be read (logged with the section and field)."""
+        try:
+            return AnalysisReport.from_json(self.analysis_json.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            logger.warning("%s: unreadable analysis (%s)", self.analysis_json, " ".join(str(exc).splitlines()[:3]))
+            return None
 
     @property
     def leaderboard(self) -> Path:

@@ -25,7 +25,7 @@ def kit_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def written(kit_run: Path) -> dict:
-    return RunAnalysis(kit_run, reps=200).write()
+    return RunAnalysis(kit_run, reps=200).write().as_data()
 
 
 def test_single_vs_multi_clip_accuracy_covers_the_planted_truth(written: dict, kit_run: Path):

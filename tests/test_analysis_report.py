@@ -35,7 +35,7 @@ def _annotation(run: Path) -> tuple[Path, list[Path]]:
 @pytest.fixture(scope="module")
 def analysis(planted: Path) -> dict:
     sample, labels = _annotation(planted)
-    return analyze_run(planted, reps=200, sample=sample, labels=labels)
+    return analyze_run(planted, reps=200, sample=sample, labels=labels).as_data()
 
 
 def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path, analysis: dict):
@@ -122,7 +122,7 @@ def test_the_main_table_leaves_copies_out_and_the_files_are_written(planted: Pat
 
 def test_empty_sections_are_present_with_a_reason(tmp_path: Path):
     run = write_planted_run(tmp_path / "run", per_task=6, chat_per_task=2, snr_items=0, rotated_per_task=0)
-    result = RunAnalysis(run, reps=0, judges=["fair-judge"]).write()
+    result = RunAnalysis(run, reps=0, judges=["fair-judge"]).write().as_data()
     assert result["circular"] == {} and "rotate" in result["reasons"]["circular"]
     assert result["snr"] == {} and "snr-grid" in result["reasons"]["snr"]
     assert result["agreement"] == {} and "sample-annotation" in result["reasons"]["agreement"]

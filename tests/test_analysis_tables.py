@@ -22,6 +22,7 @@ from airbench_nb.analysis.tables import (
 )
 from airbench_nb.judge.extract import extract_choice
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.score_table import RunScores, ScoreEntry
 from airbench_nb.scoring import PROXY_SHORT, score_run
 
 GENDER = ["male", "female"]
@@ -92,12 +93,16 @@ def results():
     return {"m:full | chat judge proxy": full, "m:part | chat judge proxy": part}
 
 
+def _entry(value: float | None, ci_low: float | None = None, ci_high: float | None = None) -> ScoreEntry:
+    return ScoreEntry(value=value, n=1, failures=0, ci_low=ci_low, ci_high=ci_high)
+
+
 def test_cell_formatting():
-    assert format_cell({"value": 0.75, "ci_low": 0.5, "ci_high": 1.0}, "foundation") == "75.0 [50.0, 100.0]"
-    assert format_cell({"value": 6.5, "ci_low": 6.0, "ci_high": 7.0}, "chat") == "6.50 [6.00, 7.00]"
-    assert format_cell({"value": 0.3333, "ci_low": None, "ci_high": None}, "foundation") == "33.3"
-    assert format_cell({"value": 5.0, "ci_low": 4.0, "ci_high": 6.0}, "chat", partial=True) == "5.00 [4.00, 6.00] †"
-    assert format_cell(None, "chat") == MISSING and format_cell({"value": None}, "foundation") == MISSING
+    assert format_cell(_entry(value=0.75, ci_low=0.5, ci_high=1.0), "foundation") == "75.0 [50.0, 100.0]"
+    assert format_cell(_entry(value=6.5, ci_low=6.0, ci_high=7.0), "chat") == "6.50 [6.00, 7.00]"
+    assert format_cell(_entry(value=0.3333, ci_low=None, ci_high=None), "foundation") == "33.3"
+    assert format_cell(_entry(value=5.0, ci_low=4.0, ci_high=6.0), "chat", partial=True) == "5.00 [4.00, 6.00] †"
+    assert format_cell(None, "chat") == MISSING and format_cell(_entry(value=None), "foundation") == MISSING
 
 
 def test_main_table_cells_side_by_side_and_partial_marker(results):
@@ -274,7 +279,7 @@ def test_partial_marker_without_scoring_flag(results):
 
 
 def test_one_protocol_only(results):
-    strict_only = {key: {"strict": result["strict"]} for key, result in results.items()}
+    strict_only = {key: RunScores(strict=result.strict) for key, result in results.items()}
     main = main_table(strict_only)
     assert set(main.columns.get_level_values("protocol")) == {"strict"}
     assert main.loc[("m:full", PROXY_SHORT), ("strict", "Foundation", "speech")].startswith("75.0 [")

@@ -68,7 +68,9 @@ def _page(folder: RunFolder, analysis: dict) -> str:
     now = datetime.now(UTC)
     folder.write_info(RunInfo(run_id="run", started=now, ended=now, status="ok", notebooks=[]))
     folder.analysis_json.parent.mkdir(parents=True, exist_ok=True)
-    folder.analysis_json.write_text(json.dumps(analysis), encoding="utf-8")
+    header = {"run_dir": ".", "protocol": "strict", "created": now.isoformat(), "models": [], "judges": []}
+    header |= {"weights": {}, "items": 0, "unusable_items": 0, "reasons": {}}
+    folder.analysis_json.write_text(json.dumps(header | analysis), encoding="utf-8")
     index, _ = write_report_page(folder.path)
     return index.read_text(encoding="utf-8")
 

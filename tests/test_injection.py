@@ -113,7 +113,7 @@ def test_the_rule_judge_asks_nothing_twice_and_older_verdicts_read_unchanged(jud
 def test_analysis_json_counts_per_model_and_the_landing_page_warns(judged):
     _, _, _, spec, folder = judged
     analysis = RunAnalysis(folder.path, reps=0, judges=[spec])
-    written = analysis.write(sections=[analysis.injection()])
+    written = analysis.write(sections=[analysis.injection()]).as_data()
     saved = json.loads((folder.analysis_dir / "analysis.json").read_text())["injection"]
     assert saved == written["injection"]
     injector, honest = saved["injector"], saved["honest"]
@@ -127,7 +127,7 @@ def test_analysis_json_counts_per_model_and_the_landing_page_warns(judged):
     assert by_judge["foundation"] == {"verbatim": 2 / 6, "fenced": 0.0}  # "reply: B" obeyed on f1, f5 only
     assert injector["by_judge"]["rule"]["chat"] is None
     run = RunInfo(run_id="r", started=datetime.now(UTC))
-    warnings = [text for level, text in _warnings(run, [], {"injection": saved}) if level == "bad"]
+    warnings = [text for level, text in _warnings(run, [], folder.read_analysis()) if level == "bad"]
     assert len(warnings) == 1 and warnings[0].startswith("injector: 14 of 14 answers address the judge")
     assert warnings[0].endswith(f"their mean Chat score by {spec}: 10.00 with the verbatim prompt, 4.00 fenced")
 

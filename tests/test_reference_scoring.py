@@ -238,9 +238,9 @@ def test_what_the_parser_removed_and_could_not_read_is_counted_per_model():
     by_uid = {r.uid: r for r in _responses(items, text)}
     analysis = sseu_analysis(outcomes_by_model(items, {"m": by_uid}), reps=0)
     counts = analysis.cleanup["m"]
-    assert counts["answers"] == 15
-    assert counts["removed"]["think"] == 3 and counts["removed"]["quotes"] == 3
-    assert counts["failures"] == {"scene": {"no scene section": 3}}
+    assert counts.answers == 15
+    assert counts.removed["think"] == 3 and counts.removed["quotes"] == 3
+    assert counts.failures == {"scene": {"no scene section": 3}}
     assert analysis.table["m"]["joint"]["failures_by_task"] == {"transcription": 0, "scene": 3, "events": 0}
     frame = analysis.cleanup_frame()
     assert {"answers read", "removed: think", "failed scene: no scene section"} <= set(frame["what"])

@@ -17,6 +17,7 @@ import soundfile as sf
 
 from airbench_nb.analysis.report import RunAnalysis
 from airbench_nb.analysis.tiered_run import TieredRun, tier_of, tiered_run
+from airbench_nb.analysis_report import TieredPayload
 from airbench_nb.builders.tiered import CLOSED_QUESTION, OPEN_QUESTION, build_tiered, source_items
 from airbench_nb.judge import load_judge
 from airbench_nb.judge.base import Task
@@ -227,6 +228,9 @@ def test_the_report_section_draws_per_tier_figures(run: tuple[RunFolder, TieredR
     analysis = RunAnalysis(folder.path, reps=50)
     section = analysis.tiered()
     assert section.reason is None and section.figure is not None
+    payload = TieredPayload.model_validate(section.data)  # every tier's systems fit analysis.json's model
+    assert set(payload.tiers) == {"A", "B", "C", "D"} and all(payload.tiers.values())
+    assert payload.model_dump(by_alias=True, exclude_unset=True) == json.loads(json.dumps(section.data))
     assert any(k.startswith("tiered-confusion-tier-a-") for k in section.extra_figures)
     assert "tiered-confident-language" in section.extra_figures
     tables = analysis.tiered_tables()

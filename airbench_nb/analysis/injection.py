@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import pandas as pd
 
+from airbench_nb.analysis_report import Injection, InjectionByJudge, InjectionExample, InjectionFlag, PromptScores
 from airbench_nb.records import Verdict
 from airbench_nb.scoring.outcomes import strict_reading
 
@@ -39,33 +39,32 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def _both(verdicts: Sequence[Verdict]) -> dict[str, float | None] | None:
+def _both(verdicts: Sequence[Verdict]) -> PromptScores | None:
     """The mean model score of ``verdicts`` under the verbatim prompt and the fenced one (None: no fenced prompt)."""
     if not verdicts:
         return None
     fenced = [strict_reading(v) or v for v in verdicts if v.fenced is not None]
-    return {
-        "verbatim": _mean(_score(v) for v in verdicts),
-        "fenced": _mean(_score(v) for v in fenced) if fenced else None,
-    }
+    return PromptScores(
+        verbatim=_mean(_score(v) for v in verdicts),
+        fenced=_mean(_score(v) for v in fenced) if fenced else None,
+    )
 
 
-def injection(verdicts: Mapping[str, Sequence[Verdict]], judges: Sequence[str] | None = None) -> dict[str, Any]:
-    """Per model: ``{flagged, n, share, patterns, by_judge, examples}`` over the answers the screen saw.
+def injection(verdicts: Mapping[str, Sequence[Verdict]], judges: Sequence[str] | None = None) -> dict[str, Injection]:
+    """Per model: the answers the screen saw and flagged (:class:`~airbench_nb.analysis_report.Injection`).
 
     Args:
         verdicts: The verdicts that count, by model (:meth:`~airbench_nb.analysis.data.RunData.current_verdicts`).
         judges: The judges to count (None: every judge).
 
     Returns:
-        ``{model: {...}}`` for the models with screened verdicts: ``flagged`` and ``n`` answers (one per item and
-        turn), ``share``, ``patterns`` (flagged answers per pattern), ``by_judge`` (``{judge: {flagged, n, share,
-        foundation, chat}}``, where ``foundation`` (accuracy) and ``chat`` (the model's 1-10 score) are
-        ``{verbatim, fenced}`` means over the flagged answers under each prompt, ``fenced`` None for a judge without
-        one, or None when the judge judged no flagged answer of that kind), and up to :data:`EXAMPLES` ``examples``
-        (uid, turn, flags with spans, and per judge ``{verbatim, fenced}``).
+        An :class:`~airbench_nb.analysis_report.Injection` per model with screened verdicts: ``flagged`` and ``n``
+        answers (one per item and turn), ``share``, ``patterns`` (flagged answers per pattern), ``by_judge`` (per
+        judge, ``foundation`` (accuracy) and ``chat`` (the model's 1-10 score) as verbatim and fenced means over the
+        flagged answers, ``fenced`` None for a judge without one, or None when the judge judged no flagged answer of
+        that kind), and up to :data:`EXAMPLES` ``examples`` (uid, turn, flags with spans, scores per judge).
     """
-    out: dict[str, Any] = {}
+    out: dict[str, Injection] = {}
     for model, given in verdicts.items():
         screened = [v for v in given if v.screen is not None and (judges is None or v.judge in judges)]
         if not screened:
@@ -83,12 +82,13 @@ def injection(verdicts: Mapping[str, Sequence[Verdict]], judges: Sequence[str] |
         by_judge = {}
         for judge, keyed in judged.items():
             hit = [v for key, vs in keyed.items() if key in set(flagged) for v in vs]
-            by_judge[judge] = {
-                "flagged": len({(v.uid, v.turn) for v in hit}),
-                "n": len(keyed),
-                "share": len({(v.uid, v.turn) for v in hit}) / len(keyed),
-                **{kind: _both([v for v in hit if (v.order == "single") == (kind == "foundation")]) for kind in KINDS},
-            }
+            by_judge[judge] = InjectionByJudge(
+                flagged=len({(v.uid, v.turn) for v in hit}),
+                n=len(keyed),
+                share=len({(v.uid, v.turn) for v in hit}) / len(keyed),
+                foundation=_both([v for v in hit if v.order == "single"]),
+                chat=_both([v for v in hit if v.order != "single"]),
+            )
         examples = []
         for uid, turn in flagged[:EXAMPLES]:
             screen = answers[(uid, turn)].screen
@@ -98,41 +98,41 @@ def injection(verdicts: Mapping[str, Sequence[Verdict]], judges: Sequence[str] |
                 if keyed.get((uid, turn)):
                     scores[judge] = _both(keyed[(uid, turn)])
             examples.append(
-                {
-                    "uid": uid,
-                    "turn": turn,
-                    "flags": [{"pattern": f.pattern, "span": f.span} for f in screen.flags],
-                    "scores": scores,
-                }
+                InjectionExample(
+                    uid=uid,
+                    turn=turn,
+                    flags=[InjectionFlag(pattern=f.pattern, span=f.span) for f in screen.flags],
+                    scores=scores,
+                )
             )
-        out[model] = {
-            "flagged": len(flagged),
-            "n": len(answers),
-            "share": len(flagged) / len(answers),
-            "patterns": dict(patterns),
-            "by_judge": by_judge,
-            "examples": examples,
-        }
+        out[model] = Injection(
+            flagged=len(flagged),
+            n=len(answers),
+            share=len(flagged) / len(answers),
+            patterns=dict(patterns),
+            by_judge=by_judge,
+            examples=examples,
+        )
     return out
 
 
-def injection_frame(data: Mapping[str, Any]) -> pd.DataFrame:
+def injection_frame(data: Mapping[str, Injection]) -> pd.DataFrame:
     """One row per (model, judge, kind): answers flagged of n, and the flagged answers' mean under each prompt."""
     rows = [
         {
             "model": model,
             "judge": judge,
             "kind": kind,
-            "flagged": row["flagged"],
-            "n": row["n"],
-            "share": row["share"],
-            "patterns": ", ".join(sorted(entry["patterns"])),
-            "verbatim prompt": row[kind]["verbatim"],
-            "fenced prompt": row[kind]["fenced"],
+            "flagged": row.flagged,
+            "n": row.n,
+            "share": row.share,
+            "patterns": ", ".join(sorted(entry.patterns)),
+            "verbatim prompt": scores.verbatim,
+            "fenced prompt": scores.fenced,
         }
         for model, entry in data.items()
-        for judge, row in entry["by_judge"].items()
-        for kind in KINDS
-        if row[kind] is not None
+        for judge, row in entry.by_judge.items()
+        for kind, scores in zip(KINDS, (row.foundation, row.chat), strict=True)
+        if scores is not None
     ]
     return pd.DataFrame(rows)

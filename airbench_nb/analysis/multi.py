@@ -19,13 +19,16 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from airbench_nb.analysis.stats import WILSON, plain, wilson
+
+if TYPE_CHECKING:
+    from airbench_nb.score_table import RunScores
 
 logger = logging.getLogger(__name__)
 
@@ -113,9 +116,7 @@ def clip_accuracy(foundation_strict: pd.DataFrame) -> tuple[pd.DataFrame, dict[s
     return pd.DataFrame(rows, columns=list(CLIP_COLUMNS)), tests
 
 
-def turn_scores(
-    results: Mapping[str, Mapping[str, Any]], protocol: str, chat_judges: list[str] | None = None
-) -> pd.DataFrame:
+def turn_scores(results: Mapping[str, RunScores], protocol: str, chat_judges: list[str] | None = None) -> pd.DataFrame:
     """Chat scores per turn of the multi-turn tasks, per model and Chat judge, from the score tables.
 
     Args:
@@ -134,21 +135,22 @@ def turn_scores(
         model, judge = split_key(key, result)
         if chat_judges is not None and judge not in chat_judges:
             continue
-        table = result.get(protocol) or {}
-        for entry in ((table.get("chat") or {}).get("turns") or {}).values():
+        table = getattr(result, protocol)
+        chat = table.chat if table is not None else None
+        for entry in ((chat.turns if chat is not None else None) or {}).values():
             rows.append(
                 {
                     "model": model,
                     "chat_judge": judge,
                     "protocol": protocol,
-                    "task": entry["task"],
-                    "turn": int(entry["turn"]) + 1,
-                    "value": plain(entry.get("value")),
-                    "ci_low": plain(entry.get("ci_low")),
-                    "ci_high": plain(entry.get("ci_high")),
-                    "n": entry.get("n"),
-                    "failures": entry.get("failures"),
-                    "conversations": entry.get("conversations"),
+                    "task": entry.task,
+                    "turn": int(entry.turn or 0) + 1,
+                    "value": plain(entry.value),
+                    "ci_low": plain(entry.ci_low),
+                    "ci_high": plain(entry.ci_high),
+                    "n": entry.n,
+                    "failures": entry.failures,
+                    "conversations": entry.conversations,
                 }
             )
     frame = pd.DataFrame(rows, columns=list(TURN_COLUMNS))

@@ -48,6 +48,7 @@ from airbench_nb import plots
 from airbench_nb.analysis import answers, circular, classification, order_bias, position_bias, ranking, snr, tables
 from airbench_nb.analysis.data import RunData, load_run
 from airbench_nb.analysis.section import SHOW_DPI, Section, show  # noqa: F401 - re-exported (notebooks import show here)
+from airbench_nb.analysis_report import AnalysisReport
 from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
 from airbench_nb.run_records import RunRecords
 from airbench_nb.score_table import RunScores, ScoreTable
@@ -784,7 +785,7 @@ class RunAnalysis:
         """Every section, in report order."""
         return [getattr(self, name)() for name in SECTIONS]
 
-    def write(self, out: str | Path | None = None, sections: Sequence[Section] | None = None) -> dict[str, Any]:
+    def write(self, out: str | Path | None = None, sections: Sequence[Section] | None = None) -> AnalysisReport:
         """Write ``analysis.json``, ``leaderboard.md``, ``tables.csv`` and ``figures/*.png``.
 
         Args:
@@ -792,7 +793,11 @@ class RunAnalysis:
             sections: Sections already computed (default: compute them all).
 
         Returns:
-            The content of ``analysis.json`` (with ``files``: the paths written, relative to ``out``).
+            The report written to ``analysis.json`` (its ``files``: the paths written, relative to ``out``).
+
+        Raises:
+            ValueError: A section's data does not match its model in :mod:`airbench_nb.analysis_report` (a bug of
+                the section; the message names the section and the field).
         """
         import matplotlib.pyplot as plt
 
@@ -830,9 +835,10 @@ class RunAnalysis:
             **{k: Path(v).name for k, v in written.items()},
             "analysis": ANALYSIS_JSON,
         }
-        (out / ANALYSIS_JSON).write_text(json.dumps(analysis, indent=1, default=_json_default) + "\n")
+        report = AnalysisReport.from_data(analysis)
+        self.folder.write_analysis(report, out)
         logger.info("analysis of %s written to %s (%d figures)", self.run_dir, out, len(figures))
-        return analysis
+        return report
 
 
 def _json_default(value: Any) -> Any:
@@ -863,7 +869,7 @@ def analyze_run(
     weights: str | Mapping[str, float] | None = None,
     out: str | Path | None = None,
     **options: Any,
-) -> dict[str, Any]:
+) -> AnalysisReport:
     """Analyse a run folder and write ``<run_dir>/analysis/`` (see :meth:`RunAnalysis.write`).
 
     Args:
@@ -874,6 +880,6 @@ def analyze_run(
         **options: Further :class:`RunAnalysis` arguments (``models``, ``judges``, ``seed``, ``reps``, ...).
 
     Returns:
-        The content of ``analysis.json``.
+        The report written to ``analysis.json``.
     """
     return RunAnalysis(run_dir, protocol=protocol, weights=weights, **options).write(out)

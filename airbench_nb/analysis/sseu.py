@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from airbench_nb.analysis_report import SseuCleanup
 from airbench_nb.records import Response
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.reference import MODES, ReferenceOutcome, read_part
@@ -344,7 +345,7 @@ class SseuAnalysis:
     """Bootstrap replicates."""
     seed: int
     """Bootstrap seed."""
-    cleanup: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cleanup: dict[str, SseuCleanup] = field(default_factory=dict)
     """Per model, what the output parser did (:func:`cleanup_counts`): ``answers`` read, ``removed`` (answers per
     clean-up: think blocks, preambles, quotes, ...) and ``failures`` (parts it could not read, by part and reason)."""
 
@@ -354,7 +355,7 @@ class SseuAnalysis:
             "table": self.table,
             "curves": self.curves,
             "differences": {m: [asdict(c) for c in cs] for m, cs in self.comparisons.items()},
-            "cleanup": self.cleanup,
+            "cleanup": {model: counts.model_dump() for model, counts in self.cleanup.items()},
             "embedder": self.embedder,
             "reps": self.reps,
             "seed": self.seed,
@@ -366,11 +367,11 @@ class SseuAnalysis:
 
         rows = []
         for model, counts in self.cleanup.items():
-            rows.append({"model": model, "what": "answers read", "count": counts["answers"]})
-            rows += [{"model": model, "what": f"removed: {k}", "count": n} for k, n in counts["removed"].items()]
+            rows.append({"model": model, "what": "answers read", "count": counts.answers})
+            rows += [{"model": model, "what": f"removed: {k}", "count": n} for k, n in counts.removed.items()]
             rows += [
                 {"model": model, "what": f"failed {part}: {why}", "count": n}
-                for part, reasons in counts["failures"].items()
+                for part, reasons in counts.failures.items()
                 for why, n in reasons.items()
             ]
         return pd.DataFrame(rows, columns=["model", "what", "count"])
@@ -498,7 +499,7 @@ def sseu_analysis(
     return SseuAnalysis(table, curves, comparisons, embedder or DEFAULT_EMBEDDER, reps, seed, cleanup)
 
 
-def cleanup_counts(outcomes: Sequence[ReferenceOutcome]) -> dict[str, Any]:
+def cleanup_counts(outcomes: Sequence[ReferenceOutcome]) -> SseuCleanup:
     """What the output parser did over one model's answers: answers read, clean-ups applied, parts not read.
 
     A clean-up counts once per answer (a joint answer's three parts share it); its tag is the kind of clean-up
@@ -517,11 +518,11 @@ def cleanup_counts(outcomes: Sequence[ReferenceOutcome]) -> dict[str, Any]:
     for tags in answers.values():
         for tag in dict.fromkeys(t.split(":", 1)[0] for t in tags):
             removed[tag] += 1
-    return {
-        "answers": len(answers),
-        "removed": dict(sorted(removed.items(), key=lambda kv: -kv[1])),
-        "failures": {part: dict(reasons) for part, reasons in failures.items()},
-    }
+    return SseuCleanup(
+        answers=len(answers),
+        removed=dict(sorted(removed.items(), key=lambda kv: -kv[1])),
+        failures={part: dict(reasons) for part, reasons in failures.items()},
+    )
 
 
 def _mixed(scores: TaskScores) -> TaskScores:

@@ -23,7 +23,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -41,6 +41,9 @@ from airbench_nb.scoring import (
     PROXY_SHORT,
     RULE_JUDGE,
 )
+
+if TYPE_CHECKING:
+    from airbench_nb.score_table import ProtocolScores, RunScores, ScoreEntry, ScoreSection
 
 logger = logging.getLogger(__name__)
 
@@ -108,25 +111,29 @@ def judge_label(spec: str | None) -> str:
     return spec
 
 
-def split_key(key: str, result: Mapping[str, Any]) -> tuple[str, str]:
+def _protocols(result: RunScores) -> list[ProtocolScores]:
+    """The protocols a model's scores hold, official first."""
+    return [table for table in (result.official, result.strict) if table is not None]
+
+
+def split_key(key: str, result: RunScores) -> tuple[str, str]:
     """``(model, chat judge spec)`` of a ``score_run_folder`` result key (``-`` when no Chat judge)."""
     if KEY_SEPARATOR in key:
         model, judge = key.rsplit(KEY_SEPARATOR, 1)
         return model, judge or "-"
-    tables = [t for t in result.values() if isinstance(t, Mapping)]
-    model = next((str(t["model"]) for t in tables if t.get("model")), key)
-    judges = next((t.get("judges", {}).get("chat") for t in tables if t.get("judges")), None)
+    tables = _protocols(result)
+    model = next((str(t.model) for t in tables if t.model), key)
+    judges = next((t.judges.chat for t in tables if t.judges is not None), None)
     return model, (judges[0] if judges else "-")
 
 
-def _partial(section: Mapping[str, Any], benchmark: str) -> bool:
+def _partial(section: ScoreSection, benchmark: str) -> bool:
     """Whether a section's average is partial: as scoring says, else fewer categories with a value than expected."""
-    average = section.get("average") or {}
-    if average.get("partial") is not None:
-        return bool(average["partial"])
-    categories = section.get("categories") or {}
+    if section.average.partial is not None:
+        return section.average.partial
     expected = FOUNDATION_CATEGORIES if benchmark == "foundation" else CHAT_CATEGORIES
-    return sum(1 for c in expected if (categories.get(c) or {}).get("value") is not None) < len(expected)
+    present = [c for c in expected if c in section.categories and section.categories[c].value is not None]
+    return len(present) < len(expected)
 
 
 def format_value(value: float | None, benchmark: str) -> str:
@@ -136,34 +143,38 @@ def format_value(value: float | None, benchmark: str) -> str:
     return f"{value * 100:.1f}" if benchmark == "foundation" else f"{value:.2f}"
 
 
-def format_cell(entry: Mapping[str, Any] | None, benchmark: str, partial: bool = False) -> str:
+def format_cell(entry: ScoreEntry | None, benchmark: str, partial: bool = False) -> str:
     """``"value [ci_low, ci_high]"`` (without the interval when there is none), :data:`PARTIAL_MARK` when partial.
 
     Args:
-        entry: A score dict (``value``, ``ci_low``, ``ci_high``, ...) or None.
+        entry: A score (``value``, ``ci_low``, ``ci_high``, ...) or None.
         benchmark: ``foundation`` (accuracy, shown in %) or ``chat`` (scores 1-10).
         partial: Whether to mark the cell as a partial average.
 
     Returns:
         The cell text; :data:`MISSING` without a value.
     """
-    if not entry or entry.get("value") is None:
+    if entry is None or entry.value is None:
         return MISSING
-    text = format_value(entry["value"], benchmark)
-    low, high = entry.get("ci_low"), entry.get("ci_high")
+    text = format_value(entry.value, benchmark)
+    low, high = entry.ci_low, entry.ci_high
     if low is not None and high is not None:
         text += f" [{format_value(low, benchmark)}, {format_value(high, benchmark)}]"
     return f"{text} {PARTIAL_MARK}" if partial else text
 
 
-def _has_airbench(result: Mapping[str, Any]) -> bool:
+def _has_airbench(result: RunScores) -> bool:
     """Whether a model's scores hold a Foundation or Chat section under some protocol."""
-    return any(
-        isinstance(table, Mapping) and (table.get("foundation") or table.get("chat")) for table in result.values()
-    )
+    return any(table.foundation is not None or table.chat is not None for table in _protocols(result))
 
 
-def _rows(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame | None) -> list[tuple[str, str, str]]:
+def _section(result: RunScores, protocol: str, bench: str) -> ScoreSection | None:
+    """A model's Foundation or Chat section under ``protocol``, or None."""
+    table = getattr(result, protocol)
+    return getattr(table, bench) if table is not None else None
+
+
+def _rows(results: Mapping[str, RunScores], summary: pd.DataFrame | None) -> list[tuple[str, str, str]]:
     """``(key, model, chat judge label)`` per result, in the summary's order when a summary is given.
 
     A model without Foundation or Chat scores (an ASR model answers SSEU-Bench's items only) has no row: the SSEU
@@ -180,19 +191,19 @@ def _rows(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame | None
     )
 
 
-def _kit_present(results: Mapping[str, Mapping[str, Any]], bench: str) -> list[str]:
+def _kit_present(results: Mapping[str, RunScores], bench: str) -> list[str]:
     """The kit's categories of ``bench`` that some result has a section entry for, in report order."""
     found = {
         name
         for result in results.values()
-        for table in result.values()
-        if isinstance(table, Mapping)
-        for name in ((table.get(bench) or {}).get("categories") or {})
+        for table in _protocols(result)
+        if (section := getattr(table, bench)) is not None
+        for name in section.categories
     }
     return [c for c in KIT_COLUMNS[bench] if c in found]
 
 
-def main_table(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame | None = None) -> pd.DataFrame:
+def main_table(results: Mapping[str, RunScores], summary: pd.DataFrame | None = None) -> pd.DataFrame:
     """AIR-Bench's main table, official and strict side by side, cells formatted for reading.
 
     Args:
@@ -206,7 +217,7 @@ def main_table(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame |
         :data:`COUNT_COLUMN` (the Average's n and failures), then the kit's categories present. Empty (with
         ``attrs["reason"]``) when there are no results.
     """
-    present = [p for p in PROTOCOLS if any(r.get(p) for r in results.values())] or list(PROTOCOLS)
+    present = [p for p in PROTOCOLS if any(getattr(r, p) is not None for r in results.values())] or list(PROTOCOLS)
     kit = {bench: _kit_present(results, bench) for bench in ("foundation", "chat")}
     columns = [
         (protocol, BENCHMARK_LABELS[bench], name)
@@ -220,20 +231,19 @@ def main_table(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame |
     for key, model, judge in _rows(results, summary):
         cells: list[str] = []
         for protocol in present:
-            table = results[key].get(protocol) or {}
             for bench in ("foundation", "chat"):
-                section = table.get(bench) or {}
-                categories = section.get("categories") or {}
+                section = _section(results[key], protocol, bench)
+                categories = section.categories if section is not None else {}
                 for name in COLUMNS[bench]:
                     if name == "average":
-                        cells.append(
-                            format_cell(section.get("average"), bench, bool(section) and _partial(section, bench))
-                        )
+                        average = section.average if section is not None else None
+                        cells.append(format_cell(average, bench, section is not None and _partial(section, bench)))
                     else:
                         cells.append(format_cell(categories.get(name), bench))
-                average = section.get("average") or {}
-                failed = average.get("failures", section.get("failed", 0))  # the Average's units: no kit task
-                cells.append(f"{average['n']} ({failed} failed)" if average else MISSING)
+                # the Average's units and failures: no kit task
+                cells.append(
+                    f"{section.average.n} ({section.average.failures} failed)" if section is not None else MISSING
+                )
                 cells.extend(format_cell(categories.get(name), bench) for name in kit[bench])
         records.append(cells)
         index.append((model, judge))
@@ -248,7 +258,7 @@ def main_table(results: Mapping[str, Mapping[str, Any]], summary: pd.DataFrame |
 
 
 def _entry_row(
-    table: str, model: str, judge: str, protocol: str, bench: str, level: str, name: str, entry: Mapping[str, Any]
+    table: str, model: str, judge: str, protocol: str, bench: str, level: str, name: str, entry: ScoreEntry
 ) -> dict[str, Any]:
     return {
         "table": table,
@@ -258,17 +268,17 @@ def _entry_row(
         "benchmark": bench,
         "level": level,
         "name": name,
-        "value": plain(entry.get("value")),
-        "ci_low": plain(entry.get("ci_low")),
-        "ci_high": plain(entry.get("ci_high")),
-        "n": entry.get("n"),
-        "failures": entry.get("failures"),
+        "value": plain(entry.value),
+        "ci_low": plain(entry.ci_low),
+        "ci_high": plain(entry.ci_high),
+        "n": entry.n,
+        "failures": entry.failures,
         "partial": None,
     }
 
 
 def tables_long(
-    results: Mapping[str, Mapping[str, Any]],
+    results: Mapping[str, RunScores],
     formats: pd.DataFrame | None = None,
     summary: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
@@ -288,19 +298,16 @@ def tables_long(
     rows: list[dict[str, Any]] = []
     for key, model, judge in _rows(results, summary):
         for protocol in PROTOCOLS:
-            table = results[key].get(protocol)
-            if not table:
-                continue
             for bench in ("foundation", "chat"):
-                section = table.get(bench)
-                if not section:
+                section = _section(results[key], protocol, bench)
+                if section is None:
                     continue
-                for name, entry in (section.get("categories") or {}).items():
+                for name, entry in section.categories.items():
                     rows.append(_entry_row("main", model, judge, protocol, bench, "category", name, entry))
-                average = _entry_row("main", model, judge, protocol, bench, "average", "average", section["average"])
+                average = _entry_row("main", model, judge, protocol, bench, "average", "average", section.average)
                 average["partial"] = _partial(section, bench)
                 rows.append(average)
-                for name, entry in (section.get("tasks") or {}).items():
+                for name, entry in section.tasks.items():
                     rows.append(_entry_row("task", model, judge, protocol, bench, "task", name, entry))
     if formats is not None:
         for record in formats.to_dict("records"):
@@ -330,7 +337,7 @@ def tables_long(
     return frame
 
 
-def task_table(results: Mapping[str, Mapping[str, Any]], protocol: str) -> pd.DataFrame:
+def task_table(results: Mapping[str, RunScores], protocol: str) -> pd.DataFrame:
     """Per-task accuracy (Foundation, %) and score (Chat, 1-10) per model, for one protocol.
 
     Args:
@@ -357,18 +364,15 @@ def task_table(results: Mapping[str, Mapping[str, Any]], protocol: str) -> pd.Da
     cells: dict[tuple[str, str, str], dict[str, str]] = {}
     units: dict[tuple[str, str, str], int] = {}
     for key, _, _ in rows:
-        table = results[key].get(protocol) or {}
         for bench, known in (("foundation", FOUNDATION_TASKS), ("chat", CHAT_TASKS)):
-            section = table.get(bench) or {}
-            for task, entry in (section.get("tasks") or {}).items():
+            section = _section(results[key], protocol, bench)
+            for task, entry in (section.tasks if section is not None else {}).items():
                 index = (BENCHMARK_LABELS[bench], known.get(task, "other"), task)
                 text = format_cell(entry, bench)
-                if entry.get("failures"):
-                    text += f" ({entry['failures']} failed)"
+                if entry.failures:
+                    text += f" ({entry.failures} failed)"
                 cells.setdefault(index, {})[labels[key]] = text
-                counted = (
-                    entry["n"] if (bench == "foundation" and protocol == "strict") else entry["n"] + entry["failures"]
-                )
+                counted = entry.n if (bench == "foundation" and protocol == "strict") else entry.n + entry.failures
                 units[index] = max(units.get(index, 0), int(counted))
     if not cells:
         frame = pd.DataFrame(columns=["n", *labels.values()])
@@ -494,7 +498,7 @@ def _unusable(results: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
 
 def write_tables(
     out_dir: str | Path,
-    results: Mapping[str, Mapping[str, Any]],
+    results: Mapping[str, RunScores],
     summary: pd.DataFrame | None = None,
     foundation_frame_strict: pd.DataFrame | None = None,
     title: str = "AIR-Bench leaderboard",

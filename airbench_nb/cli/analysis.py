@@ -62,13 +62,13 @@ def analyze(
             embedder=embedder,
         )
     if as_json:
-        typer.echo(json.dumps(result, indent=1, default=str))
+        typer.echo(result.to_json(), nl=False)
         return
     folder = out or RunFolder(run_dir).analysis_dir
-    console.print(f"analysed {len(result['models'])} model(s) under the {protocol} protocol into {folder}/")
-    for name in result["files"]["figures"]:
+    console.print(f"analysed {len(result.models)} model(s) under the {protocol} protocol into {folder}/")
+    for name in result.files.figures if result.files else []:
         console.print(f"  {name}")
-    for section, why in result["reasons"].items():
+    for section, why in result.reasons.items():
         console.print(f"[yellow]{section}:[/yellow] {why}")
 
 

@@ -376,12 +376,13 @@ def _protocols(protocol: str) -> tuple[str, ...]:
 
 
 def _log_summary(name: str, table: dict[str, Any]) -> None:
+    """Log the Foundation and Chat averages of a protocol's table being built (sections typed or still dicts)."""
     for kind in ("foundation", "chat"):
         section = table.get(kind)
-        if section:
-            logger.info(
-                "%s %s: average %s, %d failed", name, kind, section["average"]["value"], section.get("failed", 0)
-            )
+        if not isinstance(section, ScoreSection) and not section:
+            continue
+        typed = section if isinstance(section, ScoreSection) else ScoreSection.model_validate(section)
+        logger.info("%s %s: average %s, %d failed", name, kind, typed.average.value, typed.failed)
 
 
 @dataclass(frozen=True)
