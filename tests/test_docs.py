@@ -215,3 +215,29 @@ def test_command_and_help_parsers() -> None:
     assert relative_links(README)  # the README links somewhere
     sample = DOCS / "README.md"
     assert all("#" not in t for t in relative_links(sample))
+
+
+def test_module_map_lists_every_module():
+    """docs/modules.md lists exactly the package's modules, folder by folder (`python scripts/module_map.py`)."""
+    page = (DOCS / "modules.md").read_text(encoding="utf-8")
+    listed: set[str] = set()
+    folder = None
+    for line in page.splitlines():
+        heading = re.match(r"^## `(airbench_nb(?:/[\w]+)*)/`$", line)
+        if heading:
+            folder = heading.group(1)
+        row = re.match(r"^\| `([\w]+\.py)` \|", line)
+        if row:
+            assert folder is not None, line
+            listed.add(f"{folder}/{row.group(1)}")
+    on_disk = {
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "airbench_nb").rglob("*.py")
+        if p.name != "__main__.py" and (p.parent / "__init__.py").is_file()
+    }
+    assert listed == on_disk, (
+        f"missing from docs/modules.md: {sorted(on_disk - listed)}; listed but gone: {sorted(listed - on_disk)}; "
+        "run `.venv/bin/python scripts/module_map.py`"
+    )
+    names = [line for line in page.splitlines() if line.startswith("| `")]
+    assert "(no docstring)" not in page and len(names) == len(on_disk)
