@@ -119,8 +119,9 @@ class PositionBias(Payload):
     """Times each letter was chosen."""
     gold: dict[str, int]
     """Times each letter was the gold one."""
-    expected: dict[str, Number]
-    """Expected count per letter under the null (choices follow the letters offered)."""
+    expected: dict[str, Number | None]
+    """Expected count per letter under the null (choices follow the letters offered); None for a letter not tested
+    (no answer read, or a letter outside the test)."""
     chi2: Number | None
     """Chi-square statistic."""
     dof: int | None
@@ -1291,7 +1292,14 @@ class ReportFiles(Payload):
 
 
 class AnalysisReport(Payload):
-    """``analysis.json``: every analysis of a run folder (notebook 05, ``airbench-nb analyze``)."""
+    """``analysis.json``: every analysis of a run folder (notebook 05, ``airbench-nb analyze``).
+
+    The kit's own sections are typed fields, refused when they drift. A section a user adds (a
+    :class:`~airbench_nb.analysis.section.Section` of their own, given to ``RunAnalysis.write(sections=...)``: see
+    ``docs/extending.md``) is kept as the JSON it is, after the kit's, and read with :meth:`extra_section`.
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     run_dir: str
     """The run folder analysed, as given."""
@@ -1369,6 +1377,17 @@ class AnalysisReport(Payload):
     """Answers the injection screen flagged, per model."""
     files: ReportFiles | None = None
     """The files written."""
+
+    def extra_section(self, name: str) -> Any:
+        """The JSON data of a section that is not one of the kit's (a user's own analysis).
+
+        Raises:
+            KeyError: When the report holds no such section (the message lists the ones it holds).
+        """
+        extra = self.model_extra or {}
+        if name not in extra:
+            raise KeyError(f"analysis.json has no added section {name!r}; added: {', '.join(extra) or 'none'}")
+        return extra[name]
 
     @classmethod
     def from_json(cls, text: str) -> AnalysisReport:
