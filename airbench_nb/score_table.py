@@ -8,8 +8,9 @@ fill them); what changed is that they are pydantic models, read and written in o
 CSV. A field that a protocol or a benchmark does not produce is left unset and is absent from the JSON, exactly as
 before (``model_dump(exclude_unset=True)``).
 
-Every model also answers ``x["field"]``, ``x.get("field")``, ``"field" in x`` and ``x.items()`` over the fields it
-holds, so that code written against the JSON form reads the typed form unchanged; new code uses attributes.
+Readers use the types: attributes (``scores.strict.foundation.average.value``), ``getattr`` for a protocol or a
+section named by a variable, and ``model_fields_set`` to ask whether a field is in the JSON. Only :class:`ScoreTable`
+reads like a mapping, of its keys ``"<model> | chat judge <j>"``.
 
 This module is ground level: it imports pydantic and pandas only.
 """
@@ -56,58 +57,17 @@ FRAME_COLUMNS: tuple[str, ...] = (
 """Columns of the long score frame (``scores.csv`` adds ``run`` after them)."""
 
 
-class _Readable(BaseModel):
-    """A record that also reads like the JSON it is written as (``x["field"]``, ``x.get``, ``in``, ``items()``)."""
+class _ScoreModel(BaseModel):
+    """A record of the score results: fields read as attributes, written as the JSON of the fields that are set."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
-
-    def _present(self) -> dict[str, str]:
-        """``{JSON key: attribute}`` of the fields that are set, in field order."""
-        fields = type(self).model_fields
-        return {(info.alias or name): name for name, info in fields.items() if name in self.model_fields_set}
-
-    def __getitem__(self, key: str) -> Any:
-        present = self._present()
-        if key not in present:
-            raise KeyError(key)
-        return getattr(self, present[key])
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        fields = type(self).model_fields
-        setattr(self, next((name for name, info in fields.items() if info.alias == key), key), value)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._present()
-
-    def __iter__(self) -> Iterator[str]:  # type: ignore[override] - a mapping's iteration: its keys
-        return iter(self._present())
-
-    def __len__(self) -> int:
-        return len(self._present())
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The field's value when it is set, else ``default`` (as ``dict.get``)."""
-        present = self._present()
-        return getattr(self, present[key]) if key in present else default
-
-    def keys(self) -> list[str]:
-        """The JSON keys of the fields that are set, in field order."""
-        return list(self._present())
-
-    def items(self) -> list[tuple[str, Any]]:
-        """``(JSON key, value)`` of the fields that are set, in field order."""
-        return [(key, getattr(self, name)) for key, name in self._present().items()]
-
-    def values(self) -> list[Any]:
-        """The values of the fields that are set, in field order."""
-        return [getattr(self, name) for name in self._present().values()]
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form: the fields that are set, nested models as dicts."""
         return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
-class ScoreEntry(_Readable):
+class ScoreEntry(_ScoreModel):
     """One score: its value, the units it rests on, its failures and its 95% bootstrap interval."""
 
     value: float | None
@@ -147,7 +107,7 @@ class ScoreEntry(_Readable):
         return self.ci_low, self.ci_high
 
 
-class KitCounts(_Readable):
+class KitCounts(_ScoreModel):
     """What a section holds outside its Average: the kit's own tasks (multi-clip, multi-turn)."""
 
     tasks: list[str]
@@ -162,7 +122,7 @@ class KitCounts(_Readable):
     """Why they are outside the Average."""
 
 
-class ScoreSection(_Readable):
+class ScoreSection(_ScoreModel):
     """The scores of one benchmark (Foundation or Chat) under one protocol."""
 
     subsets: dict[str, ScoreEntry] | None = None
@@ -223,7 +183,7 @@ class ScoreSection(_Readable):
         yield "average", "average", self.average
 
 
-class ItemCounts(_Readable):
+class ItemCounts(_ScoreModel):
     """Items left out of the tables, per kind, and why."""
 
     foundation: int = 0
@@ -236,7 +196,7 @@ class ItemCounts(_Readable):
     """Why they are left out."""
 
 
-class ScoreJudges(_Readable):
+class ScoreJudges(_ScoreModel):
     """The judges whose verdicts the scores rest on."""
 
     foundation: list[str] = []
@@ -247,7 +207,7 @@ class ScoreJudges(_Readable):
     """How the Chat judge is labelled in tables (the proxy says it is a proxy)."""
 
 
-class ProtocolScores(_Readable):
+class ProtocolScores(_ScoreModel):
     """One model's scores under one protocol (``official`` or ``strict``)."""
 
     protocol: str
@@ -310,7 +270,7 @@ class ProtocolScores(_Readable):
         return rows
 
 
-class RunScores(_Readable):
+class RunScores(_ScoreModel):
     """One model's scores (for one Chat judge) under each protocol asked for: what ``score_run`` returns."""
 
     official: ProtocolScores | None = None
@@ -320,7 +280,7 @@ class RunScores(_Readable):
 
     def protocols(self) -> list[ProtocolScores]:
         """The protocols present, official first."""
-        return [table for _, table in self.items() if table is not None]
+        return [table for table in (self.official, self.strict) if table is not None]
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per score and protocol (columns :data:`FRAME_COLUMNS`)."""
@@ -419,7 +379,7 @@ class ScoreTable(RootModel[dict[str, RunScores]]):
                     row[f"{benchmark}_partial"] = average.partial
                     row[f"{benchmark}_failed"] = average.failures
                     for category, entry in section.categories.items():
-                        row[f"{benchmark}_{category}"] = entry.value if entry else None
+                        row[f"{benchmark}_{category}"] = entry.value if entry is not None else None
                 rows.append(row)
         return rows
 
@@ -458,6 +418,5 @@ class ScoreInputs(BaseModel):
     """Embedding backend of the scene and event metrics; None: the default offline model."""
 
 
-# The typed scores read like the JSON they are written as: code that takes a Mapping takes them.
-Mapping.register(_Readable)
+# A score table reads like the mapping of its keys to each model's scores: code that takes a Mapping takes it.
 Mapping.register(ScoreTable)

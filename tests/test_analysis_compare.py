@@ -168,7 +168,7 @@ def kit_scores(run_dir: Path, model: str, judges: list[str] | None = None) -> di
     run = load_run(run_dir)
     responses = list(run.responses[model].values())
     result = score_run(run.all_items, responses, run.verdicts[model], model=model, reps=0, judges=judges)
-    return result["strict"]
+    return result.strict
 
 
 @pytest.fixture(scope="module")
@@ -293,12 +293,10 @@ def test_category_and_average_follow_the_kit_aggregation(tmp_path: Path):
         assert by_key(frame, "foundation", "category", category)["a"] == pytest.approx(value)
     assert by_key(frame, "foundation", "average", "average")["a"] == pytest.approx(np.mean(list(cats.values())))
     # the same numbers as the kit's score tables
-    table = kit_scores(run, "m:a")["foundation"]
-    assert by_key(frame, "foundation", "average", "average")["a"] == pytest.approx(table["average"]["value"])
+    table = kit_scores(run, "m:a").foundation
+    assert by_key(frame, "foundation", "average", "average")["a"] == pytest.approx(table.average.value)
     for category in cats:
-        assert by_key(frame, "foundation", "category", category)["a"] == pytest.approx(
-            table["categories"][category]["value"]
-        )
+        assert by_key(frame, "foundation", "category", category)["a"] == pytest.approx(table.categories[category].value)
 
 
 def test_chat_wilcoxon_on_planted_score_differences(tmp_path: Path):
@@ -409,10 +407,10 @@ def test_copies_and_unusable_items_are_left_out_and_values_match_the_score_table
     assert average["n"] == 5 * 20  # clean items only: no SNR-graded copies, no rotations
     for label, column in (("planted:skilled", "a"), ("planted:uniform", "b")):
         scores = kit_scores(run, label, judges=["rule", "fair-judge"])
-        assert average[column] == pytest.approx(scores["foundation"]["average"]["value"])
-        chat = scores["chat"]
+        assert average[column] == pytest.approx(scores.foundation.average.value)
+        chat = scores.chat
         # fair-judge scores both orders of every item: the per-item mean equals scoring's pooled mean
-        assert by_key(frame, "chat", "average", "average")[column] == pytest.approx(chat["average"]["value"])
+        assert by_key(frame, "chat", "average", "average")[column] == pytest.approx(chat.average.value)
     assert result.chat_judge == "fair-judge"
 
 

@@ -110,10 +110,10 @@ def test_main_table_cells_side_by_side_and_partial_marker(results):
     assert list(main.index) == [("m:full", PROXY_SHORT), ("m:part", PROXY_SHORT)]
     assert set(main.columns.get_level_values("protocol")) == {"official", "strict"}
     full = main.loc[("m:full", PROXY_SHORT)]
-    strict_speech = results["m:full | chat judge proxy"]["strict"]["foundation"]["categories"]["speech"]
+    strict_speech = results["m:full | chat judge proxy"].strict.foundation.categories["speech"]
     # strict: the unreadable answer counts wrong, 3 of 4; official drops it, 3 of 3
-    assert strict_speech["value"] == 0.75
-    low, high = strict_speech["ci_low"] * 100, strict_speech["ci_high"] * 100
+    assert strict_speech.value == 0.75
+    low, high = strict_speech.ci_low * 100, strict_speech.ci_high * 100
     assert full[("strict", "Foundation", "speech")] == f"75.0 [{low:.1f}, {high:.1f}]"
     assert full[("official", "Foundation", "speech")].startswith("100.0 [")
     assert full[("strict", "Foundation", "n (failed)")] == "8 (1 failed)"
@@ -270,9 +270,9 @@ def test_partial_marker_without_scoring_flag(results):
 
     old = copy.deepcopy(results)
     for result in old.values():
-        for table in result.values():
-            for section in (table["foundation"], table["chat"]):
-                section["average"].partial = None  # not written by older results
+        for table in result.protocols():
+            for section in (table.foundation, table.chat):
+                section.average.partial = None  # not written by older results
     main = main_table(old)
     assert main.loc[("m:part", PROXY_SHORT), ("strict", "Foundation", "average")].endswith(PARTIAL_MARK)
     assert not main.loc[("m:full", PROXY_SHORT), ("strict", "Chat", "average")].endswith(PARTIAL_MARK)

@@ -600,10 +600,10 @@ def test_score_official_counts_hostile_lines_and_scores_the_rest(tmp_path):
     ]
     path = tmp_path / "results.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
-    table = score_official_files(foundation=path, reps=0)["strict"]["foundation"]
-    assert table["invalid"] == 3 and table["average"]["n"] == 1
-    assert [e.split(": ", 1)[0] for e in table["errors"]] == [f"{path}:2", f"{path}:3", f"{path}:4"]
-    assert "field 'response'" in table["errors"][0] and "field 'response'" in table["errors"][1]
+    table = score_official_files(foundation=path, reps=0).strict.foundation
+    assert table.invalid == 3 and table.average.n == 1
+    assert [e.split(": ", 1)[0] for e in table.errors] == [f"{path}:2", f"{path}:3", f"{path}:4"]
+    assert "field 'response'" in table.errors[0] and "field 'response'" in table.errors[1]
     (tmp_path / "list.json").write_bytes(b"[" + DEEP.encode() + b"]")
     _refused(runner.invoke(app, ["score-official", "--chat", str(tmp_path / "list.json")]), "list.json", "deeply")
 

@@ -207,9 +207,9 @@ def test_oracle_scores_full_marks_once_judged(imported, tmp_path):
 
     result = score_run(items, responses, verdicts, protocol="both", reps=0)
     for protocol in ("official", "strict"):
-        assert result[protocol]["foundation"]["average"]["value"] == 1.0
-        assert result[protocol]["unusable_items"]["foundation"] == 3
-    assert result["strict"]["judges"]["chat_label"].startswith("proxy (sentence-embedding")
+        assert getattr(result, protocol).foundation.average.value == 1.0
+        assert getattr(result, protocol).unusable_items.foundation == 3
+    assert result.strict.judges.chat_label.startswith("proxy (sentence-embedding")
 
 
 def test_proxy_prefers_the_right_answer(tmp_path):

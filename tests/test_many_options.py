@@ -226,13 +226,13 @@ def test_official_result_files_of_23_options_score_under_both_protocols(tmp_path
             assert row["choice_w"] == FINE[22] and "choice_x" not in row
             handle.write(json.dumps(row) + "\n")
     scores = score_official_files(path, reps=0)
-    strict = scores["strict"]["foundation"]["subsets"][f"{TASK}_tiered"]
-    official = scores["official"]["foundation"]["subsets"][f"{TASK}_tiered"]
+    strict = scores.strict.foundation.subsets[f"{TASK}_tiered"]
+    official = scores.official.foundation.subsets[f"{TASK}_tiered"]
     # strict: K, K, C, W, abstain, K -> 3 right of 6 (the abstention counts wrong)
-    assert (strict["n"], strict["correct"]) == (6, 3)
+    assert (strict.n, strict.correct) == (6, 3)
     # official: K right; S ("So ..."), A ("Answer: C"), W and R ("Reasoning.**K**") wrong; "zzz" dropped
-    assert (official["n"], official["correct"]) == (5, 1)
-    assert scores["official"]["foundation"]["invalid"] == 0
+    assert (official.n, official.correct) == (5, 1)
+    assert scores.official.foundation.invalid == 0
 
 
 def test_a_gap_in_many_choices_is_refused_by_strict(tmp_path: Path):
@@ -241,8 +241,8 @@ def test_a_gap_in_many_choices_is_refused_by_strict(tmp_path: Path):
     path = tmp_path / "gap.jsonl"
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     scores = score_official_files(path, reps=0)
-    assert scores["strict"]["foundation"]["invalid"] == 1
-    assert "choice_w is given without choice_e" in scores["strict"]["foundation"]["errors"][0]
+    assert scores.strict.foundation.invalid == 1
+    assert "choice_w is given without choice_e" in scores.strict.foundation.errors[0]
 
 
 # ------------------------------------------------------------------------------------------------ rotation

@@ -131,10 +131,10 @@ def test_failed_items_are_retried_and_the_latest_response_wins(data):
     # scoring reads the latest response of each uid and says how many it resolved
     judge_responses("rule", items, read_records(out, Response), folder / "v.jsonl", progress=False)
     verdicts = read_records(folder / "v.jsonl", Verdict)
-    table = score_run(items, read_records(out, Response), verdicts, protocol="strict", reps=0)["strict"]
-    assert table["duplicates"]["responses"] == 2
-    assert table["foundation"]["tasks"]["Speaker_Gender_Recognition"]["n"] == 4
-    assert table["foundation"]["tasks"]["Speaker_Gender_Recognition"]["failures"] == 0
+    table = score_run(items, read_records(out, Response), verdicts, protocol="strict", reps=0).strict
+    assert table.duplicates["responses"] == 2
+    assert table.foundation.tasks["Speaker_Gender_Recognition"].n == 4
+    assert table.foundation.tasks["Speaker_Gender_Recognition"].failures == 0
 
 
 def test_a_changed_prompt_is_answered_again_and_wins(data):
@@ -332,14 +332,14 @@ def test_a_reinferred_answer_is_rejudged_and_the_stale_verdict_never_scores_it(d
     responses = read_records(out, Response)
     verdicts = read_records(verdicts_path, Verdict)
     # before re-judging: the old verdict of f0 is stale, so f0 counts as unjudged (a failure), not as wrong
-    table = score_run(items, responses, verdicts, protocol="strict", reps=0)["strict"]
-    assert table["duplicates"] == {
+    table = score_run(items, responses, verdicts, protocol="strict", reps=0).strict
+    assert table.duplicates == {
         "responses": 1,
         "verdicts": 0,
         "stale_verdicts": 1,
-        "why": table["duplicates"]["why"],
+        "why": table.duplicates["why"],
     }
-    assert table["foundation"]["tasks"]["Speaker_Gender_Recognition"]["failures"] == 1
+    assert table.foundation.tasks["Speaker_Gender_Recognition"].failures == 1
     frame = load_run(folder.parent, manifest_dir=folder, responses_dir=_layout(folder, out, verdicts_path),
                      verdicts_dir=folder.parent / "verdicts").foundation_frame()  # fmt: skip
     row = frame.set_index("uid").loc["f0"]
@@ -348,9 +348,9 @@ def test_a_reinferred_answer_is_rejudged_and_the_stale_verdict_never_scores_it(d
     rejudged = judge_responses("rule", items, responses, verdicts_path, progress=False)
     assert (rejudged.stale, rejudged.written, rejudged.skipped_existing, rejudged.duplicates) == (1, 1, 4, 1)
     verdicts = read_records(verdicts_path, Verdict)
-    table = score_run(items, responses, verdicts, protocol="strict", reps=0)["strict"]
-    assert table["duplicates"]["verdicts"] == 1 and table["duplicates"]["stale_verdicts"] == 0
-    assert table["foundation"]["tasks"]["Speaker_Gender_Recognition"]["accuracy"] == 1.0
+    table = score_run(items, responses, verdicts, protocol="strict", reps=0).strict
+    assert table.duplicates["verdicts"] == 1 and table.duplicates["stale_verdicts"] == 0
+    assert table.foundation.tasks["Speaker_Gender_Recognition"].accuracy == 1.0
     frame = load_run(folder.parent, manifest_dir=folder, responses_dir=_layout(folder, out, verdicts_path),
                      verdicts_dir=folder.parent / "verdicts").foundation_frame()  # fmt: skip
     assert frame.set_index("uid").loc["f0", "correct"]
@@ -374,9 +374,9 @@ def test_verdicts_without_a_response_hash_still_count(data):
         Verdict(uid=i.uid, model="m", judge="rule", choice=0, correct=i.answer == 0, raw="rule: letter")
         for i in items[:4]
     ]
-    table = score_run(items, responses, old, protocol="strict", reps=0)["strict"]
-    assert table["foundation"]["tasks"]["Speaker_Gender_Recognition"]["accuracy"] == 0.5
-    assert table["duplicates"]["stale_verdicts"] == 0
+    table = score_run(items, responses, old, protocol="strict", reps=0).strict
+    assert table.foundation.tasks["Speaker_Gender_Recognition"].accuracy == 0.5
+    assert table.duplicates["stale_verdicts"] == 0
     # the judge loop keeps them too (nothing to re-judge)
     path = folder / "v.jsonl"
     path.write_text("".join(v.model_dump_json() + "\n" for v in old))

@@ -69,48 +69,48 @@ def foundation_run():
 def test_foundation_hand_computed_both_protocols():
     items, responses, verdicts = foundation_run()
     result = score_run(items, responses, verdicts, protocol="both", reps=200)
-    official, strict = result["official"]["foundation"], result["strict"]["foundation"]
+    official, strict = result.official.foundation, result.strict.foundation
 
-    assert official["subsets"]["Speaker_Gender_Recognition_d1"]["accuracy"] == 1.0
-    assert official["subsets"]["Speaker_Gender_Recognition_d2"]["accuracy"] == 0.5
+    assert official.subsets["Speaker_Gender_Recognition_d1"].accuracy == 1.0
+    assert official.subsets["Speaker_Gender_Recognition_d2"].accuracy == 0.5
     for table in (official, strict):
-        assert table["tasks"]["Speaker_Gender_Recognition"]["accuracy"] == 0.75
-        assert table["tasks"]["Speaker_Gender_Recognition"]["n"] == 4
-        assert table["tasks"]["vocal_sound_classification"]["value"] == 0.5
-        assert table["categories"]["music"]["value"] == 1.0
+        assert table.tasks["Speaker_Gender_Recognition"].accuracy == 0.75
+        assert table.tasks["Speaker_Gender_Recognition"].n == 4
+        assert table.tasks["vocal_sound_classification"].value == 0.5
+        assert table.categories["music"].value == 1.0
 
-    ser_official = official["tasks"]["Speaker_Emotion_Recontion"]
-    ser_strict = strict["tasks"]["Speaker_Emotion_Recontion"]
-    assert (ser_official["value"], ser_official["n"], ser_official["failures"], ser_official["correct"]) == (
+    ser_official = official.tasks["Speaker_Emotion_Recontion"]
+    ser_strict = strict.tasks["Speaker_Emotion_Recontion"]
+    assert (ser_official.value, ser_official.n, ser_official.failures, ser_official.correct) == (
         0.5,
         4,
         1,
         2,
     )
-    assert (ser_strict["value"], ser_strict["n"], ser_strict["failures"], ser_strict["correct"]) == (0.4, 5, 1, 2)
+    assert (ser_strict.value, ser_strict.n, ser_strict.failures, ser_strict.correct) == (0.4, 5, 1, 2)
 
-    assert official["categories"]["speech"]["value"] == pytest.approx((0.75 + 0.5) / 2)
-    assert strict["categories"]["speech"]["value"] == pytest.approx((0.75 + 0.4) / 2)
-    assert official["average"]["value"] == pytest.approx((0.625 + 0.5 + 1.0) / 3)
-    assert strict["average"]["value"] == pytest.approx((0.575 + 0.5 + 1.0) / 3)
-    assert official["failed"] == strict["failed"] == 1
+    assert official.categories["speech"].value == pytest.approx((0.75 + 0.5) / 2)
+    assert strict.categories["speech"].value == pytest.approx((0.75 + 0.4) / 2)
+    assert official.average.value == pytest.approx((0.625 + 0.5 + 1.0) / 3)
+    assert strict.average.value == pytest.approx((0.575 + 0.5 + 1.0) / 3)
+    assert official.failed == strict.failed == 1
     # the inflation: dropping the unreadable answer raises the official score
-    assert official["average"]["value"] > strict["average"]["value"]
+    assert official.average.value > strict.average.value
 
 
 def test_category_is_unweighted_mean_of_tasks_not_pooled():
     items, responses, verdicts = foundation_run()
-    strict = score_run(items, responses, verdicts, reps=0)["strict"]["foundation"]
+    strict = score_run(items, responses, verdicts, reps=0).strict.foundation
     pooled = (3 + 2) / (4 + 5)
-    assert strict["categories"]["speech"]["value"] != pytest.approx(pooled)
-    assert strict["categories"]["speech"]["n"] == 9
-    assert strict["categories"]["speech"]["ci_low"] is None  # no replicates asked for
+    assert strict.categories["speech"].value != pytest.approx(pooled)
+    assert strict.categories["speech"].n == 9
+    assert strict.categories["speech"].ci_low is None  # no replicates asked for
 
 
 def test_default_protocol_is_strict():
     items, responses, verdicts = foundation_run()
-    assert set(score_run(items, responses, verdicts, reps=0)) == {"strict"}
-    assert set(score_run(items, responses, verdicts, protocol="official", reps=0)) == {"official"}
+    assert score_run(items, responses, verdicts, reps=0).model_fields_set == {"strict"}
+    assert score_run(items, responses, verdicts, protocol="official", reps=0).model_fields_set == {"official"}
     with pytest.raises(ValueError, match="unknown protocol"):
         score_run(items, responses, verdicts, protocol="lenient")
 
@@ -130,13 +130,13 @@ def test_error_response_and_missing_verdict_and_letter_past_options():
     verdicts = [_rule_verdict(item_c, responses[1]), _rule_verdict(item_ok, responses[3])]
     items = [item_err, item_c, item_nov, item_ok, item_none]
     result = score_run(items, responses, verdicts, protocol="both", reps=0)
-    official = result["official"]["foundation"]["tasks"]["Speaker_Gender_Recognition"]
-    strict = result["strict"]["foundation"]["tasks"]["Speaker_Gender_Recognition"]
+    official = result.official.foundation.tasks["Speaker_Gender_Recognition"]
+    strict = result.strict.foundation.tasks["Speaker_Gender_Recognition"]
     # official: x1 and x5 dropped; "C" read as a letter the item lacks -> wrong; x3, x4 right
-    assert (official["n"], official["correct"], official["failures"]) == (3, 2, 2)
+    assert (official.n, official.correct, official.failures) == (3, 2, 2)
     # strict: error, "C" (not an option), no verdict, no response -> 4 failures, all wrong
-    assert (strict["n"], strict["correct"], strict["failures"]) == (5, 1, 4)
-    reasons = result["strict"]["foundation"]["failure_reasons"]
+    assert (strict.n, strict.correct, strict.failures) == (5, 1, 4)
+    reasons = result.strict.foundation.failure_reasons
     assert reasons["no verdict"] == 1 and reasons["no response"] == 1
     assert any(r.startswith("response error") for r in reasons)
 
@@ -145,11 +145,11 @@ def test_llm_verdict_used_when_the_rule_abstains():
     items, responses, verdicts = foundation_run()
     e5 = next(i for i in items if i.uid == "e5")
     llm = Verdict(uid="e5", model=MODEL, judge="openai:gpt-4o", raw="yes", choice=3, correct=True)
-    default = score_run(items, responses, [*verdicts, llm], reps=0)["strict"]["foundation"]
-    assert default["tasks"]["Speaker_Emotion_Recontion"]["value"] == pytest.approx(3 / 5)
-    assert default["failed"] == 0
-    rule_only = score_run(items, responses, [*verdicts, llm], reps=0, judges=["rule"])["strict"]["foundation"]
-    assert rule_only["tasks"]["Speaker_Emotion_Recontion"]["value"] == pytest.approx(2 / 5)
+    default = score_run(items, responses, [*verdicts, llm], reps=0).strict.foundation
+    assert default.tasks["Speaker_Emotion_Recontion"].value == pytest.approx(3 / 5)
+    assert default.failed == 0
+    rule_only = score_run(items, responses, [*verdicts, llm], reps=0, judges=["rule"]).strict.foundation
+    assert rule_only.tasks["Speaker_Emotion_Recontion"].value == pytest.approx(2 / 5)
     assert e5.answer == 3
 
 
@@ -159,7 +159,7 @@ def test_several_models_need_a_choice():
     with pytest.raises(ValueError, match="several models"):
         score_run(items, [*responses, *other], verdicts)
     mine = score_run(items, [*responses, *other], verdicts, model=MODEL, reps=0)
-    assert mine["strict"]["foundation"]["average"]["value"] == pytest.approx((0.575 + 0.5 + 1.0) / 3)
+    assert mine.strict.foundation.average.value == pytest.approx((0.575 + 0.5 + 1.0) / 3)
 
 
 CHAT_REPLIES = {
@@ -202,25 +202,25 @@ def chat_run():
 def test_chat_hand_computed_both_orders_both_protocols():
     items, responses, verdicts = chat_run()
     result = score_run(items, responses, verdicts, protocol="both", reps=200)
-    official, strict = result["official"]["chat"], result["strict"]["chat"]
+    official, strict = result.official.chat, result.strict.chat
     speech_model, speech_reference = (6 + 7 + 5 + 4 + 7 + 6) / 6, (8 + 9 + 9 + 8 + 7 + 8) / 6
     for table in (official, strict):
-        speech = table["categories"]["speech"]
-        assert speech["value"] == pytest.approx(speech_model)
-        assert speech["reference"]["value"] == pytest.approx(speech_reference)
-        assert speech["relative"]["value"] == pytest.approx(speech_model / speech_reference)
-        assert speech["n"] == 6 and speech["failures"] == 0
+        speech = table.categories["speech"]
+        assert speech.value == pytest.approx(speech_model)
+        assert speech.reference.value == pytest.approx(speech_reference)
+        assert speech.relative.value == pytest.approx(speech_model / speech_reference)
+        assert speech.n == 6 and speech.failures == 0
         # Mixed: mean of the two task means (6 and 5.25), not the pooled mean (5.5)
-        assert table["tasks"]["speech_and_music_QA"]["value"] == pytest.approx(5.25)
-        assert table["categories"]["mixed"]["value"] == pytest.approx((6 + 5.25) / 2)
-    assert official["categories"]["sound"]["value"] == 5 and official["categories"]["sound"]["failures"] == 1
-    assert official["categories"]["music"]["value"] == 4 and official["categories"]["music"]["n"] == 1
-    assert strict["categories"]["sound"]["value"] == pytest.approx(6.0)
-    assert strict["categories"]["music"]["value"] == pytest.approx(5.75)
-    assert official["average"]["value"] == pytest.approx((speech_model + 5 + 4 + 5.625) / 4)
-    assert strict["average"]["value"] == pytest.approx((speech_model + 6 + 5.75 + 5.625) / 4)
-    assert official["failed"] == 2 and strict["failed"] == 0
-    assert official["items"] == 8 and official["orders"] == ["reference_first", "hypothesis_first"]
+        assert table.tasks["speech_and_music_QA"].value == pytest.approx(5.25)
+        assert table.categories["mixed"].value == pytest.approx((6 + 5.25) / 2)
+    assert official.categories["sound"].value == 5 and official.categories["sound"].failures == 1
+    assert official.categories["music"].value == 4 and official.categories["music"].n == 1
+    assert strict.categories["sound"].value == pytest.approx(6.0)
+    assert strict.categories["music"].value == pytest.approx(5.75)
+    assert official.average.value == pytest.approx((speech_model + 5 + 4 + 5.625) / 4)
+    assert strict.average.value == pytest.approx((speech_model + 6 + 5.75 + 5.625) / 4)
+    assert official.failed == 2 and strict.failed == 0
+    assert official.n_items == 8 and official.orders == ["reference_first", "hypothesis_first"]
 
 
 def test_chat_strict_failures_are_excluded_and_counted():
@@ -232,11 +232,11 @@ def test_chat_strict_failures_are_excluded_and_counted():
         for v in verdicts
     ]
     broken = [v for v in broken if (v.uid, v.order) != ("s2", "reference_first")]  # a missing verdict
-    strict = score_run(items, responses, broken, reps=0)["strict"]["chat"]
-    speech = strict["categories"]["speech"]
-    assert speech["n"] == 4 and speech["failures"] == 2
-    assert speech["value"] == pytest.approx((6 + 4 + 7 + 6) / 4)
-    assert strict["failure_reasons"] == {"judge openai:judge: found 3 numbers": 1, "no verdict": 1}
+    strict = score_run(items, responses, broken, reps=0).strict.chat
+    speech = strict.categories["speech"]
+    assert speech.n == 4 and speech.failures == 2
+    assert speech.value == pytest.approx((6 + 4 + 7 + 6) / 4)
+    assert strict.failure_reasons == {"judge openai:judge: found 3 numbers": 1, "no verdict": 1}
 
 
 def test_several_chat_judges_need_a_choice():
@@ -244,8 +244,8 @@ def test_several_chat_judges_need_a_choice():
     proxy = [v.model_copy(update={"judge": "proxy", "score_hypothesis": 1.0}) for v in verdicts]
     with pytest.raises(ValueError, match="several judges"):
         score_run(items, responses, [*verdicts, *proxy])
-    chosen = score_run(items, responses, [*verdicts, *proxy], judges=["proxy"], reps=0)["strict"]["chat"]
-    assert chosen["average"]["value"] == 1.0
+    chosen = score_run(items, responses, [*verdicts, *proxy], judges=["proxy"], reps=0).strict.chat
+    assert chosen.average.value == 1.0
 
 
 def test_official_protocol_keeps_proxy_scores():
@@ -257,18 +257,18 @@ def test_official_protocol_keeps_proxy_scores():
     ]
     result = score_run(items, responses, proxy, protocol="both", reps=0)
     for name in ("official", "strict"):
-        assert result[name]["chat"]["average"]["value"] == 4.0
-        assert result[name]["chat"]["failed"] == 0
+        assert getattr(result, name).chat.average.value == 4.0
+        assert getattr(result, name).chat.failed == 0
 
 
 def _all_scores(table):
     for kind in ("foundation", "chat"):
-        section = table.get(kind)
-        if not section:
+        section = getattr(table, kind)
+        if section is None:
             continue
         for key in ("subsets", "tasks", "categories"):
-            yield from section.get(key, {}).values()
-        yield section["average"]
+            yield from (getattr(section, key) or {}).values()
+        yield section.average
 
 
 def test_confidence_intervals_contain_the_point_and_are_deterministic():
@@ -280,9 +280,9 @@ def test_confidence_intervals_contain_the_point_and_are_deterministic():
     other = score_run(*args, protocol="both", seed=8, reps=300)
     assert json.dumps(first.as_dict(), sort_keys=True) == json.dumps(again.as_dict(), sort_keys=True)
     assert json.dumps(first.as_dict(), sort_keys=True) != json.dumps(other.as_dict(), sort_keys=True)
-    for table in first.values():
+    for table in first.protocols():
         for score in _all_scores(table):
-            assert score["ci_low"] <= score["value"] + 1e-12 <= score["ci_high"] + 2e-12, score
+            assert score.ci_low <= score.value + 1e-12 <= score.ci_high + 2e-12, score
 
 
 def test_confidence_interval_narrows_with_more_items():
@@ -290,9 +290,9 @@ def test_confidence_interval_narrows_with_more_items():
         items = [_foundation(f"i{k}", "Speaker_Gender_Recognition", "d", GENDER, 0) for k in range(n)]
         responses = [Response(uid=i.uid, model=MODEL, text="A" if k % 5 < 3 else "B") for k, i in enumerate(items)]
         verdicts = [_rule_verdict(i, r) for i, r in zip(items, responses, strict=True)]
-        score = score_run(items, responses, verdicts, reps=500)["strict"]["foundation"]["average"]
-        assert score["value"] == pytest.approx(0.6)
-        return score["ci_high"] - score["ci_low"]
+        score = score_run(items, responses, verdicts, reps=500).strict.foundation.average
+        assert score.value == pytest.approx(0.6)
+        return score.ci_high - score.ci_low
 
     small, large = run(20), run(500)
     assert 0 < large < small / 2
@@ -371,32 +371,32 @@ def test_score_official_files_foundation(official_files):
     foundation, chat, chat_swapped = official_files
     result = score_official_files(foundation, chat, chat_swapped, seed=0)
     json.dumps(result.as_dict())  # serialisable
-    official, strict = result["official"]["foundation"], result["strict"]["foundation"]
+    official, strict = result.official.foundation, result.strict.foundation
 
-    gender_o = official["subsets"]["Speaker_Gender_Recognition_vox"]
-    gender_s = strict["subsets"]["Speaker_Gender_Recognition_vox"]
-    assert (gender_o["n"], gender_o["correct"], gender_o["accuracy"]) == (2, 1, 0.5)  # "Answer: B" misread as A
-    assert (gender_s["n"], gender_s["correct"], gender_s["accuracy"]) == (2, 2, 1.0)
+    gender_o = official.subsets["Speaker_Gender_Recognition_vox"]
+    gender_s = strict.subsets["Speaker_Gender_Recognition_vox"]
+    assert (gender_o.n, gender_o.correct, gender_o.accuracy) == (2, 1, 0.5)  # "Answer: B" misread as A
+    assert (gender_s.n, gender_s.correct, gender_s.accuracy) == (2, 2, 1.0)
 
-    emotion_o = official["subsets"]["Speaker_Emotion_Recontion_iemo"]
-    emotion_s = strict["subsets"]["Speaker_Emotion_Recontion_iemo"]
-    assert (emotion_o["n"], emotion_o["correct"], emotion_o["failures"]) == (2, 2, 1)  # "I don't know" dropped
-    assert (emotion_s["n"], emotion_s["correct"], emotion_s["failures"]) == (3, 2, 1)  # ... counted wrong
+    emotion_o = official.subsets["Speaker_Emotion_Recontion_iemo"]
+    emotion_s = strict.subsets["Speaker_Emotion_Recontion_iemo"]
+    assert (emotion_o.n, emotion_o.correct, emotion_o.failures) == (2, 2, 1)  # "I don't know" dropped
+    assert (emotion_s.n, emotion_s.correct, emotion_s.failures) == (3, 2, 1)  # ... counted wrong
 
-    aqa_o = official["subsets"]["Music_AQA_clotho"]
-    aqa_s = strict["subsets"]["Music_AQA_clotho"]
-    assert (aqa_o["n"], aqa_o["correct"], aqa_o["failures"]) == (1, 1, 2)  # "None" and no response dropped
-    assert (aqa_s["n"], aqa_s["correct"], aqa_s["failures"]) == (3, 1, 2)
+    aqa_o = official.subsets["Music_AQA_clotho"]
+    aqa_s = strict.subsets["Music_AQA_clotho"]
+    assert (aqa_o.n, aqa_o.correct, aqa_o.failures) == (1, 1, 2)  # "None" and no response dropped
+    assert (aqa_s.n, aqa_s.correct, aqa_s.failures) == (3, 1, 2)
 
-    assert official["failed"] == 3 and strict["failed"] == 3
-    assert official["categories"]["speech"]["value"] == pytest.approx((0.5 + 1.0) / 2)
-    assert strict["categories"]["speech"]["value"] == pytest.approx((1.0 + 2 / 3) / 2)
-    assert official["average"]["value"] == pytest.approx((0.75 + 1.0) / 2)
-    assert strict["average"]["value"] == pytest.approx(((1.0 + 2 / 3) / 2 + 1 / 3) / 2)
+    assert official.failed == 3 and strict.failed == 3
+    assert official.categories["speech"].value == pytest.approx((0.5 + 1.0) / 2)
+    assert strict.categories["speech"].value == pytest.approx((1.0 + 2 / 3) / 2)
+    assert official.average.value == pytest.approx((0.75 + 1.0) / 2)
+    assert strict.average.value == pytest.approx(((1.0 + 2 / 3) / 2 + 1 / 3) / 2)
 
     # bad lines: counted and located, the rest scored
-    assert official["invalid"] == 3
-    errors = "\n".join(official["errors"])
+    assert official.invalid == 3
+    errors = "\n".join(official.errors)
     assert f"{foundation}:9: invalid JSON" in errors
     assert f"{foundation}:10: field 'answer_gt'" in errors
     assert f"{foundation}:11: field 'answer_gt'" in errors and "techno" in errors
@@ -405,24 +405,24 @@ def test_score_official_files_foundation(official_files):
 def test_score_official_files_chat(official_files):
     foundation, chat, chat_swapped = official_files
     result = score_official_files(chat=chat, chat_swapped=chat_swapped, reps=100)
-    assert result["official"]["foundation"] is None
-    official, strict = result["official"]["chat"], result["strict"]["chat"]
+    assert result.official.foundation is None
+    official, strict = result.official.chat, result.strict.chat
     # speech: model scores 6 and 7 (item 1), 7 and 7.5 (item 2, both unreadable for the official parser)
-    assert official["categories"]["speech"]["value"] == pytest.approx(6.5)
-    assert official["categories"]["speech"]["failures"] == 2
-    assert strict["categories"]["speech"]["value"] == pytest.approx((6 + 7 + 7 + 7.5) / 4)
+    assert official.categories["speech"].value == pytest.approx(6.5)
+    assert official.categories["speech"].failures == 2
+    assert strict.categories["speech"].value == pytest.approx((6 + 7 + 7 + 7.5) / 4)
     # sound: 5 (reference first), 4 in the labelled swapped reply (official parser fails on it)
-    assert official["categories"]["sound"]["value"] == 5
-    assert strict["categories"]["sound"]["value"] == pytest.approx(4.5)
-    assert strict["categories"]["sound"]["reference"]["value"] == pytest.approx(9)
+    assert official.categories["sound"].value == 5
+    assert strict.categories["sound"].value == pytest.approx(4.5)
+    assert strict.categories["sound"].reference.value == pytest.approx(9)
     # mixed: mean of speech_and_sound (7, 5 -> 6) and speech_and_music (2, 4 -> 3)
     for table in (official, strict):
-        assert table["categories"]["mixed"]["value"] == pytest.approx(4.5)
-        assert "music" not in table["categories"]
-        assert table["invalid"] == 1 and "unknown Chat task 'not_a_task'" in table["errors"][0]
-    assert official["average"]["value"] == pytest.approx((6.5 + 5 + 4.5) / 3)
-    assert strict["average"]["value"] == pytest.approx((6.875 + 4.5 + 4.5) / 3)
-    assert official["failed"] == 3 and strict["failed"] == 0
+        assert table.categories["mixed"].value == pytest.approx(4.5)
+        assert "music" not in table.categories
+        assert table.invalid == 1 and "unknown Chat task 'not_a_task'" in table.errors[0]
+    assert official.average.value == pytest.approx((6.5 + 5 + 4.5) / 3)
+    assert strict.average.value == pytest.approx((6.875 + 4.5 + 4.5) / 3)
+    assert official.failed == 3 and strict.failed == 0
 
 
 def test_score_official_files_can_raise_on_the_first_bad_line(official_files):
@@ -477,19 +477,19 @@ def test_official_chat_averages_the_two_orders_strict_pools_them():
     }
     items, responses, verdicts = _chat_verdicts(replies)
     result = score_run(items, responses, verdicts, protocol="both", reps=0)
-    official, strict = result["official"]["chat"], result["strict"]["chat"]
-    for level in (official["tasks"]["speech_QA"], official["categories"]["speech"]):
-        assert level["value"] == pytest.approx((6 + 2) / 2)  # (mean over order 1 + mean over order 2) / 2 = 4
-        assert level["value"] != pytest.approx((8 + 6 + 4 + 2) / 4)  # not the pooled mean, 5
-        assert level["reference"]["value"] == pytest.approx((9 + 9) / 2)
-        assert level["relative"]["value"] == pytest.approx(4 / 9)
-        assert (level["n"], level["failures"]) == (4, 2)  # (item, order) units
-        assert level["orders_scored"] == ["reference_first", "hypothesis_first"]
+    official, strict = result.official.chat, result.strict.chat
+    for level in (official.tasks["speech_QA"], official.categories["speech"]):
+        assert level.value == pytest.approx((6 + 2) / 2)  # (mean over order 1 + mean over order 2) / 2 = 4
+        assert level.value != pytest.approx((8 + 6 + 4 + 2) / 4)  # not the pooled mean, 5
+        assert level.reference.value == pytest.approx((9 + 9) / 2)
+        assert level.relative.value == pytest.approx(4 / 9)
+        assert (level.n, level.failures) == (4, 2)  # (item, order) units
+        assert level.orders_scored == ["reference_first", "hypothesis_first"]
     # strict pools the five scored units of both orders: 8, 6, 4, 2, 8
-    assert strict["categories"]["speech"]["value"] == pytest.approx((8 + 6 + 4 + 2 + 8) / 5)
-    assert (strict["categories"]["speech"]["n"], strict["categories"]["speech"]["failures"]) == (5, 1)
-    assert official["average"]["value"] == pytest.approx(4.0)
-    assert official["single_order"] is False and official["orders_scored"] == ["reference_first", "hypothesis_first"]
+    assert strict.categories["speech"].value == pytest.approx((8 + 6 + 4 + 2 + 8) / 5)
+    assert (strict.categories["speech"].n, strict.categories["speech"].failures) == (5, 1)
+    assert official.average.value == pytest.approx(4.0)
+    assert official.single_order is False and official.orders_scored == ["reference_first", "hypothesis_first"]
 
 
 def test_official_chat_category_pools_its_tasks_within_an_order():
@@ -501,11 +501,11 @@ def test_official_chat_category_pools_its_tasks_within_an_order():
         "d1": ("speech_dialogue_QA", {"reference_first": "9 2", "hypothesis_first": "5 9"}),
     }
     items, responses, verdicts = _chat_verdicts(replies)
-    official = score_run(items, responses, verdicts, protocol="official", reps=0)["official"]["chat"]
-    assert official["categories"]["speech"]["value"] == pytest.approx((16 / 3 + 5) / 2)
-    assert official["tasks"]["speech_QA"]["value"] == pytest.approx(7.0)  # one order only
-    assert official["tasks"]["speech_QA"]["orders_scored"] == ["reference_first"]
-    assert official["tasks"]["speech_dialogue_QA"]["value"] == pytest.approx((2 + 5) / 2)
+    official = score_run(items, responses, verdicts, protocol="official", reps=0).official.chat
+    assert official.categories["speech"].value == pytest.approx((16 / 3 + 5) / 2)
+    assert official.tasks["speech_QA"].value == pytest.approx(7.0)  # one order only
+    assert official.tasks["speech_QA"].orders_scored == ["reference_first"]
+    assert official.tasks["speech_dialogue_QA"].value == pytest.approx((2 + 5) / 2)
 
 
 def test_official_chat_one_order_alone_is_flagged():
@@ -514,10 +514,10 @@ def test_official_chat_one_order_alone_is_flagged():
         "q2": ("speech_QA", {"reference_first": "9 6"}),
     }
     items, responses, verdicts = _chat_verdicts(replies)
-    official = score_run(items, responses, verdicts, protocol="official", reps=0)["official"]["chat"]
-    assert official["categories"]["speech"]["value"] == pytest.approx(7.0)
-    assert official["single_order"] is True and official["orders_scored"] == ["reference_first"]
-    assert official["categories"]["speech"]["failures"] == 2  # the two missing hypothesis_first verdicts
+    official = score_run(items, responses, verdicts, protocol="official", reps=0).official.chat
+    assert official.categories["speech"].value == pytest.approx(7.0)
+    assert official.single_order is True and official.orders_scored == ["reference_first"]
+    assert official.categories["speech"].failures == 2  # the two missing hypothesis_first verdicts
 
 
 def test_official_chat_interval_resamples_the_per_order_aggregate():
@@ -530,15 +530,15 @@ def test_official_chat_interval_resamples_the_per_order_aggregate():
     drop = {(f"q{k}", "hypothesis_first") for k in range(0, 30, 2)}  # order 2 keeps 15 of 30 replies
     verdicts = [v for v in verdicts if (v.uid, v.order) not in drop]
     result = score_run(items, responses, verdicts, protocol="both", reps=400, seed=1)
-    official, strict = result["official"]["chat"]["average"], result["strict"]["chat"]["average"]
+    official, strict = result.official.chat.average, result.strict.chat.average
     model_1 = sum(1 + k % 9 for k in range(30)) / 30
     model_2 = sum(1 + k % 3 for k in range(1, 30, 2)) / 15
-    assert official["value"] == pytest.approx((model_1 + model_2) / 2)
-    assert strict["value"] == pytest.approx((model_1 * 30 + model_2 * 15) / 45)
-    assert official["ci_low"] < official["value"] < official["ci_high"]
+    assert official.value == pytest.approx((model_1 + model_2) / 2)
+    assert strict.value == pytest.approx((model_1 * 30 + model_2 * 15) / 45)
+    assert official.ci_low < official.value < official.ci_high
     # the intervals are centred on their own aggregate, not on the other protocol's
-    assert abs((official["ci_low"] + official["ci_high"]) / 2 - official["value"]) < 0.5
-    assert official["ci_high"] != strict["ci_high"]
+    assert abs((official.ci_low + official.ci_high) / 2 - official.value) < 0.5
+    assert official.ci_high != strict.ci_high
 
 
 def test_score_official_files_chat_orders_with_different_parsed_counts(tmp_path):
@@ -556,12 +556,12 @@ def test_score_official_files_chat_orders_with_different_parsed_counts(tmp_path)
     chat.write_text(json.dumps(ref_first), encoding="utf-8")
     chat_swapped.write_text(json.dumps(swapped), encoding="utf-8")
     result = score_official_files(chat=chat, chat_swapped=chat_swapped, reps=0)
-    official = result["official"]["chat"]
-    assert official["categories"]["sound"]["value"] == pytest.approx((6 + 2) / 2)
-    assert official["categories"]["sound"]["n"] == 4 and official["failed"] == 2
-    assert result["strict"]["chat"]["categories"]["sound"]["value"] == pytest.approx((8 + 6 + 4 + 2 + 8) / 5)
-    only_one = score_official_files(chat=chat, reps=0)["official"]["chat"]
-    assert only_one["single_order"] is True and only_one["categories"]["sound"]["value"] == pytest.approx(6.0)
+    official = result.official.chat
+    assert official.categories["sound"].value == pytest.approx((6 + 2) / 2)
+    assert official.categories["sound"].n == 4 and official.failed == 2
+    assert result.strict.chat.categories["sound"].value == pytest.approx((8 + 6 + 4 + 2 + 8) / 5)
+    only_one = score_official_files(chat=chat, reps=0).official.chat
+    assert only_one.single_order is True and only_one.categories["sound"].value == pytest.approx(6.0)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -571,19 +571,19 @@ def test_score_official_files_chat_orders_with_different_parsed_counts(tmp_path)
 def test_partial_averages_say_which_categories_they_cover():
     items, responses, verdicts = foundation_run()  # speech, sound and music tasks
     c_items, c_responses, c_verdicts = chat_run()  # all four Chat categories
-    full = score_run([*items, *c_items], [*responses, *c_responses], [*verdicts, *c_verdicts], reps=0)["strict"]
-    assert full["foundation"]["average"]["partial"] is False
-    assert full["foundation"]["average"]["categories_present"] == ["speech", "sound", "music"]
-    assert full["chat"]["average"]["partial"] is False
-    assert full["chat"]["average"]["categories_present"] == ["speech", "sound", "music", "mixed"]
+    full = score_run([*items, *c_items], [*responses, *c_responses], [*verdicts, *c_verdicts], reps=0).strict
+    assert full.foundation.average.partial is False
+    assert full.foundation.average.categories_present == ["speech", "sound", "music"]
+    assert full.chat.average.partial is False
+    assert full.chat.average.categories_present == ["speech", "sound", "music", "mixed"]
 
     no_music = [i for i in [*items, *c_items] if i.category not in ("music", "mixed")]
-    part = score_run(no_music, [*responses, *c_responses], [*verdicts, *c_verdicts], reps=0)["strict"]
-    assert part["foundation"]["average"]["partial"] is True
-    assert part["foundation"]["average"]["categories_present"] == ["speech", "sound"]
-    assert part["foundation"]["average"]["value"] == pytest.approx(((0.75 + 0.4) / 2 + 0.5) / 2)
-    assert part["chat"]["average"]["partial"] is True
-    assert part["chat"]["average"]["categories_present"] == ["speech", "sound"]
+    part = score_run(no_music, [*responses, *c_responses], [*verdicts, *c_verdicts], reps=0).strict
+    assert part.foundation.average.partial is True
+    assert part.foundation.average.categories_present == ["speech", "sound"]
+    assert part.foundation.average.value == pytest.approx(((0.75 + 0.4) / 2 + 0.5) / 2)
+    assert part.chat.average.partial is True
+    assert part.chat.average.categories_present == ["speech", "sound"]
 
 
 def test_a_category_without_a_value_makes_the_average_partial():
@@ -594,10 +594,10 @@ def test_a_category_without_a_value_makes_the_average_partial():
             "a1": ("sound_QA", {"reference_first": "9\n8", "hypothesis_first": "7.5 9"}),
         }
     )
-    official = score_run(items, responses, verdicts, protocol="official", reps=0)["official"]["chat"]
-    assert official["categories"]["sound"]["value"] is None
-    assert official["average"]["categories_present"] == ["speech"] and official["average"]["partial"] is True
-    assert official["average"]["value"] == pytest.approx(8.0)
+    official = score_run(items, responses, verdicts, protocol="official", reps=0).official.chat
+    assert official.categories["sound"].value is None
+    assert official.average.categories_present == ["speech"] and official.average.partial is True
+    assert official.average.value == pytest.approx(8.0)
 
 
 def test_run_folder_summary_marks_partial_averages(tmp_path):
@@ -610,7 +610,7 @@ def test_run_folder_summary_marks_partial_averages(tmp_path):
     write_records(tmp_path / "responses" / "m" / "foundation.jsonl", responses)
     write_records(tmp_path / "verdicts" / "m" / "foundation.rule.jsonl", verdicts)
     summary, _ = score_run_folder(RunFolder(tmp_path, data=tmp_path), reps=0)
-    assert list(summary["protocol"]) == ["official", "strict"]
+    assert list(summary.protocol) == ["official", "strict"]
     assert summary["foundation_partial"].tolist() == [True, True]
     assert "chat_partial" not in summary.columns  # no Chat section at all
 
@@ -637,14 +637,14 @@ def test_noise_graded_and_rotated_copies_stay_out_of_the_tables():
         [*items, *graded, rotated], [*responses, *wrong, right], [*verdicts, *extra_verdicts], protocol="both", reps=0
     )
     for name in ("official", "strict"):
-        table = result[name]
-        assert table["graded_items"]["foundation"] == 2 and table["graded_items"]["chat"] == 0
-        assert "clean_uid" in table["graded_items"]["why"]
+        table = getattr(result, name)
+        assert table.graded_items.foundation == 2 and table.graded_items.chat == 0
+        assert "clean_uid" in table.graded_items.why
         # neither the graded copies nor the rotated copy of g1 (its original is scored) count: d1 has g1 and g2
-        assert table["rotated_items"]["foundation"] == 1 and "rotation_of" in table["rotated_items"]["why"]
-        subset = table["foundation"]["subsets"]["Speaker_Gender_Recognition_d1"]
-        assert (subset["n"], subset["correct"]) == (2, 2)
-        assert table["foundation"]["items"] == len(items)
+        assert table.rotated_items.foundation == 1 and "rotation_of" in table.rotated_items.why
+        subset = table.foundation.subsets["Speaker_Gender_Recognition_d1"]
+        assert (subset.n, subset.correct) == (2, 2)
+        assert table.foundation.n_items == len(items)
     # a manifest of rotations alone (as `airbench-nb rotate` writes) is scored as it is
-    alone = score_run([rotated], [right], [extra_verdicts[-1]], protocol="strict", reps=0)["strict"]
-    assert alone["rotated_items"]["foundation"] == 0 and alone["foundation"]["items"] == 1
+    alone = score_run([rotated], [right], [extra_verdicts[-1]], protocol="strict", reps=0).strict
+    assert alone.rotated_items.foundation == 0 and alone.foundation.n_items == 1

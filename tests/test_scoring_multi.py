@@ -73,27 +73,27 @@ def test_per_turn_and_per_conversation_scores_with_a_known_answer():
     items, responses, verdicts = planted_conversations(broken=False)
     result = score_run(items, responses, verdicts, protocol="both", reps=200)
     for protocol in ("official", "strict"):
-        chat = result[protocol]["chat"]
-        turns = chat["turns"]
+        chat = getattr(result, protocol).chat
+        turns = chat.turns
         assert list(turns) == [f"kit_followup_QA turn {k}" for k in (1, 2, 3)]
-        assert [turns[name]["value"] for name in turns] == pytest.approx(TURN_SCORES)
-        assert [turns[name]["turn"] for name in turns] == [0, 1, 2]
-        assert turns["kit_followup_QA turn 2"]["n"] == 4 * 2 - 1 and turns["kit_followup_QA turn 2"]["failures"] == 1
+        assert [turns[name].value for name in turns] == pytest.approx(TURN_SCORES)
+        assert [turns[name].turn for name in turns] == [0, 1, 2]
+        assert turns["kit_followup_QA turn 2"].n == 4 * 2 - 1 and turns["kit_followup_QA turn 2"].failures == 1
         # the conversation's score is the mean of its turns: 6 for every conversation
-        assert chat["tasks"]["kit_followup_QA"]["value"] == pytest.approx(6.0, abs=0.1)
-        assert chat["categories"]["multi-turn"]["value"] == chat["tasks"]["kit_followup_QA"]["value"]
-        assert chat["categories"]["multi-turn"]["reference"]["value"] == 9.0
-        assert chat["items"] == 4 and chat["kit"]["tasks"] == ["kit_followup_QA"]
+        assert chat.tasks["kit_followup_QA"].value == pytest.approx(6.0, abs=0.1)
+        assert chat.categories["multi-turn"].value == chat.tasks["kit_followup_QA"].value
+        assert chat.categories["multi-turn"].reference.value == 9.0
+        assert chat.n_items == 4 and chat.kit.tasks == ["kit_followup_QA"]
         # no official category: the Average has nothing to average (kit categories are not in it)
-        assert chat["average"]["value"] is None and chat["average"]["n"] == 0 and chat["average"]["partial"]
+        assert chat.average.value is None and chat.average.n == 0 and chat.average.partial
         low, high = (
-            chat["turns"]["kit_followup_QA turn 1"]["ci_low"],
-            chat["turns"]["kit_followup_QA turn 1"]["ci_high"],
+            chat.turns["kit_followup_QA turn 1"].ci_low,
+            chat.turns["kit_followup_QA turn 1"].ci_high,
         )
         assert low == high == 8.0  # every conversation scores 8 at turn 1
     # the missing order of conv2's turn 2: official averages the per-order means, strict pools the units
-    official = result["official"]["chat"]["tasks"]["kit_followup_QA"]["value"]
-    strict = result["strict"]["chat"]["tasks"]["kit_followup_QA"]["value"]
+    official = result.official.chat.tasks["kit_followup_QA"].value
+    strict = result.strict.chat.tasks["kit_followup_QA"].value
     assert official == pytest.approx((6.0 + (8 * 4 + 6 * 3 + 4 * 4) / 11) / 2)
     assert strict == pytest.approx((6 * 24 - 6) / 23)
     frame = scores_frame(result)
@@ -103,25 +103,25 @@ def test_per_turn_and_per_conversation_scores_with_a_known_answer():
 def test_a_failed_turn_official_drops_it_strict_drops_the_conversation():
     items, responses, verdicts = planted_conversations(broken=True)
     result = score_run(items, responses, verdicts, protocol="both", reps=0)
-    official, strict = result["official"]["chat"], result["strict"]["chat"]
+    official, strict = result.official.chat, result.strict.chat
     # official: conv3 is scored on its first two turns (8 and 6); its third turn's two units are dropped
-    assert official["turns"]["kit_followup_QA turn 3"]["n"] == 6
-    assert official["turns"]["kit_followup_QA turn 3"]["failures"] == 2
+    assert official.turns["kit_followup_QA turn 3"].n == 6
+    assert official.turns["kit_followup_QA turn 3"].failures == 2
     per_order = {
         "reference_first": (3 * 18 + 14) / 11,
         "hypothesis_first": (3 * 18 + 14 - 6) / 10,
     }
-    assert official["tasks"]["kit_followup_QA"]["value"] == pytest.approx(sum(per_order.values()) / 2)
-    assert official["tasks"]["kit_followup_QA"]["failures"] == 2 + 1
+    assert official.tasks["kit_followup_QA"].value == pytest.approx(sum(per_order.values()) / 2)
+    assert official.tasks["kit_followup_QA"].failures == 2 + 1
     # strict: conv3 is left out whole (its 4 scored units counted as failures), so every turn rests on 3 conversations
-    task = strict["tasks"]["kit_followup_QA"]
-    assert task["n"] == 3 * 6 - 1 and task["failures"] == 6 + 1
-    assert strict["turns"]["kit_followup_QA turn 1"]["value"] == 8.0
-    assert strict["turns"]["kit_followup_QA turn 1"]["n"] == 6
-    assert strict["failure_reasons"][INCOMPLETE_CONVERSATION] == 4
-    assert strict["turns"]["kit_followup_QA turn 3"]["failures"] == 2
+    task = strict.tasks["kit_followup_QA"]
+    assert task.n == 3 * 6 - 1 and task.failures == 6 + 1
+    assert strict.turns["kit_followup_QA turn 1"].value == 8.0
+    assert strict.turns["kit_followup_QA turn 1"].n == 6
+    assert strict.failure_reasons[INCOMPLETE_CONVERSATION] == 4
+    assert strict.turns["kit_followup_QA turn 3"].failures == 2
     # a turn the model answered before the failure is scored: its answer was kept
-    assert any("turn 3 not answered" in reason for reason in official["failure_reasons"])
+    assert any("turn 3 not answered" in reason for reason in official.failure_reasons)
 
 
 def official_run(model: str, seed_shift: int = 0):
@@ -206,21 +206,19 @@ def test_official_averages_unchanged_by_kit_items():
     )
     for protocol in ("official", "strict"):
         for bench in ("foundation", "chat"):
-            before, after = without[protocol][bench], with_kit[protocol][bench]
-            assert {k: after["average"].get(k) for k in AVERAGE_KEYS} == {
-                k: before["average"].get(k) for k in AVERAGE_KEYS
+            before, after = getattr(getattr(without, protocol), bench), getattr(getattr(with_kit, protocol), bench)
+            assert {k: getattr(after.average, k) for k in AVERAGE_KEYS} == {
+                k: getattr(before.average, k) for k in AVERAGE_KEYS
             }, (protocol, bench)
-            assert not before["average"]["partial"]
-            for category in before["categories"]:  # official categories and tasks unchanged too
-                assert after["categories"][category] == before["categories"][category]
-            assert "kit" not in before and "kit" in after
-        foundation = with_kit[protocol]["foundation"]
-        assert foundation["categories"]["multi-clip"]["value"] == pytest.approx(
-            3 / 6 if protocol == "strict" else 3 / 5
-        )
-        assert "uncategorised_tasks" not in foundation
-        assert with_kit[protocol]["chat"]["categories"]["multi-turn"]["value"] is not None
-        assert list(foundation["categories"])[-1] == "multi-clip"  # after the official ones
+            assert not before.average.partial
+            for category in before.categories:  # official categories and tasks unchanged too
+                assert after.categories[category] == before.categories[category]
+            assert "kit" not in before.model_fields_set and "kit" in after.model_fields_set
+        foundation = getattr(with_kit, protocol).foundation
+        assert foundation.categories["multi-clip"].value == pytest.approx(3 / 6 if protocol == "strict" else 3 / 5)
+        assert "uncategorised_tasks" not in foundation.model_fields_set
+        assert getattr(with_kit, protocol).chat.categories["multi-turn"].value is not None
+        assert list(foundation.categories)[-1] == "multi-clip"  # after the official ones
     # the summary's averages, n and failed are the same; the kit categories get columns of their own
     summary_without, _ = score_models(items, [(responses, verdicts)], reps=300)
     summary_with, _ = score_models(items + k_items, [(responses + k_responses, verdicts + k_verdicts)], reps=300)
@@ -277,10 +275,12 @@ def test_official_files_leave_kit_rows_out_counted(tmp_path):
     }
     for protocol in ("official", "strict"):
         for bench in ("foundation", "chat"):
-            before, after = scored["plain"][protocol][bench], scored["mixed"][protocol][bench]
-            assert after["average"] == before["average"] and after["tasks"] == before["tasks"]
-            assert after["invalid"] == before["invalid"] == 0
-            assert "kit_rows" not in before
-        assert scored["mixed"][protocol]["foundation"]["kit_rows"]["count"] == 3
-        assert scored["mixed"][protocol]["foundation"]["kit_rows"]["kit_pitch_compare"] == 3
-        assert scored["mixed"][protocol]["chat"]["kit_rows"]["count"] == 2  # one row in each order's file
+            before = getattr(getattr(scored["plain"], protocol), bench)
+            after = getattr(getattr(scored["mixed"], protocol), bench)
+            assert after.average == before.average and after.tasks == before.tasks
+            assert after.invalid == before.invalid == 0
+            assert "kit_rows" not in before.model_fields_set
+        mixed = getattr(scored["mixed"], protocol)
+        assert mixed.foundation.kit_rows["count"] == 3
+        assert mixed.foundation.kit_rows["kit_pitch_compare"] == 3
+        assert mixed.chat.kit_rows["count"] == 2  # one row in each order's file

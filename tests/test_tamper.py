@@ -62,10 +62,10 @@ def test_missing_empty_and_nan_clips_without_audio_status_are_unusable_not_failu
     responses, verdicts = _oracle_run(tmp_path, items)
     table = score_run(items, responses, verdicts, protocol="both", reps=0, root=tmp_path)
     for protocol in ("strict", "official"):
-        scores = table[protocol]
-        assert scores["foundation"]["average"]["value"] == 1.0, protocol
-        assert scores["foundation"]["average"]["failures"] == 0
-        assert scores["unusable_items"]["foundation"] == 3
+        scores = getattr(table, protocol)
+        assert scores.foundation.average.value == 1.0, protocol
+        assert scores.foundation.average.failures == 0
+        assert scores.unusable_items.foundation == 3
     assert "3 item(s) whose audio is unusable now" in caplog.text
     # the runner saw the same: three data defects, not failures of the model
     assert sorted(r.error.split(":")[0] for r in responses if r.error) == [
@@ -74,8 +74,8 @@ def test_missing_empty_and_nan_clips_without_audio_status_are_unusable_not_failu
         "audio missing",
     ]
     # without the data root, the runner's defect responses say the same
-    blind = score_run(items, responses, verdicts, reps=0)["strict"]
-    assert blind["unusable_items"]["foundation"] == 3 and blind["foundation"]["average"]["value"] == 1.0
+    blind = score_run(items, responses, verdicts, reps=0).strict
+    assert blind.unusable_items.foundation == 3 and blind.foundation.average.value == 1.0
 
 
 def test_a_stale_ok_status_is_overridden_by_the_audio_as_it_is(tmp_path):
@@ -102,9 +102,9 @@ def test_a_stale_ok_status_is_overridden_by_the_audio_as_it_is(tmp_path):
     judge_responses("rule", items, read_records(responses, Response), verdicts, progress=False)
     _, table = score_run_folder(folder, reps=0)
     ((_, result),) = table.items()
-    assert result["strict"]["unusable_items"]["foundation"] == 1
-    assert result["strict"]["foundation"]["average"]["n"] == 2
-    assert result["strict"]["foundation"]["average"]["value"] == 1.0
+    assert result.strict.unusable_items.foundation == 1
+    assert result.strict.foundation.average.n == 2
+    assert result.strict.foundation.average.value == 1.0
 
 
 # ------------------------------------------------------------------------------- item 3: resume vs audio hash

@@ -226,7 +226,7 @@ class RunAnalysis:
             return None
 
         def model(run: RunScores) -> str | None:
-            scores = run.strict or run.official
+            scores = run.strict if run.strict is not None else run.official
             return scores.model if scores is not None else None
 
         kept = {key: run for m in self.run.models for key, run in table.items() if model(run) == m}

@@ -483,14 +483,15 @@ def _format_markdown(formats: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _unusable(results: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+def _unusable(results: Mapping[str, RunScores]) -> dict[str, int]:
     """Items left out as unusable (audio missing, empty or corrupt), the most any result reports, per kind."""
     out: dict[str, int] = {}
     for result in results.values():
-        for table in result.values():
-            if not isinstance(table, Mapping):
+        for table in result.protocols():
+            if table.unusable_items is None:
                 continue
-            for kind, count in (table.get("unusable_items") or {}).items():
+            counts = table.unusable_items.model_dump(exclude_unset=True)
+            for kind, count in counts.items():
                 if isinstance(count, int):
                     out[kind] = max(out.get(kind, 0), count)
     return out
