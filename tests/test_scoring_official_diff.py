@@ -225,16 +225,16 @@ def test_official_foundation_equals_the_script(tmp_path, seed):
     path.write_text(_random_foundation(rng, 80), encoding="utf-8")
     counted, correct, failures = reference_foundation(path)
 
-    section = score_official_files(path, reps=0)["official"]["foundation"]
-    assert section["invalid"] == 0, section["errors"]
-    assert section["failed"] == failures
-    assert set(section["subsets"]) == set(counted)
-    for subset, entry in section["subsets"].items():
-        assert (entry["n"], entry["correct"]) == (counted[subset], correct[subset]), subset
+    section = score_official_files(path, reps=0).official.foundation
+    assert section.invalid == 0, section.errors
+    assert section.failed == failures
+    assert set(section.subsets) == set(counted)
+    for subset, entry in section.subsets.items():
+        assert (entry.n, entry.correct) == (counted[subset], correct[subset]), subset
         if counted[subset]:
-            assert entry["accuracy"] == pytest.approx(correct[subset] / counted[subset]), subset
+            assert entry.accuracy == pytest.approx(correct[subset] / counted[subset]), subset
         else:  # every answer failed: the script divides by zero, the kit has no value
-            assert entry["accuracy"] is None, subset
+            assert entry.accuracy is None, subset
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -246,18 +246,18 @@ def test_official_chat_equals_the_script_run_per_order_then_averaged(tmp_path, s
     chat_swapped.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in swapped), encoding="utf-8")
     expected = reference_chat(ref_first, swapped)
 
-    section = score_official_files(chat=chat, chat_swapped=chat_swapped, reps=0)["official"]["chat"]
-    assert section["invalid"] == 0, section["errors"]
-    got = {"average": section["average"], **section["categories"], **section["tasks"]}
+    section = score_official_files(chat=chat, chat_swapped=chat_swapped, reps=0).official.chat
+    assert section.invalid == 0, section.errors
+    got = {"average": section.average, **section.categories, **section.tasks}
     names = {"speech_and_sound": "speech_and_sound_QA", "speech_and_music": "speech_and_music_QA"}
     for category, (model, reference) in expected.items():
         entry = got[names.get(category, category)]
-        assert entry["value"] == pytest.approx(model), category
-        assert entry["reference"]["value"] == pytest.approx(reference), category
-    valued = {c for c, e in section["categories"].items() if e["value"] is not None}
+        assert entry.value == pytest.approx(model), category
+        assert entry.reference.value == pytest.approx(reference), category
+    valued = {c for c, e in section.categories.items() if e.value is not None}
     assert valued == {c for c in expected if c in ("speech", "sound", "music", "mixed")}
     parsed = sum(_reference_reply(r["gpt-score"]) is not None for r in [*ref_first, *swapped])
-    assert (section["average"]["n"], section["failed"]) == (parsed, len(ref_first) + len(swapped) - parsed)
+    assert (section.average.n, section.failed) == (parsed, len(ref_first) + len(swapped) - parsed)
 
 
 def test_the_random_inputs_reach_the_cases_that_matter(tmp_path):
@@ -348,11 +348,12 @@ def test_line_separators_inside_rows_change_nothing(tmp_path, mark):
     expected, got = score(plain), score(marked)
     for name in ("official", "strict"):
         # one invalid line each, at its own line number: no row was cut in two
-        assert got[name]["foundation"]["invalid"] == 1 and got[name]["chat"]["invalid"] == 1
-        assert got[name]["foundation"]["errors"][0].startswith(f"{marked / 'foundation.jsonl'}:4: invalid JSON")
-        assert got[name]["chat"]["errors"][0].startswith(f"{marked / 'chat.jsonl'}:3: invalid JSON")
-    assert got["official"]["foundation"]["subsets"]["Speaker_Gender_Recognition_d"]["correct"] == 2
-    assert got["official"]["chat"]["categories"]["sound"]["value"] == 5
+        scores = getattr(got, name)
+        assert scores.foundation.invalid == 1 and scores.chat.invalid == 1
+        assert scores.foundation.errors[0].startswith(f"{marked / 'foundation.jsonl'}:4: invalid JSON")
+        assert scores.chat.errors[0].startswith(f"{marked / 'chat.jsonl'}:3: invalid JSON")
+    assert got.official.foundation.subsets["Speaker_Gender_Recognition_d"].correct == 2
+    assert got.official.chat.categories["sound"].value == 5
     assert _comparable(got) == _comparable(expected)
 
 
@@ -420,19 +421,19 @@ def test_the_three_edge_classes_official_counts_strict_refuses_and_the_differenc
     expected = reference_chat_file(chat_rows, model_is_first=False)
     result = score_official_files(foundation, chat=chat, reps=0)
 
-    official, strict = result["official"]["foundation"], result["strict"]["foundation"]
-    subset = official["subsets"]["Speaker_Emotion_Recontion_d"]
+    official, strict = result.official.foundation, result.strict.foundation
+    subset = official.subsets["Speaker_Emotion_Recontion_d"]
     assert (
-        (subset["n"], subset["correct"], official["failed"])
+        (subset.n, subset.correct, official.failed)
         == (3, 2, failures)
         == (counted["Speaker_Emotion_Recontion_d"], correct["Speaker_Emotion_Recontion_d"], 1)
     )
-    assert official["invalid"] == 1 and "matches none" in official["errors"][0]  # row 5: the scripts would stop
-    assert strict["invalid"] == 4 and strict["items"] == 1  # rows 1-3 refused by strict only, and row 5
-    assert official["strict_only"]["count"] == strict["strict_only"]["count"] == 3
-    assert any("choice_d is given without choice_c" in e for e in strict["errors"])
-    chat_official, chat_strict = result["official"]["chat"], result["strict"]["chat"]
-    assert chat_official["categories"]["speech"]["value"] == expected["speech"][0] == 4.0  # not 3.0
-    assert chat_official["categories"]["sound"]["value"] == expected["sound"][0] == 4.0  # (6 + 2) / 2
-    assert chat_official["invalid"] == 0 and chat_strict["invalid"] == 1 and chat_strict["strict_only"]["count"] == 1
-    assert "another case than 'speech_QA'" in chat_strict["errors"][0]
+    assert official.invalid == 1 and "matches none" in official.errors[0]  # row 5: the scripts would stop
+    assert strict.invalid == 4 and strict.n_items == 1  # rows 1-3 refused by strict only, and row 5
+    assert official.strict_only["count"] == strict.strict_only["count"] == 3
+    assert any("choice_d is given without choice_c" in e for e in strict.errors)
+    chat_official, chat_strict = result.official.chat, result.strict.chat
+    assert chat_official.categories["speech"].value == expected["speech"][0] == 4.0  # not 3.0
+    assert chat_official.categories["sound"].value == expected["sound"][0] == 4.0  # (6 + 2) / 2
+    assert chat_official.invalid == 0 and chat_strict.invalid == 1 and chat_strict.strict_only["count"] == 1
+    assert "another case than 'speech_QA'" in chat_strict.errors[0]
