@@ -226,7 +226,10 @@ def test_listening_widgets_and_item_browser(lab: Lab, page: Any, tmp_path: Path)
     handle.focus()
     page.keyboard.press("ArrowRight")
     label.filter(has_text="2 / 3: pitch-2").wait_for()
-    assert "Which note is played?" in browser_out.inner_text()
+    # the label moves first and the item's panel is redrawn after it: wait for the panel (a loaded machine showed
+    # the label of item 2 over item 1's question and choices), then read it
+    browser_out.get_by_text("Which note is played?").wait_for()
+    assert "Which note is played?" in browser_out.inner_text() and "A. A5" in browser_out.inner_text()
     second_audio = browser_out.locator("audio").first
     assert _audio_duration(page, second_audio) == pytest.approx(1.0, abs=0.05)
     assert _audio_src(page, second_audio) != first_src
