@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 logger = logging.getLogger(__name__)
+
+P = TypeVar("P", bound=BaseModel)
 
 Number = int | float
 """A JSON number, kept as written (an int stays an int, so that a file round-trips byte for byte)."""
@@ -1378,16 +1380,26 @@ class AnalysisReport(Payload):
     files: ReportFiles | None = None
     """The files written."""
 
-    def extra_section(self, name: str) -> Any:
-        """The JSON data of a section that is not one of the kit's (a user's own analysis).
+    @overload
+    def extra_section(self, name: str) -> Any: ...
+    @overload
+    def extra_section(self, name: str, payload: type[P]) -> P: ...
+    def extra_section(self, name: str, payload: type[P] | None = None) -> Any:
+        """A section that is not one of the kit's (a benchmark's or a user's own analysis).
+
+        Args:
+            name: The section's name.
+            payload: The model of its data (a registered section's
+                :attr:`~airbench_nb.analysis.registry.AnalysisSection.payload`); None: its JSON data as it is.
 
         Raises:
             KeyError: When the report holds no such section (the message lists the ones it holds).
+            ValueError: When its data does not match ``payload``.
         """
         extra = self.model_extra or {}
         if name not in extra:
             raise KeyError(f"analysis.json has no added section {name!r}; added: {', '.join(extra) or 'none'}")
-        return extra[name]
+        return extra[name] if payload is None else payload.model_validate(extra[name])
 
     @classmethod
     def from_json(cls, text: str) -> AnalysisReport:

@@ -37,7 +37,7 @@ from functools import singledispatch
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from airbench_nb.audio import probe_audio_cached
 from airbench_nb.records import (
@@ -48,7 +48,6 @@ from airbench_nb.records import (
     CaptionItem,
     ChatItem,
     EventsItem,
-    Item,
     JointItem,
     OpenSourceItem,
     Record,
@@ -57,6 +56,7 @@ from airbench_nb.records import (
     SpeechGenerationItem,
     TranscriptionItem,
     TranslationItem,
+    item_adapter,
 )
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,6 @@ RELEASE_MARKERS = ("Foundation/Foundation_meta.json", "Chat/Chat_meta.json")
 """Files that mark the root of an AIR-Bench release, a folder a ``dataset.json`` may point its data root at."""
 
 M = TypeVar("M", bound=BaseModel)
-_ITEM_ADAPTER: TypeAdapter[AnyItem] = TypeAdapter(Item)
 
 
 @dataclass
@@ -110,14 +109,11 @@ class DatasetCard(Record):
     """Summary counts written by the tool that made the manifests."""
 
 
-_KIND_TAGS = frozenset(ITEM_KINDS)
-"""The tags pydantic puts in an error's location for the item kind (not a field of the line)."""
-
-
 def _validation_errors(exc: ValidationError, file: str, line: int, uid: str | None) -> list[ManifestError]:
     errors = []
+    kind_tags = frozenset(ITEM_KINDS)  # the tags pydantic puts in an error's location for the kind (not a field)
     for err in exc.errors():
-        loc = [str(p) for p in err["loc"] if p not in _KIND_TAGS]
+        loc = [str(p) for p in err["loc"] if p not in kind_tags]
         field = ".".join(loc) or None
         errors.append(ManifestError(file, line, err["msg"], uid=uid, field=field))
     return errors
@@ -371,7 +367,7 @@ def read_manifest(
             message names file, line, uid and field.
         FileNotFoundError: If the manifest does not exist.
     """
-    items, errors = _parse_lines(Path(path), _ITEM_ADAPTER.validate_python, key="uid")
+    items, errors = _parse_lines(Path(path), item_adapter().validate_python, key="uid")
     if strict:
         if errors:
             raise errors[0]

@@ -109,9 +109,9 @@ A notebook is kept by a resume only while these files are as it left them: an up
 responses, or a deleted output, makes it execute again. A notebook not named here (another notebook folder)
 depends on the hashes of every notebook before it instead."""
 
-KINDS: tuple[str, ...] = ITEM_KINDS
+KINDS: Sequence[str] = ITEM_KINDS
 """Manifest kinds, in pipeline order: AIR-Bench's two, those scored against references (schema 3), the tiered
-benchmark's two."""
+benchmark's two, then any kind a benchmark registered (a live view of :data:`airbench_nb.records.ITEM_CLASSES`)."""
 
 
 def file_slug(spec: str) -> str:

@@ -47,6 +47,7 @@ import pandas as pd
 from airbench_nb import plots
 from airbench_nb.analysis import answers, circular, classification, order_bias, position_bias, ranking, snr, tables
 from airbench_nb.analysis.data import RunData, load_run
+from airbench_nb.analysis.registry import SECTIONS, register_analysis_section
 from airbench_nb.analysis.section import SHOW_DPI, Section, show  # noqa: F401 - re-exported (notebooks import show here)
 from airbench_nb.analysis_report import AnalysisReport
 from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
@@ -59,7 +60,7 @@ logger = logging.getLogger(__name__)
 ANALYSIS_DIR = ANALYSIS
 """Sub-folder of the run folder that :meth:`RunAnalysis.write` fills."""
 
-SECTIONS: tuple[str, ...] = (
+KIT_SECTIONS: tuple[str, ...] = (
     "tables",
     "format_following",
     "position_bias",
@@ -82,7 +83,8 @@ SECTIONS: tuple[str, ...] = (
     "tiered",
     "injection",
 )
-"""Sections of ``analysis.json``, in report order."""
+"""The kit's own sections of ``analysis.json``, in report order (methods of :class:`RunAnalysis`, typed fields of
+:class:`~airbench_nb.analysis_report.AnalysisReport`); :data:`SECTIONS` holds them and those benchmarks added."""
 
 
 def _plain_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -782,8 +784,12 @@ class RunAnalysis:
     # ----------------------------------------------------------------------------------------------------- output
 
     def sections(self) -> list[Section]:
-        """Every section, in report order."""
-        return [getattr(self, name)() for name in SECTIONS]
+        """Every registered section (:data:`SECTIONS`), in report order."""
+        return [section.compute(self) for section in SECTIONS.values()]
+
+    def added_sections(self) -> list[Section]:
+        """The sections benchmarks registered beyond the kit's own (what notebook 05 shows after the kit's)."""
+        return [section.compute(self) for section in SECTIONS.values() if not section.kit]
 
     def write(self, out: str | Path | None = None, sections: Sequence[Section] | None = None) -> AnalysisReport:
         """Write ``analysis.json``, ``leaderboard.md``, ``tables.csv`` and ``figures/*.png``.
@@ -827,7 +833,8 @@ class RunAnalysis:
             "reasons": {s.name: s.reason for s in sections if s.reason},
         }
         for section in sections:
-            analysis[section.name] = section.data
+            registered = SECTIONS.get(section.name)
+            analysis[section.name] = registered.checked(section.data) if registered is not None else section.data
             if section.extra_data:
                 analysis[f"{section.name}_detail"] = section.extra_data
         analysis["files"] = {
@@ -839,6 +846,10 @@ class RunAnalysis:
         self.folder.write_analysis(report, out)
         logger.info("analysis of %s written to %s (%d figures)", self.run_dir, out, len(figures))
         return report
+
+
+for _name in KIT_SECTIONS:
+    register_analysis_section(_name, getattr(RunAnalysis, _name), kit=True)
 
 
 def _json_default(value: Any) -> Any:

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 
 from airbench_nb.builders.parts import BuilderPart, part_for
-from airbench_nb.records import Record
+from airbench_nb.records import Record, kind_name, register_item_kind
 
 logger = logging.getLogger(__name__)
 
@@ -34,12 +34,9 @@ def kind_of(record: type[Record]) -> str:
     """The manifest kind of an item class (the default of its ``kind`` field: ``foundation``, ``scene``, ...).
 
     Raises:
-        TypeError: For a record class without a ``kind`` field with a string default.
+        TypeError: For a class that is not an item kind (:func:`airbench_nb.records.kind_name`).
     """
-    info = getattr(record, "model_fields", {}).get("kind")
-    if info is None or not isinstance(info.default, str):
-        raise TypeError(f"{record.__name__} is not an item kind: it has no 'kind' field with a default")
-    return info.default
+    return kind_name(record)  # type: ignore[arg-type]  # kind_name refuses what is not an ItemBase
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,11 @@ BENCHMARKS: dict[str, Benchmark] = {}
 def register_benchmark(benchmark: Benchmark) -> Benchmark:
     """Register a benchmark (replacing one of that name, in its place), and return it.
 
+    Its item kinds are registered with it (:func:`airbench_nb.records.register_item_kind`): from then on manifests
+    of those kinds are read like the kit's own.
+
     Raises:
+        TypeError: When one of its item kinds is not an item kind (:func:`airbench_nb.records.kind_name`).
         ValueError: When one of its item kinds, analysis sections or capability tasks belongs to another benchmark.
     """
     for other in BENCHMARKS.values():
@@ -98,6 +99,8 @@ def register_benchmark(benchmark: Benchmark) -> Benchmark:
                 raise ValueError(
                     f"benchmark {benchmark.name!r}: {what.replace('_', ' ')} {sorted(shared)} belong to {other.name!r}"
                 )
+    for record in benchmark.item_kinds:
+        register_item_kind(record)  # type: ignore[arg-type]  # refuses what is not an item kind
     BENCHMARKS[benchmark.name] = benchmark
     return benchmark
 

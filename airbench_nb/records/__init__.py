@@ -62,9 +62,16 @@ from airbench_nb.records.item import (
     SingleChoiceItem,
 )
 from airbench_nb.records.items import (
+    ITEM_CLASSES,
+    ITEM_KINDS,
     AnyItem,
     Item,
+    ItemKinds,
     ReferenceItem,
+    item_adapter,
+    item_class,
+    kind_name,
+    register_item_kind,
 )
 from airbench_nb.records.listening import (
     ACR_LABELS,
@@ -96,7 +103,6 @@ from airbench_nb.records.tasks import (
     ALL_FOUNDATION_TASKS,
     CHAT_TASKS,
     FOUNDATION_TASKS,
-    ITEM_KINDS,
     KIT_CHAT_TASKS,
     KIT_FOUNDATION_TASKS,
     LETTERS,
@@ -185,6 +191,12 @@ __all__ = [
     "ReferenceItem",
     "Item",
     "AnyItem",
+    "ITEM_CLASSES",
+    "ItemKinds",
+    "kind_name",
+    "register_item_kind",
+    "item_class",
+    "item_adapter",
     "ResponseAudio",
     "RankedLabel",
     "check_ranking",

@@ -1,4 +1,4 @@
-"""Task names and their categories, option letters, and the names of the item kinds.
+"""Task names and their categories, option letters, and the names of the kit's reference and tiered item kinds.
 
 Task names and categories follow the official AIR-Bench release, misspellings included
 (``Speaker_Emotion_Recontion``, ``Music_Instruments_Classfication``, ...).
@@ -110,9 +110,6 @@ TIERED_KINDS: tuple[str, ...] = ("sound_source", "sound_source_open")
 """The tiered sound-source benchmark's item kinds (Abdoli et al.): the closed set of lettered classes
 (:class:`SoundSourceItem`: tier A LALMs, tier B classifiers, tier C CLAP) and the open-vocabulary question about the
 same clips (:class:`OpenSourceItem`: tier D)."""
-
-ITEM_KINDS: tuple[str, ...] = ("foundation", "chat", *REFERENCE_KINDS, *TIERED_KINDS)
-"""Every item kind (manifest ``<kind>.jsonl``), in pipeline order."""
 
 SOUND_SOURCE_TASK = "sound_source"
 """The task of every :class:`SoundSourceItem` (category ``sound``)."""
