@@ -34,7 +34,7 @@ import numpy as np
 
 from airbench_nb.audio import TARGET_SR, AudioError, load_audio, loudness
 from airbench_nb.mix import Clip, MixError, MixResult, remix
-from airbench_nb.records import LETTERS, ChatItem, MixMeta, SingleChoiceItem
+from airbench_nb.records import LETTERS, ChatItem, ItemBase, MixMeta, SingleChoiceItem
 
 logger = logging.getLogger(__name__)
 
@@ -182,11 +182,15 @@ def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path 
         info["answer"] = item.answer_letter
         if item.meta:
             info["meta"] = item.meta
-    else:
+    elif isinstance(item, ChatItem):
         info["reference"] = item.reference
         info["meta_info"] = item.meta_info
         if item.mix is not None:
             info.update(_mix_info(item.mix))
+    else:  # any other kind shows its gold as its kind registered it for the items table
+        from airbench_nb.manifests import gold_columns
+
+        info["gold"] = gold_columns(item)[1]
     if item.audio_status is not None:
         info["audio_status"] = item.audio_status.value
     view = ListenView(title=f"{item.uid} · {item.kind}", sr=sr, info=info)
@@ -257,7 +261,7 @@ def prepare(
             notes).
         TypeError: For an unsupported target.
     """
-    if isinstance(target, SingleChoiceItem | ChatItem):
+    if isinstance(target, ItemBase):
         view = _item_view(target, root, sources_root, sr)
     elif isinstance(target, MixResult):
         view = ListenView(title="mix", sr=target.sr, info=_mix_info(target.meta))

@@ -784,8 +784,9 @@ class RunAnalysis:
     # ----------------------------------------------------------------------------------------------------- output
 
     def sections(self) -> list[Section]:
-        """Every registered section (:data:`SECTIONS`), in report order."""
-        return [section.compute(self) for section in SECTIONS.values()]
+        """Every registered section (:data:`SECTIONS`), in report order: the kit's, then those benchmarks added."""
+        kit = [section.compute(self) for section in SECTIONS.values() if section.kit]
+        return [*kit, *self.added_sections()]
 
     def added_sections(self) -> list[Section]:
         """The sections benchmarks registered beyond the kit's own (what notebook 05 shows after the kit's)."""

@@ -34,6 +34,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -83,6 +84,29 @@ def code_sha256() -> str:
     return digest.hexdigest()
 
 
+def plugin_parts_sha256() -> dict[str, str]:
+    """Per registered builder part defined outside the kit (a plugin's), the SHA-256 of its module's source.
+
+    The kit's own parts are covered by :func:`code_sha256`; a plugin's part changes what a build makes when its code
+    changes, so its source is part of the key too (a part whose source cannot be read is keyed by its class name).
+    """
+    import inspect
+
+    from airbench_nb.builders.parts import PARTS
+
+    out: dict[str, str] = {}
+    for name, part in PARTS.items():
+        module = type(part).__module__
+        if module == "airbench_nb" or module.startswith("airbench_nb."):
+            continue
+        try:
+            source = inspect.getsource(sys.modules[module])
+        except (KeyError, OSError, TypeError):
+            source = f"{module}.{type(part).__qualname__}"
+        out[name] = hashlib.sha256(source.encode()).hexdigest()
+    return out
+
+
 @lru_cache(maxsize=1)
 def espeak_version() -> str:
     """The first line of ``espeak-ng --version`` (speech audio depends on it), or ``"none"``."""
@@ -115,6 +139,7 @@ def build_key(
     Raises:
         RecipeError: For a bad recipe folder.
     """
+    plugins = plugin_parts_sha256()
     return {
         "preset": preset,
         "seed": int(seed),
@@ -123,6 +148,7 @@ def build_key(
         "options": {k: v for k, v in sorted((options or {}).items()) if v is not None},
         "code_sha256": code_sha256(),
         "espeak": espeak_version(),
+        **({"plugin_parts": plugins} if plugins else {}),  # the kit's own builds keep their keys
     }
 
 

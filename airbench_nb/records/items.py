@@ -76,8 +76,8 @@ def kind_name(cls: type[ItemBase]) -> str:
     """The manifest kind of an item class: the default of its ``kind`` field (``foundation``, ``scene``, ...).
 
     Raises:
-        TypeError: For a class that is not an :class:`ItemBase` or whose ``kind`` is not a one-value ``Literal`` with
-            that value as its default (what the parser tells the kinds apart by).
+        TypeError: For a class that is not an :class:`ItemBase`, whose ``kind`` is not a one-value ``Literal`` with
+            that value as its default (what the parser tells the kinds apart by), or that has no ``meta`` field.
     """
     if not (isinstance(cls, type) and issubclass(cls, ItemBase)):
         raise TypeError(f"{cls!r} is not an item kind: item kinds subclass airbench_nb.records.ItemBase")
@@ -87,6 +87,11 @@ def kind_name(cls: type[ItemBase]) -> str:
         raise TypeError(
             f"{cls.__name__} is not an item kind: its 'kind' field must be Literal[{default or 'name'!r}] with that "
             "default"
+        )
+    if "meta" not in cls.model_fields:
+        raise TypeError(
+            f"{cls.__name__} is not an item kind: it needs a 'meta' field (dict[str, Any], default empty: ground truth "
+            "and provenance; scoring and analysis read the graded-copy and rotation marks there)"
         )
     return default
 
