@@ -30,8 +30,19 @@ EXPECTED = (
     "Add a metric",
     "Add an analysis section",
     "Add a notebook",
+    "Add a benchmark",
 )
 """The sections the page must have, each with a worked example."""
+
+
+def in_place_registries() -> list[dict]:
+    """The registries a benchmark adds to that other modules hold by name (restored in place after a test)."""
+    from airbench_nb.analysis.registry import SECTIONS
+    from airbench_nb.benchmarks import BENCHMARKS
+    from airbench_nb.pages import PAGE_SECTIONS
+    from airbench_nb.records import ITEM_CLASSES
+
+    return [BENCHMARKS, ITEM_CLASSES, SECTIONS, PAGE_SECTIONS]
 
 
 def test_the_page_has_worked_examples():
@@ -54,12 +65,47 @@ def test_the_examples_run_in_order(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_JUDGES", dict(registry._JUDGES))
     monkeypatch.setattr(ChatItem, "METRICS", ChatItem.METRICS)
     monkeypatch.setattr(FoundationItem, "METRICS", FoundationItem.METRICS)
-    builder_parts = dict(parts.PARTS)  # build() holds the dict itself: it is put back in place
+    # registries read through other modules' names are put back in place
+    held = [parts.PARTS, *in_place_registries()]
+    saved = [dict(registry) for registry in held]
     namespace: dict = {"__name__": "extending_examples"}
     try:
         for title, blocks in sections().items():
             for block in blocks:
                 exec(compile(block, f"{DOC.name}: {title}", "exec"), namespace)  # noqa: S102 - the page's own examples
     finally:
-        parts.PARTS.clear()
-        parts.PARTS.update(builder_parts)
+        for registry, before in zip(held, saved, strict=True):
+            registry.clear()
+            registry.update(before)
+
+
+def test_the_benchmark_runs_as_a_plugin_through_airbench_nb_run(tmp_path):
+    """ "Add a benchmark" as a user follows it: its module saved as a file, named in AIRBENCH_NB_PLUGINS, and the
+    page's command run in a shell: every notebook's kernel loads it, and the run's page shows its section."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    text = DOC.read_text(encoding="utf-8")
+    section = text[text.index("## Add a benchmark") :]
+    module = re.findall(r"^```python\n(.*?)^```", section, flags=re.M | re.S)[0]
+    (command,) = re.findall(r"^```bash\n(.*?)^```", section, flags=re.M | re.S)
+    (tmp_path / "beeps_bench.py").write_text(module, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AIRBENCH_CACHE": str(tmp_path / "cache"),
+    }
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run = tmp_path / "reports" / "beeps"
+    page = (run / "index.html").read_text(encoding="utf-8")
+    assert "<h2>Beep counting</h2>" in page
+    assert re.search(r"<td>baseline:first</td>\s*<td class=\"num\">100</td>\s*<td class=\"num\">0</td>", page), page
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    oracle = summary["baseline:oracle | chat judge -"]["strict"]["metric_sections"]["beep_accuracy"]
+    assert oracle["average"]["value"] == 1.0 and oracle["average"]["n"] == 4
+    analysis = json.loads((run / "analysis" / "analysis.json").read_text(encoding="utf-8"))
+    assert analysis["beeps"]["baseline:first"] == {"1": 1.0, "2": 0.0, "3": 0.0, "4": 0.0}
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["status"] == "ok"

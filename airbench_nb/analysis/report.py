@@ -400,6 +400,8 @@ class RunAnalysis:
         scores = ranking.capability_scores(summary, self.protocol, chat_judge=chat_judge)
         if scores.empty:
             return Section("ranking", [], reason=f"no {self.protocol} scores")
+        if scores.isna().all().all():  # e.g. a run of other benchmarks only: nothing to rank, no empty chart
+            return Section("ranking", [], reason=f"no AIR-Bench category has a {self.protocol} score")
         result = ranking.ranking(scores, self.weights)
         frame = ranking.ranking_frame(result)
         detail = result.as_dict()

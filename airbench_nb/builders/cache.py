@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -319,7 +319,7 @@ def cached_build(
         progress: Show the build's progress bar.
         verify: How a hit's audio is verified (:data:`Verify`); None: :data:`VERIFY_ENV`, else ``stat``.
         **options: ``snr_grid``, ``snr_items_per_task``, ``circular_items_per_task``, ``sseu_utterances``,
-            ``ugbench_items`` as :func:`build` takes them.
+            ``ugbench_items``, ``options`` (any part's, by name) as :func:`build` takes them.
 
     Returns:
         A :class:`CachedBuild`.
@@ -411,6 +411,7 @@ def build_or_reuse(
     cache_dir: str | Path | None = None,
     progress: bool = True,
     verify: Verify | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[BuildReport, str]:
     """Build a dataset for ``out``: from the cache with ``out`` linked to it, or straight into ``out``.
 
@@ -426,6 +427,7 @@ def build_or_reuse(
         cache_dir: Cache folder (see :func:`cache_root`).
         progress: Show the build's progress bar.
         verify: How a cache hit's audio is verified (see :func:`cached_build`).
+        options: Options of the builder parts over the preset's (``build(options=...)``; part of the cache key).
 
     Returns:
         The build report and one line saying what happened (reused, and what was verified; built into the cache; or
@@ -436,12 +438,13 @@ def build_or_reuse(
     """
     out = Path(out)
     if use_cache and (out.is_symlink() or not out.exists()):
-        cached = cached_build(preset, seed, tasks=tasks, cache_dir=cache_dir, progress=progress, verify=verify)
+        given = {"options": dict(options)} if options else {}  # an empty one keeps the key of a build without
+        cached = cached_build(preset, seed, tasks=tasks, cache_dir=cache_dir, progress=progress, verify=verify, **given)
         link_data(cached.path, out)
         cached.report.out = out
         if cached.hit:
             return cached.report, f"reused the cached dataset {cached.path} ({cached.checked}; {out} links to it)"
         return cached.report, f"built in {cached.report.seconds} s into the cache at {cached.path} ({out} links to it)"
     why = "the cache is off" if not use_cache else f"{out} is a real folder, not a link to the cache"
-    report = build(preset, seed=seed, out=out, tasks=tasks, progress=progress)
+    report = build(preset, seed=seed, out=out, tasks=tasks, progress=progress, options=options)
     return report, f"built in {report.seconds} s into {out} ({why})"

@@ -283,6 +283,14 @@ def build(
             "(sound_source.jsonl) and open-vocabulary (sound_source_open.jsonl). Default: the preset's."
         ),
     ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            help="NAME=VALUE: an option of a builder part (VALUE read as JSON if it can be), e.g. a benchmark's own "
+            "part's --option beep_items=8 (repeatable); it wins over the preset's.",
+        ),
+    ] = None,
 ) -> None:
     """Build the offline benchmark (Foundation and Chat items from synthesized audio with known ground truth)."""
     from collections import Counter
@@ -291,7 +299,9 @@ def build(
     from airbench_nb.builders import build as run_build
     from airbench_nb.builders.snr import parse_snr_grid
     from airbench_nb.builders.ugbench import parse_ugbench_option
+    from airbench_nb.cli.pipeline import _parse_param
 
+    options = dict(_parse_param(text, "--option") for text in option or ())
     with refusing(RecipeError, ValueError):
         report = run_build(
             preset,
@@ -307,15 +317,18 @@ def build(
             sseu_utterances=sseu_utterances,
             ugbench_items=parse_ugbench_option(ugbench_items) if ugbench_items is not None else None,
             tiered_clips_per_class=tiered_clips_per_class,
+            options=options or None,
         )
     counts = report.counts()
     rows = [{"kind": "foundation", "task": t, "items": n} for t, n in counts["foundation"].items()]
     rows += [{"kind": "foundation, SNR-graded", "task": t, "items": n} for t, n in counts["graded"].items()]
     rows += [{"kind": "chat", "task": t, "items": n} for t, n in counts["chat"].items()]
+    others = {kind: items for part in report.parts.values() for kind, items in part.items.items()}
+    others = {k: v for k, v in others.items() if k not in ("foundation", "chat")}  # reference, tiered, plugins' kinds
     rows += [
         {"kind": kind, "task": task, "items": n}
-        for kind, items in {**report.reference_items, **report.tiered.by_kind}.items()
-        for task, n in Counter(i.task for i in items).items()
+        for kind, items in others.items()
+        for task, n in Counter(getattr(i, "task", kind) for i in items).items()
     ]
     console.print(
         rows_table(
@@ -358,7 +371,7 @@ def build(
             f"[red]failed:[/red] {failure['task']} {failure.get('uid', failure['index'])}: {failure['error']}"
         )
     console.print(f"gold-letter balance: {report.letter_balance()}")
-    written = ["foundation.jsonl", "chat.jsonl", *(f"{k}.jsonl" for k, v in report.reference_items.items() if v)]
+    written = ["foundation.jsonl", "chat.jsonl", *(f"{k}.jsonl" for k, v in others.items() if v)]
     console.print(f"wrote {out}/ ({', '.join(written)}, dataset.json, audio/)")
 
 

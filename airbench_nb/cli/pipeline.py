@@ -15,9 +15,9 @@ from airbench_nb.cli.app import console, out_folder, refuse, refusing, rows_tabl
 from airbench_nb.run_folder import RunFolder
 
 
-def _parse_param(text: str) -> tuple[str, Any]:
+def _parse_param(text: str, flag: str = "-p") -> tuple[str, Any]:
     if "=" not in text:
-        raise refuse(f"-p expects NAME=VALUE, got {text!r}")
+        raise refuse(f"{flag} expects NAME=VALUE, got {text!r}")
     name, raw = text.split("=", 1)
     try:
         value = json.loads(raw)
@@ -25,7 +25,7 @@ def _parse_param(text: str) -> tuple[str, Any]:
         value = raw
     except (ValueError, RecursionError):  # an integer longer than Python converts; nesting too deep
         raise refuse(
-            f"-p {name.strip()}: the value is JSON the kit cannot use (too long a number or too deep)"
+            f"{flag} {name.strip()}: the value is JSON the kit cannot use (too long a number or too deep)"
         ) from None
     return name.strip(), value
 
