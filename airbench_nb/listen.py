@@ -27,6 +27,7 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import singledispatch
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ import numpy as np
 
 from airbench_nb.audio import TARGET_SR, AudioError, load_audio, loudness
 from airbench_nb.mix import Clip, MixError, MixResult, remix
-from airbench_nb.records import LETTERS, ChatItem, MixMeta, SingleChoiceItem
+from airbench_nb.records import LETTERS, ChatItem, ItemBase, MixMeta, SingleChoiceItem
 
 logger = logging.getLogger(__name__)
 
@@ -174,19 +175,31 @@ def _with_mix(view: ListenView, result: MixResult) -> None:
         view.onsets = {"A": meta.onset_a_s, "B": meta.onset_b_s}
 
 
-def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path | None, sr: int) -> ListenView:
+@singledispatch
+def _add_gold_info(item: ItemBase, info: dict[str, Any]) -> None:
+    """Add to ``info`` what the item's kind shows of its gold (nothing for a kind that registered nothing)."""
+
+
+@_add_gold_info.register
+def _single_choice_info(item: SingleChoiceItem, info: dict[str, Any]) -> None:
+    info["choices"] = list(item.choices)
+    info["answer"] = item.answer_letter
+    if item.meta:
+        info["meta"] = item.meta
+
+
+@_add_gold_info.register
+def _chat_info(item: ChatItem, info: dict[str, Any]) -> None:
+    info["reference"] = item.reference
+    info["meta_info"] = item.meta_info
+    if item.mix is not None:
+        info.update(_mix_info(item.mix))
+
+
+def _item_view(item: ItemBase, root: str | Path | None, sources_root: str | Path | None, sr: int) -> ListenView:
     audio = ", ".join(item.clips) if item.multi_clip else item.audio
     info: dict[str, Any] = {"task": f"{item.task} ({item.category})", "audio": audio, "question": item.question}
-    if isinstance(item, SingleChoiceItem):
-        info["choices"] = list(item.choices)
-        info["answer"] = item.answer_letter
-        if item.meta:
-            info["meta"] = item.meta
-    else:
-        info["reference"] = item.reference
-        info["meta_info"] = item.meta_info
-        if item.mix is not None:
-            info.update(_mix_info(item.mix))
+    _add_gold_info(item, info)
     if item.audio_status is not None:
         info["audio_status"] = item.audio_status.value
     view = ListenView(title=f"{item.uid} · {item.kind}", sr=sr, info=info)
@@ -210,7 +223,8 @@ def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path 
     except (AudioError, ValueError) as exc:
         view.notes.append(f"audio unavailable: {exc}")
         return view
-    if not (isinstance(item, ChatItem) and item.mix is not None):
+    mix = item.mix_meta
+    if mix is None:
         view.signals["audio"] = audio
         view.files["audio"] = file
         return view
@@ -218,7 +232,7 @@ def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path 
     view.signals["mix"] = audio
     view.files["mix"] = file
     try:
-        result = remix(item.mix, sources_root if sources_root is not None else root)
+        result = remix(mix, sources_root if sources_root is not None else root)
     except (AudioError, MixError, ValueError) as exc:
         view.notes.append(f"components unavailable: {exc}")
         return view
@@ -241,8 +255,9 @@ def prepare(
     """Build what :func:`listen` shows, without displaying it.
 
     Args:
-        target: A :class:`FoundationItem` or :class:`ChatItem` (audio resolved against ``root``; a Chat item
-            with mix metadata is rebuilt from its sources to offer components), a :class:`MixResult`, a
+        target: An item, e.g. a :class:`FoundationItem` or :class:`ChatItem` (audio resolved against ``root``; an
+            item with mix metadata, :attr:`~airbench_nb.records.ItemBase.mix_meta`, is rebuilt from its sources to
+            offer components; its kind's gold is shown where it registered it), a :class:`MixResult`, a
             :class:`Clip`, a path to an audio file, or a mono array at ``sr``.
         root: Data root of an item's audio (and of its mix sources unless ``sources_root`` is given).
         sources_root: Data root of a mixed item's source files, when not ``root``.
@@ -257,7 +272,7 @@ def prepare(
             notes).
         TypeError: For an unsupported target.
     """
-    if isinstance(target, SingleChoiceItem | ChatItem):
+    if isinstance(target, ItemBase):
         view = _item_view(target, root, sources_root, sr)
     elif isinstance(target, MixResult):
         view = ListenView(title="mix", sr=target.sr, info=_mix_info(target.meta))
