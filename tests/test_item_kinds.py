@@ -218,7 +218,6 @@ TYPE_TESTS_ALLOWED: dict[str, str] = {
     "scoring/translation.py": "the BLEU/chrF metric's own kind (serves, and the outcomes it pools)",
     "scoring/captioning.py": "the captioning metrics' own kind (serves, and the outcomes they pool)",
     "scoring/speech_output.py": "the speech-output metrics' own kind and task (serves, and their outcomes)",
-    "analysis/ugtasks.py": "UG-Bench's per-kind tables",
 }
 """Modules outside records/ that may still test an item's class, and why."""
 
