@@ -27,6 +27,7 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import singledispatch
 from pathlib import Path
 from typing import Any
 
@@ -174,23 +175,41 @@ def _with_mix(view: ListenView, result: MixResult) -> None:
         view.onsets = {"A": meta.onset_a_s, "B": meta.onset_b_s}
 
 
-def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path | None, sr: int) -> ListenView:
+@singledispatch
+def _add_gold_info(item: ItemBase, info: dict[str, Any]) -> None:
+    """Add to ``info`` what the item's kind shows of its gold.
+
+    By default the gold it registered for the items table (:func:`airbench_nb.manifests.gold_columns`); nothing for
+    a kind that registered none.
+    """
+    from airbench_nb.manifests import gold_columns
+
+    try:
+        info["gold"] = gold_columns(item)[1]
+    except TypeError:  # the kind registered no gold columns
+        pass
+
+
+@_add_gold_info.register
+def _single_choice_info(item: SingleChoiceItem, info: dict[str, Any]) -> None:
+    info["choices"] = list(item.choices)
+    info["answer"] = item.answer_letter
+    if item.meta:
+        info["meta"] = item.meta
+
+
+@_add_gold_info.register
+def _chat_info(item: ChatItem, info: dict[str, Any]) -> None:
+    info["reference"] = item.reference
+    info["meta_info"] = item.meta_info
+    if item.mix is not None:
+        info.update(_mix_info(item.mix))
+
+
+def _item_view(item: ItemBase, root: str | Path | None, sources_root: str | Path | None, sr: int) -> ListenView:
     audio = ", ".join(item.clips) if item.multi_clip else item.audio
     info: dict[str, Any] = {"task": f"{item.task} ({item.category})", "audio": audio, "question": item.question}
-    if isinstance(item, SingleChoiceItem):
-        info["choices"] = list(item.choices)
-        info["answer"] = item.answer_letter
-        if item.meta:
-            info["meta"] = item.meta
-    elif isinstance(item, ChatItem):
-        info["reference"] = item.reference
-        info["meta_info"] = item.meta_info
-        if item.mix is not None:
-            info.update(_mix_info(item.mix))
-    else:  # any other kind shows its gold as its kind registered it for the items table
-        from airbench_nb.manifests import gold_columns
-
-        info["gold"] = gold_columns(item)[1]
+    _add_gold_info(item, info)
     if item.audio_status is not None:
         info["audio_status"] = item.audio_status.value
     view = ListenView(title=f"{item.uid} · {item.kind}", sr=sr, info=info)
@@ -214,7 +233,8 @@ def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path 
     except (AudioError, ValueError) as exc:
         view.notes.append(f"audio unavailable: {exc}")
         return view
-    if not (isinstance(item, ChatItem) and item.mix is not None):
+    mix = item.mix_meta
+    if mix is None:
         view.signals["audio"] = audio
         view.files["audio"] = file
         return view
@@ -222,7 +242,7 @@ def _item_view(item: AnyItem, root: str | Path | None, sources_root: str | Path 
     view.signals["mix"] = audio
     view.files["mix"] = file
     try:
-        result = remix(item.mix, sources_root if sources_root is not None else root)
+        result = remix(mix, sources_root if sources_root is not None else root)
     except (AudioError, MixError, ValueError) as exc:
         view.notes.append(f"components unavailable: {exc}")
         return view
@@ -245,8 +265,9 @@ def prepare(
     """Build what :func:`listen` shows, without displaying it.
 
     Args:
-        target: A :class:`FoundationItem` or :class:`ChatItem` (audio resolved against ``root``; a Chat item
-            with mix metadata is rebuilt from its sources to offer components), a :class:`MixResult`, a
+        target: An item, e.g. a :class:`FoundationItem` or :class:`ChatItem` (audio resolved against ``root``; an
+            item with mix metadata, :attr:`~airbench_nb.records.ItemBase.mix_meta`, is rebuilt from its sources to
+            offer components; its kind's gold is shown where it registered it), a :class:`MixResult`, a
             :class:`Clip`, a path to an audio file, or a mono array at ``sr``.
         root: Data root of an item's audio (and of its mix sources unless ``sources_root`` is given).
         sources_root: Data root of a mixed item's source files, when not ``root``.

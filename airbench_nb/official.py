@@ -31,6 +31,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import singledispatch
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -57,6 +58,7 @@ from airbench_nb.records import (
     AudioStatus,
     ChatItem,
     FoundationItem,
+    ItemBase,
     Record,
     SingleChoiceItem,
     check_relative_audio_path,
@@ -496,6 +498,29 @@ def import_official(root: str | Path, out: str | Path, *, workers: int = 4) -> I
     return report
 
 
+@singledispatch
+def _add_official_answer(item: ItemBase, row: dict[str, Any]) -> None:
+    """Add the item's gold to an official result ``row`` in the official fields of its kind.
+
+    Raises:
+        TypeError: For a kind without an official result format (only AIR-Bench's kinds have one).
+    """
+    raise TypeError(f"a {type(item).__name__} has no official result format")
+
+
+@_add_official_answer.register
+def _single_choice_answer(item: SingleChoiceItem, row: dict[str, Any]) -> None:
+    for letter, choice in zip(LETTERS.lower(), item.choices, strict=False):
+        row[f"choice_{letter}"] = choice
+    row["answer_gt"] = item.choices[item.answer]
+
+
+@_add_official_answer.register
+def _chat_answer(item: ChatItem, row: dict[str, Any]) -> None:
+    row["answer_gt"] = item.reference
+    row["meta_info"] = item.meta_info
+
+
 def official_result_row(item: SingleChoiceItem | ChatItem, response_text: str | None) -> dict[str, Any]:
     """One line of the official result format: the item's official meta fields plus ``response``.
 
@@ -508,13 +533,7 @@ def official_result_row(item: SingleChoiceItem | ChatItem, response_text: str | 
     if isinstance(uniq, str) and uniq.isdigit():
         uniq = int(uniq)
     row: dict[str, Any] = {"path": path, "question": item.question}
-    if isinstance(item, SingleChoiceItem):
-        for letter, choice in zip(LETTERS.lower(), item.choices, strict=False):
-            row[f"choice_{letter}"] = choice
-        row["answer_gt"] = item.choices[item.answer]
-    else:
-        row["answer_gt"] = item.reference
-        row["meta_info"] = item.meta_info
+    _add_official_answer(item, row)
     row.update(task_name=item.task, dataset_name=item.dataset, uniq_id=uniq, response=response_text or "")
     return row
 

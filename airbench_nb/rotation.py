@@ -110,7 +110,7 @@ def rotate_item(item: FoundationItem, k: int) -> FoundationItem:
         answer=(item.answer + k) % n,
         meta={**(item.meta or {}), "rotation_of": item.uid, "rotation": k},
     )
-    return FoundationItem.model_validate(data)
+    return type(item).model_validate(data)
 
 
 def rotate_items(items: Sequence[FoundationItem], rotations: int | None = None) -> list[FoundationItem]:
@@ -134,7 +134,7 @@ def rotate_items(items: Sequence[FoundationItem], rotations: int | None = None) 
         raise ValueError(f"rotations must be at least 1, got {rotations}")
     out: list[FoundationItem] = []
     for item in items:
-        if not isinstance(item, FoundationItem):
+        if not getattr(item, "ROTATED", False):  # the kinds declare it (ROTATED); a non-item has none
             kind = getattr(item, "kind", type(item).__name__)
             raise TypeError(f"item {getattr(item, 'uid', item)!r} is of kind {kind!r}: {NOT_ROTATED_WHY}")
         out.extend(rotate_item(item, k) for k in rotation_offsets(len(item.choices), rotations))
@@ -172,8 +172,8 @@ def rotate_manifest(path: str | Path, out: str | Path, rotations: int | None = N
         raise ValueError(f"{out}: the rotated manifest must not overwrite its source")
     root = data_root(path)
     items = read_manifest(path)
-    foundation = [i for i in items if i.kind == "foundation"]
-    by_kind = Counter(i.kind for i in items if i.kind != "foundation")
+    foundation = [i for i in items if i.ROTATED]  # the kinds that declare it (AIR-Bench's Foundation items)
+    by_kind = Counter(i.kind for i in items if not i.ROTATED)
     if not foundation:
         held = ", ".join(f"{n} {kind}" for kind, n in sorted(by_kind.items())) or "no item"
         raise ValueError(f"{path}: no Foundation item to rotate (it holds {held}): {NOT_ROTATED_WHY}")

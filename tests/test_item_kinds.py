@@ -189,7 +189,7 @@ def test_no_kind_ladder_is_left_in_prompts_baselines_and_the_build_cache():
     for name in ("prompts.py", "models/baselines.py", "builders/cache.py"):
         source = (package / name).read_text(encoding="utf-8")
         tests = [line for line in source.splitlines() if "isinstance(" in line and "Item" in line]
-        assert len(tests) <= 1, f"{name}: {tests}"  # baselines' dsp_answer asserts it was given a single-choice item
+        assert len(tests) <= 1, f"{name}: {tests}"  # the kinds register their behaviour (baseline_guess, kind_prompts)
         assert "if kind ==" not in source, name
 
 
@@ -212,3 +212,77 @@ def test_the_items_table_shows_the_gold_of_the_ug_bench_kinds():
     )
     frame = items_frame([translation])
     assert frame[["choices", "answer"]].values.tolist() == [["", "Hi | Hey"]]
+
+
+TYPE_TESTS_ALLOWED: dict[str, str] = {
+    "scoring/translation.py": "the BLEU/chrF metric's own kind (serves, and the outcomes it pools)",
+    "scoring/captioning.py": "the captioning metrics' own kind (serves, and the outcomes they pool)",
+    "scoring/speech_output.py": "the speech-output metrics' own kind and task (serves, and their outcomes)",
+}
+"""Modules outside records/ that may still test an item's class, and why."""
+
+
+def test_item_kinds_are_tested_by_class_only_where_a_kind_registers_itself():
+    """Outside the records, behaviour comes from what the kinds declare (issue 30), not from type tests."""
+    package = Path(records.__file__).resolve().parents[1]
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith("records/") or relative in TYPE_TESTS_ALLOWED:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if "isinstance(" in line and "Item)" in line:
+                found.append(f"{relative}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def _chat(**fields: object) -> ChatItem:
+    base = {"uid": "c", "task": "sound_QA", "reference": "r", "meta_info": "m", "dataset": "d", "audio": "a.wav"}
+    return ChatItem(**{**base, "question": "q", **fields})
+
+
+def test_the_kinds_declare_how_they_are_judged():
+    from airbench_nb.judge.base import CHAT_ORDERS
+
+    assert ChatItem.JUDGE_ORDERS == CHAT_ORDERS
+    assert FoundationItem.JUDGE_ORDERS == SoundSourceItem.JUDGE_ORDERS == TranslationItem.JUDGE_ORDERS == ("single",)
+    one = _chat()
+    assert one.judged_turns == (None,) and not one.multi_turn
+    assert (one.turn_question(None), one.turn_reference(None)) == ("q", "r")
+    turns = [{"question": "q1", "reference": "r1"}, {"question": "q2", "reference": "r2"}]
+    several = ChatItem(uid="t", task="kit_followup_QA", meta_info="m", dataset="d", audio="a.wav", turns=turns)
+    assert several.judged_turns == (0, 1) and several.multi_turn
+    assert (several.turn_question(1), several.turn_reference(1)) == ("q2", "r2")
+    base = {"dataset": "d", "audio": "a.wav", "question": "q"}
+    single = FoundationItem(uid="f", task="Speaker_Gender_Recognition", choices=["a", "b"], answer=0, **base)
+    assert single.judged_turns == (None,) and not single.multi_turn
+    assert (single.turn_question(3), single.turn_reference(None)) == ("q", None)
+
+
+def test_the_kinds_declare_their_category_prompting_rotation_and_spoken_text():
+    from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, JointItem, SpeechGenerationItem
+
+    base = {"dataset": "d", "audio": "a.wav", "question": "q"}
+    for task, category in FOUNDATION_TASKS.items():
+        item = FoundationItem(uid="f", task=task, choices=["a", "b"], answer=0, **base)
+        assert item.category_label == category
+    for task, category in CHAT_TASKS.items():
+        assert _chat(task=task).category_label == category
+    assert FoundationItem.ROTATED and not SoundSourceItem.ROTATED and not ChatItem.ROTATED
+    scene = SceneItem(uid="s", task="sseu_scene", classes=["a", "b"], label="a", **base)
+    assert scene.prompting_mode == "independent" and scene.mix_meta is None and scene.text_to_speak is None
+    joint = JointItem(
+        uid="j",
+        task="sseu_joint",
+        reference="r",
+        scene_classes=["a", "b"],
+        scene_label="a",
+        event_classes=["x", "y"],
+        event_labels=[],
+        prompting="sseu-cot",
+        **base,
+    )
+    assert joint.prompting_mode == "sseu-cot"
+    tts = SpeechGenerationItem(uid="t", task="tts", text="Say this.", **base)
+    spoken = SpeechGenerationItem(uid="a", task="spoken_answer", answers=["yes"], **base)
+    assert (tts.text_to_speak, spoken.text_to_speak) == ("Say this.", None)

@@ -35,8 +35,6 @@ import pandas as pd
 from airbench_nb.judge.extract import official_extract
 from airbench_nb.manifests import read_manifest
 from airbench_nb.records import (
-    CHAT_TASKS,
-    FOUNDATION_TASKS,
     LETTERS,
     TIERED_KINDS,
     AudioStatus,
@@ -107,11 +105,6 @@ def word_count(text: str | None) -> int | None:
     return None if text is None else len(text.split())
 
 
-def _category(item: FoundationItem | ChatItem) -> str:
-    table = FOUNDATION_TASKS if isinstance(item, FoundationItem) else CHAT_TASKS
-    return table.get(item.task) or (str(item.category) if item.category else "other")
-
-
 def _float(value: Any) -> float:
     try:
         out = float(value)
@@ -170,10 +163,11 @@ class RunData:
             official_foundation_correct,
             strict_foundation,
         )
+        from airbench_nb.scoring.metrics import ChoiceAccuracy
 
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
-        items = [i for i in self.items.values() if isinstance(i, FoundationItem)]
+        items = [i for i in self.items.values() if ChoiceAccuracy.name in i.METRICS]  # what the metric scores
         uids = {i.uid for i in items}
         rows: list[dict[str, Any]] = []
         for model in self.models:
@@ -209,7 +203,7 @@ class RunData:
                         "uid": item.uid,
                         "task": item.task,
                         "dataset": item.dataset,
-                        "category": _category(item),
+                        "category": item.category_label,
                         "n_choices": len(item.choices),
                         "choices": tuple(item.choices),
                         "gold": item.answer,
@@ -253,11 +247,12 @@ class RunData:
             A DataFrame with :data:`CHAT_COLUMNS`; ``score_*`` are NaN and ``failed`` True where no score was read.
         """
         from airbench_nb.scoring import CHAT_ORDERS, official_chat, strict_chat
+        from airbench_nb.scoring.metrics import JudgeScore
 
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
         parse = official_chat if protocol == "official" else strict_chat
-        items = {u: i for u, i in self.items.items() if isinstance(i, ChatItem)}
+        items = {u: i for u, i in self.items.items() if JudgeScore.name in i.METRICS}  # what the metric scores
         rows: list[dict[str, Any]] = []
         for model in self.models:
             by_uid = self.responses[model]
@@ -282,7 +277,7 @@ class RunData:
                                     "judge": judge,
                                     "uid": uid,
                                     "task": item.task,
-                                    "category": _category(item),
+                                    "category": item.category_label,
                                     "order": order,
                                     "score_model": math.nan if failed else float(model_score),
                                     "score_reference": math.nan if failed else float(reference_score),

@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from airbench_nb.records import CaptionItem, Response, SpeechGenerationItem, TranslationItem, Verdict
+from airbench_nb.records import Response, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -231,13 +231,17 @@ def ug_tasks(
         reps: Bootstrap replicates of the intervals.
         seed: Seed of the bootstraps.
     """
-    from airbench_nb.scoring.captioning import caption_summary
-    from airbench_nb.scoring.speech_output import speech_output_summary
-    from airbench_nb.scoring.translation import translation_summary
+    from airbench_nb.scoring.captioning import CiderD, caption_summary
+    from airbench_nb.scoring.speech_output import SpeechOutputWer, speech_output_summary
+    from airbench_nb.scoring.translation import Bleu, translation_summary
 
-    translation = [i for i in items if isinstance(i, TranslationItem)]
-    captions = [i for i in items if isinstance(i, CaptionItem)]
-    speech = [i for i in items if isinstance(i, SpeechGenerationItem)]
+    def scored_by(metric: str) -> list[Any]:
+        # the items that name the family's metric (what the score tables score with it)
+        return [i for i in items if metric in getattr(i, "METRICS", ())]
+
+    translation = scored_by(Bleu.name)
+    captions = scored_by(CiderD.name)
+    speech = scored_by(SpeechOutputWer.name)
     result = UgTasks()
     for model, by_uid in responses.items():
         answers = list(by_uid.values())

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from airbench_nb.annotate.sample import _digest, read_keyed, write_once
-from airbench_nb.records import ListeningEntry, Response, SpeechGenerationItem
+from airbench_nb.records import AnyItem, ListeningEntry, Response
 from airbench_nb.run_folder import RunFolder
 
 logger = logging.getLogger(__name__)
@@ -148,9 +148,10 @@ def _why_unusable(folder: RunFolder, model: str, response: Response, item: Any) 
     return None
 
 
-def _prompt(item: Any) -> tuple[str, str]:
-    if isinstance(item, SpeechGenerationItem) and item.task == "tts" and item.text:
-        return item.text, "text"
+def _prompt(item: AnyItem) -> tuple[str, str]:
+    text = item.text_to_speak
+    if text is not None:
+        return text, "text"
     return item.question, "question"
 
 

@@ -7,10 +7,19 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import singledispatch
 from pathlib import Path
 from typing import Any, Literal
 
-from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, LETTERS, AnnotationPair, ChatItem, FoundationItem
+from airbench_nb.records import (
+    LETTERS,
+    AnnotationPair,
+    ChatItem,
+    FoundationItem,
+    ItemBase,
+    SingleChoiceItem,
+    Verdict,
+)
 from airbench_nb.run_folder import RunFolder
 
 logger = logging.getLogger(__name__)
@@ -75,12 +84,6 @@ def _digest(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
 
 
-def category_of(item: FoundationItem | ChatItem) -> str:
-    """The item's category: from the official task tables, else the item's own, else ``other``."""
-    table = FOUNDATION_TASKS if isinstance(item, FoundationItem) else CHAT_TASKS
-    return table.get(item.task) or (str(item.category) if item.category else "other")
-
-
 def allocate(sizes: dict[str, int], n: int, seed: int = 0) -> dict[str, int]:
     """Spread ``n`` draws equally over strata, capped by each stratum's size.
 
@@ -118,14 +121,58 @@ def _judge_verdicts(run: Any, model: str, item: FoundationItem | ChatItem) -> di
     for verdict in run.current_verdicts(model):
         if verdict.uid != item.uid:
             continue
-        if isinstance(item, FoundationItem):
-            choice = verdict.choice
-            letter = LETTERS[choice] if choice is not None and choice < len(item.choices) else None
-            out[verdict.judge] = {"choice": letter, "parse_error": verdict.parse_error}
-        else:
-            scores = {"model": verdict.score_hypothesis, "reference": verdict.score_reference}
-            out.setdefault(verdict.judge, {})[verdict.order] = scores
+        _add_judge_view(item, verdict, out)
     return out
+
+
+@singledispatch
+def _add_judge_view(item: ItemBase, verdict: Verdict, out: dict[str, Any]) -> None:
+    """Add what ``verdict`` decided about the answer to ``item`` to ``out``, as its kind's pairs show it.
+
+    Raises:
+        TypeError: For a kind an annotation sample does not hold.
+    """
+    raise TypeError(f"an annotation sample holds no {type(item).__name__}")
+
+
+@_add_judge_view.register
+def _single_choice_view(item: SingleChoiceItem, verdict: Verdict, out: dict[str, Any]) -> None:
+    choice = verdict.choice
+    letter = LETTERS[choice] if choice is not None and choice < len(item.choices) else None
+    out[verdict.judge] = {"choice": letter, "parse_error": verdict.parse_error}
+
+
+@_add_judge_view.register
+def _chat_view(item: ChatItem, verdict: Verdict, out: dict[str, Any]) -> None:
+    scores = {"model": verdict.score_hypothesis, "reference": verdict.score_reference}
+    out.setdefault(verdict.judge, {})[verdict.order] = scores
+
+
+@singledispatch
+def _annotation_pair(item: ItemBase, common: dict[str, Any], text: str, model_first: bool) -> AnnotationPair:
+    """The pair that shows ``item`` and the model's answer ``text`` to an annotator, as its kind is labelled.
+
+    Args:
+        item: The item.
+        common: The fields every pair has (pair id, uid, model, task, question, audio, ...).
+        text: The model's answer.
+        model_first: A Chat pair shows the model's answer as "Answer 1" (else the reference's).
+
+    Raises:
+        TypeError: For a kind an annotation sample does not hold.
+    """
+    raise TypeError(f"an annotation sample holds no {type(item).__name__}")
+
+
+@_annotation_pair.register
+def _single_choice_pair(item: SingleChoiceItem, common: dict[str, Any], text: str, model_first: bool) -> AnnotationPair:
+    return AnnotationPair(**common, choices=list(item.choices), response=text)
+
+
+@_annotation_pair.register
+def _chat_pair(item: ChatItem, common: dict[str, Any], text: str, model_first: bool) -> AnnotationPair:
+    answers = [text, item.reference] if model_first else [item.reference, text]
+    return AnnotationPair(**common, answers=answers, model_answer=1 if model_first else 2)
 
 
 def draw_sample(
@@ -171,7 +218,6 @@ def draw_sample(
     folder = RunFolder(run_dir)
     manifest = folder.manifest(kind)
     root = str(data_root(manifest)) if manifest.is_file() else str(folder.data_dir.resolve())
-    item_type = FoundationItem if kind == "foundation" else ChatItem
     excluded = {
         "audio_not_ok": 0,
         "graded_copies": 0,
@@ -181,17 +227,17 @@ def draw_sample(
         "error_or_empty_response": 0,
     }
     for item in run.all_items:
-        if isinstance(item, item_type) and item.audio_status not in (None, AudioStatus.ok):
+        if item.kind == kind and item.audio_status not in (None, AudioStatus.ok):
             excluded["audio_not_ok"] += 1
     items = []
     for item in run.items.values():
-        if not isinstance(item, item_type):
+        if item.kind != kind:
             continue
         if (item.meta or {}).get("clean_uid"):
             excluded["graded_copies"] += 1
         elif (item.meta or {}).get("rotation_of"):
             excluded["rotated_copies"] += 1
-        elif item.multi_clip or (isinstance(item, ChatItem) and item.multi_turn):
+        elif item.multi_clip or item.multi_turn:
             # the kit's own items about several clips or turns: the tool shows one clip and one answer per pair
             excluded["multi_clip_or_multi_turn"] += 1
         else:
@@ -207,7 +253,7 @@ def draw_sample(
             if response.error is not None or not (response.text or "").strip():
                 excluded["error_or_empty_response"] += 1
                 continue
-            stratum = category_of(item) if stratify == "category" else item.task
+            stratum = item.category_label if stratify == "category" else item.task
             eligible.setdefault(stratum, []).append((f"{model}|{item.uid}", model, item, response.text or ""))
     take = allocate({s: len(v) for s, v in eligible.items()}, n, seed)
     chosen: list[tuple[str, str, str, FoundationItem | ChatItem, str]] = []
@@ -225,7 +271,7 @@ def draw_sample(
             "uid": item.uid,
             "model": model,
             "task": item.task,
-            "category": category_of(item),
+            "category": item.category_label,
             "stratum": stratum,
             "question": item.question,
             "audio": item.audio,
@@ -234,12 +280,7 @@ def draw_sample(
             "show_judge": show_judge,
             "seed": seed,
         }
-        if isinstance(item, FoundationItem):
-            pairs.append(AnnotationPair(**common, choices=list(item.choices), response=text))
-        else:
-            first = model_first[pair_id]
-            answers = [text, item.reference] if first else [item.reference, text]
-            pairs.append(AnnotationPair(**common, answers=answers, model_answer=1 if first else 2))
+        pairs.append(_annotation_pair(item, common, text, model_first[pair_id]))
     strata = {s: {"eligible": len(eligible[s]), "sampled": take[s]} for s in sorted(eligible)}
     report = SampleReport(
         pairs=pairs,

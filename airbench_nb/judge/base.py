@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from airbench_nb.manifests import AnyItem
-from airbench_nb.records import ChatItem, Response, Verdict
+from airbench_nb.records import Response, Verdict
 from airbench_nb.run_folder import RunFolder
 
 logger = logging.getLogger(__name__)
@@ -70,15 +70,19 @@ class Task:
     @property
     def question(self) -> str:
         """The question of the turn judged (the item's question for a one-turn item)."""
-        if self.turn is None or not isinstance(self.item, ChatItem):
-            return self.item.question
-        return self.item.conversation[self.turn][0]
+        return self.item.turn_question(self.turn)
 
     @property
     def reference(self) -> str:
-        """The reference answer of the turn judged (Chat)."""
-        assert isinstance(self.item, ChatItem)
-        return self.item.reference if self.turn is None else self.item.conversation[self.turn][1]
+        """The reference answer of the turn judged (Chat).
+
+        Raises:
+            TypeError: For an item whose kind is judged without a reference answer.
+        """
+        reference = self.item.turn_reference(self.turn)
+        if reference is None:
+            raise TypeError(f"a {self.item.kind} item is judged without a reference answer")
+        return reference
 
     @property
     def answer(self) -> str | None:

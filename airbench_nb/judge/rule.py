@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from airbench_nb.judge.base import BaseJudge, Task
 from airbench_nb.judge.extract import extract_choice
@@ -57,8 +57,8 @@ class RuleJudge(BaseJudge):
 
     def decide(self, task: Task) -> Verdict | None:
         """The rule's verdict (never None)."""
-        assert isinstance(task.item, SingleChoiceItem)
-        return rule_verdict(task.item, task.response, judge=self.spec)
+        item = cast(SingleChoiceItem, task.item)  # judge_tasks hands it only items of its kinds (single-choice)
+        return rule_verdict(item, task.response, judge=self.spec)
 
     def ask(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Verdict]:
         """Never needed (:meth:`decide` decides every task); the rule's verdicts all the same."""

@@ -45,7 +45,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from airbench_nb.judge.base import AUDIO_GONE, CHAT_ORDERS, JUDGE_CALL_FAILED, Judge, JudgeSpecError, Order, Task
 from airbench_nb.judge.llm import JUDGE_MAX_TOKENS, parse_judge_letter
@@ -59,7 +59,7 @@ from airbench_nb.prompts import (
     chat_turn_question,
     foundation_judge_messages,
 )
-from airbench_nb.records import ChatItem, Response, Verdict
+from airbench_nb.records import Response, Verdict
 from airbench_nb.run_folder import KINDS, RunFolder
 from airbench_nb.runner import (
     JsonlAppender,
@@ -300,12 +300,9 @@ def _pending(
         item = by_uid.get(response.uid)
         if item is None or item.kind not in kinds:
             continue
-        orders: tuple[Order, ...] = CHAT_ORDERS if isinstance(item, ChatItem) else ("single",)
+        orders = cast("tuple[Order, ...]", item.JUDGE_ORDERS)  # the kind declares them among Verdict.order's values
         judged = response.content_hash()
-        turns: Sequence[int | None] = (
-            range(len(item.turns)) if isinstance(item, ChatItem) and item.multi_turn else (None,)
-        )
-        for turn in turns:
+        for turn in item.judged_turns:
             for order in orders:
                 summary.tasks += 1
                 previous = latest_verdicts.get((item.uid, response.model, spec, order, turn))

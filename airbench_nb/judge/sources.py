@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from airbench_nb.judge.base import BaseJudge, Task
 from airbench_nb.prompts import prompt_hash
@@ -132,8 +132,8 @@ class SourcesJudge(BaseJudge):
 
     def decide(self, task: Task) -> Verdict | None:
         """The rule's verdict (never None)."""
-        assert isinstance(task.item, OpenSourceItem)
-        return sources_verdict(task.item, task, judge=self.spec)
+        item = cast(OpenSourceItem, task.item)  # judge_tasks hands it only items of its kind, sound_source_open
+        return sources_verdict(item, task, judge=self.spec)
 
     def ask(self, tasks: Sequence[Task], *, batch_file: Path) -> list[Verdict]:
         """Never needed (:meth:`decide` decides every task)."""

@@ -60,7 +60,7 @@ def default_max_new_tokens(item: FoundationItem | ChatItem, prompt_set: str | No
         prompt_set: Name of the prompt set (``cot`` asks for reasoning first: the longer bound).
     """
     kind = getattr(item, "kind", "chat")
-    if kind == "joint" and getattr(item, "prompting", "joint") == "sseu-cot":
+    if getattr(item, "prompting_mode", None) == "sseu-cot":  # a reference item asked in SSEU's chain of thought
         return DEFAULT_MAX_NEW_TOKENS["sseu-cot"]
     if prompt_set == "cot":
         return max(DEFAULT_MAX_NEW_TOKENS["cot"], DEFAULT_MAX_NEW_TOKENS.get(kind, 0))

@@ -50,6 +50,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import singledispatch
+from typing import cast
 
 import numpy as np
 
@@ -543,8 +544,7 @@ def dsp_answer(prompt: Prompt) -> str:
     A clip without what the measurement needs (:class:`Unmeasurable`: no voiced frame, silence) is answered
     :data:`CANNOT_TELL` too, not an error: a resume retries errors, and this one would come back every time.
     """
-    item = prompt.item
-    assert isinstance(item, SingleChoiceItem)
+    item = cast(SingleChoiceItem, prompt.item)  # baseline_guess's single-choice registration calls it
     measure: Callable[[Prompt], str] | None = MULTI_CLIP_DSP_TASKS.get(item.task) or DSP_TASKS.get(item.task)
     if measure is None and item.task == "Sound_AQA":
         if re.search(r"\b(how many|count|number of|how often)\b", item.question, re.I):

@@ -27,6 +27,8 @@ class FoundationItem(SingleChoiceItem):
 
     METRICS: ClassVar[tuple[str, ...]] = ("choice_accuracy",)
     """The metrics that score this kind of item (names in :data:`airbench_nb.scoring.metrics.METRICS`)."""
+    ROTATED: ClassVar[bool] = True
+    """Circular evaluation makes rotated copies of its options (:mod:`airbench_nb.rotation`)."""
 
     kind: Literal["foundation"] = "foundation"
     """Record kind, so that a manifest line says what it holds."""
@@ -76,6 +78,8 @@ class ChatItem(ItemBase):
 
     METRICS: ClassVar[tuple[str, ...]] = ("judge_score",)
     """The metrics that score this kind of item (names in :data:`airbench_nb.scoring.metrics.METRICS`)."""
+    JUDGE_ORDERS: ClassVar[tuple[str, ...]] = ("reference_first", "hypothesis_first")
+    """A judge scores the answer and the reference twice, each order once (the official ``CHAT_ORDERS``)."""
 
     kind: Literal["chat"] = "chat"
     """Record kind, so that a manifest line says what it holds."""
@@ -142,3 +146,29 @@ class ChatItem(ItemBase):
     def multi_turn(self) -> bool:
         """Whether the item has several turns."""
         return len(self.turns) > 1
+
+    @property
+    def judged_turns(self) -> tuple[int | None, ...]:
+        """Every turn's index for a multi-turn item (a judge scores each turn); ``(None,)`` for a one-turn item."""
+        return tuple(range(len(self.turns))) if self.multi_turn else (None,)
+
+    @property
+    def mix_meta(self) -> MixMeta | None:
+        """How the kit mixed the item's audio (``mix``); None when it did not."""
+        return self.mix
+
+    def turn_question(self, turn: int | None) -> str:
+        """The question of turn ``turn`` (0 for the first), or the item's question when ``turn`` is None.
+
+        Args:
+            turn: Index of the turn; None for the item as a whole.
+        """
+        return self.question if turn is None else self.conversation[turn][0]
+
+    def turn_reference(self, turn: int | None) -> str:
+        """The reference answer of turn ``turn`` (0 for the first), or the item's ``reference`` when ``turn`` is None.
+
+        Args:
+            turn: Index of the turn; None for the item as a whole.
+        """
+        return self.reference if turn is None else self.conversation[turn][1]

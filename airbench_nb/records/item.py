@@ -7,7 +7,7 @@ reference-scored task of :class:`ReferenceItemBase`.
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -101,6 +101,54 @@ class ItemBase(Record):
     def _uid_clean(cls, value: str) -> str:
         return check_uid(value)
 
+    JUDGE_ORDERS: ClassVar[tuple[str, ...]] = ("single",)
+    """The orders in which a judge reads an answer of this kind (``Verdict.order`` values): ``single`` (the answer
+    alone) unless the kind compares the answer with a reference both ways round."""
+    ROTATED: ClassVar[bool] = False
+    """Whether circular evaluation makes rotated copies of this kind's options (:mod:`airbench_nb.rotation`)."""
+
+    @property
+    def category_label(self) -> str:
+        """The category the item is reported under: its ``category``, or ``other`` for a kind or item without one."""
+        category = getattr(self, "category", None)
+        return str(category) if category else "other"
+
+    @property
+    def multi_turn(self) -> bool:
+        """Whether the item has several turns (only a kind of conversation has)."""
+        return False
+
+    @property
+    def judged_turns(self) -> tuple[int | None, ...]:
+        """The turns a judge scores one by one (indices, 0 for the first), or ``(None,)``: the answer as a whole."""
+        return (None,)
+
+    @property
+    def mix_meta(self) -> MixMeta | None:
+        """How the kit mixed the item's audio from its sources; None when it did not (or the kind is never mixed)."""
+        return None
+
+    @property
+    def text_to_speak(self) -> str | None:
+        """The text the model is asked to read aloud; None for an item that asks a question."""
+        return None
+
+    def turn_question(self, turn: int | None) -> str:
+        """The question of turn ``turn`` (0 for the first), or the item's question when ``turn`` is None.
+
+        Args:
+            turn: Index of the turn; None for the item as a whole.
+        """
+        return self.question
+
+    def turn_reference(self, turn: int | None) -> str | None:
+        """The reference answer a judge compares turn ``turn``'s answer with; None for a kind judged without one.
+
+        Args:
+            turn: Index of the turn (0 for the first); None for the item as a whole.
+        """
+        return None
+
 
 class SingleChoiceItem(ItemBase):
     """A single-choice question: lettered options, one of them right (the shared base of the closed-set kinds).
@@ -176,3 +224,13 @@ class ReferenceItemBase(ItemBase):
         elif self.category != expected:
             raise ValueError(f"category {self.category!r} does not match task {self.task!r} (expected {expected!r})")
         return self
+
+    @property
+    def prompting_mode(self) -> str:
+        """How the item's task was asked: ``independent`` (one task per prompt) unless the kind says otherwise."""
+        return "independent"
+
+    @property
+    def mix_meta(self) -> MixMeta | None:
+        """How the kit mixed the item's audio (``mix``); None when it did not."""
+        return self.mix

@@ -155,6 +155,11 @@ class JointItem(ReferenceItemBase):
             raise ValueError(f"event_labels repeat an event: {self.event_labels!r}")
         return self
 
+    @property
+    def prompting_mode(self) -> str:
+        """How the three tasks were asked: the item's ``prompting``."""
+        return self.prompting
+
     def gold_parts(self) -> dict[str, dict[str, Any]]:
         """The gold of each part of an answer this item asks for: ``transcript``, ``scene`` and ``events``."""
         return {

@@ -100,3 +100,8 @@ class SpeechGenerationItem(ReferenceItemBase):
         if self.task not in {"tts", "spoken_answer"}:
             raise ValueError(f"task {self.task!r} is not a speech generation task (tts, spoken_answer)")
         return self
+
+    @property
+    def text_to_speak(self) -> str | None:
+        """``tts``: the text to speak (``text``); None for ``spoken_answer``, which asks a question."""
+        return self.text if self.task == "tts" and self.text else None

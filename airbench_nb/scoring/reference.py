@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from airbench_nb.records import JointItem, ReferenceItem, Response, Verdict
+from airbench_nb.records import ReferenceItem, Response, Verdict
 from airbench_nb.score_table import ScoreEntry, ScoreSection
 from airbench_nb.scoring.metric_base import BaseMetric
 from airbench_nb.unify import UnifiedAnswer, unify
@@ -53,7 +53,7 @@ PART_OF_METRIC: dict[str, str] = {"wer": "transcript", "scene_macc": "scene", "e
 
 def item_mode(item: ReferenceItem) -> str:
     """How an item's task was asked: ``independent`` (transcription, scene, events) or the joint item's prompting."""
-    return item.prompting if isinstance(item, JointItem) else "independent"
+    return item.prompting_mode
 
 
 @dataclass(frozen=True)

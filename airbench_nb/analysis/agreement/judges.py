@@ -35,7 +35,8 @@ def _foundation_decisions(
     rows: list[dict[str, Any]] = []
     wanted: dict[str, dict[str, AnnotationPair]] = {}
     for pair in pairs:
-        if pair.kind == "foundation" and isinstance(run.items.get(pair.uid), FoundationItem):
+        item = run.items.get(pair.uid)
+        if pair.kind == "foundation" and item is not None and item.kind == pair.kind:  # the run's item is the pair's
             wanted.setdefault(pair.model, {})[pair.uid] = pair
 
     def add(judge: str, pair: AnnotationPair, choice: int | None, detail: str) -> None:

@@ -6,6 +6,7 @@ See :mod:`airbench_nb.analysis.compare`.
 from __future__ import annotations
 
 import logging
+from functools import singledispatch
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pandas as pd
 
 from airbench_nb.analysis.compare.common import SEPARATOR
 from airbench_nb.analysis.data import RunData
-from airbench_nb.records import ChatItem, FoundationItem
+from airbench_nb.records import ChatItem, FoundationItem, ItemBase, SingleChoiceItem
 
 logger = logging.getLogger(__name__)
 
@@ -43,14 +44,26 @@ def _fingerprint(item: FoundationItem | ChatItem) -> dict[str, Any]:
     out: dict[str, Any] = {"task": item.task, "question": item.question, "audio_sha256": item.audio_sha256}
     if item.multi_clip:  # every clip must be the same (one-clip items keep the fields they always had)
         out["clips_sha256"] = item.clips_sha256
-    if isinstance(item, FoundationItem):
-        out["choices"] = list(item.choices)
-        out["answer"] = item.answer
-    else:
-        out["reference"] = item.reference
-        if item.multi_turn:
-            out["turns"] = item.conversation
+    _add_gold_fingerprint(item, out)
     return out
+
+
+@singledispatch
+def _add_gold_fingerprint(item: ItemBase, out: dict[str, Any]) -> None:
+    """Add to ``out`` the gold fields of the item's kind that must agree too (none for a kind that registered none)."""
+
+
+@_add_gold_fingerprint.register
+def _single_choice_gold(item: SingleChoiceItem, out: dict[str, Any]) -> None:
+    out["choices"] = list(item.choices)
+    out["answer"] = item.answer
+
+
+@_add_gold_fingerprint.register
+def _chat_gold(item: ChatItem, out: dict[str, Any]) -> None:
+    out["reference"] = item.reference
+    if item.multi_turn:
+        out["turns"] = item.conversation
 
 
 class _RunFrames:
