@@ -30,6 +30,7 @@ EXPECTED = (
     "Add a metric",
     "Add an analysis section",
     "Add a notebook",
+    "Add a page section",
 )
 """The sections the page must have, each with a worked example."""
 
@@ -40,9 +41,11 @@ def test_the_page_has_worked_examples():
 
 def test_the_examples_run_in_order(tmp_path, monkeypatch):
     """The page's examples, run as a reader would: one session, in order (later sections use what earlier made)."""
+    from airbench_nb.benchmarks import BENCHMARKS
     from airbench_nb.builders import parts
     from airbench_nb.judge import registry
     from airbench_nb.models import hf, specs
+    from airbench_nb.pages import PAGE_SECTIONS
     from airbench_nb.records import ChatItem, FoundationItem
     from airbench_nb.scoring import metrics
 
@@ -55,6 +58,7 @@ def test_the_examples_run_in_order(tmp_path, monkeypatch):
     monkeypatch.setattr(ChatItem, "METRICS", ChatItem.METRICS)
     monkeypatch.setattr(FoundationItem, "METRICS", FoundationItem.METRICS)
     builder_parts = dict(parts.PARTS)  # build() holds the dict itself: it is put back in place
+    benchmarks, page_sections = dict(BENCHMARKS), dict(PAGE_SECTIONS)  # so does the report page
     namespace: dict = {"__name__": "extending_examples"}
     try:
         for title, blocks in sections().items():
@@ -63,3 +67,7 @@ def test_the_examples_run_in_order(tmp_path, monkeypatch):
     finally:
         parts.PARTS.clear()
         parts.PARTS.update(builder_parts)
+        BENCHMARKS.clear()
+        BENCHMARKS.update(benchmarks)
+        PAGE_SECTIONS.clear()
+        PAGE_SECTIONS.update(page_sections)
