@@ -6,7 +6,8 @@ and, when notebook 05 ran, its weighted total. Each row links to the run's own p
 Everything is read from ``grid.json`` and the files each run wrote (its score table and analysis, read
 through :class:`~airbench_nb.run_folder.RunFolder`), so the page can be rewritten at any time: the grid
 rewrites it as each run ends.
-Rendered with Jinja2 like :mod:`airbench_nb.report_page`: styled inline, no JavaScript.
+Rendered with Jinja2 like :mod:`airbench_nb.report_page`: styled inline with the pages' shared CSS
+(:data:`airbench_nb.pages.PAGE_CSS`), no JavaScript.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from airbench_nb.markup import md_code, md_link, md_text
+from airbench_nb.pages import PAGE_CSS
 from airbench_nb.report_page import read_json
 from airbench_nb.run_folder import GRID_COPY, GRID_JSON, INDEX_HTML, README_MD, RunFolder
 
@@ -34,24 +36,21 @@ PROTOCOLS: tuple[str, ...] = ("strict", "official")
 NO_JUDGE = "-"
 """``chat_judge`` of a score summary row when no Chat judge scored."""
 
+GRID_CSS = """\
+body { max-width: 1400px; }
+.pending { background: #8c959f; }
+td.num small { color: #57606a; } tr.error td { color: #cf222e; background: #fff5f5; font-size: 0.95em; }
+"""
+"""The grid page's own CSS, after :data:`~airbench_nb.pages.style.PAGE_CSS`: its width, the pending badge, the
+intervals under the scores and the rows of failed runs' errors."""
+
 TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>airbench-nb grid {{ grid_id }}</title>
 <style>
-body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; max-width: 1400px;
-       margin: 2em auto; padding: 0 1em; color: #1d2125; line-height: 1.45; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #d0d7de; padding-bottom: 0.2em; }
-.status { display: inline-block; padding: 0.1em 0.6em; border-radius: 0.8em; color: white; font-weight: 600; }
-.ok { background: #1a7f37; } .failed { background: #cf222e; } .running { background: #9a6700; }
-.pending { background: #8c959f; }
-table { border-collapse: collapse; font-size: 0.86em; margin: 0.6em 0 1.2em; }
-th, td { border: 1px solid #d0d7de; padding: 0.25em 0.55em; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; } td.num { text-align: right; white-space: nowrap; }
-td.num small { color: #57606a; } tr.error td { color: #cf222e; background: #fff5f5; font-size: 0.95em; }
-.meta { color: #57606a; font-size: 0.92em; } code { font-size: 0.92em; }
-</style>
+{{ css | safe }}</style>
 </head>
 <body>
 <h1>airbench-nb grid <code>{{ grid_id }}</code> <span class="status {{ status }}">{{ status }}</span></h1>
@@ -258,6 +257,7 @@ def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
         str(r.get("log")) for r in runs if r.get("log") and (grid_dir / str(r.get("log"))).is_file()
     ]
     return {
+        "css": PAGE_CSS + GRID_CSS,
         "grid_id": grid.get("grid_id", grid_dir.name),
         "name": grid.get("name") or "",
         "status": grid.get("status", "running"),

@@ -1,27 +1,30 @@
 """The landing page of a run folder: ``index.html`` (and ``README.md`` for GitHub viewers), written after every run.
 
 One page says what the run found: what was run (models, judges, data, protocol, versions, commit, durations from
-``run.json``), the AIR-Bench main table in both protocols with CIs rounded for reading, the warnings that matter
-(failed notebooks, failures, unusable items, proxy judges, partial averages, judges whose order bias is
-significant, models with a significant letter preference), the figures of notebook 05, and links to every executed
-notebook, its HTML and the raw files. Rendered with Jinja2 (a dependency of nbconvert), styled inline, no JavaScript.
-Everything is read from the files the run wrote; a missing file leaves its part out, so a failed run still gets a
-page saying how far it got.
+``run.json``), the warnings that matter (failed notebooks, failures, unusable items, proxy judges, partial averages,
+judges whose order bias is significant, models with a significant letter preference), each benchmark's sections
+(AIR-Bench's main table in both protocols with CIs rounded for reading, SSEU-Bench, UG-Bench, the tiered
+benchmark), the figures of notebook 05, and links to every executed notebook, its HTML and the raw files. This module
+writes the shell; the benchmarks' sections are registered in :mod:`airbench_nb.pages` and placed in the order of
+:data:`airbench_nb.benchmarks.BENCHMARKS`. Rendered with Jinja2 (a dependency of nbconvert), styled inline with the
+pages' shared CSS, no JavaScript. Everything is read from the files the run wrote; a missing file leaves its part out,
+so a failed run still gets a page saying how far it got.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from airbench_nb.analysis_report import AnalysisReport, Granularity, UgBenchDetail
+from airbench_nb.analysis_report import AnalysisReport
+from airbench_nb.benchmarks import BENCHMARKS
 from airbench_nb.markup import md_code, md_link, md_text
+from airbench_nb.pages import PAGE_CSS, PAGE_SECTIONS, PageInputs, PageSection, render_template
 from airbench_nb.records import RunInfo
 from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
-from airbench_nb.score_table import PROXY_SHORT, ScoreTable
+from airbench_nb.score_table import PROXY_SHORT
 
 logger = logging.getLogger(__name__)
 
@@ -59,26 +62,24 @@ FIGURE_CAPTIONS: dict[str, str] = {
 }
 """Captions of the known figures of notebook 05, by file stem (others get their stem)."""
 
+REPORT_CSS = """\
+body { max-width: 1180px; }
+.warnings li { margin: 0.2em 0; } .warn { color: #9a6700; } .bad { color: #cf222e; }
+figure { margin: 1.2em 0; } figure img { max-width: 100%; border: 1px solid #d0d7de; }
+figcaption { font-size: 0.9em; color: #57606a; }
+.wide { overflow-x: auto; }
+details { margin: 0.5em 0; }
+"""
+"""The run page's own CSS, after :data:`~airbench_nb.pages.style.PAGE_CSS`: its width, warnings, figures, wide
+tables, the versions' fold."""
+
 TEMPLATE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>airbench-nb run {{ run_id }}</title>
 <style>
-body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; max-width: 1180px;
-       margin: 2em auto; padding: 0 1em; color: #1d2125; line-height: 1.45; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #d0d7de; padding-bottom: 0.2em; }
-.status { display: inline-block; padding: 0.1em 0.6em; border-radius: 0.8em; color: white; font-weight: 600; }
-.ok { background: #1a7f37; } .failed { background: #cf222e; } .running { background: #9a6700; }
-table { border-collapse: collapse; font-size: 0.86em; margin: 0.6em 0 1.2em; }
-th, td { border: 1px solid #d0d7de; padding: 0.25em 0.55em; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; } td.num { text-align: right; white-space: nowrap; }
-.warnings li { margin: 0.2em 0; } .warn { color: #9a6700; } .bad { color: #cf222e; }
-figure { margin: 1.2em 0; } figure img { max-width: 100%; border: 1px solid #d0d7de; }
-figcaption { font-size: 0.9em; color: #57606a; }
-.wide { overflow-x: auto; }
-.meta { color: #57606a; font-size: 0.92em; } details { margin: 0.5em 0; } code { font-size: 0.92em; }
-</style>
+{{ css | safe }}</style>
 </head>
 <body>
 <h1>airbench-nb run <code>{{ run_id }}</code> <span class="status {{ status }}">{{ status }}</span></h1>
@@ -97,55 +98,15 @@ figcaption { font-size: 0.9em; color: #57606a; }
 {% for level, text in warnings %}<li class="{{ level }}">{{ text }}</li>
 {% endfor %}</ul>{% else %}<p>None.</p>{% endif %}
 
-<h2>Main table</h2>
-<p class="meta">Foundation: accuracy in % with its 95% bootstrap interval; Chat: the judge's mean score (1-10) with its
-95% interval. <b>official</b> reproduces the official scripts (unreadable answers dropped);
-<b>strict</b> counts them wrong. † marks an Average over fewer categories than the benchmark has. The
-<b>multi-clip</b> and <b>multi-turn</b> columns, when present, are the kit's own tasks (several clips, follow-up
-questions): no Average includes them.</p>
-{% if main_table %}<div class="wide">{{ main_table | safe }}</div>
-{% else %}<p>No scores (the judging stage did not finish).</p>{% endif %}
+{% for title, body in sections %}<h2>{{ title }}</h2>
+{{ body | safe }}
 
-{% if sseu_table %}<h2>SSEU-Bench</h2>
-<p class="meta">Transcription (corpus WER in %, lower is better), acoustic scene (mACC: balanced accuracy of the
-answers mapped onto the class names by {{ sseu_embedder }} embeddings) and sound events (mAP), each in % with its 95%
-bootstrap interval, over the mixed clips. <b>event mAP floor</b>: the mAP an answer naming no event gets on the
-same clips (each class's share of clips), which a model must pass to do better than saying nothing.
-<b>independent</b> asks each task alone, <b>joint</b> all three in one prompt, <b>sseu-cot</b> in SSEU-Bench's five
-steps. A dash: the model does not serve that task (a transcriber has no scene) or was not asked. <b>failures</b>:
-answer parts that could not be read (kept in the scores).</p>
-<div class="wide">{{ sseu_table | safe }}</div>
-{% endif %}
-{% if ug_tasks_table or ug_ranking_table %}<h2>UG-Bench</h2>
-{% if ug_tasks_table %}<p class="meta">Speech translation: corpus BLEU and chrF (sacrebleu, 0-100, signature in
-<code>analysis.json</code>) with 95% bootstrap intervals. Captioning: CIDEr-D (aac-metrics, 0-10, over the whole set)
-and the cosine similarity of offline sentence embeddings to the references (not FENSE). Spoken answers: the
-ASR judge's back-transcription WER and CER against the text asked for (corpus, %, lower is better; failures such as
-no audio count as all words deleted), the share of spoken questions answered right (<b>listed several</b>: answers
-naming more than one question's accepted answer, scored wrong), and the listeners' MOS (1-5) when the run has a
-listening test. A dash: the model answered none of those items.</p>
-<div class="wide">{{ ug_tasks_table | safe }}</div>{% endif %}
-{% if ug_ranking_table %}<p class="meta">UG-Bench's ranking over every task the run scored: per capability the
-mean of the model's task ranks (1 = best), then the weighted total on 0-100 (weights {{ ug_weights }}).
-Rule for a missing score: {{ ug_rule }}.</p>
-<div class="wide">{{ ug_ranking_table | safe }}</div>{% endif %}
-{% endif %}
-{% if tiered_tables %}<h2>Tiered sound sources</h2>
-<p class="meta">"What made that sound?" at two granularities ({{ tiered_classes }}). One table per tier, never
-one ranking: systems that received the task differently are not compared. Macro precision, recall, F1 and FNR in %
-over every class (a class never predicted counts as 0); <b>drop</b>: coarse minus fine F1; top-k: the gold class
-among a ranked system's first k. Tier D is judged hit or miss per item ({{ tiered_open_judge }}): recall and FNR;
-its precision and <b>named</b> (the share of the classes an answer names, 100: every answer names every class, which
-recall alone would reward) come from the names the offline rule reads in each answer. <b>unusable</b>: items whose
-audio is missing, empty or corrupt, left out of the metrics. A dash: not defined for the tier.</p>
-{% for tier in tiered_tables %}<h3>Tier {{ tier.tier }}: {{ tier.title }}</h3>
-<div class="wide">{{ tier.html | safe }}</div>
-{% endfor %}{% endif %}
-<h2>Figures</h2>
+{% endfor %}<h2>Figures</h2>
 {% for figure in figures %}<figure>
 <a href="{{ figure.path }}"><img src="{{ figure.path }}" alt="{{ figure.caption }}"></a>
 <figcaption>{{ figure.caption }}</figcaption></figure>
-{% else %}<p>No figures (notebook 05 did not run).</p>{% endfor %}
+{% else %}<p>No figures ({{ "the analyses of this run drew none" if analysed else "notebook 05 did not run" }}).
+</p>{% endfor %}
 
 <h2>Notebooks</h2>
 <table><tr><th>notebook</th><th>status</th><th>seconds</th><th>executed notebook</th><th>HTML</th><th>error</th></tr>
@@ -159,7 +120,9 @@ audio is missing, empty or corrupt, left out of the metrics. A dash: not defined
 </body>
 </html>
 """
-"""Jinja2 template of ``index.html`` (autoescaped; the main table is inserted as trusted HTML)."""
+"""Jinja2 template of ``index.html``'s shell (autoescaped): the run's header, What was run and Warnings, then the
+benchmarks' registered sections (:data:`~airbench_nb.pages.PAGE_SECTIONS`, their HTML inserted as trusted), then
+Figures, Notebooks and Raw files (:data:`~airbench_nb.benchmarks.SHARED_PAGE_SECTIONS`)."""
 
 
 def read_json(path: Path, page: str = "the report page") -> Any:
@@ -269,196 +232,6 @@ def _warnings(run: RunInfo, summary: list[dict[str, Any]], analysis: AnalysisRep
     return list(dict.fromkeys(out))
 
 
-def _main_table_html(results: ScoreTable | None) -> str:
-    if not results:
-        return ""
-    from airbench_nb.analysis.tables import _main_markdown, main_table
-
-    frame = main_table(results)
-    if frame.empty:
-        return ""
-    flat = _main_markdown(frame)
-    return flat.to_html(index=False, border=0, escape=True, na_rep="–")
-
-
-def _sseu_table_html(analysis: AnalysisReport | None) -> str:
-    """SSEU-Bench's table (models x prompting modes) from ``analysis.json``, or "" when the run has none."""
-    table = (analysis.sseu if analysis is not None else None) or {}
-    if not table:
-        return ""
-    import pandas as pd
-
-    rows = [
-        {
-            "model": model,
-            "mode": mode,
-            "WER %": _interval_cell(row.wer, row.wer_ci, 100.0),
-            "scene mACC %": _interval_cell(row.macc, row.macc_ci, 100.0),
-            "event mAP %": _interval_cell(row.map, row.map_ci, 100.0),
-            "event mAP floor %": _interval_cell(row.map_floor, None, 100.0),
-            "clips": row.n,
-            "failures": row.failures,
-        }
-        for model, modes in table.items()
-        for mode, row in modes.items()
-    ]
-    return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep="–")
-
-
-def _interval_cell(value: float | None, ci: Sequence[float | None] | None, scale: float = 1.0, digits: int = 1) -> str:
-    """``value [low, high]`` scaled, or a dash when there is no value."""
-    if value is None:
-        return "–"
-    text = f"{value * scale:.{digits}f}"
-    if ci and ci[0] is not None and ci[1] is not None:
-        text += f" [{ci[0] * scale:.{digits}f}, {ci[1] * scale:.{digits}f}]"
-    return text
-
-
-def _ug_tasks_html(analysis: AnalysisReport | None, folder: RunFolder) -> str:
-    """UG-Bench's open-ended task families per model from ``analysis.json`` (with links to spoken answers)."""
-    if analysis is None:
-        return ""
-    translation = analysis.translation or {}
-    captioning = analysis.captioning or {}
-    speech = analysis.speech_output or {}
-    if not (translation or captioning or speech):
-        return ""
-    import html
-
-    import pandas as pd
-
-    detail = analysis.speech_output_detail
-    listening = detail.mos if detail is not None else None
-    mos = {s.model: s for s in listening.systems} if listening is not None else {}
-    enumerated = any(o.spoken_answer is not None and o.spoken_answer.enumerations for o in speech.values())
-    rows = []
-    for model in dict.fromkeys([*translation, *captioning, *speech]):
-        t, c, o = translation.get(model), captioning.get(model), speech.get(model)
-        metrics = c.metrics if c is not None else {}
-        spoken = o.spoken_answer if o is not None else None
-        cider, similarity = metrics.get("cider_d"), metrics.get("similarity")
-        system = mos.get(model)
-        audio = sorted(folder.response_audio_file(model, "x").parent.glob("*.wav"))[:3]
-        links = " ".join(
-            f'<a href="{html.escape(p.relative_to(folder.path).as_posix())}">{html.escape(p.name)}</a>' for p in audio
-        )
-        rows.append(
-            {
-                "model": html.escape(model),
-                "BLEU": _interval_cell(t.bleu, t.bleu_ci) if t is not None else "–",
-                "chrF": _interval_cell(t.chrf, t.chrf_ci) if t is not None else "–",
-                "CIDEr-D": _interval_cell(cider.value if cider is not None else None, None, digits=3),
-                "emb. sim.": _interval_cell(similarity.value if similarity is not None else None, None, digits=3),
-                "TTS WER %": _interval_cell(o.wer, o.wer_ci, 100.0) if o is not None and o.n else "–",
-                "CER %": _interval_cell(o.cer, o.cer_ci, 100.0) if o is not None and o.n else "–",
-                "spoken answers right %": _interval_cell(spoken.accuracy, spoken.ci, 100.0)
-                if spoken is not None and spoken.n
-                else "–",
-                **({"listed several": spoken.enumerations if spoken is not None else 0} if enumerated else {}),
-                "MOS": _interval_cell(system.mos, [system.ci_low, system.ci_high], digits=2)
-                if system is not None and system.mos is not None
-                else "–",
-                "failures": sum(x.failures for x in (t, c, o) if x is not None),
-                "spoken answers": links or "–",
-            }
-        )
-    return pd.DataFrame(rows).to_html(index=False, border=0, escape=False, na_rep="–")
-
-
-def _ug_ranking_html(analysis: AnalysisReport | None) -> str:
-    """UG-Bench's capability ranking from ``analysis.json``, or "" when the run has none."""
-    ranking = analysis.ugbench.ranking if analysis is not None and analysis.ugbench is not None else []
-    if not ranking:
-        return ""
-    import pandas as pd
-
-    rows = []
-    for position, row in enumerate(ranking, 1):
-        entry: dict[str, Any] = {"#": position, "model": row.model}
-        for capability, sub_rank in row.sub_ranks.items():
-            entry[f"{capability.replace('_', ' ')} (sub-rank)"] = "–" if sub_rank is None else f"{sub_rank:.2f}"
-        entry["score (0-100)"] = "–" if row.score is None else f"{row.score:.2f}"
-        rows.append(entry)
-    return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep="–")
-
-
-TIER_TITLES: dict[str, str] = {
-    "A": "LALMs choosing one lettered class",
-    "B": "audio classifiers, labels mapped to the classes",
-    "C": "zero-shot CLAP over text prompts",
-    "D": "open-vocabulary answers, judged",
-}
-"""What each tier of the tiered sound-source benchmark is, as the page titles it."""
-
-
-def _macro(block: Granularity) -> dict[str, float | None]:
-    """Macro P, R, F1 and FNR of one granularity, by column label."""
-    return {"P": block.macro_precision, "R": block.macro_recall, "F1": block.macro_f1, "FNR": block.macro_fnr}
-
-
-def _tiered_tables(analysis: AnalysisReport | None) -> list[dict[str, str]]:
-    """One HTML table per tier with systems, from ``analysis.json``'s ``tiered`` (empty when the run has none)."""
-    import pandas as pd
-
-    tiered = analysis.tiered if analysis is not None else None
-    if tiered is None:
-        return []
-    unusable = tiered.unusable
-    out = []
-    for tier, systems in tiered.tiers.items():
-        if not systems:
-            continue
-        rows = []
-        for system, r in systems.items():
-            rows.append(
-                {
-                    "system": system,
-                    **{
-                        f"{g} {m}": _interval_cell(value, None, 100.0)
-                        for g, block in (("coarse", r.coarse), ("fine", r.fine))
-                        for m, value in _macro(block).items()
-                    },
-                    "drop": _interval_cell(r.f1_drop, None, 100.0),
-                    **(
-                        {f"top-{k}": _interval_cell(r.top_k.get(k), None, 100.0) for k in ("1", "3", "5")}
-                        if tier in ("B", "C")
-                        else {}
-                    ),
-                    **({"named": _interval_cell(r.fine.named_share, None, 100.0)} if tier == "D" else {}),
-                    "n": r.fine.n,
-                    **({"unusable": unusable.get(f"{system} · {tier}", 0)} if any(unusable.values()) else {}),
-                }
-            )
-        key = "fine R" if tier == "D" else "fine F1"
-        frame = pd.DataFrame(rows)
-        order = frame[key].map(lambda v: -1.0 if v == "–" else float(v))
-        frame = frame.assign(_o=order).sort_values(["_o", "system"], ascending=[False, True]).drop(columns="_o")
-        html = frame.to_html(index=False, border=0, escape=True, na_rep="–")
-        out.append({"tier": tier, "title": TIER_TITLES.get(tier, tier), "html": html})
-    return out
-
-
-def _tiered_classes(analysis: AnalysisReport | None) -> str:
-    hierarchy = analysis.tiered.hierarchy if analysis is not None and analysis.tiered is not None else {}
-    return f"{len(set(hierarchy.values()))} categories, {len(hierarchy)} classes" if hierarchy else "the run's classes"
-
-
-def _tiered_open_judge(analysis: AnalysisReport | None) -> str:
-    by_system = analysis.tiered.judges if analysis is not None and analysis.tiered is not None else {}
-    judges = sorted({j for key, js in by_system.items() if key.endswith("· D") for j in js})
-    names = ", ".join(
-        "the offline rule on the hierarchy's names (a proxy of the LLM judge)" if j == "sources" else j for j in judges
-    )
-    return f"by {names}" if names else "by a judge"
-
-
-def _sseu_embedder(analysis: AnalysisReport | None) -> str:
-    """The embedding backend SSEU-Bench's answers were mapped with (``text`` when the run has no SSEU-Bench)."""
-    detail = analysis.sseu_detail if analysis is not None else None
-    return detail.embedder if detail is not None and detail.embedder is not None else "text"
-
-
 def _figures(run: RunFolder) -> list[dict[str, str]]:
     folder = run.figures_dir
     if not folder.is_dir():
@@ -471,8 +244,33 @@ def _figures(run: RunFolder) -> list[dict[str, str]]:
     ]
 
 
+def declared_sections() -> list[PageSection]:
+    """The registered page sections the benchmarks declare, in :data:`~airbench_nb.benchmarks.BENCHMARKS` order.
+
+    Raises:
+        KeyError: When a benchmark names a page section that is not registered (the message names the benchmark,
+            the title and the registered ones).
+    """
+    out = []
+    for benchmark in BENCHMARKS.values():
+        for title in benchmark.page_sections:
+            section = PAGE_SECTIONS.get(title)
+            if section is None:
+                raise KeyError(
+                    f"benchmark {benchmark.name!r} declares page section {title!r}, which is not registered "
+                    f"(register it with airbench_nb.pages.register_page_section); registered: "
+                    f"{', '.join(PAGE_SECTIONS) or 'none'}"
+                )
+            out.append(section)
+    return out
+
+
 def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
     """Write ``index.html`` and ``README.md`` into a run folder from the files the run wrote.
+
+    The page is a shell (header, What was run, Warnings, Figures, Notebooks, Raw files) around the sections the
+    registered benchmarks declare, each rendered by its registered :class:`~airbench_nb.pages.PageSection` (one that
+    renders None is left out).
 
     Args:
         run_dir: The run folder (``reports/<run_id>``).
@@ -482,9 +280,8 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
 
     Raises:
         FileNotFoundError: When the folder has no ``run.json``.
+        KeyError: When a benchmark declares a page section that is not registered.
     """
-    import jinja2
-
     folder = RunFolder(Path(run_dir))
     run_dir = folder.path
     try:
@@ -493,10 +290,11 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
         run = None
     if run is None:
         raise FileNotFoundError(f"{run_dir}: no readable run.json (is this a run folder?)")
+    sections = declared_sections()
     stamps = run.model_dump(mode="json", include={"started", "ended"})
     analysis = folder.read_analysis()
-    ug_detail = (analysis.ugbench_detail if analysis is not None else None) or UgBenchDetail()
     results = folder.read_scores()
+    inputs = PageInputs(folder=folder, run=run, analysis=analysis, scores=results)
     summary_rows = results.summary_rows() if results is not None else []
     notebooks = [
         {
@@ -509,7 +307,10 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
         }
         for nb in run.notebooks
     ]
+    rendered = [(section.title, section.render(inputs)) for section in sections]
+    written = [(section.title, section.markdown(inputs)) for section in sections if section.markdown is not None]
     context = {
+        "css": PAGE_CSS + REPORT_CSS,
         "run_id": run.run_id,
         "status": run.status,
         "started": stamps["started"],
@@ -519,24 +320,15 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
         "what": _what(run, analysis, folder),
         "versions": sorted(run.versions.items()),
         "warnings": _warnings(run, summary_rows, analysis),
-        "main_table": _main_table_html(results),
-        "sseu_table": _sseu_table_html(analysis),
-        "sseu_embedder": _sseu_embedder(analysis),
-        "ug_tasks_table": _ug_tasks_html(analysis, folder),
-        "ug_ranking_table": _ug_ranking_html(analysis),
-        "ug_weights": ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in ug_detail.weights.items()),
-        "ug_rule": ug_detail.missing or "",
-        "tiered_tables": _tiered_tables(analysis),
-        "tiered_classes": _tiered_classes(analysis),
-        "tiered_open_judge": _tiered_open_judge(analysis),
+        "sections": [(title, body.strip()) for title, body in rendered if body is not None],
+        "markdown_sections": [(title, body) for title, body in written if body is not None],
         "figures": _figures(folder),
+        "analysed": analysis is not None,
         "notebooks": notebooks,
         "raw_files": folder.raw_files(),
     }
-    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    template = environment.from_string(TEMPLATE)
     index = folder.index_html
-    index.write_text(template.render(**context), encoding="utf-8")
+    index.write_text(render_template(TEMPLATE, **context), encoding="utf-8")
     readme = folder.readme
     readme.write_text(_markdown(context, folder), encoding="utf-8")
     logger.info("report page: %s", index)
@@ -563,6 +355,8 @@ def _markdown(context: dict[str, Any], folder: RunFolder) -> str:
     if folder.leaderboard.is_file():
         board = folder.leaderboard.relative_to(folder.path).as_posix()
         lines += ["## Tables", "", f"See [{board}]({board}).", ""]
+    for title, body in context["markdown_sections"]:
+        lines += [f"## {md_text(title)}", "", body, ""]
     if context["figures"]:
         lines += ["## Figures", ""]
         lines += [

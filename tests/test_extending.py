@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+import types
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
@@ -30,6 +32,7 @@ EXPECTED = (
     "Add a metric",
     "Add an analysis section",
     "Add a notebook",
+    "Add a page section",
     "Add a benchmark",
 )
 """The sections the page must have, each with a worked example."""
@@ -68,7 +71,10 @@ def test_the_examples_run_in_order(tmp_path, monkeypatch):
     # registries read through other modules' names are put back in place
     held = [parts.PARTS, *in_place_registries()]
     saved = [dict(registry) for registry in held]
-    namespace: dict = {"__name__": "extending_examples"}
+    # one module, as a reader's notebook or script is (pydantic resolves a generic model's names through it)
+    module = types.ModuleType("extending_examples")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     try:
         for title, blocks in sections().items():
             for block in blocks:
@@ -85,7 +91,6 @@ def test_the_benchmark_runs_as_a_plugin_through_airbench_nb_run(tmp_path):
     import json
     import os
     import subprocess
-    import sys
 
     text = DOC.read_text(encoding="utf-8")
     section = text[text.index("## Add a benchmark") :]
@@ -102,6 +107,8 @@ def test_the_benchmark_runs_as_a_plugin_through_airbench_nb_run(tmp_path):
     run = tmp_path / "reports" / "beeps"
     page = (run / "index.html").read_text(encoding="utf-8")
     assert "<h2>Beep counting</h2>" in page
+    assert "<h2>Main table</h2>" not in page  # no AIR-Bench item: AIR-Bench's section is left out
+    assert "No figures (the analyses of this run drew none)" in page
     assert re.search(r"<td>baseline:first</td>\s*<td class=\"num\">100</td>\s*<td class=\"num\">0</td>", page), page
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     oracle = summary["baseline:oracle | chat judge -"]["strict"]["metric_sections"]["beep_accuracy"]

@@ -4,7 +4,8 @@
 registers the kit's four, in this order: :mod:`~airbench_nb.benchmarks.airbench` (AIR-Bench),
 :mod:`~airbench_nb.benchmarks.sseu` (SSEU-Bench), :mod:`~airbench_nb.benchmarks.ugbench` (UG-Bench) and
 :mod:`~airbench_nb.benchmarks.tiered` (the tiered sound-source benchmark). A new benchmark is one more module that
-calls :func:`register_benchmark` (and registers its builder parts, metrics and sections where they live).
+calls :func:`register_benchmark` (and registers its builder parts, metrics, analysis sections and page sections
+(:mod:`airbench_nb.pages`) where they live).
 """
 
 # isort: off

@@ -3,8 +3,8 @@
 A benchmark is a set of registrations, declared in one place: its item kinds (the record classes of its manifests),
 its builder parts (:mod:`airbench_nb.builders.parts`), its metrics (names registered in
 :mod:`airbench_nb.scoring.metrics`), its sections of ``analysis.json`` (:data:`airbench_nb.analysis.report.SECTIONS`),
-its sections of a run's landing page (the ``<h2>`` headings of :mod:`airbench_nb.report_page`) and the tasks it
-places in UG-Bench's capability map (ids of ``data_manifests/ugbench_capabilities.json``). Every item kind belongs
+its sections of a run's landing page (titles registered in :data:`airbench_nb.pages.PAGE_SECTIONS`) and the tasks
+it places in UG-Bench's capability map (ids of ``data_manifests/ugbench_capabilities.json``). Every item kind belongs
 to exactly one benchmark; what no benchmark owns (judge-human agreement, the injection screen, the page's run
 information) is listed in :data:`SHARED_ANALYSIS_SECTIONS` and :data:`SHARED_PAGE_SECTIONS`.
 
@@ -27,7 +27,8 @@ SHARED_ANALYSIS_SECTIONS: tuple[str, ...] = ("agreement", "injection")
 answers the injection screen flagged, over every kind."""
 
 SHARED_PAGE_SECTIONS: tuple[str, ...] = ("What was run", "Warnings", "Figures", "Notebooks", "Raw files")
-"""Sections of a run's landing page that no benchmark owns."""
+"""Sections of a run's landing page that no benchmark owns: the ``<h2>`` headings of the page's shell
+(:data:`airbench_nb.report_page.TEMPLATE`), in page order; the benchmarks' registered sections go after Warnings."""
 
 
 def kind_of(record: type[Record]) -> str:
@@ -56,7 +57,9 @@ class Benchmark:
     analysis_sections: tuple[str, ...]
     """Its sections of ``analysis.json`` (names of :data:`airbench_nb.analysis.report.SECTIONS`)."""
     page_sections: tuple[str, ...]
-    """Its sections of a run's landing page (``<h2>`` headings of ``index.html``)."""
+    """Its sections of a run's landing page, in page order: titles registered in
+    :data:`airbench_nb.pages.PAGE_SECTIONS` (each its ``<h2>`` heading); the page places them after the shared What
+    was run and Warnings, benchmark by benchmark in :data:`BENCHMARKS` order."""
     capability_tasks: tuple[str, ...]
     """Ids of its tasks in UG-Bench's capability map (``data_manifests/ugbench_capabilities.json``)."""
     doc: str = ""
