@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pytest
+from pydantic import Field
 
 from airbench_nb.audio import sha256_file, write_wav
 from airbench_nb.benchmarks import BENCHMARKS, Benchmark, benchmark_of_kind, register_benchmark
@@ -28,26 +29,23 @@ from airbench_nb.builders import (
     register_part,
 )
 from airbench_nb.builders.parts import whole_number
-from airbench_nb.records import Record
+from airbench_nb.manifests import read_manifest
+from airbench_nb.records import ITEM_CLASSES, ItemBase
 
 
-class BeepItem(Record):
+class BeepItem(ItemBase):
     """A one-question item about a beep (the test's own item kind)."""
 
     kind: Literal["beep"] = "beep"
     """The manifest kind."""
-    uid: str
-    """Unique id."""
     task: str
     """Task name."""
-    audio: str
-    """Clip path relative to the data root."""
-    audio_sha256: str
-    """SHA-256 of the clip."""
-    question: str
-    """The question."""
+    dataset: str = "beeps"
+    """Where the item comes from."""
     answer: str
     """The gold answer (the beep's pitch in Hz)."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Provenance (every item kind has one)."""
 
 
 class BeepPart:
@@ -86,12 +84,14 @@ class BeepPart:
 @pytest.fixture
 def registries() -> Iterator[None]:
     """The part and benchmark registries as they were, after the test."""
-    parts, benchmarks = dict(PARTS), dict(BENCHMARKS)
+    parts, benchmarks, kinds = dict(PARTS), dict(BENCHMARKS), dict(ITEM_CLASSES)
     yield
     PARTS.clear()
     PARTS.update(parts)
     BENCHMARKS.clear()
     BENCHMARKS.update(benchmarks)
+    ITEM_CLASSES.clear()
+    ITEM_CLASSES.update(kinds)
 
 
 @pytest.fixture
@@ -123,6 +123,12 @@ def test_a_registered_part_and_benchmark_are_built_without_editing_core_modules(
     report = build("beeps", out=out, recipe_dir=recipes_with_beeps, progress=False)
     lines = [json.loads(line) for line in (out / "beep.jsonl").read_text().splitlines()]
     assert [line["answer"] for line in lines] == ["220", "440", "660"]
+    # the kind registered with its benchmark: its manifest reads back as the test's own records
+    assert [(type(i), i.answer) for i in read_manifest(out / "beep.jsonl")] == [
+        (BeepItem, "220"),
+        (BeepItem, "440"),
+        (BeepItem, "660"),
+    ]
     assert all((out / line["audio"]).is_file() for line in lines)
     assert [i.uid for i in report.parts["beep"].items["beep"]] == ["beep-000", "beep-001", "beep-002"]
     assert report.failures == [{"task": "beep_pitch", "index": 3, "error": "the last beep is always missing"}]
