@@ -322,7 +322,7 @@ class RunAnalysis:
         pairs = order_bias.order_pairs(self.chat)
         return Section(
             "order_bias",
-            {judge: {model: r.as_dict() for model, r in by_model.items()} for judge, by_model in results.items()},
+            {judge: dict(by_model) for judge, by_model in results.items()},
             frame=frame,
             figure=plots.order_scatter(pairs),
             figure_key="order_bias",
@@ -384,11 +384,14 @@ class RunAnalysis:
             hint = "build SNR-graded items with `airbench-nb build --snr-grid=-10,-5,0,5,10`"
             return Section("snr", {}, reason=f"{curves.reason or 'no SNR-graded items'}; {hint}")
         per_model = frame[frame["level"] == "model"]
-        detail = curves.as_dict()
-        data = detail.pop("curves")
         shown = frame[frame["level"].isin(["model", "task"])]
         return Section(
-            "snr", data, extra_data=detail, frame=per_model, figure=plots.snr_curves(shown), figure_key="snr"
+            "snr",
+            curves.points(),
+            extra_data=curves.detail(),
+            frame=per_model,
+            figure=plots.snr_curves(shown),
+            figure_key="snr",
         )
 
     def ranking(self) -> Section:
@@ -404,12 +407,13 @@ class RunAnalysis:
             return Section("ranking", [], reason=f"no AIR-Bench category has a {self.protocol} score")
         result = ranking.ranking(scores, self.weights)
         frame = ranking.ranking_frame(result)
-        detail = result.as_dict()
-        data = detail.pop("ranking")
-        detail["chat_judge"] = chat_judge
-        detail["protocol"] = self.protocol
         return Section(
-            "ranking", data, extra_data=detail, frame=frame, figure=plots.ranking_chart(frame), figure_key="ranking"
+            "ranking",
+            result.rows(),
+            extra_data=result.detail(chat_judge, self.protocol),
+            frame=frame,
+            figure=plots.ranking_chart(frame),
+            figure_key="ranking",
         )
 
     def comparison(self) -> Section:
@@ -687,8 +691,8 @@ class RunAnalysis:
         n_tasks = sum(len(c.tasks) for c in result.capabilities.values())
         return Section(
             "ugbench",
-            result.as_dict(),
-            extra_data={**result.rules(), "protocol": self.protocol, "chat_judge": judge},
+            result.payload(),
+            extra_data=result.detail(self.protocol, judge),
             frame=result.ranking_frame(),
             figure=plots.ugbench_chart(result.ranking_frame(), n_tasks=n_tasks),
             figure_key="ugbench",
