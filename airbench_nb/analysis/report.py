@@ -531,19 +531,14 @@ class RunAnalysis:
         differences = result.differences_frame()
         return Section(
             "sseu",
-            result.table,
+            result.scores(),
             frame=result.table_frame(),
             figure=plots.sseu_mode_differences(differences),
             figure_key="sseu_modes",
-            extra_data={
-                "differences": result.as_dict()["differences"],
-                "cleanup": result.cleanup,
-                "embedder": result.embedder,
-                "reps": result.reps,
-                "seed": result.seed,
-                "scope": "mixed clips (the clean copies are a point of the SNR curves); WER, mACC and mAP as "
-                "fractions; n counts clips",
-            },
+            extra_data=result.detail(
+                scope="mixed clips (the clean copies are a point of the SNR curves); WER, mACC and mAP as "
+                "fractions; n counts clips"
+            ),
         )
 
     def snr_curves(self) -> Section:
@@ -554,7 +549,7 @@ class RunAnalysis:
             return Section("snr_curves", {}, reason="no SSEU item with an SNR was answered")
         return Section(
             "snr_curves",
-            result.curves,
+            result.curve_points(),
             frame=frame,
             figure=plots.sseu_snr_curves(frame),
             figure_key="sseu_snr",
@@ -731,7 +726,7 @@ class RunAnalysis:
 
         result = self.tiered_result()
         if result.empty:
-            return Section("tiered", result.to_json(), reason=result.reason)
+            return Section("tiered", result.payload(), reason=result.reason)
         tables = self.tiered_tables()
         extra: dict[str, Any] = {}
         for tier, table in tables.items():
@@ -758,7 +753,7 @@ class RunAnalysis:
                 extra["tiered-strategy-raw-vs-within-class"] = odds
         return Section(
             "tiered",
-            result.to_json(),
+            result.payload(),
             figure=plots_tiered.tier_f1_bars(tables),
             figure_key="tiered",
             extra_figures=extra,
