@@ -49,7 +49,7 @@ from airbench_nb.analysis import answers, circular, classification, order_bias, 
 from airbench_nb.analysis.data import RunData, load_run
 from airbench_nb.analysis.registry import SECTIONS, register_analysis_section
 from airbench_nb.analysis.section import SHOW_DPI, Section, show  # noqa: F401 - re-exported (notebooks import show here)
-from airbench_nb.analysis_report import AnalysisReport
+from airbench_nb.analysis_report import AnalysisReport, AnswersPayload, LengthBin
 from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
 from airbench_nb.run_records import RunRecords
 from airbench_nb.score_table import RunScores, ScoreTable
@@ -278,15 +278,15 @@ class RunAnalysis:
                     "chi2": r.chi2,
                     "dof": r.dof,
                     "p_value": r.p_value,
-                    **{f"chosen_{k}": v for k, v in r.as_dict()["chosen"].items()},
-                    **{f"gold_{k}": v for k, v in r.as_dict()["gold"].items()},
+                    **{f"chosen_{k}": v for k, v in r.chosen.items()},
+                    **{f"gold_{k}": v for k, v in r.gold.items()},
                 }
                 for m, r in results.items()
             ]
         )
         return Section(
             "position_bias",
-            {m: r.as_dict() for m, r in results.items()},
+            {m: r.payload() for m, r in results.items()},
             frame=frame,
             figure=plots.letter_heatmaps(long),
             figure_key="letters",
@@ -305,7 +305,7 @@ class RunAnalysis:
         frame = circular.circular_frame(results)
         return Section(
             "circular",
-            {m: r.as_dict() for m, r in results.items()},
+            {m: r.payload() for m, r in results.items()},
             frame=frame,
             figure=plots.circular_bars(frame),
             figure_key="circular",
@@ -342,7 +342,7 @@ class RunAnalysis:
         grid = [(t, list(m.labels), m.confusion) for t, m in scored[model].items()]
         return Section(
             "classification",
-            {m: {t: r.as_dict() for t, r in by_task.items()} for m, by_task in results.items()},
+            {m: {t: r.payload() for t, r in by_task.items()} for m, by_task in results.items()},
             frame=frame,
             figure=plots.confusion_grid(grid, model),
             figure_key="confusion",
@@ -364,10 +364,10 @@ class RunAnalysis:
         if lengths.empty and not confident:
             return Section("answers", {}, reason="no Foundation answers")
         shown = lengths[lengths["n"] > 0] if not lengths.empty else lengths
-        data = {
-            "length": json.loads(lengths.to_json(orient="records")),
-            "confidence": {m: r.as_dict() for m, r in confident.items()},
-        }
+        data = AnswersPayload(
+            length=[LengthBin.from_data(row) for row in _records(lengths)],
+            confidence={m: r.payload() for m, r in confident.items()},
+        )
         return Section(
             "answers",
             data,
