@@ -49,7 +49,7 @@ from airbench_nb.analysis import answers, circular, classification, order_bias, 
 from airbench_nb.analysis.data import RunData, load_run
 from airbench_nb.analysis.registry import SECTIONS, register_analysis_section
 from airbench_nb.analysis.section import SHOW_DPI, Section, show  # noqa: F401 - re-exported (notebooks import show here)
-from airbench_nb.analysis_report import AnalysisReport, AnswersPayload, LengthBin
+from airbench_nb.analysis_report import AnalysisReport, AnswersPayload, LengthBin, MultiTurnPayload
 from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
 from airbench_nb.run_records import RunRecords
 from airbench_nb.score_table import RunScores, ScoreTable
@@ -490,10 +490,7 @@ class RunAnalysis:
         if frame.empty:
             return Section("multi_turn", {}, reason="no multi-turn Chat items judged (the kit's kit_followup_QA task)")
         drop = multi.followup_drop(self.chat)
-        data = {
-            "turns": _records(frame),
-            "followup_drop": drop,
-        }
+        data = MultiTurnPayload.from_data({"turns": _records(frame), "followup_drop": drop})
         return Section(
             "multi_turn",
             data,
@@ -596,7 +593,9 @@ class RunAnalysis:
             ylim=(0, 105),
             xlabel="language pair (source-target)",
         )
-        return Section("translation", result.translation_dict(), frame=frame, figure=figure, figure_key="translation")
+        return Section(
+            "translation", result.translation_payload(), frame=frame, figure=figure, figure_key="translation"
+        )
 
     def captioning(self) -> Section:
         """Audio and music captioning: CIDEr-D, the other offline aac-metrics and the embedding similarity."""
@@ -615,7 +614,7 @@ class RunAnalysis:
             title="Captioning metrics by task (95% bootstrap CIs over items)",
             xlabel="task",
         )
-        return Section("captioning", result.captioning_dict(), frame=frame, figure=figure, figure_key="captioning")
+        return Section("captioning", result.captioning_payload(), frame=frame, figure=figure, figure_key="captioning")
 
     def speech_output(self) -> Section:
         """Spoken answers: back-transcription WER and CER (corpus and per-utterance mean) and spoken-answer accuracy."""
@@ -637,7 +636,7 @@ class RunAnalysis:
         listening = self.mos_result()
         return Section(
             "speech_output",
-            result.speech_output_dict(),
+            result.speech_output_payload(),
             frame=frame,
             figure=figure,
             figure_key="speech_output",
