@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, TypeVar, overload
+from typing import Any, Self, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -39,6 +39,11 @@ class Payload(BaseModel):
     """Base of every model of ``analysis.json``: unknown fields are refused, JSON names may hold dashes."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @classmethod
+    def from_data(cls, data: Any) -> Self:
+        """Validate JSON-ready data (numbers as JSON writes them back; the keys given are the fields set)."""
+        return cls.model_validate_json(json.dumps(data, default=_json_default))
 
 
 # ------------------------------------------------------------------------------------------------------------- tables
@@ -1410,11 +1415,6 @@ class AnalysisReport(Payload):
                 and the field, e.g. ``tables.scores.3.value``).
         """
         return cls.model_validate_json(text)
-
-    @classmethod
-    def from_data(cls, data: dict[str, Any]) -> AnalysisReport:
-        """Validate the JSON-ready data of ``analysis.json`` (numbers as JSON writes them back)."""
-        return cls.model_validate_json(json.dumps(data, default=_json_default))
 
     def as_data(self) -> dict[str, Any]:
         """The report as plain JSON data: the keys that were given, in field order (a serializer)."""

@@ -465,7 +465,7 @@ def test_forest_plot_and_section(better_run: Path, tmp_path: Path):
     assert plots.compare_forest(frame.iloc[0:0]) is None
     section = comparison_section(load_run(better_run), reps=100)
     assert section.name == "comparison" and section.reason is None and not section.frame.empty
-    assert section.figure is not None and section.data["comparisons"]
+    assert section.figure is not None and section.data.comparisons
     plt.close("all")
     single = write_run(tmp_path / "single", {"m:a": {i.uid: True for i in foundation_items()}})
     assert "fewer than two models" in comparison_section(load_run(single)).reason

@@ -132,7 +132,7 @@ def test_empty_sections_are_present_with_a_reason(tmp_path: Path):
 def test_official_protocol_reads_letters_with_the_official_rule(planted: Path):
     official = RunAnalysis(planted, protocol="official", reps=0)
     section = official.position_bias()
-    assert section.data["planted:letter-a"]["p_value"] < 0.01
+    assert section.data["planted:letter-a"].p_value < 0.01
     assert set(official.foundation["judge"].dropna()) == {"official"}
 
 

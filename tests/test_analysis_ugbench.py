@@ -422,7 +422,7 @@ def test_a_model_that_failed_every_spoken_answer_cannot_speak():
     assert math.isnan(frame.loc["text-only", "tts"]) and frame.loc["babbler", "tts"] == 1.4
     ranked = ugbench_ranking(table)
     assert ranked.unable == {"tts": ["text-only"]}
-    assert ranked.rules()["unable"] == {"tts": ["text-only"]}
+    assert ranked.detail().unable == {"tts": ["text-only"]}
     # the one that cannot speak is last on tts, behind the one that speaks badly
     assert ranked.capabilities["speech_generation"].ranks == {
         "babbler": {"tts": 2.0},

@@ -28,6 +28,7 @@ import pandas as pd
 from scipy.stats import fisher_exact
 
 from airbench_nb.analysis.stats import WILSON, plain, wilson
+from airbench_nb.analysis_report import AnswerConfidence
 from airbench_nb.judge.extract import _HEDGE_RE
 
 logger = logging.getLogger(__name__)
@@ -176,10 +177,14 @@ class Confidence:
     """Why there was nothing to analyse, or None."""
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (plain numbers, None instead of NaN or infinity)."""
+        """Serializer: a JSON-ready dict (plain numbers, None instead of NaN or infinity)."""
         out = asdict(self)
         out["confident_wrong_ci"] = list(self.confident_wrong_ci) if self.confident_wrong_ci else None
         return out
+
+    def payload(self) -> AnswerConfidence:
+        """The result as ``analysis.json`` holds it (``answers.confidence[model]``)."""
+        return AnswerConfidence.from_data(self.as_dict())
 
 
 def _one(model: str, rows: pd.DataFrame, pattern: re.Pattern[str]) -> Confidence:

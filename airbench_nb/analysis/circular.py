@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from airbench_nb.analysis.stats import WILSON, wilson
+from airbench_nb.analysis_report import Circular as CircularPayload
 from airbench_nb.rotation import (  # noqa: F401 - re-exported: rotation is a data operation, analysed here
     ROTATION_SEPARATOR,
     rotate_item,
@@ -68,10 +69,14 @@ class Circular:
     """Why there was nothing to analyse, or None."""
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (plain numbers, None where undefined)."""
+        """Serializer: a JSON-ready dict (plain numbers, None where undefined)."""
         out = asdict(self)
         out["circular_accuracy_ci"] = list(self.circular_accuracy_ci) if self.circular_accuracy_ci else None
         return out
+
+    def payload(self) -> CircularPayload:
+        """The result as ``analysis.json`` holds it (``circular[model]``)."""
+        return CircularPayload.from_data(self.as_dict())
 
 
 def _consistent(texts: pd.Series) -> bool:

@@ -33,6 +33,8 @@ from typing import Any
 import pandas as pd
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
+from airbench_nb.analysis_report import Classification
+
 logger = logging.getLogger(__name__)
 
 NO_ANSWER = "(no answer)"
@@ -84,8 +86,12 @@ class ClassMetrics:
     """Why the task was skipped, or None."""
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
+        """Serializer: a JSON-ready dict."""
         return asdict(self)
+
+    def payload(self) -> Classification:
+        """The result as ``analysis.json`` holds it (``classification[model][task]``)."""
+        return Classification.from_data(self.as_dict())
 
 
 def label_order(label: str) -> tuple[int, float, str]:

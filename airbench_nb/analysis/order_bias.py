@@ -25,7 +25,6 @@ counted in ``unpaired``.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from airbench_nb.analysis.stats import plain
+from airbench_nb.analysis_report import OrderBias
 
 logger = logging.getLogger(__name__)
 
@@ -54,56 +54,6 @@ PAIR_COLUMNS: tuple[str, ...] = ("judge", "model", "uid", "task", "category", "s
 """Columns of :func:`order_pairs`."""
 
 
-@dataclass(frozen=True)
-class OrderBias:
-    """Order bias of one judge scoring one model."""
-
-    judge: str
-    """Judge spec."""
-    model: str
-    """Model spec."""
-    n_pairs: int
-    """Items scored in both orders (the paired sample)."""
-    unpaired: int
-    """Items left out because one or both orders have no score."""
-    mean_diff: float | None
-    """Mean of (score shown first - score shown second) of the model's answer; None without pairs."""
-    ci_low: float | None
-    """Lower end of the 95% bootstrap interval of ``mean_diff``; None with fewer than two pairs."""
-    ci_high: float | None
-    """Upper end of the 95% bootstrap interval of ``mean_diff``; None with fewer than two pairs."""
-    ci_method: str
-    """How the interval was computed (:data:`CI_METHOD`)."""
-    wilcoxon_p: float | None
-    """Two-sided Wilcoxon signed-rank p-value of the differences (1.0 when all are zero); None without pairs."""
-    test: str
-    """Name of the paired test (:data:`TEST`)."""
-    flips: int
-    """Paired items, tied in neither order, whose preferred answer differs between the orders."""
-    ties: int
-    """Paired items with a tie (model score == reference score) in at least one order."""
-    flip_rate: float | None
-    """``flips`` / (``n_pairs`` - ``ties``); None when every pair has a tie."""
-    tie_rate: float | None
-    """``ties`` / ``n_pairs``; None without pairs."""
-    length_pairs: int
-    """Scored, non-tied (item, order) judgments whose answers differ in length (words)."""
-    longer_wins: int
-    """Of those, the judgments in which the longer answer got the higher score."""
-    prefers_longer: float | None
-    """``longer_wins`` / ``length_pairs``; None when ``length_pairs`` is 0."""
-    length_p: float | None
-    """Two-sided exact binomial p-value of ``prefers_longer`` against 0.5; None when ``length_pairs`` is 0."""
-    length_test: str
-    """Name of the length-preference test (:data:`LENGTH_TEST`)."""
-    note: str | None = None
-    """Why a statistic is missing or set by convention; None when nothing needs saying."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """The result as a JSON-serialisable dict."""
-        return asdict(self)
-
-
 class OrderBiasResults(dict[str, dict[str, OrderBias]]):
     """``{judge: {model: OrderBias}}``, with ``reason`` set when there was nothing to analyse."""
 
@@ -112,7 +62,7 @@ class OrderBiasResults(dict[str, dict[str, OrderBias]]):
 
     def as_dict(self) -> dict[str, Any]:
         """``{"by_judge": {judge: {model: dict}}, "reason": str | None}``, JSON-serialisable."""
-        by_judge = {j: {m: r.as_dict() for m, r in models.items()} for j, models in self.items()}
+        by_judge = {j: {m: r.model_dump() for m, r in models.items()} for j, models in self.items()}
         return {"by_judge": by_judge, "reason": self.reason}
 
 
@@ -275,7 +225,7 @@ def order_bias(chat_frame: pd.DataFrame, seed: int = 0, reps: int = 2000) -> Ord
 
 
 def order_bias_frame(results: dict[str, dict[str, OrderBias]]) -> pd.DataFrame:
-    """One row per (judge, model) with every field of :class:`OrderBias`.
+    """One row per (judge, model) with every field of :class:`~airbench_nb.analysis_report.OrderBias`.
 
     Args:
         results: The output of :func:`order_bias`.
@@ -283,6 +233,6 @@ def order_bias_frame(results: dict[str, dict[str, OrderBias]]) -> pd.DataFrame:
     Returns:
         A tidy DataFrame (empty, with the columns, when there are no results).
     """
-    columns = list(OrderBias.__dataclass_fields__)
-    rows = [r.as_dict() for models in results.values() for r in models.values()]
+    columns = list(OrderBias.model_fields)
+    rows = [r.model_dump() for models in results.values() for r in models.values()]
     return pd.DataFrame(rows, columns=columns)

@@ -43,6 +43,7 @@ import pandas as pd
 from scipy.stats import chisquare
 
 from airbench_nb.analysis.stats import plain
+from airbench_nb.analysis_report import PositionBias as PositionBiasPayload
 from airbench_nb.records import AIRBENCH_LETTERS, LETTERS
 
 logger = logging.getLogger(__name__)
@@ -102,10 +103,14 @@ class PositionBias:
     item's own options)."""
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (plain numbers, None instead of NaN)."""
+        """Serializer: a JSON-ready dict (plain numbers, None instead of NaN)."""
         out = asdict(self)
         out["letters_tested"] = list(self.letters_tested)
         return out
+
+    def payload(self) -> PositionBiasPayload:
+        """The result as ``analysis.json`` holds it (``position_bias[model]``)."""
+        return PositionBiasPayload.from_data(self.as_dict())
 
 
 def frame_letters(frame: pd.DataFrame) -> str:

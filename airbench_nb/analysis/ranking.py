@@ -28,6 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from airbench_nb.analysis.stats import plain
+from airbench_nb.analysis_report import RankingDetail, RankingRow
 
 logger = logging.getLogger(__name__)
 
@@ -126,40 +127,10 @@ def scaled(capability: str, score: float) -> float:
 
 
 @dataclass(frozen=True)
-class RankedModel:
-    """One model's ranks and weighted total."""
-
-    model: str
-    """Model (or row) name."""
-    ranks: dict[str, float]
-    """Rank per capability the model has a score for (1 = best; ties share the mean rank)."""
-    scores: dict[str, float]
-    """The model's raw score per capability (accuracy 0-1, Chat 1-10)."""
-    mean_rank: float | None
-    """Mean of ``ranks``; None when the model has no score at all."""
-    score: float | None
-    """Weighted total on 0-100 (weights renormalised over the capabilities present); None when no capability of
-    positive weight is present."""
-    partial: bool
-    """True when a capability of positive weight is missing."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """``{model, ranks, scores, mean_rank, score, partial}``, JSON-serialisable."""
-        return {
-            "model": self.model,
-            "ranks": dict(self.ranks),
-            "scores": dict(self.scores),
-            "mean_rank": self.mean_rank,
-            "score": self.score,
-            "partial": self.partial,
-        }
-
-
-@dataclass(frozen=True)
 class Ranking:
     """Models sorted by weighted total (best first), with the weights used."""
 
-    models: tuple[RankedModel, ...]
+    models: tuple[RankingRow, ...]
     """Ranked models, best total first (no total last; ties by mean rank, then name)."""
     weights: dict[str, float]
     """The validated weights (before renormalisation per model)."""
@@ -172,10 +143,26 @@ class Ranking:
     notes: tuple[str, ...] = field(default_factory=tuple)
     """Anything the reader should know (capabilities no model has, ...)."""
 
+    def rows(self) -> list[RankingRow]:
+        """The ranked models, best first: what ``analysis.json`` holds under ``ranking``."""
+        return list(self.models)
+
+    def detail(self, chat_judge: str | None = None, protocol: str | None = None) -> RankingDetail:
+        """How the ranking was made (with the Chat judge and protocol it was read with): ``ranking_detail``."""
+        return RankingDetail(
+            weights=dict(self.weights),
+            chat_scale=self.chat_scale,
+            rank_method=self.rank_method,
+            reason=self.reason,
+            notes=list(self.notes),
+            chat_judge=chat_judge,
+            protocol=protocol,
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        """``{"ranking": [model dicts], "weights", "chat_scale", "rank_method", "reason", "notes"}``."""
+        """``{"ranking": [model dicts], "weights", "chat_scale", "rank_method", "reason", "notes"}`` (a serializer)."""
         return {
-            "ranking": [m.as_dict() for m in self.models],
+            "ranking": [m.model_dump() for m in self.models],
             "weights": dict(self.weights),
             "chat_scale": self.chat_scale,
             "rank_method": self.rank_method,
@@ -226,7 +213,7 @@ def ranking(scores: pd.DataFrame, weights: Mapping[str, float] = DEFAULT_WEIGHTS
         present = table[capability].dropna()
         if not present.empty:
             ranks.loc[present.index, capability] = stats.rankdata(-present.to_numpy(), method="average")
-    ranked: list[RankedModel] = []
+    ranked: list[RankingRow] = []
     for model in table.index:
         have = [c for c in CAPABILITIES if not math.isnan(table.at[model, c])]
         weighted = [c for c in have if clean[c] > 0]
@@ -234,7 +221,7 @@ def ranking(scores: pd.DataFrame, weights: Mapping[str, float] = DEFAULT_WEIGHTS
         score = sum(clean[c] * scaled(c, table.at[model, c]) for c in weighted) / total_weight if total_weight else None
         model_ranks = {c: float(ranks.at[model, c]) for c in have}
         ranked.append(
-            RankedModel(
+            RankingRow(
                 model=model,
                 ranks=model_ranks,
                 scores={c: float(table.at[model, c]) for c in have},

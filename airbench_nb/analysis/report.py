@@ -49,7 +49,7 @@ from airbench_nb.analysis import answers, circular, classification, order_bias, 
 from airbench_nb.analysis.data import RunData, load_run
 from airbench_nb.analysis.registry import SECTIONS, register_analysis_section
 from airbench_nb.analysis.section import SHOW_DPI, Section, show  # noqa: F401 - re-exported (notebooks import show here)
-from airbench_nb.analysis_report import AnalysisReport
+from airbench_nb.analysis_report import AnalysisReport, AnswersPayload, LengthBin, MultiTurnPayload
 from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
 from airbench_nb.run_records import RunRecords
 from airbench_nb.score_table import RunScores, ScoreTable
@@ -278,15 +278,15 @@ class RunAnalysis:
                     "chi2": r.chi2,
                     "dof": r.dof,
                     "p_value": r.p_value,
-                    **{f"chosen_{k}": v for k, v in r.as_dict()["chosen"].items()},
-                    **{f"gold_{k}": v for k, v in r.as_dict()["gold"].items()},
+                    **{f"chosen_{k}": v for k, v in r.chosen.items()},
+                    **{f"gold_{k}": v for k, v in r.gold.items()},
                 }
                 for m, r in results.items()
             ]
         )
         return Section(
             "position_bias",
-            {m: r.as_dict() for m, r in results.items()},
+            {m: r.payload() for m, r in results.items()},
             frame=frame,
             figure=plots.letter_heatmaps(long),
             figure_key="letters",
@@ -305,7 +305,7 @@ class RunAnalysis:
         frame = circular.circular_frame(results)
         return Section(
             "circular",
-            {m: r.as_dict() for m, r in results.items()},
+            {m: r.payload() for m, r in results.items()},
             frame=frame,
             figure=plots.circular_bars(frame),
             figure_key="circular",
@@ -322,7 +322,7 @@ class RunAnalysis:
         pairs = order_bias.order_pairs(self.chat)
         return Section(
             "order_bias",
-            {judge: {model: r.as_dict() for model, r in by_model.items()} for judge, by_model in results.items()},
+            {judge: dict(by_model) for judge, by_model in results.items()},
             frame=frame,
             figure=plots.order_scatter(pairs),
             figure_key="order_bias",
@@ -342,7 +342,7 @@ class RunAnalysis:
         grid = [(t, list(m.labels), m.confusion) for t, m in scored[model].items()]
         return Section(
             "classification",
-            {m: {t: r.as_dict() for t, r in by_task.items()} for m, by_task in results.items()},
+            {m: {t: r.payload() for t, r in by_task.items()} for m, by_task in results.items()},
             frame=frame,
             figure=plots.confusion_grid(grid, model),
             figure_key="confusion",
@@ -364,10 +364,10 @@ class RunAnalysis:
         if lengths.empty and not confident:
             return Section("answers", {}, reason="no Foundation answers")
         shown = lengths[lengths["n"] > 0] if not lengths.empty else lengths
-        data = {
-            "length": json.loads(lengths.to_json(orient="records")),
-            "confidence": {m: r.as_dict() for m, r in confident.items()},
-        }
+        data = AnswersPayload(
+            length=[LengthBin.from_data(row) for row in _records(lengths)],
+            confidence={m: r.payload() for m, r in confident.items()},
+        )
         return Section(
             "answers",
             data,
@@ -384,11 +384,14 @@ class RunAnalysis:
             hint = "build SNR-graded items with `airbench-nb build --snr-grid=-10,-5,0,5,10`"
             return Section("snr", {}, reason=f"{curves.reason or 'no SNR-graded items'}; {hint}")
         per_model = frame[frame["level"] == "model"]
-        detail = curves.as_dict()
-        data = detail.pop("curves")
         shown = frame[frame["level"].isin(["model", "task"])]
         return Section(
-            "snr", data, extra_data=detail, frame=per_model, figure=plots.snr_curves(shown), figure_key="snr"
+            "snr",
+            curves.points(),
+            extra_data=curves.detail(),
+            frame=per_model,
+            figure=plots.snr_curves(shown),
+            figure_key="snr",
         )
 
     def ranking(self) -> Section:
@@ -404,12 +407,13 @@ class RunAnalysis:
             return Section("ranking", [], reason=f"no AIR-Bench category has a {self.protocol} score")
         result = ranking.ranking(scores, self.weights)
         frame = ranking.ranking_frame(result)
-        detail = result.as_dict()
-        data = detail.pop("ranking")
-        detail["chat_judge"] = chat_judge
-        detail["protocol"] = self.protocol
         return Section(
-            "ranking", data, extra_data=detail, frame=frame, figure=plots.ranking_chart(frame), figure_key="ranking"
+            "ranking",
+            result.rows(),
+            extra_data=result.detail(chat_judge, self.protocol),
+            frame=frame,
+            figure=plots.ranking_chart(frame),
+            figure_key="ranking",
         )
 
     def comparison(self) -> Section:
@@ -486,10 +490,7 @@ class RunAnalysis:
         if frame.empty:
             return Section("multi_turn", {}, reason="no multi-turn Chat items judged (the kit's kit_followup_QA task)")
         drop = multi.followup_drop(self.chat)
-        data = {
-            "turns": _records(frame),
-            "followup_drop": drop,
-        }
+        data = MultiTurnPayload.from_data({"turns": _records(frame), "followup_drop": drop})
         return Section(
             "multi_turn",
             data,
@@ -527,19 +528,14 @@ class RunAnalysis:
         differences = result.differences_frame()
         return Section(
             "sseu",
-            result.table,
+            result.scores(),
             frame=result.table_frame(),
             figure=plots.sseu_mode_differences(differences),
             figure_key="sseu_modes",
-            extra_data={
-                "differences": result.as_dict()["differences"],
-                "cleanup": result.cleanup,
-                "embedder": result.embedder,
-                "reps": result.reps,
-                "seed": result.seed,
-                "scope": "mixed clips (the clean copies are a point of the SNR curves); WER, mACC and mAP as "
-                "fractions; n counts clips",
-            },
+            extra_data=result.detail(
+                scope="mixed clips (the clean copies are a point of the SNR curves); WER, mACC and mAP as "
+                "fractions; n counts clips"
+            ),
         )
 
     def snr_curves(self) -> Section:
@@ -550,7 +546,7 @@ class RunAnalysis:
             return Section("snr_curves", {}, reason="no SSEU item with an SNR was answered")
         return Section(
             "snr_curves",
-            result.curves,
+            result.curve_points(),
             frame=frame,
             figure=plots.sseu_snr_curves(frame),
             figure_key="sseu_snr",
@@ -597,7 +593,9 @@ class RunAnalysis:
             ylim=(0, 105),
             xlabel="language pair (source-target)",
         )
-        return Section("translation", result.translation_dict(), frame=frame, figure=figure, figure_key="translation")
+        return Section(
+            "translation", result.translation_payload(), frame=frame, figure=figure, figure_key="translation"
+        )
 
     def captioning(self) -> Section:
         """Audio and music captioning: CIDEr-D, the other offline aac-metrics and the embedding similarity."""
@@ -616,7 +614,7 @@ class RunAnalysis:
             title="Captioning metrics by task (95% bootstrap CIs over items)",
             xlabel="task",
         )
-        return Section("captioning", result.captioning_dict(), frame=frame, figure=figure, figure_key="captioning")
+        return Section("captioning", result.captioning_payload(), frame=frame, figure=figure, figure_key="captioning")
 
     def speech_output(self) -> Section:
         """Spoken answers: back-transcription WER and CER (corpus and per-utterance mean) and spoken-answer accuracy."""
@@ -638,7 +636,7 @@ class RunAnalysis:
         listening = self.mos_result()
         return Section(
             "speech_output",
-            result.speech_output_dict(),
+            result.speech_output_payload(),
             frame=frame,
             figure=figure,
             figure_key="speech_output",
@@ -687,8 +685,8 @@ class RunAnalysis:
         n_tasks = sum(len(c.tasks) for c in result.capabilities.values())
         return Section(
             "ugbench",
-            result.as_dict(),
-            extra_data={**result.rules(), "protocol": self.protocol, "chat_judge": judge},
+            result.payload(),
+            extra_data=result.detail(self.protocol, judge),
             frame=result.ranking_frame(),
             figure=plots.ugbench_chart(result.ranking_frame(), n_tasks=n_tasks),
             figure_key="ugbench",
@@ -727,7 +725,7 @@ class RunAnalysis:
 
         result = self.tiered_result()
         if result.empty:
-            return Section("tiered", result.to_json(), reason=result.reason)
+            return Section("tiered", result.payload(), reason=result.reason)
         tables = self.tiered_tables()
         extra: dict[str, Any] = {}
         for tier, table in tables.items():
@@ -754,7 +752,7 @@ class RunAnalysis:
                 extra["tiered-strategy-raw-vs-within-class"] = odds
         return Section(
             "tiered",
-            result.to_json(),
+            result.payload(),
             figure=plots_tiered.tier_f1_bars(tables),
             figure_key="tiered",
             extra_figures=extra,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel
 
 
 @dataclass
@@ -19,7 +20,8 @@ class Section:
     name: str
     """Key in ``analysis.json``."""
     data: Any
-    """JSON-serialisable result (a dict keyed by model or judge, or a list); empty when there is nothing."""
+    """The result: a payload model of :mod:`airbench_nb.analysis_report`, or a dict or list of them keyed by model
+    or judge, or JSON-ready data; empty when there is nothing."""
     frame: pd.DataFrame = field(default_factory=pd.DataFrame)
     """A tidy table for display."""
     figure: Any = None
@@ -30,8 +32,9 @@ class Section:
     """Why the section is empty, or None."""
     extra_figures: dict[str, Any] = field(default_factory=dict)
     """Further figures by file stem (e.g. confusion matrices of another model)."""
-    extra_data: dict[str, Any] = field(default_factory=dict)
-    """Details written to ``analysis.json`` as ``<name>_detail`` (tests used, per-task curves, weights, ...)."""
+    extra_data: dict[str, Any] | BaseModel = field(default_factory=dict)
+    """Details written to ``analysis.json`` as ``<name>_detail`` (tests used, per-task curves, weights, ...): the
+    section's ``*Detail`` payload model, or a dict."""
 
 
 SHOW_DPI = 72

@@ -33,6 +33,7 @@ from statsmodels.discrete.discrete_model import Logit
 from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationWarning
 
 from airbench_nb.analysis.stats import plain, wilson
+from airbench_nb.analysis_report import SnrDetail, SnrPoint, SnrTrend
 
 logger = logging.getLogger(__name__)
 
@@ -62,82 +63,6 @@ FRAME_COLUMNS: tuple[str, ...] = (
 """Columns of :func:`snr_frame`."""
 
 
-@dataclass(frozen=True)
-class SnrPoint:
-    """Accuracy at one SNR (or on the clean originals)."""
-
-    snr_db: float | None
-    """SNR of the copies in dB; None for the clean point."""
-    clean: bool
-    """True for the clean originals' point."""
-    n: int
-    """Answers whose correctness is known (the denominator)."""
-    correct: int
-    """Correct answers."""
-    dropped: int
-    """Rows left out because ``correct`` is missing (official-protocol failures)."""
-    accuracy: float | None
-    """``correct / n``; None when n is 0."""
-    ci_low: float | None
-    """Lower end of the Wilson 95% interval; None when n is 0."""
-    ci_high: float | None
-    """Upper end of the Wilson 95% interval; None when n is 0."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """``{snr_db, clean, n, correct, dropped, accuracy, ci_low, ci_high}``, JSON-serialisable."""
-        return {
-            "snr_db": self.snr_db,
-            "clean": self.clean,
-            "n": self.n,
-            "correct": self.correct,
-            "dropped": self.dropped,
-            "accuracy": self.accuracy,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-        }
-
-
-@dataclass(frozen=True)
-class SnrTrend:
-    """Does accuracy rise with SNR? One model's trend test over its graded rows."""
-
-    model: str
-    """Model spec."""
-    test: str | None
-    """The test used (:data:`LOGIT_TEST` or :data:`SPEARMAN_TEST`); None when no test could be run."""
-    n: int
-    """Graded answers with known correctness."""
-    levels: int
-    """Distinct SNRs among them."""
-    slope: float | None
-    """Logit: change in log-odds of a correct answer per dB; None for Spearman or no test."""
-    slope_ci_low: float | None
-    """Lower end of the slope's Wald 95% interval."""
-    slope_ci_high: float | None
-    """Upper end of the slope's Wald 95% interval."""
-    rho: float | None
-    """Spearman's rho when the logit was not estimable; else None."""
-    p_value: float | None
-    """Two-sided p-value of the slope (or of rho); None when no test could be run."""
-    note: str | None = None
-    """Why the test fell back or could not run."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """Every field, JSON-serialisable."""
-        return {
-            "model": self.model,
-            "test": self.test,
-            "n": self.n,
-            "levels": self.levels,
-            "slope": self.slope,
-            "slope_ci_low": self.slope_ci_low,
-            "slope_ci_high": self.slope_ci_high,
-            "rho": self.rho,
-            "p_value": self.p_value,
-            "note": self.note,
-        }
-
-
 Curve = tuple[SnrPoint, ...]
 
 
@@ -158,17 +83,31 @@ class SnrCurves:
     reason: str | None = None
     """Why the result is empty; None when it is not."""
 
+    def points(self) -> dict[str, list[SnrPoint]]:
+        """``{model: points}``: what ``analysis.json`` holds under ``snr``."""
+        return {m: list(c) for m, c in self.curves.items()}
+
+    def detail(self) -> SnrDetail:
+        """Everything but the per-model curves: what ``analysis.json`` holds under ``snr_detail``."""
+        return SnrDetail(
+            by_task={m: {t: list(c) for t, c in g.items()} for m, g in self.by_task.items()},
+            by_background={m: {b: list(c) for b, c in g.items()} for m, g in self.by_background.items()},
+            trends=dict(self.trends),
+            ci_method=self.ci_method,
+            reason=self.reason,
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        """``{"curves": {model: [point]}, "by_task", "by_background", "trends", "ci_method", "reason"}``."""
+        """Serializer: ``{"curves": {model: [point]}, "by_task", "by_background", "trends", "ci_method", "reason"}``."""
 
         def points(curve: Curve) -> list[dict[str, Any]]:
-            return [p.as_dict() for p in curve]
+            return [p.model_dump() for p in curve]
 
         return {
             "curves": {m: points(c) for m, c in self.curves.items()},
             "by_task": {m: {t: points(c) for t, c in g.items()} for m, g in self.by_task.items()},
             "by_background": {m: {b: points(c) for b, c in g.items()} for m, g in self.by_background.items()},
-            "trends": {m: t.as_dict() for m, t in self.trends.items()},
+            "trends": {m: t.model_dump() for m, t in self.trends.items()},
             "ci_method": self.ci_method,
             "reason": self.reason,
         }
@@ -241,6 +180,7 @@ def _trend(model: str, graded: pd.DataFrame) -> SnrTrend:
                 slope_ci_high=plain(ci[1]),
                 rho=None,
                 p_value=p,
+                note=None,
             )
         problem = "logit gave no finite slope"
     rho, p = stats.spearmanr(x, y)
@@ -304,7 +244,7 @@ def snr_frame(curves: SnrCurves) -> pd.DataFrame:
 
     def add(level: str, model: str, task: str | None, background: str | None, curve: Curve) -> None:
         for point in curve:
-            row = point.as_dict()
+            row = point.model_dump()
             rows.append({"level": level, "model": model, "task": task, "background": background, **row})
 
     for model, curve in curves.curves.items():

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from airbench_nb.analysis_report import SseuCleanup
+from airbench_nb.analysis_report import CurvePoint, SseuCleanup, SseuDetail, SseuScores
 from airbench_nb.records import Response
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.reference import MODES, ReferenceOutcome, read_part
@@ -349,8 +349,36 @@ class SseuAnalysis:
     """Per model, what the output parser did (:func:`cleanup_counts`): ``answers`` read, ``removed`` (answers per
     clean-up: think blocks, preambles, quotes, ...) and ``failures`` (parts it could not read, by part and reason)."""
 
+    def scores(self) -> dict[str, dict[str, SseuScores]]:
+        """:attr:`table`, typed: ``analysis.json``'s ``sseu[model][mode]`` (the keys a row has are the fields set)."""
+        return {m: {mode: SseuScores.from_data(row) for mode, row in modes.items()} for m, modes in self.table.items()}
+
+    def curve_points(self) -> dict[str, dict[str, list[CurvePoint]]]:
+        """:attr:`curves`, typed: ``analysis.json``'s ``snr_curves[model][task]``."""
+        return {
+            m: {task: [CurvePoint.from_data(p) for p in points] for task, points in tasks.items()}
+            for m, tasks in self.curves.items()
+        }
+
+    def detail(self, scope: str | None = None) -> SseuDetail:
+        """The paired mode differences, the cleanup and the settings: ``analysis.json``'s ``sseu_detail``.
+
+        Args:
+            scope: What the table covers, in words (written as ``scope``).
+        """
+        return SseuDetail.from_data(
+            {
+                "differences": self.as_dict()["differences"],
+                "cleanup": self.cleanup,  # as given (the fields set), like analysis.json
+                "embedder": self.embedder,
+                "reps": self.reps,
+                "seed": self.seed,
+                "scope": scope,
+            }
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form (``differences[model] = [comparison...]``)."""
+        """The JSON form, a serializer (``differences[model] = [comparison...]``)."""
         return {
             "table": self.table,
             "curves": self.curves,

@@ -37,6 +37,7 @@ import pandas as pd
 from scipy.stats import chi2, chi2_contingency, pointbiserialr
 
 from airbench_nb.analysis.stats import WILSON, plain, wilson
+from airbench_nb.analysis_report import ConfidentLanguage
 from airbench_nb.prompts import REASONING_STRATEGIES
 from airbench_nb.scoring.tiered import TIERS, SystemMetrics
 
@@ -252,11 +253,15 @@ class ConfidentShare:
     """How the intervals are computed."""
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-serialisable dict."""
+        """A JSON-serialisable dict (a serializer: :meth:`payload` is the typed form)."""
         out = asdict(self)
         out["wrong_ci"] = list(self.wrong_ci) if self.wrong_ci else None
         out["right_ci"] = list(self.right_ci) if self.right_ci else None
         return out
+
+    def payload(self) -> ConfidentLanguage:
+        """The share as ``analysis.json`` holds it (``tiered.confident[system]``)."""
+        return ConfidentLanguage.from_data(self.to_json())
 
 
 REASONING_COLUMNS: tuple[str, ...] = ("system", "gold", "correct", "response")

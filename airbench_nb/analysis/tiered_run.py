@@ -47,6 +47,7 @@ from airbench_nb.analysis.tiered import (
     strategy_association,
     words,
 )
+from airbench_nb.analysis_report import TieredPayload
 from airbench_nb.judge.registry import deciding_judges
 from airbench_nb.manifests import DATA_DEFECT_TEXT, read_manifest
 from airbench_nb.models.specs import closed_set_tier
@@ -123,8 +124,12 @@ class TieredRun:
         """Whether the run has no tiered result."""
         return not self.systems
 
+    def payload(self) -> TieredPayload:
+        """``analysis.json["tiered"]``, typed: :meth:`to_json` validated (the keys it writes are the fields set)."""
+        return TieredPayload.from_data(self.to_json())
+
     def to_json(self) -> dict[str, Any]:
-        """``analysis.json["tiered"]``: ``{tiers, reasons, hierarchy, judges, failures, confident, reasoning}``."""
+        """Serializer of ``analysis.json["tiered"]``: ``{tiers, reasons, hierarchy, judges, confident, ...}``."""
         out = tiers_json(self.systems)
         out["hierarchy"] = self.hierarchy
         if self.empty and self.reason:

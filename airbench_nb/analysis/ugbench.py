@@ -50,6 +50,7 @@ from scipy import stats
 from airbench_nb.analysis.ranking import validate_weights
 from airbench_nb.analysis.stats import plain
 from airbench_nb.analysis.tables import judge_label, split_key
+from airbench_nb.analysis_report import Capability, UgBenchDetail, UgBenchPayload, UgRankingRow
 from airbench_nb.score_table import ScoreEntry, ScoreSection, ScoreTable
 
 logger = logging.getLogger(__name__)
@@ -375,9 +376,9 @@ class CapabilityRanks:
     scores: dict[str, dict[str, float]]
     """``{model: {task: score}}``: the raw scores ranked (absent where the model has none)."""
 
-    def as_dict(self) -> dict[str, Any]:
-        """``{tasks, ranks}``: the shape of ``analysis.json``'s ``ugbench.capabilities.<capability>``."""
-        return {"tasks": list(self.tasks), "ranks": {m: dict(r) for m, r in self.ranks.items()}}
+    def payload(self) -> Capability:
+        """Its tasks and ranks: ``analysis.json``'s ``ugbench.capabilities.<capability>``."""
+        return Capability(tasks=list(self.tasks), ranks={m: dict(r) for m, r in self.ranks.items()})
 
 
 @dataclass(frozen=True)
@@ -397,9 +398,9 @@ class UgBenchModel:
     partial: bool
     """True when a capability of positive weight has no sub-rank (``missing="skip"`` only)."""
 
-    def as_dict(self) -> dict[str, Any]:
-        """``{model, sub_ranks, score}``: the shape of ``analysis.json``'s ``ugbench.ranking`` entries."""
-        return {"model": self.model, "sub_ranks": dict(self.sub_ranks), "score": self.score}
+    def row(self) -> UgRankingRow:
+        """``{model, sub_ranks, score}``: an entry of ``analysis.json``'s ``ugbench.ranking``."""
+        return UgRankingRow(model=self.model, sub_ranks=dict(self.sub_ranks), score=self.score)
 
 
 @dataclass(frozen=True)
@@ -432,27 +433,37 @@ class UgBenchRanking:
     reason: str | None = None
     """Why the ranking is empty; None when it is not."""
 
-    def as_dict(self) -> dict[str, Any]:
-        """``{capabilities: {<capability>: {tasks, ranks}}, ranking: [{model, sub_ranks, score}]}``."""
-        return {
-            "capabilities": {c: ranks.as_dict() for c, ranks in self.capabilities.items()},
-            "ranking": [m.as_dict() for m in self.models],
-        }
+    def payload(self) -> UgBenchPayload:
+        """The capabilities (tasks and ranks) and the ranking (sub-ranks and total): ``analysis.json``'s ``ugbench``."""
+        return UgBenchPayload(
+            capabilities={c: ranks.payload() for c, ranks in self.capabilities.items()},
+            ranking=[m.row() for m in self.models],
+        )
 
-    def rules(self) -> dict[str, Any]:
-        """How the ranking was made, for a report's detail: weights, N, rules, tasks left out, models unable, notes."""
-        return {
-            "weights": dict(self.weights),
-            "effective_weights": dict(self.effective_weights),
-            "n_models": self.n_models,
-            "missing": f"{self.missing}: {MISSING_RULES[self.missing]}",
-            "ties": f"scipy.stats.rankdata(method={self.ties!r})",
-            "scale": f"{self.scale}: {SCALES[self.scale]}",
-            "left_out": dict(self.left_out),
-            "unable": {task: list(models) for task, models in self.unable.items()},
-            "notes": list(self.notes),
-            "reason": self.reason,
-        }
+    def as_dict(self) -> dict[str, Any]:
+        """``{capabilities: {<capability>: {tasks, ranks}}, ranking: [{model, sub_ranks, score}]}`` (a serializer)."""
+        return self.payload().model_dump()
+
+    def detail(self, protocol: str | None = None, chat_judge: str | None = None) -> UgBenchDetail:
+        """How the ranking was made: ``analysis.json``'s ``ugbench_detail``.
+
+        Weights, N, the rules in words, tasks left out, models unable, notes, and the protocol and Chat judge of the
+        scores ranked.
+        """
+        return UgBenchDetail(
+            weights=dict(self.weights),
+            effective_weights=dict(self.effective_weights),
+            n_models=self.n_models,
+            missing=f"{self.missing}: {MISSING_RULES[self.missing]}",
+            ties=f"scipy.stats.rankdata(method={self.ties!r})",
+            scale=f"{self.scale}: {SCALES[self.scale]}",
+            left_out=dict(self.left_out),
+            unable={task: list(models) for task, models in self.unable.items()},
+            notes=list(self.notes),
+            reason=self.reason,
+            protocol=protocol,
+            chat_judge=chat_judge,
+        )
 
     def capability_frame(self) -> pd.DataFrame:
         """The capability table, long: one row per (capability, task, model).

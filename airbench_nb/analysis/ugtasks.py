@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from airbench_nb.analysis_report import Captioning, SpeechOutput, Translation
 from airbench_nb.records import Response, Verdict
 
 logger = logging.getLogger(__name__)
@@ -48,8 +49,12 @@ class UgTasks:
     speech_output: dict[str, Any] = field(default_factory=dict)
     """:class:`~airbench_nb.scoring.speech_output.SpeechOutputSummary` by model."""
 
+    def translation_payload(self) -> dict[str, Translation]:
+        """``analysis.json``'s ``translation``, typed (:meth:`translation_dict` validated)."""
+        return {model: Translation.from_data(data) for model, data in self.translation_dict().items()}
+
     def translation_dict(self) -> dict[str, dict[str, Any]]:
-        """``analysis.json``'s ``translation``."""
+        """``analysis.json``'s ``translation``, a serializer (:meth:`translation_payload` is the typed form)."""
         out = {}
         for model, s in self.translation.items():
             out[model] = {
@@ -77,8 +82,12 @@ class UgTasks:
             }
         return out
 
+    def captioning_payload(self) -> dict[str, Captioning]:
+        """``analysis.json``'s ``captioning``, typed (:meth:`captioning_dict` validated)."""
+        return {model: Captioning.from_data(data) for model, data in self.captioning_dict().items()}
+
     def captioning_dict(self) -> dict[str, dict[str, Any]]:
-        """``analysis.json``'s ``captioning``."""
+        """``analysis.json``'s ``captioning``, a serializer (:meth:`captioning_payload` is the typed form)."""
         out = {}
         for model, s in self.captioning.items():
             metrics = {}
@@ -99,8 +108,12 @@ class UgTasks:
             }
         return out
 
+    def speech_output_payload(self) -> dict[str, SpeechOutput]:
+        """``analysis.json``'s ``speech_output``, typed (:meth:`speech_output_dict` validated)."""
+        return {model: SpeechOutput.from_data(data) for model, data in self.speech_output_dict().items()}
+
     def speech_output_dict(self) -> dict[str, dict[str, Any]]:
-        """``analysis.json``'s ``speech_output``."""
+        """``analysis.json``'s ``speech_output``, a serializer (:meth:`speech_output_payload` is the typed form)."""
         out = {}
         for model, s in self.speech_output.items():
             out[model] = {

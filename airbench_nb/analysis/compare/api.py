@@ -195,7 +195,7 @@ def comparison_section(
         chat: ``run.chat_frame(protocol)``, if already computed.
 
     Returns:
-        ``Section("comparison", ...)``: data = :meth:`Comparison.as_dict`, frame = the table, the forest plot
+        ``Section("comparison", ...)``: data = :meth:`Comparison.payload`, frame = the table, the forest plot
         (saved as :data:`FIGURE_STEM`), or the reason there is nothing to compare.
     """
     from airbench_nb import plots
@@ -209,10 +209,10 @@ def comparison_section(
     frame = result.comparison_frame()
     if frame.empty:
         why = "; ".join(sorted({m.reason for m in result.items if m.reason})) or "no items shared and scored"
-        return Section("comparison", result.as_dict(), reason=why)
+        return Section("comparison", result.payload(), reason=why)
     return Section(
         "comparison",
-        result.as_dict(),
+        result.payload(),
         frame=frame,
         figure=plots.compare_forest(frame),
         figure_key=FIGURE_STEM,

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from airbench_nb.analysis.compare.common import CONFIDENCE, FRAME_COLUMNS, TESTS
+from airbench_nb.analysis_report import ComparisonPayload, ItemOverlap
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +59,12 @@ class ItemMatch:
     """Why the pair has no row on this benchmark, or None."""
 
     def as_dict(self) -> dict[str, Any]:
-        """The match as a JSON-ready dict."""
+        """The match as a JSON-ready dict (a serializer: :meth:`payload` is the typed form)."""
         return asdict(self)
+
+    def payload(self) -> ItemOverlap:
+        """The match as ``analysis.json`` holds it (``comparison.items[i]``)."""
+        return ItemOverlap.from_data(self.as_dict())
 
 
 @dataclass
@@ -91,8 +96,12 @@ class Comparison:
         frame["n"] = frame["n"].astype(int)
         return frame
 
+    def payload(self) -> ComparisonPayload:
+        """The comparison as ``analysis.json`` holds it (``comparison``): :meth:`as_dict`, typed."""
+        return ComparisonPayload.from_data(self.as_dict())
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: settings, models, the table (``comparisons``), items per pair and the tests used."""
+        """JSON-ready (a serializer): settings, models, the table (``comparisons``), items per pair, the tests used."""
         return {
             "protocol": self.protocol,
             "chat_judge": self.chat_judge,
