@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from airbench_nb.analysis.section import Section
 from airbench_nb.analysis_report import AnalysisReport
+from airbench_nb.registries import lookup
 
 if TYPE_CHECKING:
     from airbench_nb.analysis.report import RunAnalysis
@@ -94,10 +95,7 @@ def analysis_section_for(name: str) -> AnalysisSection:
     Raises:
         KeyError: For a name no section is registered under (the message lists the known ones).
     """
-    try:
-        return SECTIONS[name]
-    except KeyError:
-        raise KeyError(f"no analysis section {name!r}; registered: {', '.join(SECTIONS)}") from None
+    return lookup(SECTIONS, name, "analysis section")
 
 
 __all__ = ["SECTIONS", "AnalysisSection", "analysis_section_for", "register_analysis_section"]

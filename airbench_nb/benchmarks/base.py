@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from airbench_nb.builders.parts import BuilderPart, part_for
 from airbench_nb.records import Record, kind_name, register_item_kind
+from airbench_nb.registries import lookup
 
 logger = logging.getLogger(__name__)
 
@@ -114,10 +115,7 @@ def benchmark_for(name: str) -> Benchmark:
     Raises:
         KeyError: For a name no benchmark is registered under (the message lists the known ones).
     """
-    try:
-        return BENCHMARKS[name]
-    except KeyError:
-        raise KeyError(f"no benchmark {name!r}; registered: {', '.join(BENCHMARKS)}") from None
+    return lookup(BENCHMARKS, name, "benchmark")
 
 
 def benchmark_of_kind(kind: str) -> Benchmark:

@@ -35,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from airbench_nb.builders.core import Recipes
 from airbench_nb.records import AnyItem
+from airbench_nb.registries import lookup
 
 logger = logging.getLogger(__name__)
 
@@ -141,10 +142,7 @@ def part_for(name: str) -> BuilderPart:
     Raises:
         KeyError: For a name no part is registered under (the message lists the known ones).
     """
-    try:
-        return PARTS[name]
-    except KeyError:
-        raise KeyError(f"no builder part {name!r}; registered: {', '.join(PARTS)}") from None
+    return lookup(PARTS, name, "builder part")
 
 
 def whole_number(name: str, value: Any, *, none: bool = False) -> int | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from airbench_nb.analysis_report import AnalysisReport
 from airbench_nb.records import RunInfo
+from airbench_nb.registries import lookup
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.score_table import ScoreTable
 
@@ -78,10 +79,7 @@ def page_section_for(title: str) -> PageSection:
     Raises:
         KeyError: For a title no section is registered under (the message lists the known ones).
     """
-    try:
-        return PAGE_SECTIONS[title]
-    except KeyError:
-        raise KeyError(f"no page section {title!r}; registered: {', '.join(PAGE_SECTIONS)}") from None
+    return lookup(PAGE_SECTIONS, title, "page section")
 
 
 @cache

@@ -26,6 +26,7 @@ from airbench_nb.records.item import ItemBase
 from airbench_nb.records.sseu import EventsItem, JointItem, SceneItem, TranscriptionItem
 from airbench_nb.records.tiered import OpenSourceItem, SoundSourceItem
 from airbench_nb.records.ugbench import CaptionItem, SpeechGenerationItem, TranslationItem
+from airbench_nb.registries import lookup
 
 logger = logging.getLogger(__name__)
 
@@ -115,10 +116,7 @@ def item_class(kind: str) -> type[ItemBase]:
     Raises:
         KeyError: For a kind nothing is registered under (the message lists the known ones).
     """
-    try:
-        return ITEM_CLASSES[kind]
-    except KeyError:
-        raise KeyError(f"no item kind {kind!r}; registered: {', '.join(ITEM_CLASSES)}") from None
+    return lookup(ITEM_CLASSES, kind, "item kind")
 
 
 def item_adapter() -> TypeAdapter[Any]:

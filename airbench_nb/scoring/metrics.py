@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.registries import lookup
 from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.aggregate import ValueOutcome, _chat_section, _foundation_section, mean_section
 from airbench_nb.scoring.captioning import CaptionSimilarity, CiderD, Fense, Spider, require_metric
@@ -200,10 +201,7 @@ def metric_for(name: str) -> Metric:
     Raises:
         KeyError: For a name no metric is registered under (the message lists the known ones).
     """
-    try:
-        return METRICS[name]
-    except KeyError:
-        raise KeyError(f"no metric {name!r}; registered: {', '.join(sorted(METRICS))}") from None
+    return lookup(METRICS, name, "metric", sort=True)
 
 
 def metrics_of(items: Iterable[Any]) -> list[Metric]:
