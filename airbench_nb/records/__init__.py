@@ -20,8 +20,9 @@ The package holds one module per kind of record; every public name is re-exporte
 - one module per benchmark's item kinds: :mod:`~airbench_nb.records.airbench` (Foundation, Chat),
   :mod:`~airbench_nb.records.sseu` (transcription, scene, events, joint), :mod:`~airbench_nb.records.ugbench`
   (translation, caption, speech generation), :mod:`~airbench_nb.records.tiered` (the sound-source closed set and
-  open question); :mod:`~airbench_nb.records.items`: their unions (:data:`Item`, :data:`AnyItem`,
-  :data:`ReferenceItem`).
+  open question), :mod:`~airbench_nb.records.choice_qa` (MMAU, MMAR, MMSU; their release rows read by
+  :mod:`~airbench_nb.records.choice_qa_rows`); :mod:`~airbench_nb.records.items`: their unions (:data:`Item`,
+  :data:`AnyItem`, :data:`ReferenceItem`).
 - :mod:`~airbench_nb.records.responses` (:class:`Response`), :mod:`~airbench_nb.records.verdicts`
   (:class:`Verdict`), :mod:`~airbench_nb.records.runs` (:class:`RunInfo`, :class:`NotebookStatus`),
   :mod:`~airbench_nb.records.annotation` (:class:`AnnotationPair`, :class:`Label`),
@@ -55,6 +56,25 @@ from airbench_nb.records.checks import (
     check_no_bidi,
     check_relative_audio_path,
     check_uid,
+)
+from airbench_nb.records.choice_qa import (
+    MMAR_CATEGORIES,
+    MMAR_MODALITIES,
+    MMAU_TASKS,
+    MMSU_LETTERS,
+    MMARItem,
+    MMAUItem,
+    MMSUItem,
+)
+from airbench_nb.records.choice_qa_rows import (
+    MMAR_FIELDS,
+    MMAU_FIELDS,
+    MMSU_CHOICE_FIELDS,
+    MMSU_FIELDS,
+    gold_index,
+    mmar_item,
+    mmau_item,
+    mmsu_item,
 )
 from airbench_nb.records.item import (
     ItemBase,
@@ -188,6 +208,21 @@ __all__ = [
     "SpeechGenerationItem",
     "SoundSourceItem",
     "OpenSourceItem",
+    "MMAUItem",
+    "MMARItem",
+    "MMSUItem",
+    "MMAU_TASKS",
+    "MMAR_MODALITIES",
+    "MMAR_CATEGORIES",
+    "MMSU_LETTERS",
+    "MMAU_FIELDS",
+    "MMAR_FIELDS",
+    "MMSU_FIELDS",
+    "MMSU_CHOICE_FIELDS",
+    "gold_index",
+    "mmau_item",
+    "mmar_item",
+    "mmsu_item",
     "ReferenceItem",
     "Item",
     "AnyItem",

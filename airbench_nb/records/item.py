@@ -172,6 +172,10 @@ class SingleChoiceItem(ItemBase):
     meta: dict[str, Any] = Field(default_factory=dict)
     """Ground truth and provenance of the item (transcript, pitch, event times, ...)."""
 
+    ANSWERED_BY_TEXT: ClassVar[bool] = False
+    """Whether the kind asks for the text of an option rather than its letter (MMAU, MMAR): the rule judge then
+    reads an answer that is exactly one option's text as that option before it looks for letters."""
+
     @field_validator("choices")
     @classmethod
     def _choices_distinct(cls, value: list[str]) -> list[str]:

@@ -4,7 +4,7 @@
 :data:`AnyItem` the unions.
 
 An item kind is a record class (a subclass of :class:`~airbench_nb.records.item.ItemBase`) whose ``kind`` field is a
-``Literal`` with a default: the name of its manifest (``<kind>.jsonl``). The kit's eleven kinds register here, in
+``Literal`` with a default: the name of its manifest (``<kind>.jsonl``). The kit's fourteen kinds register here, in
 pipeline order; a benchmark's own kind registers when its benchmark does
 (:func:`airbench_nb.benchmarks.register_benchmark` calls :func:`register_item_kind` for each of its ``item_kinds``),
 and from then on every reader of manifests parses it: :func:`airbench_nb.manifests.read_manifest` validates each
@@ -22,6 +22,7 @@ from typing import Annotated, Any, overload
 from pydantic import Field, TypeAdapter
 
 from airbench_nb.records.airbench import ChatItem, FoundationItem
+from airbench_nb.records.choice_qa import MMARItem, MMAUItem, MMSUItem
 from airbench_nb.records.item import ItemBase
 from airbench_nb.records.sseu import EventsItem, JointItem, SceneItem, TranscriptionItem
 from airbench_nb.records.tiered import OpenSourceItem, SoundSourceItem
@@ -46,7 +47,10 @@ Item = Annotated[
     | CaptionItem
     | SpeechGenerationItem
     | SoundSourceItem
-    | OpenSourceItem,
+    | OpenSourceItem
+    | MMAUItem
+    | MMARItem
+    | MMSUItem,
     Field(discriminator="kind"),
 ]
 """Any of the kit's own item kinds; the ``kind`` field tells them apart (a type hint: parse with
@@ -64,6 +68,9 @@ AnyItem = (
     | SpeechGenerationItem
     | SoundSourceItem
     | OpenSourceItem
+    | MMAUItem
+    | MMARItem
+    | MMSUItem
 )
 """Any of the kit's own items (the plain union of :data:`Item`, for type hints and ``isinstance``)."""
 
@@ -166,7 +173,7 @@ class ItemKinds(Sequence[str]):
 
 
 ITEM_KINDS: Sequence[str] = ItemKinds()
-"""Every registered item kind (manifest ``<kind>.jsonl``), in pipeline order: the kit's eleven, then any a
+"""Every registered item kind (manifest ``<kind>.jsonl``), in pipeline order: the kit's fourteen, then any a
 benchmark registered (a live view: read it when needed, do not copy it at import)."""
 
 for _cls in typing.get_args(AnyItem):
