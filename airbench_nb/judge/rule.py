@@ -1,8 +1,11 @@
 """The rule judge (``rule``): Foundation answers read by :func:`~airbench_nb.judge.extract.extract_choice`.
 
 It asks no model: every verdict is decided locally, and it abstains (``choice`` None, ``parse_error`` saying why)
-when the answer does not name exactly one option. It applies to Foundation items and to the tiered benchmark's
-closed-set items (``sound_source``, up to 26 options), not to Chat items.
+when the answer does not name exactly one option. It applies to Foundation items, to the tiered benchmark's
+closed-set items (``sound_source``, up to 26 options) and to MMAU, MMAR and MMSU items, not to Chat items. For a kind
+asked for an option's text (``ANSWERED_BY_TEXT``: MMAU, MMAR), an answer that is exactly one option's text
+(:func:`exact_option`) is that option before any letter is looked for: "C major" among the options "C major",
+"G major", ... is the first option, not the letter C.
 """
 
 from __future__ import annotations
@@ -15,9 +18,26 @@ from typing import ClassVar, cast
 from airbench_nb.judge.base import BaseJudge, Task
 from airbench_nb.judge.extract import extract_choice
 from airbench_nb.prompts import prompt_hash
-from airbench_nb.records import Response, SingleChoiceItem, Verdict
+from airbench_nb.records import LETTERS, Response, SingleChoiceItem, Verdict
 
 logger = logging.getLogger(__name__)
+
+
+def _plain(text: str) -> str:
+    """A text compared as an option: stripped of spaces, enclosing quotes and a final period, case folded."""
+    return text.strip().strip("\"'`").strip().removesuffix(".").strip().casefold()
+
+
+def exact_option(text: str, choices: list[str]) -> int | None:
+    """The index of the one option whose text the answer is (see :func:`_plain`), or None.
+
+    Args:
+        text: The answer.
+        choices: The item's options.
+    """
+    said = _plain(text)
+    matches = [k for k, choice in enumerate(choices) if _plain(choice) == said]
+    return matches[0] if len(matches) == 1 and said else None
 
 
 def rule_verdict(item: SingleChoiceItem, response: Response, judge: str = "rule") -> Verdict:
@@ -31,6 +51,15 @@ def rule_verdict(item: SingleChoiceItem, response: Response, judge: str = "rule"
     task = Task(item, response)
     if response.error is not None or response.text is None:
         return task.verdict(judge, parse_error=f"no response: {response.error}")
+    exact = exact_option(response.text, item.choices) if item.ANSWERED_BY_TEXT else None
+    if exact is not None:
+        return task.verdict(
+            judge,
+            raw=f"rule: the answer is the text of option {LETTERS[exact]}",
+            choice=exact,
+            correct=exact == item.answer,
+            prompt_hash=prompt_hash(response.text),
+        )
     extraction = extract_choice(response.text, item.choices)
     return task.verdict(
         judge,
@@ -47,7 +76,7 @@ class RuleJudge(BaseJudge):
 
     name: ClassVar[str] = "rule"
     usage_text: ClassVar[str] = "rule"
-    kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "sound_source"})
+    kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "sound_source", "mmau", "mmar", "mmsu"})
     decides_tiers: ClassVar[frozenset[str]] = frozenset({"A"})
     """It reads the option a tier A answer chose."""
 

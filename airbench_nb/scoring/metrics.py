@@ -24,7 +24,8 @@ And the three of the items scored against references (:mod:`airbench_nb.scoring.
 ``cider_d`` and ``caption_similarity`` (:mod:`airbench_nb.scoring.captioning`, with ``spider`` and ``fense`` run only
 when asked for: :func:`optional_metrics`), ``speech_output`` and ``spoken_answer``
 (:mod:`airbench_nb.scoring.speech_output`). The tiered sound-source benchmark's: ``tier_closed_set`` and
-``tier_open_vocabulary`` (:mod:`airbench_nb.scoring.tier_metrics`, one section per tier).
+``tier_open_vocabulary`` (:mod:`airbench_nb.scoring.tier_metrics`, one section per tier). MMAU's, MMAR's and
+MMSU's: ``mmau_accuracy``, ``mmar_accuracy`` and ``mmsu_accuracy`` (:mod:`airbench_nb.scoring.choice_qa`).
 
 A metric that takes options (the embedding backend) has
 ``configured(options)``; :func:`~airbench_nb.scoring.run.score_run` applies its ``metric_options`` through it.
@@ -41,6 +42,7 @@ from airbench_nb.registries import lookup
 from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.aggregate import ValueOutcome, _chat_section, _foundation_section, mean_section
 from airbench_nb.scoring.captioning import CaptionSimilarity, CiderD, Fense, Spider, require_metric
+from airbench_nb.scoring.choice_qa import CHOICE_QA_METRICS
 from airbench_nb.scoring.metric_base import BaseMetric
 from airbench_nb.scoring.outcomes import (
     CHAT_ORDERS,
@@ -303,6 +305,8 @@ register_metric(SpeechOutputWer())
 register_metric(SpokenAnswerAccuracy())
 register_metric(ClosedSetTiers())
 register_metric(OpenVocabularyTier())
+for _choice_qa in CHOICE_QA_METRICS:  # MMAU, MMAR, MMSU (mmau_accuracy, mmar_accuracy, mmsu_accuracy)
+    register_metric(_choice_qa)
 
 OPTIONAL: dict[str, Metric] = {"spider": Spider(), "fense": Fense()}
 """Metrics no item names by default, run only when asked for (``metric_options={"metrics": [...]}``), by name."""
