@@ -852,6 +852,9 @@ class RunAnalysis:
 for _name in KIT_SECTIONS:
     register_analysis_section(_name, getattr(RunAnalysis, _name), kit=True)
 
+# The benchmarks' own sections register after the kit's (report order): MMAU's, MMAR's and MMSU's.
+import airbench_nb.analysis.choice_qa  # noqa: E402, F401 - imported for its registrations
+
 
 def _json_default(value: Any) -> Any:
     if hasattr(value, "item"):

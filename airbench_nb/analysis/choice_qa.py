@@ -1,0 +1,213 @@
+"""MMAU, MMAR and MMSU in ``analysis.json``: each model's official and strict accuracy, with their breakdowns.
+
+One section per benchmark (``mmau``, ``mmar``, ``mmsu``), registered with its payload model
+(:class:`ChoiceQAAnalysis`): per model, the official protocol's accuracy (the release's own script,
+:mod:`airbench_nb.scoring.choice_qa`) beside the strict one, their difference, and per protocol the accuracy per
+task (MMAR: modality), category, sub-category and (MMAU) difficulty, each with n, failures and its 95% bootstrap
+interval. The numbers are the run's score table's (:meth:`~airbench_nb.analysis.report.RunAnalysis.scores`), not
+recomputed here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from airbench_nb.analysis.registry import register_analysis_section
+from airbench_nb.analysis.section import Section
+from airbench_nb.score_table import ProtocolScores, ScoreEntry, ScoreSection, ScoreTable
+from airbench_nb.scoring.choice_qa import CHOICE_QA_METRICS, DIFFICULTY_PREFIX
+
+if TYPE_CHECKING:
+    from airbench_nb.analysis.report import RunAnalysis
+
+logger = logging.getLogger(__name__)
+
+TITLES: dict[str, str] = {"mmau": "MMAU (test-mini)", "mmar": "MMAR", "mmsu": "MMSU"}
+"""The benchmarks' titles, by section name."""
+
+OFFICIAL_RULES: dict[str, str] = {
+    "mmau": "evaluation.py's word match of the answer against the options (nothing dropped)",
+    "mmar": "code/evaluation.py's word match of the answer against the options (nothing dropped)",
+    "mmsu": (
+        "mmsu_evaluation.py's letter rule: first or second-to-last character A-D, other answers dropped, a blank "
+        "answer scored with the letter read last"
+    ),
+}
+"""What each benchmark's official protocol is, in a line (:mod:`airbench_nb.scoring.choice_qa` has the rules)."""
+
+
+class ChoiceQABreakdown(BaseModel):
+    """One model's scores on one benchmark under one protocol."""
+
+    overall: ScoreEntry
+    """Accuracy over every item (the script's "Total Accuracy")."""
+    tasks: dict[str, ScoreEntry] = Field(default_factory=dict)
+    """Per task (MMAU: speech, sound, music; MMAR: modality; MMSU: task name)."""
+    categories: dict[str, ScoreEntry] = Field(default_factory=dict)
+    """Per category (MMAU: Reasoning, Information Extraction; MMAR: layer; MMSU: first level)."""
+    sub_categories: dict[str, ScoreEntry] = Field(default_factory=dict)
+    """Per sub-category (MMSU: ``<category> / <sub-category>``)."""
+    difficulties: dict[str, ScoreEntry] = Field(default_factory=dict)
+    """Per difficulty (MMAU only)."""
+    items: int
+    """Items scored (failures included)."""
+    failed: int
+    """Items that failed (official: dropped; strict: counted wrong)."""
+    failure_reasons: dict[str, int] = Field(default_factory=dict)
+    """Why they failed, with counts."""
+
+
+class ChoiceQAModel(BaseModel):
+    """One model's official and strict scores on one benchmark."""
+
+    official: ChoiceQABreakdown | None = None
+    """Under the release's own script's rule."""
+    strict: ChoiceQABreakdown | None = None
+    """Under the kit's strict protocol (the deciding verdict; failures wrong)."""
+    official_minus_strict: float | None = None
+    """Official overall accuracy minus strict (what the official rule adds or takes away); None when one is missing."""
+
+
+class ChoiceQAAnalysis(BaseModel):
+    """A benchmark's section of ``analysis.json``."""
+
+    benchmark: str
+    """The benchmark (``mmau``, ``mmar``, ``mmsu``)."""
+    title: str
+    """Its title."""
+    official_rule: str
+    """What its official protocol is, in a line."""
+    models: dict[str, ChoiceQAModel] = Field(default_factory=dict)
+    """Per model spec."""
+
+
+def breakdown(section: ScoreSection) -> ChoiceQABreakdown:
+    """A metric section of the score table as the analysis shows it."""
+    measures = section.measures or {}
+    return ChoiceQABreakdown(
+        overall=section.average,
+        tasks=dict(section.tasks),
+        categories=dict(section.categories),
+        sub_categories=dict(section.subsets or {}),
+        difficulties={
+            name.removeprefix(DIFFICULTY_PREFIX): entry
+            for name, entry in measures.items()
+            if name.startswith(DIFFICULTY_PREFIX)
+        },
+        items=section.n_items,
+        failed=section.failed,
+        failure_reasons=dict(section.failure_reasons),
+    )
+
+
+def _of(table: ProtocolScores | None, name: str) -> ChoiceQABreakdown | None:
+    section = (table.metric_sections or {}).get(name) if table is not None else None
+    return breakdown(section) if section is not None else None
+
+
+def choice_qa_analysis(results: ScoreTable, name: str) -> ChoiceQAAnalysis:
+    """One benchmark's section from a run's score table (each model once: the scores do not depend on a Chat judge).
+
+    Args:
+        results: The run's score table (both protocols).
+        name: The benchmark's section (``mmau``, ``mmar``, ``mmsu``).
+    """
+    out = ChoiceQAAnalysis(benchmark=name, title=TITLES[name], official_rule=OFFICIAL_RULES[name])
+    for run in results.values():
+        tables = run.protocols()
+        model = tables[0].model if tables else None
+        if model is None or model in out.models:
+            continue
+        official, strict = _of(run.official, name), _of(run.strict, name)
+        if official is None and strict is None:
+            continue
+        gap = None
+        if official is not None and strict is not None:
+            if official.overall.value is not None and strict.overall.value is not None:
+                gap = official.overall.value - strict.overall.value
+        out.models[model] = ChoiceQAModel(official=official, strict=strict, official_minus_strict=gap)
+    return out
+
+
+def choice_qa_frame(analysis: ChoiceQAAnalysis) -> pd.DataFrame:
+    """One row per (model, protocol, level, name): value, n, failures and the CI."""
+    rows = []
+    for model, scores in analysis.models.items():
+        for protocol, block in (("official", scores.official), ("strict", scores.strict)):
+            if block is None:
+                continue
+            levels = {
+                "overall": {"overall": block.overall},
+                "task": block.tasks,
+                "category": block.categories,
+                "sub-category": block.sub_categories,
+                "difficulty": block.difficulties,
+            }
+            for level, entries in levels.items():
+                for label, entry in entries.items():
+                    rows.append(
+                        {
+                            "model": model,
+                            "protocol": protocol,
+                            "level": level,
+                            "name": label,
+                            "value": entry.value,
+                            "n": entry.n,
+                            "failures": entry.failures,
+                            "ci_low": entry.ci_low,
+                            "ci_high": entry.ci_high,
+                        }
+                    )
+    return pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
+
+
+def choice_qa_section(analysis: RunAnalysis, name: str) -> Section:
+    """The section of one benchmark for a run (empty, with the reason, when no model answered its items)."""
+    _, results = analysis.scores()
+    data = choice_qa_analysis(results, name)
+    if not data.models:
+        return Section(name, {}, reason=f"no {TITLES[name]} item was answered")
+    return Section(name, data.model_dump(mode="json"), frame=choice_qa_frame(data))
+
+
+def _mmau(analysis: RunAnalysis) -> Section:
+    """MMAU's section."""
+    return choice_qa_section(analysis, "mmau")
+
+
+def _mmar(analysis: RunAnalysis) -> Section:
+    """MMAR's section."""
+    return choice_qa_section(analysis, "mmar")
+
+
+def _mmsu(analysis: RunAnalysis) -> Section:
+    """MMSU's section."""
+    return choice_qa_section(analysis, "mmsu")
+
+
+FRAME_COLUMNS: tuple[str, ...] = ("model", "protocol", "level", "name", "value", "n", "failures", "ci_low", "ci_high")
+"""Columns of :func:`choice_qa_frame`."""
+
+SECTION_NAMES: tuple[str, ...] = tuple(metric.section for metric in CHOICE_QA_METRICS)
+"""The three sections (the metrics' section names)."""
+
+for _name, _compute in zip(SECTION_NAMES, (_mmau, _mmar, _mmsu), strict=True):
+    register_analysis_section(_name, _compute, ChoiceQAAnalysis)
+
+__all__ = [
+    "FRAME_COLUMNS",
+    "OFFICIAL_RULES",
+    "SECTION_NAMES",
+    "TITLES",
+    "ChoiceQAAnalysis",
+    "ChoiceQABreakdown",
+    "ChoiceQAModel",
+    "breakdown",
+    "choice_qa_analysis",
+    "choice_qa_frame",
+    "choice_qa_section",
+]

@@ -1,0 +1,133 @@
+"""MMAU's, MMAR's and MMSU's sections of a run's landing page: official beside strict accuracy, and the breakdowns.
+
+Each section reads its benchmark's section of ``analysis.json`` (:mod:`airbench_nb.analysis.choice_qa`): one table
+of every model's overall accuracy under the release's own rule and under the kit's strict protocol, with their
+difference, then (folded) the accuracy per task, category, sub-category and difficulty under both.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from airbench_nb.analysis.choice_qa import ChoiceQAAnalysis, ChoiceQABreakdown
+from airbench_nb.analysis_report import AnalysisReport
+from airbench_nb.pages.base import PageInputs, PageSection, register_page_section, render_template
+from airbench_nb.pages.cells import DASH, interval_cell
+
+logger = logging.getLogger(__name__)
+
+TEMPLATE = """\
+<p class="meta">Accuracy in % with its 95% bootstrap interval. <b>official</b>: {{ official_rule }}, as the
+release's script scores; <b>strict</b>: the deciding judge's verdict, an answer that names no option (or none at
+all) counted wrong. <b>dropped</b>: answers the official rule leaves out of its denominator; <b>failures</b>: answers
+strict counts wrong for naming no option.</p>
+<div class="wide">{{ summary | safe }}</div>
+<details><summary>Per task, category, sub-category{{ " and difficulty" if difficulty else "" }}</summary>
+<div class="wide">{{ breakdown | safe }}</div></details>"""
+"""Jinja2 template of a section (its tables inserted as trusted HTML)."""
+
+LEVELS: tuple[tuple[str, str], ...] = (
+    ("task", "tasks"),
+    ("category", "categories"),
+    ("sub-category", "sub_categories"),
+    ("difficulty", "difficulties"),
+)
+"""``(label, field)`` of the breakdowns of :class:`~airbench_nb.analysis.choice_qa.ChoiceQABreakdown`, in order."""
+
+
+def section_data(analysis: AnalysisReport | None, name: str) -> ChoiceQAAnalysis | None:
+    """A benchmark's section of ``analysis.json``, typed; None when the run has none (or it is empty)."""
+    if analysis is None or not (analysis.model_extra or {}).get(name):
+        return None
+    return analysis.extra_section(name, ChoiceQAAnalysis)
+
+
+def _cell(block: ChoiceQABreakdown | None, level: str, label: str) -> str:
+    entries = getattr(block, level, {}) if block is not None else {}
+    entry = entries.get(label)
+    return interval_cell(entry.value, entry.ci, 100.0) if entry is not None else DASH
+
+
+def summary_html(data: ChoiceQAAnalysis) -> str:
+    """The table of every model's overall official and strict accuracy."""
+    import pandas as pd
+
+    rows = []
+    for model, scores in data.models.items():
+        official, strict = scores.official, scores.strict
+        rows.append(
+            {
+                "model": model,
+                "official %": interval_cell(official.overall.value, official.overall.ci, 100.0) if official else DASH,
+                "strict %": interval_cell(strict.overall.value, strict.overall.ci, 100.0) if strict else DASH,
+                "official − strict": interval_cell(scores.official_minus_strict, None, 100.0),
+                "items": strict.items if strict else (official.items if official else 0),
+                "dropped": official.failed if official else DASH,
+                "failures": strict.failed if strict else DASH,
+            }
+        )
+    return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep=DASH)
+
+
+def breakdown_html(data: ChoiceQAAnalysis) -> str:
+    """One row per (model, level, name): official and strict accuracy, and the strict n."""
+    import pandas as pd
+
+    rows = []
+    for model, scores in data.models.items():
+        for label, field in LEVELS:
+            official_entries = getattr(scores.official, field) if scores.official is not None else {}
+            strict_entries = getattr(scores.strict, field) if scores.strict is not None else {}
+            for name in dict.fromkeys([*official_entries, *strict_entries]):
+                rows.append(
+                    {
+                        "model": model,
+                        "level": label,
+                        "name": name,
+                        "official %": _cell(scores.official, field, name),
+                        "strict %": _cell(scores.strict, field, name),
+                        "n": strict_entries[name].n if name in strict_entries else DASH,
+                    }
+                )
+    return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep=DASH)
+
+
+def renderer(name: str) -> Callable[[PageInputs], str | None]:
+    """The render function of one benchmark's section (``mmau``, ``mmar``, ``mmsu``)."""
+
+    def render(inputs: PageInputs) -> str | None:
+        data = section_data(inputs.analysis, name)
+        if data is None or not data.models:
+            return None
+        difficulty = any(s.strict is not None and s.strict.difficulties for s in data.models.values())
+        return render_template(
+            TEMPLATE,
+            official_rule=data.official_rule,
+            summary=summary_html(data),
+            breakdown=breakdown_html(data),
+            difficulty=difficulty,
+        )
+
+    render.__doc__ = f"The {name} section's HTML, or None when the run has no {name} scores."
+    return render
+
+
+MMAU_SECTION = register_page_section(PageSection(title="MMAU", render=renderer("mmau")))
+"""MMAU's section, registered."""
+MMAR_SECTION = register_page_section(PageSection(title="MMAR", render=renderer("mmar")))
+"""MMAR's section, registered."""
+MMSU_SECTION = register_page_section(PageSection(title="MMSU", render=renderer("mmsu")))
+"""MMSU's section, registered."""
+
+__all__ = [
+    "LEVELS",
+    "MMAR_SECTION",
+    "MMAU_SECTION",
+    "MMSU_SECTION",
+    "TEMPLATE",
+    "breakdown_html",
+    "renderer",
+    "section_data",
+    "summary_html",
+]
