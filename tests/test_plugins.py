@@ -43,7 +43,7 @@ def test_a_plugin_named_in_the_environment_registers_on_import_of_the_kit(tmp_pa
     bare = _python(
         "from airbench_nb.records import ITEM_KINDS; print(ITEM_KINDS[-1])", tmp_path, AIRBENCH_NB_PLUGINS=""
     )
-    assert bare.stdout.strip() == "sound_source_open"
+    assert bare.stdout.strip() == "mmsu"
 
 
 def test_a_plugin_that_cannot_be_imported_is_named_with_where_it_was_named(tmp_path):

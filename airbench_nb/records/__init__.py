@@ -65,6 +65,7 @@ from airbench_nb.records.choice_qa import (
     MMARItem,
     MMAUItem,
     MMSUItem,
+    OfficialRule,
 )
 from airbench_nb.records.choice_qa_rows import (
     MMAR_FIELDS,
@@ -215,6 +216,7 @@ __all__ = [
     "MMAR_MODALITIES",
     "MMAR_CATEGORIES",
     "MMSU_LETTERS",
+    "OfficialRule",
     "MMAU_FIELDS",
     "MMAR_FIELDS",
     "MMSU_FIELDS",

@@ -45,6 +45,11 @@ MMSU_LETTERS: str = "ABCD"
 """The letters MMSU's ``mmsu_evaluation.py`` reads (its options are ``choice_a`` to ``choice_d``)."""
 
 
+OfficialRule = Literal["word_match", "letter"]
+"""How a kind's official script reads an answer: MMAU's word match of the answer against the options, or MMSU's
+letter (:mod:`airbench_nb.scoring.choice_qa`)."""
+
+
 class _ChoiceQAItem(SingleChoiceItem):
     """What the three kinds share: the gold answer's text as released, and an optional sub-category."""
 
@@ -82,6 +87,8 @@ class MMAUItem(_ChoiceQAItem):
     """The metric that scores it (:mod:`airbench_nb.scoring.choice_qa`)."""
     ANSWERED_BY_TEXT: ClassVar[bool] = True
     """Asked for the text of an option (the official word match reads text, not letters)."""
+    OFFICIAL_RULE: ClassVar[OfficialRule] = "word_match"
+    """``evaluation.py``'s word match."""
 
     kind: Literal["mmau"] = "mmau"
     """Record kind: the manifest is ``mmau.jsonl``."""
@@ -120,6 +127,8 @@ class MMARItem(_ChoiceQAItem):
     """The metric that scores it (:mod:`airbench_nb.scoring.choice_qa`)."""
     ANSWERED_BY_TEXT: ClassVar[bool] = True
     """Asked for the text of an option (the official word match reads text, not letters)."""
+    OFFICIAL_RULE: ClassVar[OfficialRule] = "word_match"
+    """``code/evaluation.py``'s word match (MMAU's)."""
 
     kind: Literal["mmar"] = "mmar"
     """Record kind: the manifest is ``mmar.jsonl``."""
@@ -154,6 +163,8 @@ class MMSUItem(_ChoiceQAItem):
     """The metric that scores it (:mod:`airbench_nb.scoring.choice_qa`)."""
     ANSWERED_BY_TEXT: ClassVar[bool] = False
     """Asked for a letter (the official script reads one)."""
+    OFFICIAL_RULE: ClassVar[OfficialRule] = "letter"
+    """``mmsu_evaluation.py``'s letter rule."""
 
     kind: Literal["mmsu"] = "mmsu"
     """Record kind: the manifest is ``mmsu.jsonl``."""
@@ -184,6 +195,7 @@ __all__ = [
     "MMAR_MODALITIES",
     "MMAU_TASKS",
     "MMSU_LETTERS",
+    "OfficialRule",
     "MMARItem",
     "MMAUItem",
     "MMSUItem",

@@ -93,6 +93,10 @@ def official_word_match(answer: str, prediction: str, choices: Sequence[str]) ->
     return gold <= said and said.isdisjoint(others)
 
 
+ChoiceQAItem = MMAUItem | MMARItem | MMSUItem
+"""An item of the three benchmarks."""
+
+
 MmsuRead = Literal["letter", "skipped", "blank"]
 """What MMSU's script makes of a response: a letter, nothing (skipped), or nothing but kept (blank)."""
 
@@ -114,14 +118,10 @@ def mmsu_official_read(text: str) -> tuple[MmsuRead, str | None]:
     return "skipped", None
 
 
-def mmsu_letter_right(item: MMSUItem, letter: str) -> bool:
+def mmsu_letter_right(item: ChoiceQAItem, letter: str) -> bool:
     """Whether MMSU's script counts ``letter`` right for the item: that option, as released, is ``answer_gt``."""
     index = MMSU_LETTERS.index(letter)
     return index < len(item.choices) and item.choices[index] == item.answer_text
-
-
-ChoiceQAItem = MMAUItem | MMARItem | MMSUItem
-"""An item of the three benchmarks."""
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ def official_outcome(item: ChoiceQAItem, response: Response | None) -> ChoiceQAO
     if failed is not None or response is None or response.text is None:
         return _outcome(item, None, f"official: not scored ({failed or 'no response'})")
     text = response.text
-    if isinstance(item, MMSUItem):
+    if item.OFFICIAL_RULE == "letter":
         right = "".join(letter for letter in MMSU_LETTERS if mmsu_letter_right(item, letter))
         read, letter = mmsu_official_read(text)
         if read == "letter" and letter is not None:
@@ -289,14 +289,14 @@ class ChoiceQAAccuracy(BaseMetric):
 
     name: ClassVar[str] = ""
     section: ClassVar[str] = ""
-    item_class: ClassVar[type[Any]] = object
+    kind: ClassVar[str] = ""
     """The item kind it scores."""
     order: ClassVar[Mapping[str, Sequence[str]]] = {}
     """Report order of the names of its levels (those of the release's own script)."""
 
     def serves(self, item: Any) -> bool:
         """Items of its kind."""
-        return isinstance(item, self.item_class)
+        return getattr(item, "kind", None) == self.kind
 
     def select(self, verdicts: Iterable[Verdict], uids: set[str], judges: Sequence[str] | None) -> dict[str, Verdict]:
         """The deciding verdict of each item (the rule judge first, as for Foundation)."""
@@ -325,7 +325,7 @@ class MMAUAccuracy(ChoiceQAAccuracy):
 
     name: ClassVar[str] = "mmau_accuracy"
     section: ClassVar[str] = "mmau"
-    item_class: ClassVar[type[Any]] = MMAUItem
+    kind: ClassVar[str] = "mmau"
     order: ClassVar[Mapping[str, Sequence[str]]] = {
         "task": ("sound", "music", "speech"),
         "difficulty": ("easy", "hard", "medium"),
@@ -337,7 +337,7 @@ class MMARAccuracy(ChoiceQAAccuracy):
 
     name: ClassVar[str] = "mmar_accuracy"
     section: ClassVar[str] = "mmar"
-    item_class: ClassVar[type[Any]] = MMARItem
+    kind: ClassVar[str] = "mmar"
     order: ClassVar[Mapping[str, Sequence[str]]] = {
         "task": (
             "sound",
@@ -357,7 +357,7 @@ class MMSUAccuracy(ChoiceQAAccuracy):
 
     name: ClassVar[str] = "mmsu_accuracy"
     section: ClassVar[str] = "mmsu"
-    item_class: ClassVar[type[Any]] = MMSUItem
+    kind: ClassVar[str] = "mmsu"
 
 
 CHOICE_QA_METRICS: tuple[ChoiceQAAccuracy, ...] = (MMAUAccuracy(), MMARAccuracy(), MMSUAccuracy())
