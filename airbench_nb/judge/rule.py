@@ -3,14 +3,16 @@
 It asks no model: every verdict is decided locally, and it abstains (``choice`` None, ``parse_error`` saying why)
 when the answer does not name exactly one option. It applies to Foundation items, to the tiered benchmark's
 closed-set items (``sound_source``, up to 26 options) and to MMAU, MMAR and MMSU items, not to Chat items. For a kind
-asked for an option's text (``ANSWERED_BY_TEXT``: MMAU, MMAR), an answer that is exactly one option's text
-(:func:`exact_option`) is that option before any letter is looked for: "C major" among the options "C major",
-"G major", ... is the first option, not the letter C.
+asked for an option's text (``ANSWERED_BY_TEXT``: MMAU, MMAR), an answer that is one option's text or names
+exactly one option's text (:func:`exact_option`) is that option before any letter is looked for: "C major" and
+"The answer is D major" among the options "C major", "G major", "D major", "A minor" are the first and the third
+option, not the letters C and D.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar, cast
@@ -29,15 +31,38 @@ def _plain(text: str) -> str:
 
 
 def exact_option(text: str, choices: list[str]) -> int | None:
-    """The index of the one option whose text the answer is (see :func:`_plain`), or None.
+    """The one option the answer names by its text, or None (the letters are then read as for any item).
+
+    The answer is that option's text (compared as :func:`_plain` says), or it holds the text of exactly one option
+    as a phrase of whole words, an option found only inside another found option not counting ("a dog barking"
+    names "a dog barking", not "a dog").
 
     Args:
         text: The answer.
         choices: The item's options.
     """
     said = _plain(text)
-    matches = [k for k, choice in enumerate(choices) if _plain(choice) == said]
-    return matches[0] if len(matches) == 1 and said else None
+    if not said:
+        return None
+    whole = [k for k, choice in enumerate(choices) if _plain(choice) == said]
+    if len(whole) == 1:
+        return whole[0]
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for k, choice in enumerate(choices):
+        phrase = _plain(choice)
+        if phrase:
+            found = [m.span() for m in re.finditer(rf"(?<!\w){re.escape(phrase)}(?!\w)", said)]
+            if found:
+                spans[k] = found
+    named = [
+        k
+        for k, found in spans.items()
+        if any(
+            not any(o != k and a <= start and end <= b and (a, b) != (start, end) for o in spans for a, b in spans[o])
+            for start, end in found
+        )
+    ]
+    return named[0] if len(named) == 1 else None
 
 
 def rule_verdict(item: SingleChoiceItem, response: Response, judge: str = "rule") -> Verdict:
@@ -55,7 +80,7 @@ def rule_verdict(item: SingleChoiceItem, response: Response, judge: str = "rule"
     if exact is not None:
         return task.verdict(
             judge,
-            raw=f"rule: the answer is the text of option {LETTERS[exact]}",
+            raw=f"rule: the answer names the text of option {LETTERS[exact]}",
             choice=exact,
             correct=exact == item.answer,
             prompt_hash=prompt_hash(response.text),
