@@ -272,8 +272,9 @@ def test_each_judge_declares_the_kinds_it_applies_to():
     from airbench_nb.judge.strategy import StrategyJudge
 
     tiered = {"sound_source", "sound_source_open"}
+    choice_qa = {"mmau", "mmar", "mmsu"}
     expected = {
-        "rule": ({"foundation", "sound_source"}, RuleJudge),
+        "rule": ({"foundation", "sound_source", *choice_qa}, RuleJudge),
         "proxy": ({"chat"}, ProxyJudge),
         "openai:gpt-4o@http://127.0.0.1:9/v1": ({"foundation", "chat", *tiered}, OpenAIJudge),
         "hf:/some/judge": ({"foundation", "chat", *tiered}, HFJudge),
@@ -281,7 +282,7 @@ def test_each_judge_declares_the_kinds_it_applies_to():
         "strategy:openai:m@http://127.0.0.1:9/v1": ({"sound_source"}, StrategyJudge),
     }
     for spec, (kinds, cls) in expected.items():
-        assert {k for k in ("foundation", "chat", *tiered) if judge_applies(spec, k)} == kinds, spec
+        assert {k for k in ("foundation", "chat", *tiered, *choice_qa) if judge_applies(spec, k)} == kinds, spec
         assert cls.kinds == kinds and registered_judges()[cls.name] is cls
     for spec in ("rule", "proxy", "openai:gpt-4o@http://127.0.0.1:9/v1"):  # built without loading or sending
         judge = load_judge(spec, concurrency=2, cache=None, foundation_mode="all", batch_poll_s=1.0)

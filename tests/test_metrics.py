@@ -30,8 +30,9 @@ def test_airbench_kinds_name_their_metrics():
 
 def test_unknown_and_malformed_metrics_are_refused():
     registered = (
-        "bleu, caption_similarity, choice_accuracy, chrf, cider_d, event_map, judge_score, scene_macc, speech_output, "
-        "spoken_answer, tier_closed_set, tier_open_vocabulary, wer"
+        "bleu, caption_similarity, choice_accuracy, chrf, cider_d, event_map, judge_score, mmar_accuracy, "
+        "mmau_accuracy, mmsu_accuracy, scene_macc, speech_output, spoken_answer, tier_closed_set, "
+        "tier_open_vocabulary, wer"
     )
     with pytest.raises(KeyError, match=f"no metric 'meteor'; registered: {registered}"):
         metric_for("meteor")
