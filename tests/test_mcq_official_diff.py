@@ -75,6 +75,16 @@ def reference_match(answer, prediction, choices):
     return every_answer_word_said and no_wrong_word_said
 
 
+def _tally(counts, total, keys, right):
+    """One row counted, as the scripts count it: under each of its groups and in the total."""
+    for key in keys:
+        counts.setdefault(key, [0, 0])
+        counts[key][0] += int(right)
+        counts[key][1] += 1
+    total[0] += int(right)
+    total[1] += 1
+
+
 def reference_word_match_script(rows, output_key, levels):
     """Counts of MMAU's / MMAR's evaluation.py: {(level, name): [correct, total]} and the total."""
     counts = {}
@@ -86,12 +96,7 @@ def reference_word_match_script(rows, output_key, levels):
         keys = [(level, row[field]) for level, field in levels]
         if row.get("sub-category") is not None:
             keys.append(("subset", row["sub-category"]))
-        for key in keys:
-            counts.setdefault(key, [0, 0])
-            counts[key][0] += int(right)
-            counts[key][1] += 1
-        total[0] += int(right)
-        total[1] += 1
+        _tally(counts, total, keys, right)
     return counts, total
 
 
@@ -121,12 +126,7 @@ def reference_mmsu_script(rows):
             "D": row.get("choice_d", ""),
         }
         right = model_predict is not None and options[model_predict] == row.get("answer_gt", "")
-        for key in (("category", category), ("subset", f"{category} / {sub}")):
-            counts.setdefault(key, [0, 0])
-            counts[key][0] += int(right)
-            counts[key][1] += 1
-        total[0] += int(right)
-        total[1] += 1
+        _tally(counts, total, [("category", category), ("subset", f"{category} / {sub}")], right)
     return counts, total
 
 

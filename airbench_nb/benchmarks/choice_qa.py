@@ -59,49 +59,28 @@ def _guess_option_text(item: MMAUItem | MMARItem, baseline: Baseline, prompt: Pr
     return CANNOT_TELL  # dsp measures nothing these questions ask
 
 
-MMAU = register_benchmark(
-    Benchmark(
-        name="mmau",
-        title="MMAU (test-mini)",
-        item_kinds=(MMAUItem,),
-        parts=(),
-        metrics=("mmau_accuracy",),
-        analysis_sections=("mmau",),
-        page_sections=("MMAU",),
-        capability_tasks=(),
-        doc="docs/choice-qa.md",
+def _declare(name: str, title: str, item_kind: type[MMAUItem | MMARItem | MMSUItem]) -> Benchmark:
+    """Register one of the three: its kind, its metric ``<name>_accuracy``, its analysis and page sections."""
+    return register_benchmark(
+        Benchmark(
+            name=name,
+            title=title,
+            item_kinds=(item_kind,),
+            parts=(),
+            metrics=item_kind.METRICS,
+            analysis_sections=(name,),
+            page_sections=(name.upper(),),
+            capability_tasks=(),
+            doc="docs/choice-qa.md",
+        )
     )
-)
+
+
+MMAU = _declare("mmau", "MMAU (test-mini)", MMAUItem)
 """MMAU, registered."""
-
-MMAR = register_benchmark(
-    Benchmark(
-        name="mmar",
-        title="MMAR",
-        item_kinds=(MMARItem,),
-        parts=(),
-        metrics=("mmar_accuracy",),
-        analysis_sections=("mmar",),
-        page_sections=("MMAR",),
-        capability_tasks=(),
-        doc="docs/choice-qa.md",
-    )
-)
+MMAR = _declare("mmar", "MMAR", MMARItem)
 """MMAR, registered."""
-
-MMSU = register_benchmark(
-    Benchmark(
-        name="mmsu",
-        title="MMSU",
-        item_kinds=(MMSUItem,),
-        parts=(),
-        metrics=("mmsu_accuracy",),
-        analysis_sections=("mmsu",),
-        page_sections=("MMSU",),
-        capability_tasks=(),
-        doc="docs/choice-qa.md",
-    )
-)
+MMSU = _declare("mmsu", "MMSU", MMSUItem)
 """MMSU, registered."""
 
 __all__ = ["MMAR", "MMAU", "MMSU", "TEXT_ANSWER_TEMPLATE", "text_answer_prompt"]

@@ -60,6 +60,7 @@ from airbench_nb.records.checks import (
 from airbench_nb.records.choice_qa import (
     MMAR_CATEGORIES,
     MMAR_MODALITIES,
+    MMAU_DIFFICULTIES,
     MMAU_TASKS,
     MMSU_LETTERS,
     MMARItem,
@@ -213,6 +214,7 @@ __all__ = [
     "MMARItem",
     "MMSUItem",
     "MMAU_TASKS",
+    "MMAU_DIFFICULTIES",
     "MMAR_MODALITIES",
     "MMAR_CATEGORIES",
     "MMSU_LETTERS",

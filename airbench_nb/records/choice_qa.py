@@ -24,8 +24,11 @@ from airbench_nb.records.item import SingleChoiceItem
 
 logger = logging.getLogger(__name__)
 
-MMAU_TASKS: tuple[str, ...] = ("speech", "sound", "music")
-"""MMAU's three tasks (the ``task`` field of its release), in report order."""
+MMAU_TASKS: tuple[str, ...] = ("sound", "music", "speech")
+"""MMAU's three tasks (the ``task`` field of its release), in the order its ``evaluation.py`` reports them."""
+
+MMAU_DIFFICULTIES: tuple[str, ...] = ("easy", "hard", "medium")
+"""MMAU's difficulties, in the order its ``evaluation.py`` reports them."""
 
 MMAR_MODALITIES: tuple[str, ...] = (
     "sound",
@@ -193,6 +196,7 @@ class MMSUItem(_ChoiceQAItem):
 __all__ = [
     "MMAR_CATEGORIES",
     "MMAR_MODALITIES",
+    "MMAU_DIFFICULTIES",
     "MMAU_TASKS",
     "MMSU_LETTERS",
     "OfficialRule",

@@ -42,7 +42,18 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from airbench_nb.records import MMSU_LETTERS, MMARItem, MMAUItem, MMSUItem, Response, Verdict
+from airbench_nb.records import (
+    MMAR_CATEGORIES,
+    MMAR_MODALITIES,
+    MMAU_DIFFICULTIES,
+    MMAU_TASKS,
+    MMSU_LETTERS,
+    MMARItem,
+    MMAUItem,
+    MMSUItem,
+    Response,
+    Verdict,
+)
 from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.aggregate import _accuracy, _ratio, _resampled, _score
 from airbench_nb.scoring.metric_base import BaseMetric
@@ -326,10 +337,7 @@ class MMAUAccuracy(ChoiceQAAccuracy):
     name: ClassVar[str] = "mmau_accuracy"
     section: ClassVar[str] = "mmau"
     kind: ClassVar[str] = "mmau"
-    order: ClassVar[Mapping[str, Sequence[str]]] = {
-        "task": ("sound", "music", "speech"),
-        "difficulty": ("easy", "hard", "medium"),
-    }
+    order: ClassVar[Mapping[str, Sequence[str]]] = {"task": MMAU_TASKS, "difficulty": MMAU_DIFFICULTIES}
 
 
 class MMARAccuracy(ChoiceQAAccuracy):
@@ -338,18 +346,7 @@ class MMARAccuracy(ChoiceQAAccuracy):
     name: ClassVar[str] = "mmar_accuracy"
     section: ClassVar[str] = "mmar"
     kind: ClassVar[str] = "mmar"
-    order: ClassVar[Mapping[str, Sequence[str]]] = {
-        "task": (
-            "sound",
-            "music",
-            "speech",
-            "mix-sound-music",
-            "mix-sound-speech",
-            "mix-music-speech",
-            "mix-sound-music-speech",
-        ),
-        "category": ("Signal Layer", "Perception Layer", "Semantic Layer", "Cultural Layer"),
-    }
+    order: ClassVar[Mapping[str, Sequence[str]]] = {"task": MMAR_MODALITIES, "category": MMAR_CATEGORIES}
 
 
 class MMSUAccuracy(ChoiceQAAccuracy):
