@@ -404,9 +404,24 @@ def kind_prompts(item: object, prompts: PromptSet) -> list[str]:
     )
 
 
+TEXT_ANSWER_TEMPLATE = """{question}
+Options:
+{options}
+Answer with the text of the correct option, exactly as it is written above, and nothing else."""
+"""The prompt of a single-choice item asked for an option's text (``ANSWERED_BY_TEXT``: MMAU, MMAR, whose official
+scoring matches the answer's words against the options' words and reads no letter): the question, its options one
+per line, unlettered, and the request for the option's text."""
+
+
+def text_answer_prompt(item: SingleChoiceItem) -> str:
+    """The text prompt of a single-choice item asked for an option's text (:data:`TEXT_ANSWER_TEMPLATE`)."""
+    options = "\n".join(f"- {choice}" for choice in item.choices)
+    return TEXT_ANSWER_TEMPLATE.format(question=item.question, options=options)
+
+
 @kind_prompts.register(SingleChoiceItem)
 def _single_choice_prompts(item: SingleChoiceItem, prompts: PromptSet) -> list[str]:
-    return [foundation_prompt(item, prompts)]
+    return [text_answer_prompt(item) if item.ANSWERED_BY_TEXT else foundation_prompt(item, prompts)]
 
 
 @kind_prompts.register(ChatItem)

@@ -42,8 +42,8 @@ def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path,
     saved = json.loads((planted / "analysis" / "analysis.json").read_text())
     assert saved["models"] == analysis["models"] == ["planted:letter-a", "planted:skilled", "planted:uniform"]
     assert set(SECTIONS) <= set(saved)
-    # the planted run has none of the kit's tasks and no SSEU-Bench or UG-Bench open-ended item, and its verdicts
-    # were written without the injection screen
+    # the planted run has none of the kit's tasks and no SSEU-Bench, UG-Bench, MMAU, MMAR or MMSU item, and its
+    # verdicts were written without the injection screen
     assert set(saved["reasons"]) == {
         "injection",
         "multi_clip",
@@ -54,6 +54,9 @@ def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path,
         "captioning",
         "speech_output",
         "tiered",
+        "mmau",
+        "mmar",
+        "mmsu",
     }
     tiered = saved["tiered"]  # present and empty with a reason, as every absent part
     assert set(tiered) >= {"tiers", "reasons", "reasoning"} and not any(tiered["tiers"].values())
@@ -197,6 +200,9 @@ def test_notebook_05_runs_under_papermill(planted: Path, tmp_path: Path):
         "speech_output",
         "tiered",
         "injection",
+        "mmau",
+        "mmar",
+        "mmsu",
     }
     assert results["injection"] == {}  # the planted verdicts were written without the screen
     assert results["position_bias_p"]["planted:letter-a"] < 0.01

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -179,6 +183,25 @@ def test_mmau_and_mmar_ask_for_an_option_text_and_mmsu_for_a_letter():
     assert "A. a question" in letters and "B. a statement" in letters
 
 
+def test_a_fresh_process_asks_and_answers_the_text_kinds_without_importing_the_benchmarks():
+    code = (
+        "import sys, json\n"
+        "from airbench_nb.records import mmau_item\n"
+        "from airbench_nb.prompts import PromptSet, kind_prompts\n"
+        "from airbench_nb.models.baselines import oracle_answer\n"
+        "item = mmau_item(json.loads(sys.argv[1]), 'a.wav')\n"
+        "print(json.dumps([kind_prompts(item, PromptSet())[0], oracle_answer(item), 'airbench_nb.benchmarks' in "
+        "sys.modules]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(MMAU_ROW)], capture_output=True, text=True, env=env, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    prompt, oracle, imported = json.loads(done.stdout)
+    assert "- A motorsport racing event" in prompt and oracle == "A motorsport racing event" and not imported
+
+
 def test_the_rule_judge_reads_an_option_text_before_a_letter_for_the_text_kinds():
     row = {**MMAR_ROW, "choices": ["C major", "G major", "D major", "A minor"], "answer": "C major"}
     item = mmar_item(row, "a.wav")
@@ -234,6 +257,8 @@ def _rows() -> dict[str, list[dict]]:
     ]
     return {"mmau": mmau, "mmar": mmar, "mmsu": mmsu}
 
+
+REPO = Path(__file__).resolve().parents[1]
 
 READERS = {"mmau": mmau_item, "mmar": mmar_item, "mmsu": mmsu_item}
 

@@ -21,7 +21,9 @@ speaks, so every spoken answer is a failure with no audio. Every baseline serves
 
 Any number of options (2 to 26). ``random`` names a seeded letter among the item's own ``n`` (uniform: chance is
 ``1/n``), ``first`` always ``A``, ``oracle`` the gold letter (A-Z); ``dsp`` answers by the letter of the option its
-measurement picks, whatever the number of options.
+measurement picks, whatever the number of options. A kind asked for an option's text (``ANSWERED_BY_TEXT``: MMAU,
+MMAR) gets the same options' texts in place of their letters (``first`` the first option's text, ...), and ``dsp``
+cannot tell.
 
 Several clips and turns. ``random`` and ``first`` answer a multi-clip item like any Foundation item (a seeded letter,
 ``A``), and every turn of a multi-turn item as they answer Chat (``I cannot tell.``); ``oracle`` answers the gold
@@ -157,7 +159,7 @@ def oracle_answer(item: object, turn: int = 0) -> str:
 
 @oracle_answer.register(SingleChoiceItem)
 def _oracle_single_choice(item: SingleChoiceItem, turn: int = 0) -> str:
-    return item.answer_letter
+    return item.choices[item.answer] if item.ANSWERED_BY_TEXT else item.answer_letter
 
 
 @oracle_answer.register(ChatItem)
@@ -217,11 +219,14 @@ def baseline_guess(item: object, baseline: Baseline, prompt: Prompt) -> str:
 
 @baseline_guess.register(SingleChoiceItem)
 def _guess_single_choice(item: SingleChoiceItem, baseline: Baseline, prompt: Prompt) -> str:
-    if baseline.name == "first":
-        return "A"
-    if baseline.name == "random":
-        digest = hashlib.sha256(f"{baseline.seed}:{item.uid}".encode()).digest()
-        return LETTERS[int.from_bytes(digest[:4], "big") % len(item.choices)]
+    if baseline.name in ("first", "random"):
+        k = 0
+        if baseline.name == "random":
+            digest = hashlib.sha256(f"{baseline.seed}:{item.uid}".encode()).digest()
+            k = int.from_bytes(digest[:4], "big") % len(item.choices)
+        return item.choices[k] if item.ANSWERED_BY_TEXT else LETTERS[k]
+    if item.ANSWERED_BY_TEXT:
+        return CANNOT_TELL  # dsp measures the kit's own lettered tasks, nothing a released question asks
     return dsp_answer(prompt)
 
 

@@ -173,8 +173,9 @@ class SingleChoiceItem(ItemBase):
     """Ground truth and provenance of the item (transcript, pitch, event times, ...)."""
 
     ANSWERED_BY_TEXT: ClassVar[bool] = False
-    """Whether the kind asks for the text of an option rather than its letter (MMAU, MMAR): the rule judge then
-    reads an answer that is exactly one option's text as that option before it looks for letters."""
+    """Whether the kind asks for the text of an option rather than its letter (MMAU, MMAR): it is prompted with its
+    options unlettered (:func:`airbench_nb.prompts.text_answer_prompt`), the baselines answer options' texts, and the
+    rule judge reads an answer naming exactly one option's text as that option before it looks for letters."""
 
     @field_validator("choices")
     @classmethod
