@@ -50,8 +50,9 @@ SMALL_ITEM_OPTIONS = 4
 
 
 NOT_ROTATED_WHY = (
-    "rotate makes circular-evaluation copies of AIR-Bench's Foundation items (kind 'foundation') only: the tiered "
-    "analysis scores sound_source items per tier and reads no rotated copy, and other kinds have no options to rotate"
+    "rotate makes circular-evaluation copies of AIR-Bench's Foundation items (kind 'foundation') and of MMAU, MMAR and "
+    "MMSU items only: the tiered analysis scores sound_source items per tier and reads no rotated copy, and other "
+    "kinds have no options to rotate"
 )
 """Why items of a kind other than ``foundation`` are not rotated (said when a manifest has nothing to rotate)."""
 

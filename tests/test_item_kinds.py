@@ -269,6 +269,7 @@ def test_the_kinds_declare_their_category_prompting_rotation_and_spoken_text():
     for task, category in CHAT_TASKS.items():
         assert _chat(task=task).category_label == category
     assert FoundationItem.ROTATED and not SoundSourceItem.ROTATED and not ChatItem.ROTATED
+    assert records.MMAUItem.ROTATED and records.MMARItem.ROTATED and records.MMSUItem.ROTATED
     scene = SceneItem(uid="s", task="sseu_scene", classes=["a", "b"], label="a", **base)
     assert scene.prompting_mode == "independent" and scene.mix_meta is None and scene.text_to_speak is None
     joint = JointItem(

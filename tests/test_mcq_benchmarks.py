@@ -32,6 +32,7 @@ from airbench_nb.records import (
     mmsu_item,
 )
 from airbench_nb.report_page import write_report_page
+from airbench_nb.rotation import rotate_items
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.runner import infer_run_folder
 from airbench_nb.scoring import write_run_scores
@@ -337,3 +338,42 @@ def test_the_manifests_read_back_and_the_analysis_and_page_show_the_three_benchm
         assert f"<h2>{title}</h2>" in html
     assert html.index("<h2>MMAU</h2>") < html.index("<h2>MMAR</h2>") < html.index("<h2>MMSU</h2>")
     assert "word match" in html and "Per task, category, sub-category and difficulty" in html
+
+
+# ------------------------------------------------------------------------------------------------------------
+# circular evaluation
+
+
+def test_rotated_copies_are_left_out_of_the_scores_and_read_by_circular_evaluation(tmp_path: Path):
+    folder = RunFolder(tmp_path / "rotated")
+    folder.data_dir.mkdir(parents=True)
+    tone = 0.1 * np.sin(2 * np.pi * 440 * np.arange(8000) / 16000)
+    for kind, rows in _rows().items():
+        originals = []
+        for row in rows:
+            rel = f"audio/{kind}/{row['id']}.wav"
+            (folder.data_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            sf.write(folder.data_dir / rel, tone, 16000)
+            originals.append(READERS[kind](row, rel))
+        copies = rotate_items(originals)
+        assert all(c.answer_text == c.choices[c.answer] for c in copies)  # the gold text travels with the rotation
+        write_manifest(folder.manifest(kind), [*originals, *copies])
+    kinds = list(READERS)
+    infer_run_folder(folder, ["baseline:oracle", "baseline:first"], kinds=kinds)
+    judge_run_folder(folder, ["rule"], kinds=kinds)
+    _, table = write_run_scores(folder, kinds=kinds, reps=0)
+    for scores in table.values():
+        assert scores.strict is not None and scores.strict.metric_sections["mmau"].average.n == 4  # originals only
+    report = analyze_run(folder.path, reps=50)
+    mmau = report.extra_section("mmau", ChoiceQAAnalysis).circular
+    oracle, first = mmau["baseline:oracle"], mmau["baseline:first"]
+    assert (oracle.items, oracle.circular_accuracy, oracle.consistent_rate) == (4, 1.0, 1.0)
+    assert oracle.rotations == 4 + 4 + 2 + 4  # 4, 4, 2 and 5 options: every rotation up to four, four beyond
+    assert first.circular_accuracy == 0.0 and first.consistent_rate == 0.0  # always option A: never the same text
+    mmsu = report.extra_section("mmsu", ChoiceQAAnalysis).circular
+    assert mmsu["baseline:oracle"].circular_accuracy == 1.0 and mmsu["baseline:first"].circular_accuracy == 0.0
+    now = datetime.now(UTC)
+    info = RunInfo(run_id="rotated", started=now, ended=now, status="ok", notebooks=[], git_commit="abc123")
+    (folder.path / "run.json").write_text(info.model_dump_json(indent=1))
+    html = write_report_page(folder.path)[0].read_text(encoding="utf-8")
+    assert html.count("Circular evaluation over the run's rotated copies") == 3

@@ -5,7 +5,9 @@ One section per benchmark (``mmau``, ``mmar``, ``mmsu``), registered with its pa
 :mod:`airbench_nb.scoring.choice_qa`) beside the strict one, their difference, and per protocol the accuracy per
 task (MMAR: modality), category, sub-category and (MMAU) difficulty, each with n, failures and its 95% bootstrap
 interval. The numbers are the run's score table's (:meth:`~airbench_nb.analysis.report.RunAnalysis.scores`), not
-recomputed here.
+recomputed here. A run on rotated copies (``airbench-nb rotate``) adds circular evaluation under the strict protocol
+(:func:`circular_results`, MMBench's CircularEval as :mod:`airbench_nb.analysis.circular` computes it for
+Foundation): the official rules of MMAU and MMAR name no option, so only the verdicts say which option was chosen.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from airbench_nb.analysis.circular import circular
 from airbench_nb.analysis.registry import register_analysis_section
 from airbench_nb.analysis.section import Section
+from airbench_nb.analysis_report import Circular
 from airbench_nb.score_table import ProtocolScores, ScoreEntry, ScoreSection, ScoreTable
 from airbench_nb.scoring.choice_qa import CHOICE_QA_METRICS, DIFFICULTY_PREFIX
+from airbench_nb.scoring.outcomes import foundation_verdicts, strict_foundation, strict_reading
 
 if TYPE_CHECKING:
     from airbench_nb.analysis.report import RunAnalysis
@@ -83,6 +88,8 @@ class ChoiceQAAnalysis(BaseModel):
     """What its official protocol is, in a line."""
     models: dict[str, ChoiceQAModel] = Field(default_factory=dict)
     """Per model spec."""
+    circular: dict[str, Circular] = Field(default_factory=dict)
+    """Per model: circular evaluation over the run's rotated copies, strict protocol (empty without copies)."""
 
 
 def breakdown(section: ScoreSection) -> ChoiceQABreakdown:
@@ -165,11 +172,54 @@ def choice_qa_frame(analysis: ChoiceQAAnalysis) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
 
 
+def circular_results(analysis: RunAnalysis, kind: str) -> dict[str, Circular]:
+    """Circular evaluation of a kind's rotated copies per model, under the strict protocol.
+
+    Each copy (``meta.rotation_of``) is scored by its deciding verdict (:func:`strict_foundation`); a failure is wrong
+    and names no option, so it makes its item inconsistent. The rates are those of
+    :func:`airbench_nb.analysis.circular.circular`; the verdicts decide as in scoring (the ``rule`` judge first).
+
+    Args:
+        analysis: The run's analysis.
+        kind: The item kind (``mmau``, ``mmar``, ``mmsu``).
+
+    Returns:
+        ``{model: Circular}`` for the models that answered a copy; empty when the run holds none.
+    """
+    run = analysis.run
+    copies = [i for i in run.items.values() if i.kind == kind and (i.meta or {}).get("rotation_of") is not None]
+    uids = {i.uid for i in copies}
+    rows = []
+    for model in run.models:
+        by_uid = run.responses.get(model, {})
+        if not uids & set(by_uid):
+            continue
+        chosen = foundation_verdicts(run.current_verdicts(model), uids, None)
+        for item in copies:
+            verdict = chosen.get(item.uid)
+            correct, _ = strict_foundation(by_uid.get(item.uid), verdict)
+            read = strict_reading(verdict) if correct is not None else None
+            pick = read.choice if read is not None else None
+            rows.append(
+                {
+                    "model": model,
+                    "rotation_of": item.meta["rotation_of"],
+                    "rotation": item.meta.get("rotation"),
+                    "correct": bool(correct),
+                    "chosen_text": item.choices[pick] if pick is not None and 0 <= pick < len(item.choices) else None,
+                }
+            )
+    if not rows:
+        return {}
+    return {model: result.payload() for model, result in circular(pd.DataFrame(rows)).items()}
+
+
 def choice_qa_section(analysis: RunAnalysis, name: str) -> Section:
     """The section of one benchmark for a run (empty, with the reason, when no model answered its items)."""
     _, results = analysis.scores()
     data = choice_qa_analysis(results, name)
-    if not data.models:
+    data.circular = circular_results(analysis, name)
+    if not data.models and not data.circular:
         return Section(name, {}, reason=f"no {TITLES[name]} item was answered")
     return Section(name, data.model_dump(mode="json"), frame=choice_qa_frame(data))
 
@@ -210,4 +260,5 @@ __all__ = [
     "choice_qa_analysis",
     "choice_qa_frame",
     "choice_qa_section",
+    "circular_results",
 ]

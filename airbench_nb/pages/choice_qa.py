@@ -2,7 +2,8 @@
 
 Each section reads its benchmark's section of ``analysis.json`` (:mod:`airbench_nb.analysis.choice_qa`): one table
 of every model's overall accuracy under the release's own rule and under the kit's strict protocol, with their
-difference, then (folded) the accuracy per task, category, sub-category and difficulty under both.
+difference, then (folded) the accuracy per task, category, sub-category and difficulty under both, and circular
+evaluation when the run holds rotated copies.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ all) counted wrong. <b>dropped</b>: answers the official rule leaves out of its 
 strict counts wrong for naming no option.</p>
 <div class="wide">{{ summary | safe }}</div>
 <details><summary>Per task, category, sub-category{{ " and difficulty" if difficulty else "" }}</summary>
-<div class="wide">{{ breakdown | safe }}</div></details>"""
+<div class="wide">{{ breakdown | safe }}</div></details>
+{% if circular %}<p class="meta">Circular evaluation over the run's rotated copies (strict): <b>circular</b>, the share
+of items right in every rotation (Wilson 95% interval); <b>consistent</b>, answered with the same option in every
+rotation; <b>incomplete</b>: items left out for a rotation without an answer.</p>
+<div class="wide">{{ circular | safe }}</div>{% endif %}"""
 """Jinja2 template of a section (its tables inserted as trusted HTML)."""
 
 LEVELS: tuple[tuple[str, str], ...] = (
@@ -93,12 +98,31 @@ def breakdown_html(data: ChoiceQAAnalysis) -> str:
     return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep=DASH)
 
 
+def circular_html(data: ChoiceQAAnalysis) -> str:
+    """The table of every model's circular evaluation, or "" when the run has no rotated copies."""
+    import pandas as pd
+
+    rows = [
+        {
+            "model": model,
+            "circular %": interval_cell(r.circular_accuracy, r.circular_accuracy_ci, 100.0),
+            "plain %": interval_cell(r.accuracy, None, 100.0),
+            "consistent %": interval_cell(r.consistent_rate, None, 100.0),
+            "items": r.items,
+            "rotations": r.rotations,
+            "incomplete": r.incomplete,
+        }
+        for model, r in data.circular.items()
+    ]
+    return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep=DASH) if rows else ""
+
+
 def renderer(name: str) -> Callable[[PageInputs], str | None]:
     """The render function of one benchmark's section (``mmau``, ``mmar``, ``mmsu``)."""
 
     def render(inputs: PageInputs) -> str | None:
         data = section_data(inputs.analysis, name)
-        if data is None or not data.models:
+        if data is None or not (data.models or data.circular):
             return None
         difficulty = any(s.strict is not None and s.strict.difficulties for s in data.models.values())
         return render_template(
@@ -107,6 +131,7 @@ def renderer(name: str) -> Callable[[PageInputs], str | None]:
             summary=summary_html(data),
             breakdown=breakdown_html(data),
             difficulty=difficulty,
+            circular=circular_html(data),
         )
 
     render.__doc__ = f"The {name} section's HTML, or None when the run has no {name} scores."
@@ -127,6 +152,7 @@ __all__ = [
     "MMSU_SECTION",
     "TEMPLATE",
     "breakdown_html",
+    "circular_html",
     "renderer",
     "section_data",
     "summary_html",

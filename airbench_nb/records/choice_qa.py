@@ -63,6 +63,10 @@ class _ChoiceQAItem(SingleChoiceItem):
     sub_category: str | None = None
     """The release's ``sub-category`` (MMAU: one of 27 skills; MMAR: one of 16; MMSU: its second level)."""
 
+    ROTATED: ClassVar[bool] = True
+    """Circular evaluation rotates its options (``airbench-nb rotate``): the copies keep ``answer_text``, are left out
+    of the scores when their original is scored, and are read by the benchmark's analysis section (strict)."""
+
     @model_validator(mode="after")
     def _gold_is_an_option(self) -> _ChoiceQAItem:
         if not 0 <= self.answer < len(self.choices):
