@@ -148,6 +148,7 @@ def test_an_mmsu_row_with_two_options_and_a_padded_gold():
         "prosody",
     )
     assert item.subset_label == "perception / phonology"
+    assert mmsu_item({**MMSU_ROW, "choice_c": "", "choice_d": None}, "a.wav").choices == ["a question", "a statement"]
     four = {**MMSU_ROW, "choice_c": "a command", "choice_d": "an exclamation", "answer_gt": "an exclamation"}
     assert mmsu_item(four, "a.wav").answer_letter == "D"
 

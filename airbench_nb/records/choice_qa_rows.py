@@ -86,6 +86,11 @@ def _text(row: Mapping[str, Any], field: str, bench: str, *, optional: bool = Fa
     return value
 
 
+def _blank(value: Any) -> bool:
+    """Whether a field is absent in all but name: None, or a string of spaces only."""
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
 def _required(row: Mapping[str, Any], field: str, bench: str) -> str:
     """A string field the row must have (:func:`_text` without ``optional``)."""
     value = _text(row, field, bench)
@@ -246,7 +251,7 @@ def mmar_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> 
 
 
 def mmsu_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> MMSUItem:
-    """One MMSU row: options in ``choice_a`` to ``choice_d`` (the last two may be absent or null).
+    """One MMSU row: options in ``choice_a`` to ``choice_d`` (the last two may be absent, null or empty: no option).
 
     Args:
         row: The row as released: ``id``, ``question``, ``choice_a`` .. ``choice_d``, ``answer_gt`` (text),
@@ -262,7 +267,10 @@ def mmsu_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> 
     bench = "MMSU"
     uid, source_id = _uid(row, bench, uid)
     where = _where(bench, row)
-    given = [_text(row, f, bench, optional=k >= 2) for k, f in enumerate(MMSU_CHOICE_FIELDS)]
+    given = [
+        None if k >= 2 and _blank(row.get(f)) else _text(row, f, bench, optional=k >= 2)
+        for k, f in enumerate(MMSU_CHOICE_FIELDS)
+    ]
     present = [c for c in given if c is not None]
     if given[: len(present)] != present:
         raise ValueError(f"{where}: field 'choice_d' is given but 'choice_c' is not")
