@@ -123,6 +123,15 @@ def test_the_hugging_face_copy_of_mmau_gives_its_options_as_a_json_string():
     )
 
 
+def test_the_hugging_face_copy_writes_list_categories_and_options_as_strings():
+    # lmms-lab/mmau's columns are strings: a list category arrives written as one, options as JSON or a literal
+    for written in ('["Reasoning"]', "['Reasoning']"):
+        item = mmau_item({**MMAU_ROW, "category": written, "choices": str(MMAU_ROW["choices"])}, "a.wav")
+        assert item.category == ["Reasoning"] and item.category_label == "Reasoning" and len(item.choices) == 8
+    renamed = {k: v for k, v in MMAR_ROW.items() if k != "sub-category"} | {"subcategory": "Imagination"}
+    assert mmar_item(renamed, "a.wav").sub_category == "Imagination"
+
+
 def test_an_mmar_row_with_a_null_language_and_a_mixed_modality():
     item = mmar_item(MMAR_ROW, "audio/mmar/qx8.wav")
     assert isinstance(item, MMARItem)
@@ -158,7 +167,9 @@ def test_an_mmsu_row_with_two_options_and_a_padded_gold():
     [
         (mmau_item, {**MMAU_ROW, "answer": "A train station"}, r"MMAU row '7a1dcecc.*field 'answer' 'A train station'"),
         (mmau_item, {**MMAU_ROW, "choices": ["four", "nine", "fourteen", "fourteen"], "answer": "four"}, "repeats"),
-        (mmau_item, {**MMAU_ROW, "choices": "[not json"}, "field 'choices' is a string but not JSON"),
+        (mmau_item, {**MMAU_ROW, "choices": "[not json"}, "field 'choices' is a string but not a list written as JSON"),
+        (mmau_item, {**MMAU_ROW, "choices": "__import__('os')"}, "field 'choices' is a string but not a list"),
+        (mmau_item, {**MMAU_ROW, "category": 3}, "field 'category' must be a string or a list of strings"),
         (mmau_item, {**MMAU_ROW, "task": "speeches"}, r"MMAU row .*task"),
         (mmar_item, {**MMAR_ROW, "choices": ["Open Grassland", "open grassland "]}, "repeats an option"),
         (mmar_item, {**MMAR_ROW, "choices": ["Open Grassland", ""]}, "empty option at index 1"),

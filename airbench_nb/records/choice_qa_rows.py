@@ -14,6 +14,7 @@ under their release names.
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,7 @@ MMAU_FIELDS: tuple[str, ...] = (
     "split",
     "category",
     "sub-category",
+    "subcategory",
     "difficulty",
 )
 """The fields of an ``mmau-test-mini.json`` row that become item fields (the others go to ``meta``)."""
@@ -49,6 +51,7 @@ MMAR_FIELDS: tuple[str, ...] = (
     "modality",
     "category",
     "sub-category",
+    "subcategory",
     "language",
 )
 """The fields of an ``MMAR-meta.jsonl`` row that become item fields (the others go to ``meta``)."""
@@ -65,6 +68,7 @@ MMSU_FIELDS: tuple[str, ...] = (
     "task_name",
     "category",
     "sub-category",
+    "subcategory",
     "sub-sub-category",
     "linguistics_sub_discipline",
 )
@@ -99,17 +103,49 @@ def _required(row: Mapping[str, Any], field: str, bench: str) -> str:
     return value
 
 
+def _listed(text: str) -> Any:
+    """A list written as a string: JSON (``["a", "b"]``) or a Python literal (``['a', 'b']``); the text otherwise."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    try:
+        return ast.literal_eval(text)  # literals only: never runs code
+    except (ValueError, SyntaxError):
+        return text
+
+
 def _choices(row: Mapping[str, Any], bench: str) -> list[str]:
-    """The ``choices`` field: a list of strings, or a JSON string of one (the Hugging Face copies)."""
+    """The ``choices`` field: a list of strings, or one written as a string (the Hugging Face copies)."""
     value = row.get("choices")
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{_where(bench, row)}: field 'choices' is a string but not JSON: {exc}") from exc
+        value = _listed(value)
+        if isinstance(value, str):
+            raise ValueError(f"{_where(bench, row)}: field 'choices' is a string but not a list written as JSON")
     if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
         raise ValueError(f"{_where(bench, row)}: field 'choices' must be a list of strings, got {value!r}")
     return value
+
+
+def _category(row: Mapping[str, Any], bench: str) -> str | list[str] | None:
+    """MMAU's ``category``: a string, a list of strings, or such a list written as a string.
+
+    The Hugging Face copy's string column holds test-mini's 13 list categories that way.
+    """
+    value = row.get("category")
+    if isinstance(value, str) and value.strip().startswith("["):
+        value = _listed(value.strip())
+    if value is not None and not (
+        isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    ):
+        raise ValueError(f"{_where(bench, row)}: field 'category' must be a string or a list of strings, got {value!r}")
+    return value
+
+
+def _sub_category(row: Mapping[str, Any], bench: str) -> str | None:
+    """The ``sub-category`` field (``subcategory`` in some Hugging Face copies), None when absent."""
+    field = "sub-category" if "sub-category" in row or "subcategory" not in row else "subcategory"
+    return _text(row, field, bench, optional=True)
 
 
 def gold_index(choices: Sequence[str], gold: str, *, where: str, field: str) -> int:
@@ -182,9 +218,7 @@ def mmau_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> 
     choices = _choices(row, bench)
     answer_text = _required(row, "answer", bench)
     answer = gold_index(choices, answer_text, where=where, field="answer")
-    category = row.get("category")
-    if category is not None and not isinstance(category, str | list):
-        raise ValueError(f"{where}: field 'category' must be a string or a list of strings, got {category!r}")
+    category = _category(row, bench)
     meta = _extra(row, MMAU_FIELDS)
     if "audio_id" in row:
         meta["audio_id"] = row["audio_id"]
@@ -202,7 +236,7 @@ def mmau_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> 
         answer_text=answer_text,
         task=_required(row, "task", bench),
         category=category,
-        sub_category=_text(row, "sub-category", bench, optional=True),
+        sub_category=_sub_category(row, bench),
         difficulty=_text(row, "difficulty", bench, optional=True),
         split=_text(row, "split", bench, optional=True) or "test-mini",
         meta=meta,
@@ -244,7 +278,7 @@ def mmar_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> 
         answer_text=answer_text,
         task=_required(row, "modality", bench),
         category=_required(row, "category", bench),
-        sub_category=_text(row, "sub-category", bench, optional=True),
+        sub_category=_sub_category(row, bench),
         language=_text(row, "language", bench, optional=True),
         meta=meta,
     )
@@ -293,7 +327,7 @@ def mmsu_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> 
         answer_text=answer_text,
         task=_required(row, "task_name", bench),
         category=_text(row, "category", bench, optional=True),
-        sub_category=_text(row, "sub-category", bench, optional=True),
+        sub_category=_sub_category(row, bench),
         sub_sub_category=_text(row, "sub-sub-category", bench, optional=True),
         linguistics_sub_discipline=_text(row, "linguistics_sub_discipline", bench, optional=True),
         meta=meta,
