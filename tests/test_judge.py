@@ -276,8 +276,8 @@ def test_each_judge_declares_the_kinds_it_applies_to():
     expected = {
         "rule": ({"foundation", "sound_source", *choice_qa}, RuleJudge),
         "proxy": ({"chat"}, ProxyJudge),
-        "openai:gpt-4o@http://127.0.0.1:9/v1": ({"foundation", "chat", *tiered}, OpenAIJudge),
-        "hf:/some/judge": ({"foundation", "chat", *tiered}, HFJudge),
+        "openai:gpt-4o@http://127.0.0.1:9/v1": ({"foundation", "chat", *tiered, *choice_qa}, OpenAIJudge),
+        "hf:/some/judge": ({"foundation", "chat", *tiered, *choice_qa}, HFJudge),
         "sources": ({"sound_source_open"}, SourcesJudge),
         "strategy:openai:m@http://127.0.0.1:9/v1": ({"sound_source"}, StrategyJudge),
     }

@@ -17,8 +17,8 @@ from airbench_nb.analysis.choice_qa import ChoiceQAAnalysis
 from airbench_nb.analysis.report import analyze_run
 from airbench_nb.benchmarks import benchmark_of_kind
 from airbench_nb.judge.rule import rule_verdict
-from airbench_nb.judge.run import judge_run_folder
-from airbench_nb.manifests import read_manifest, write_manifest
+from airbench_nb.judge.run import judge_responses, judge_run_folder
+from airbench_nb.manifests import read_manifest, read_records, write_manifest
 from airbench_nb.prompts import PromptSet, item_prompts, kind_prompts
 from airbench_nb.records import (
     MMARItem,
@@ -26,6 +26,7 @@ from airbench_nb.records import (
     MMSUItem,
     Response,
     RunInfo,
+    Verdict,
     item_adapter,
     mmar_item,
     mmau_item,
@@ -36,6 +37,7 @@ from airbench_nb.rotation import rotate_items
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.runner import infer_run_folder
 from airbench_nb.scoring import write_run_scores
+from tests.openai_server import JudgeServer
 
 # Rows in the releases' exact shapes. The 8-option MMAU row is test-mini's own (options and all, a stray prompt
 # pasted into option B included); its category is a list in 13 rows of test-mini.
@@ -226,6 +228,18 @@ def test_the_rule_judge_reads_an_option_text_before_a_letter_for_the_text_kinds(
     assert rule_verdict(dogs, Response(uid=dogs.uid, model="m", text="I hear a dog barking.")).correct is True
     mmsu = mmsu_item(MMSU_ROW, "a.wav")
     assert rule_verdict(mmsu, Response(uid=mmsu.uid, model="m", text="B")).correct is True
+
+
+def test_an_llm_judge_reads_what_the_rule_cannot(tmp_path: Path):
+    row = {**MMAR_ROW, "choices": ["a dog barking", "a car horn", "rain falling", "a bell ringing"]}
+    items = [mmar_item({**row, "id": f"r{k}", "answer": gold}, "a.wav") for k, gold in enumerate(row["choices"][2:])]
+    texts = ["rain falling", "It's the bell, ringing."]  # the rule reads the first; the second goes to the LLM
+    responses = [Response(uid=i.uid, model="m", text=t) for i, t in zip(items, texts, strict=True)]
+    with JudgeServer() as server:
+        judge_responses(f"openai:judge-mini@{server.base_url}", items, responses, tmp_path / "v.jsonl", progress=False)
+    verdicts = {v.uid: v for v in read_records(tmp_path / "v.jsonl", Verdict)}
+    assert verdicts["r0"].raw.startswith("rule:") and verdicts["r0"].correct is True
+    assert verdicts["r1"].choice == 3 and verdicts["r1"].correct is True and not verdicts["r1"].raw.startswith("rule:")
 
 
 # ------------------------------------------------------------------------------------------------------------

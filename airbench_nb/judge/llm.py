@@ -154,7 +154,9 @@ class LLMJudge(BaseJudge):
         foundation_mode: ``abstentions`` (the rule first, the LLM when it abstains) or ``all``.
     """
 
-    kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "chat", "sound_source", "sound_source_open"})
+    kinds: ClassVar[frozenset[str]] = frozenset(
+        {"foundation", "chat", "sound_source", "sound_source_open", "mmau", "mmar", "mmsu"}
+    )
     llm: ClassVar[bool] = True
     """It asks a language model."""
     decides_tiers: ClassVar[frozenset[str]] = frozenset({"A", "D"})
