@@ -10,8 +10,9 @@ rule first (:func:`~airbench_nb.judge.rule.rule_verdict`), the LLM for the rule'
 (:func:`~airbench_nb.judge.chat_parse.parse_scores_strict`). The tiered benchmark: closed-set items (``sound_source``)
 as Foundation; open-vocabulary items (``sound_source_open``, tier D) are asked once, with the answer fenced
 (:func:`~airbench_nb.prompts.source_judge_messages`), the reply two lines ``category: yes|no`` and ``subclass: yes|no``
-(:func:`~airbench_nb.prompts.parse_source_reply`) read into :attr:`~airbench_nb.records.Verdict.hits`. How each
-kind is asked and its reply read are registered per item kind (:func:`ask_about`, :func:`reply_verdict`).
+(:func:`~airbench_nb.prompts.parse_source_reply`) read into :attr:`~airbench_nb.records.Verdict.hits`. MMAU, MMAR
+and MMSU items (``mmau``, ``mmar``, ``mmsu``) as Foundation. How each kind is asked and its reply read are
+registered per item kind (:func:`ask_about`, :func:`reply_verdict`).
 
 ``openai:`` judges go through :class:`~airbench_nb.api_client.APIClient` (cached, retried, concurrent, costed;
 Batch API on request). The request of a task is ``ChatRequest(model, messages, {"temperature": 0.0, "max_tokens":
