@@ -1,0 +1,9 @@
+"""The kit's own import recipes, one module per corpus family; importing this package registers them.
+
+Each module registers its recipes with :func:`airbench_nb.importing.register_recipe`; ``airbench-nb import --list``
+shows them and ``docs/data.md`` says where to get each corpus and the exact command.
+"""
+
+# isort: off
+# Registration order is the order of ``import --list``.
+# isort: on
