@@ -97,6 +97,10 @@ def import_cmd(
     split: Annotated[str | None, typer.Option(help="Hugging Face split to read (a folder holding several).")] = None,
     encoding: Annotated[str | None, typer.Option(help="Encoding of CSV/JSON tables (default: the recipe's).")] = None,
     limit: Annotated[int | None, typer.Option(help="Read at most this many rows (a first look).", min=1)] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Threads decoding and writing audio (default: the CPUs, at most 8).", min=1, max=64),
+    ] = None,
     list_recipes: Annotated[bool, typer.Option("--list", help="List the recipes and exit.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (or the list) as JSON.")] = False,
 ) -> None:
@@ -139,6 +143,7 @@ def import_cmd(
             config=config,
             split=split,
             encoding=encoding,
+            workers=workers,
         )
         result = run_import(request)
     if as_json:

@@ -39,7 +39,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -50,7 +52,7 @@ from airbench_nb.hf_data import AudioCellError, SourceRow
 from airbench_nb.importing.recipe import ImportContext, Recipe, RecipeOption, SourceSlot
 from airbench_nb.importing.tables import Table, open_table
 from airbench_nb.importing.writer import WrittenAudio
-from airbench_nb.records import LETTERS, item_class
+from airbench_nb.records import LETTERS, ItemBase, item_class
 
 logger = logging.getLogger(__name__)
 
@@ -317,17 +319,43 @@ class TableRecipe(Recipe):
             )
 
     def run(self, ctx: ImportContext) -> None:
-        """Map every row of every table onto an item (rejecting what cannot be mapped)."""
-        for table in self.tables(ctx):
-            for row in table.rows():
-                if ctx.done():
-                    return
-                ctx.writer.count_row()
-                try:
-                    self.import_row(ctx, table, row)
-                except RowError as exc:
-                    uid = self._uid_or_none(row)
-                    ctx.writer.reject(row.where, exc.field, exc.reason, uid=uid)
+        """Map every row of every table onto an item (rejecting what cannot be mapped).
+
+        Rows are read and their fields checked in order; their audio is decoded, resampled, written and hashed by
+        ``ctx.workers`` threads (soundfile, soxr and hashlib release the GIL), at most a few rows ahead, so memory
+        stays flat in the number of rows and items keep the source's order.
+        """
+        pending: deque[tuple[SourceRow, ItemBase, Future[WrittenAudio]]] = deque()
+        ahead = 4 * max(1, ctx.workers)
+        with ThreadPoolExecutor(max_workers=max(1, ctx.workers), thread_name_prefix="import") as pool:
+            for table in self.tables(ctx):
+                for row in table.rows():
+                    if ctx.done():
+                        break
+                    ctx.writer.count_row()
+                    try:
+                        item = self.check_row(ctx, table, row)
+                    except RowError as exc:
+                        ctx.writer.reject(row.where, exc.field, exc.reason, uid=self._uid_or_none(row))
+                        continue
+                    if item is None:
+                        continue
+                    pending.append((row, item, pool.submit(self.audio, ctx, table, row, item.uid)))
+                    while len(pending) > ahead:
+                        self._settle(ctx, *pending.popleft())
+            while pending:
+                self._settle(ctx, *pending.popleft())
+
+    def _settle(self, ctx: ImportContext, row: SourceRow, item: ItemBase, job: Future[WrittenAudio]) -> None:
+        try:
+            written = job.result()
+        except RowError as exc:
+            ctx.writer.reject(row.where, exc.field, exc.reason, uid=item.uid)
+            return
+        except AudioCellError as exc:
+            ctx.writer.reject(row.where, self.spec.audio, str(exc), uid=item.uid)
+            return
+        ctx.writer.keep(item, written, where=row.where)
 
     def _uid_or_none(self, row: SourceRow) -> str | None:
         try:
@@ -435,13 +463,18 @@ class TableRecipe(Recipe):
             data["meta"] = {c: _jsonable(row.values.get(c)) for c in spec.meta}
         return data
 
-    def import_row(self, ctx: ImportContext, table: Table, row: SourceRow) -> None:
-        """Map one row: its fields first (a bad field costs no decoding), then its audio; hand both to the writer."""
+    def check_row(self, ctx: ImportContext, table: Table, row: SourceRow) -> ItemBase | None:
+        """The row's item, its fields checked before any audio is decoded; None when the writer rejected it."""
         data = self.fields(ctx, table, row)
         data["audio"] = ctx.writer.audio_path(data["uid"])
-        item = ctx.writer.validate(data, where=row.where)
+        return ctx.writer.validate(data, where=row.where)
+
+    def import_row(self, ctx: ImportContext, table: Table, row: SourceRow) -> None:
+        """Map one row in the calling thread: :meth:`check_row`, then its audio; hand both to the writer."""
+        item = self.check_row(ctx, table, row)
         if item is None:
             return
+        data = {"uid": item.uid}
         try:
             written = self.audio(ctx, table, row, data["uid"])
         except AudioCellError as exc:

@@ -13,6 +13,7 @@ lmms-eval task YAML); a user adds one for any dataset with ``--recipe-file my_re
 from __future__ import annotations
 
 import logging
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,6 +96,8 @@ class ImportContext:
     """The Hugging Face split to read, for a source holding several."""
     encoding: str | None = None
     """The encoding of text tables, when the user named one (else the recipe's own)."""
+    workers: int = field(default_factory=lambda: default_workers())
+    """Threads that decode, resample, write and hash audio."""
 
     def source(self, name: str = "source") -> Path:
         """The one path of a slot (the first, for a slot given several times)."""
@@ -173,6 +176,13 @@ class ImportRequest:
     """The Hugging Face split."""
     encoding: str | None = None
     """The encoding of text tables."""
+    workers: int | None = None
+    """Threads for audio (None: :func:`default_workers`)."""
+
+
+def default_workers() -> int:
+    """Threads an import uses for audio by default: the CPUs this process may use, at most 8."""
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 def _sources(recipe: Recipe, positional: Sequence[Path], named: Mapping[str, Sequence[Path]]) -> dict[str, list[Path]]:
@@ -230,6 +240,7 @@ def run_import(request: ImportRequest) -> ImportResult:
         config=request.config,
         split=request.split,
         encoding=request.encoding,
+        workers=request.workers or default_workers(),
     )
     try:
         recipe.run(ctx)

@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +146,7 @@ class ImportWriter:
         self._journal_handle = open(self._journal_path, "a", encoding="utf-8")  # noqa: SIM115 - closed by finish()
         self._items: dict[str, list[ItemBase]] = {}
         self._uids: dict[str, str] = {}
+        self._lock = threading.Lock()  # audio is written by several threads: the journal and its counts are shared
         self.result = ImportResult(out=self.out, recipe=recipe)
 
     # -- the folder -------------------------------------------------------------------------------------------
@@ -199,15 +201,18 @@ class ImportWriter:
     def existing(self, name: str) -> WrittenAudio | None:
         """The audio ``name`` as an earlier run wrote it, when still there with the journalled SHA-256; else None."""
         rel = self.audio_path(name)
-        written = self._journal.get(rel)
+        with self._lock:
+            written = self._journal.get(rel)
         if written is None:
             return None
         path = self.out / rel
         if not path.is_file() or sha256_file(path) != written.sha256:
             logger.warning("%s: changed since the import wrote it; writing it again", path)
-            del self._journal[rel]
+            with self._lock:
+                self._journal.pop(rel, None)
             return None
-        self.result.audio_reused += 1
+        with self._lock:
+            self.result.audio_reused += 1
         return WrittenAudio(written.path, written.sha256, written.seconds, written.rate, reused=True)
 
     def write_audio(self, name: str, samples: np.ndarray, rate: int) -> WrittenAudio:
@@ -236,12 +241,12 @@ class ImportWriter:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
         written = WrittenAudio(rel, hashlib.sha256(data).hexdigest(), samples.size / rate, int(rate))
-        self._journal[rel] = written
-        self._journal_handle.write(
-            json.dumps({"path": rel, "sha256": written.sha256, "seconds": written.seconds, "rate": written.rate}) + "\n"
-        )
-        self._journal_handle.flush()
-        self.result.audio_written += 1
+        line = json.dumps({"path": rel, "sha256": written.sha256, "seconds": written.seconds, "rate": written.rate})
+        with self._lock:
+            self._journal[rel] = written
+            self._journal_handle.write(line + "\n")
+            self._journal_handle.flush()
+            self.result.audio_written += 1
         return written
 
     # -- items and rejections -----------------------------------------------------------------------------------
