@@ -13,7 +13,8 @@ Utterances
 
 Background
     One segment per utterance, as long as its clean file and shared by all its SNRs. Its scene is drawn by cycling a
-    seeded order of the scenes that have recordings (balanced scenes, as the synthetic build does), its recording
+    seeded order of the scenes that have recordings (the cycle moves on with each utterance given a background, so
+    that scenes are balanced, as in the synthetic build), its recording
     uniformly among that scene's recordings long enough (any scene's when none is), its start uniformly inside the
     recording; an utterance longer than every recording is rejected (field ``background``). The segment is read,
     downmixed, resampled to 44.1 kHz and written as ``<utt>/background.wav``. Its scene: the MAESTRO folder
@@ -113,7 +114,13 @@ LABEL_MAP: dict[str, str] = {**DESED_LABELS, **MAESTRO_LABELS}
 or replaces entries); a label neither here nor among ``event_classes`` is a rejection."""
 EVENT_CLASSES: tuple[str, ...] = tuple(dict.fromkeys(LABEL_MAP.values()))
 """Default event classes: DESED's 10 and MAESTRO-Real's 17, as :data:`LABEL_MAP` names them."""
-MAESTRO_SCENES: tuple[str, ...] = ("cafe_restaurant", "city_center", "grocery_store", "metro_station", "residential_area")
+MAESTRO_SCENES: tuple[str, ...] = (
+    "cafe_restaurant",
+    "city_center",
+    "grocery_store",
+    "metro_station",
+    "residential_area",
+)
 """MAESTRO-Real's scene folders."""
 DESED_SCENE = "home"
 """The scene of DESED's domestic recordings."""
@@ -342,15 +349,18 @@ class SseuRecipe(Recipe):
             len(backgrounds),
             ", ".join(f"{scene} {len(bgs)}" for scene, bgs in by_scene.items()),
         )
+        placed = 0  # utterances given a background so far: the scene cycle's index
         try:
             for k, utt in enumerate(utterances):
                 if ctx.limit is not None and k >= ctx.limit:
                     break
                 writer.count_row()
+                one = _Utterance(writer, journal, settings, questions, utt)
                 try:
-                    _Utterance(writer, journal, settings, questions, utt).make(k, by_scene)
+                    one.make(placed, by_scene)
                 except SseuImportError as exc:
                     writer.reject(exc.where, exc.field_name, exc.reason, uid=utt.uid)
+                placed += one.drawn
         finally:
             journal.close()
 
@@ -362,6 +372,8 @@ class _Utterance:
         self, writer: ImportWriter, journal: _Journal, settings: Settings, questions: dict[str, str], utt: Utterance
     ) -> None:
         self.writer, self.journal, self.settings, self.q, self.utt = writer, journal, settings, questions, utt
+        self.drawn = False
+        """Whether a background was drawn for it."""
 
     def _audio(self, name: str, key: str, make: Any) -> WrittenAudio:
         found = self.journal.reuse(self.writer, name, key)
@@ -388,6 +400,7 @@ class _Utterance:
             )
         bg = fits[int(rng.integers(len(fits)))]
         start = int(rng.integers(0, bg.frames - _needed(bg, samples) + 1))
+        self.drawn = True
         return bg, start
 
     def _snrs(self) -> list[float]:
@@ -398,11 +411,18 @@ class _Utterance:
         return [s.grid[i] for i in sorted(rng.choice(len(s.grid), s.per_utterance, replace=False))]
 
     def make(self, k: int, by_scene: dict[str, list[Background]]) -> None:
-        """Write the utterance's audio and items (``k``: its place among the utterances imported)."""
+        """Write the utterance's audio and items (``k``: how many utterances were given a background before it)."""
         utt, s, writer = self.utt, self.settings, self.writer
-        clean = self._audio(f"{utt.uid}/clean", f"{utt.audio_rel}|{s.margin_s!r}", lambda: _clean_speech(utt, s.margin_s))
-        samples = round(clean.seconds * clean.rate)
-        bg, start = self._draw(k, samples, by_scene)
+        clean_name, clean_key = f"{utt.uid}/clean", f"{utt.audio_rel}|{s.margin_s!r}"
+        found = self.journal.reuse(writer, clean_name, clean_key)
+        speech = None if found is not None else _clean_speech(utt, s.margin_s)
+        samples = round(found[0].seconds * found[0].rate) if found is not None else len(speech)
+        bg, start = self._draw(k, samples, by_scene)  # before writing: an utterance no background fits leaves nothing
+        if found is not None:
+            clean = found[0]
+        else:
+            clean = writer.write_audio(clean_name, speech, SSEU_RATE)
+            self.journal.record(clean_name, clean_key)
 
         def segment() -> np.ndarray:
             try:

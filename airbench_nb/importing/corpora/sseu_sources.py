@@ -285,9 +285,7 @@ def _event(label: str, onset: str, offset: str, label_of: Callable[[str], str | 
     return mapped, start, end
 
 
-def read_desed(
-    root: Path, scene: str, label_of: Callable[[str], str | None], reject: Rejecter
-) -> list[Background]:
+def read_desed(root: Path, scene: str, label_of: Callable[[str], str | None], reject: Rejecter) -> list[Background]:
     """DESED's strong-labelled clips with their audio (module docstring), sorted by table and file name.
 
     Raises:
