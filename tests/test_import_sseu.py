@@ -248,3 +248,39 @@ def test_the_imported_folder_scores_through_the_kit(imported, tmp_path):
         for mode, entry in section.tasks.items():
             assert entry.value == pytest.approx(best), (name, mode)
             assert entry.failures == 0
+
+
+def test_readers_pick_the_best_copy_and_refuse_bad_rows(tmp_path):
+    """DESED: of two copies of a clip, the one of the higher rate; MAESTRO: a row that is not four fields, or a
+    confidence that is not a number, leaves its recording out; a label outside the classes below the threshold is
+    not an event, so it rejects nothing."""
+    from airbench_nb.importing.corpora.sseu import settings_of
+    from airbench_nb.importing.corpora.sseu_sources import read_desed, read_maestro
+    from tests.minis_sseu_import import noise
+
+    minis = write_minis(tmp_path)
+    name = "Y0dog_speech_30.000_40.000.wav"
+    full = minis.desed / "audio" / "validation" / "validation"
+    full.mkdir()
+    sf.write(full / name, noise(2.5, 44100, seed=7), 44100)
+    settings = settings_of({option.name: option.default for option in recipe_for("sseu").options})
+    rejected = []
+
+    def reject(where, field_name, reason, *, uid=None):
+        rejected.append((where, field_name))
+
+    found = {bg.rel: bg for bg in read_desed(minis.desed, "home", settings.label_of, reject)}
+    assert found[f"audio/validation/validation/{name}"].rate == 44100
+    assert [e.event for e in found[f"audio/validation/validation/{name}"].events] == ["dog", "speech"]
+    assert found["audio/validation/validation_16k/Y1quiet_10.000_20.000.wav"].events == ()
+    city = minis.maestro / "development_annotation/soft_labels_city_center/city_center_01.txt"
+    city.write_text(city.read_text() + "2.0\t3.0\ttoaster\t0.1\n", encoding="utf-8")  # below 0.5: not an event
+    cafe = minis.maestro / "development_annotation/soft_labels_cafe_restaurant/cafe_restaurant_01.txt"
+    cafe.write_text(cafe.read_text() + "2.0\t3.0\tcar\n", encoding="utf-8")
+    rejected.clear()
+    kept = read_maestro(minis.maestro, settings.scene_of, settings.label_of, 0.5, reject)
+    assert [bg.scene for bg in kept] == ["city center"]
+    assert [(e.event, e.confidence) for e in kept[0].events] == [("birds singing", 1.0), ("car", 0.55)]
+    assert ("development_annotation/soft_labels_cafe_restaurant/cafe_restaurant_01.txt:5", "row") in rejected
+    with pytest.raises(ValueError, match="option mic"):
+        settings_of({**{o.name: o.default for o in recipe_for("sseu").options}, "mic": "mic3"})

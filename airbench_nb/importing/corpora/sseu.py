@@ -51,6 +51,7 @@ import numpy as np
 from airbench_nb.builders.core import cycle_value, item_rng, load_recipes
 from airbench_nb.builders.sseu import SSEU_TASKS, clip_id, parse_sseu_grid, sseu_recipe
 from airbench_nb.importing.corpora.sseu_sources import (
+    MICS,
     Background,
     Utterance,
     read_desed,
@@ -202,6 +203,8 @@ def settings_of(options: dict[str, Any]) -> Settings:
         if not sep or not label.strip() or not target.strip():
             raise ValueError(f"option label_map: {entry!r} is not LABEL=CLASS")
         label_map[label.strip()] = target.strip()
+    if options["mic"] not in MICS:
+        raise ValueError(f"option mic: {options['mic']!r} is not one of {', '.join(MICS)}")
     scenes, events = tuple(options["scene_classes"]), tuple(options["event_classes"])
     for name, classes in (("scene_classes", scenes), ("event_classes", events)):
         if len(classes) < 2 or len(set(classes)) != len(classes):
@@ -293,7 +296,9 @@ class SseuRecipe(Recipe):
     slots: ClassVar[tuple[SourceSlot, ...]] = (
         SourceSlot("vctk", "VCTK 0.92's folder, holding txt/ and wav48_silence_trimmed/"),
         SourceSlot("desed", "DESED's folder, holding metadata/ (strong-label .tsv) and audio/", required=False),
-        SourceSlot("maestro", "MAESTRO-Real's folder, holding development_audio/ and development_annotation/", False),
+        SourceSlot(
+            "maestro", "MAESTRO-Real's folder, holding development_audio/ and development_annotation/", required=False
+        ),
     )
     options: ClassVar[tuple[RecipeOption, ...]] = (
         RecipeOption("seed", 0, "seed of every draw (utterances, backgrounds, segments, SNRs)"),

@@ -443,6 +443,7 @@ def scenes_of(backgrounds: Iterable[Background]) -> dict[str, list[Background]]:
 
 
 __all__ = [
+    "MICS",
     "Background",
     "Event",
     "Rejecter",
