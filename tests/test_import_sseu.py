@@ -223,6 +223,16 @@ def test_cli_other_mic_other_grid_and_subset(tmp_path):
     # 5 utterances have text and audio; the seed draws 2 of them (p226_001 is longer than every DESED clip)
     assert subset("s6", 6) == subset("s6-again", 6) == (["p225_001"], 1)
     assert subset("s5", 5) == (["p225_001", "p225_002"], 0)
+    one_snr = run_import(
+        ImportRequest(
+            recipe=recipe_for("sseu"),
+            out=tmp_path / "one",
+            named={"vctk": [minis.vctk], "maestro": [minis.maestro]},
+            options={"utterances": "0", "snrs_per_utterance": "1"},
+        )
+    )
+    assert one_snr.items == {"transcription": 6, "scene": 3, "events": 3, "joint": 6}  # clean and one SNR each
+    assert {i.snr_db for i in read_manifest(tmp_path / "one/scene.jsonl")} <= set(SNR_GRID_DB)
     with pytest.raises(ValueError, match="needs a background source"):
         run_import(ImportRequest(recipe=recipe_for("sseu"), out=tmp_path / "n", named={"vctk": [minis.vctk]}))
 

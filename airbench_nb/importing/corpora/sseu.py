@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -365,7 +366,7 @@ class SseuRecipe(Recipe):
                     one.make(placed, by_scene)
                 except SseuImportError as exc:
                     writer.reject(exc.where, exc.field_name, exc.reason, uid=utt.uid)
-                placed += one.drawn
+                placed += int(one.drawn)
         finally:
             journal.close()
 
@@ -380,7 +381,7 @@ class _Utterance:
         self.drawn = False
         """Whether a background was drawn for it."""
 
-    def _audio(self, name: str, key: str, make: Any) -> WrittenAudio:
+    def _audio(self, name: str, key: str, make: Callable[[], np.ndarray]) -> WrittenAudio:
         found = self.journal.reuse(self.writer, name, key)
         if found is not None:
             return found[0]
