@@ -7,3 +7,4 @@ shows them and ``docs/data.md`` says where to get each corpus and the exact comm
 # isort: off
 # Registration order is the order of ``import --list``.
 # isort: on
+import airbench_nb.importing.corpora.sseu  # noqa: F401 - SSEU-Bench from VCTK, DESED and MAESTRO-Real
