@@ -1,4 +1,4 @@
-"""Import recipes for AIR-Bench itself: the Hub's parquet copy (``airbench-hub``) and the official release (``airbench``).
+"""Import recipes for AIR-Bench itself: the Hub's parquet (``airbench-hub``) and the official release (``airbench``).
 
 ``airbench-hub`` reads ``lmms-lab/AIR_bench``: configs ``Foundation`` and ``Chat``, each split by category
 (``speech``, ``sound``, ``music``, ``mixed``, as the shards name them), with the official meta file's columns and
@@ -36,7 +36,7 @@ from airbench_nb.importing.mapping import RowError, TableRecipe, TableSpec, _col
 from airbench_nb.importing.recipe import ImportContext, Recipe, RecipeOption, SourceSlot, register_recipe
 from airbench_nb.importing.tables import Table, open_table
 from airbench_nb.official import _RowError, import_official, match_answer
-from airbench_nb.records import AudioStatus, CHAT_TASKS, FOUNDATION_TASKS, LETTERS
+from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, LETTERS, AudioStatus
 
 logger = logging.getLogger(__name__)
 

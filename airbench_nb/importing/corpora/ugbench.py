@@ -1,4 +1,4 @@
-"""Import recipes for the real corpora behind UG-Bench's tasks (``docs/data.md`` has where to get each, and the command).
+"""Import recipes for the corpora behind UG-Bench's tasks (``docs/data.md``: where to get each, and the command).
 
 =============  ==========================================  ==========================================================
 recipe         source                                      items
@@ -425,10 +425,10 @@ class IemocapRecipe(TableRecipe):
         """The source's tables, their emotion column found (the one ClassLabel column, or the one named)."""
         for table in super().tables(ctx):
             named = str(ctx.options.get("label_column") or "")
-            labels = [c for c, spec in table.features.items() if isinstance(spec, dict) and spec.get("_type") == "ClassLabel"]
+            labels = [c for c in table.features if table.class_names(c) is not None]
             if named:
                 if named not in labels:
-                    raise SourceError(f"{table.path}: {named!r} is not a ClassLabel column (ClassLabel columns: {labels})")
+                    raise SourceError(f"{table.path}: {named!r} is not a ClassLabel column (those: {labels})")
                 self._label = named
             elif len(labels) == 1:
                 self._label = labels[0]
@@ -657,7 +657,8 @@ class SeedTtsRecipe(Recipe):
         try:
             text = raw.decode(ctx.encoding or "utf-8")
         except UnicodeDecodeError as exc:
-            raise SourceError(f"{path}: not {ctx.encoding or 'utf-8'} text (byte {exc.start}); give --encoding") from None
+            encoding = ctx.encoding or "utf-8"
+            raise SourceError(f"{path}: not {encoding} text (byte {exc.start}); give --encoding") from None
         for lineno, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
