@@ -204,7 +204,10 @@ def test_airbench_release_through_import_official(tmp_path: Path) -> None:
     source, out = minis.airbench_release(tmp_path), tmp_path / "out"
     result = _run("airbench", [source], out)
     foundation, chat = _items(out, "foundation"), _items(out, "chat")
-    assert [(i.uid, i.choices[i.answer]) for i in foundation] == [("foundation-101", "happy"), ("foundation-102", "Female")]
+    assert [(i.uid, i.choices[i.answer]) for i in foundation] == [
+        ("foundation-101", "happy"),
+        ("foundation-102", "Female"),
+    ]
     assert [i.uid for i in chat] == ["chat-201"] and chat[0].reference == minis.AIRBENCH_CHAT[0]["answer_gt"]
     assert all(i.audio.startswith("audio/airbench/") for i in [*foundation, *chat])
     assert result.rows == 5 and result.items == {"foundation": 2, "chat": 1}
@@ -224,6 +227,7 @@ def test_imported_folders_score_through_the_kit_with_the_oracle(tmp_path: Path) 
         "covost2": ([minis.covost2(tmp_path)], "translation"),
         "iemocap": ([minis.iemocap(tmp_path)], "foundation"),
     }
+    scores = {}
     for name, (sources, kind) in imports.items():
         data = tmp_path / f"data-{name}"
         _run(name, sources, data)
@@ -231,5 +235,12 @@ def test_imported_folders_score_through_the_kit_with_the_oracle(tmp_path: Path) 
         infer_run_folder(folder, ["baseline:oracle"], kinds=[kind])
         judge_run_folder(folder, ["rule"], kinds=[kind])
         _, table = score_run_folder(folder, kinds=[kind], reps=0)
-        assert table, name
-        print(name, table)
+        (key,) = [k for k in table if k.startswith("baseline:oracle")]
+        scores[name] = table[key].official
+    foundation = scores["iemocap"].foundation
+    assert foundation.tasks["Speaker_Emotion_Recontion"].accuracy == 1.0
+    assert foundation.tasks["Speaker_Emotion_Recontion"].n == 3 and foundation.failed == 0
+    bleu = scores["covost2"].metric_sections["translation"]
+    assert bleu.tasks["de-en"].n == 2 and bleu.tasks["de-en"].value == pytest.approx(100.0)  # its own reference
+    cider = scores["clotho"].metric_sections["captioning"]
+    assert cider.tasks["audio_captioning"].n == 2 and cider.failed == 0 and cider.tasks["audio_captioning"].value > 0
