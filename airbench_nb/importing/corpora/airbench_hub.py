@@ -1,4 +1,4 @@
-"""Import recipes for AIR-Bench itself: the Hub's parquet (``airbench-hub``) and the official release (``airbench``).
+"""Import recipes for AIR-Bench from the Hub's parquet (``airbench-hub``) and the official release (``airbench``).
 
 ``airbench-hub`` reads ``lmms-lab/AIR_bench``: configs ``Foundation`` and ``Chat``, each split by category
 (``speech``, ``sound``, ``music``, ``mixed``, as the shards name them), with the official meta file's columns and

@@ -1,4 +1,4 @@
-"""Import recipes for the corpora behind UG-Bench's tasks (``docs/data.md``: where to get each, and the command).
+"""Import recipes for the corpora behind UG-Bench's tasks (ASR, emotion, translation, captioning, intent, TTS).
 
 =============  ==========================================  ==========================================================
 recipe         source                                      items
