@@ -41,6 +41,7 @@ from airbench_nb.importing.mapping import (
     TableSpec,
     _column,
     _text,
+    gold_index,
     read_audio_file,
     resample,
 )
@@ -446,8 +447,6 @@ class IemocapRecipe(TableRecipe):
 
     def fields(self, ctx: ImportContext, table: Table, row: SourceRow) -> dict[str, Any]:
         """The item: every class a choice, the row's class the gold (an index out of the classes is rejected)."""
-        from airbench_nb.importing.mapping import gold_index
-
         spec = self.spec
         choices = self.choices(table, row) or []
         data: dict[str, Any] = {
@@ -495,10 +494,10 @@ class MeldRecipe(TableRecipe):
             parts.append(text)
         return f"dia{parts[0]}_utt{parts[1]}"
 
-    def fields(self, ctx: ImportContext, table: Table, row: SourceRow) -> dict[str, Any]:
-        """The spec's fields, the clip's folder kept for :meth:`decode`."""
+    def tables(self, ctx: ImportContext) -> Iterator[Table]:
+        """The CSV, the clips' folder (``--audio``) kept for :meth:`decode`."""
         self._folder = ctx.source("audio")
-        return super().fields(ctx, table, row)
+        yield from super().tables(ctx)
 
     def decode(self, table: Table, row: SourceRow) -> tuple[np.ndarray, int]:
         """The clip ``dia<D>_utt<U>.*`` of the audio folder."""
@@ -515,7 +514,7 @@ MELD = TableSpec(
     about="https://affective-meld.github.io/ (MELD.Raw: test_sent_emo.csv and output_repeated_splits_test/)",
     kind="foundation",
     dataset="meld",
-    audio="Utterance_ID",
+    audio="Utterance_ID",  # the clip is dia<Dialogue_ID>_utt<Utterance_ID>.* (MeldRecipe.decode)
     question_text=EMOTION_QUESTION,
     answer="Emotion",
     answer_format="text",
