@@ -119,15 +119,10 @@ class UgRecipe(TableRecipe):
         data.setdefault("question", "")
         return data
 
-    def import_row(self, ctx: ImportContext, table: Table, row: SourceRow) -> None:
-        """Map one row: fields, checked; the prompt as question; then the audio (the base class's order)."""
-        data = self.fields(ctx, table, row)
-        data["audio"] = ctx.writer.audio_path(data["uid"])
-        item = ctx.writer.validate(data, where=row.where)
-        if item is None:
-            return
-        written = self.audio(ctx, table, row, data["uid"])
-        ctx.writer.keep(_prompted(item), written, where=row.where)
+    def check_row(self, ctx: ImportContext, table: Table, row: SourceRow) -> ItemBase | None:
+        """The row's item, checked (:meth:`TableRecipe.check_row`), with its kind's prompt as question."""
+        item = super().check_row(ctx, table, row)
+        return _prompted(item) if item is not None else None
 
 
 # -- LibriSpeech ----------------------------------------------------------------------------------------------------
