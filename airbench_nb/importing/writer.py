@@ -273,6 +273,9 @@ class ImportWriter:
         if folded in self._uids:
             self.reject(where, "uid", f"uid {item.uid!r} repeats the item of {self._uids[folded]}", uid=item.uid)
             return None
+        # Reserved now, not at keep(): a row whose audio is still being written by a worker thread holds its uid, so
+        # a later row repeating it is rejected instead of racing it for the same audio file.
+        self._uids[folded] = where
         return item
 
     def keep(self, item: ItemBase, audio: WrittenAudio | None = None, *, where: str) -> ItemBase:
