@@ -76,9 +76,11 @@ LIBRISPEECH_ROWS = [
 """The rows: the last has an empty reference (rejected)."""
 
 
-def librispeech(root: Path) -> Path:
-    """``openslr/librispeech_asr``'s parquet (config ``clean``, split ``test``); returns the dataset folder."""
-    ids = [r["id"] for r in LIBRISPEECH_ROWS]
+def librispeech(root: Path, rows: list[dict[str, Any]] | None = None) -> Path:
+    """``openslr/librispeech_asr``'s parquet (config ``clean``, split ``test``) of ``rows`` (default
+    :data:`LIBRISPEECH_ROWS`); returns the dataset folder."""
+    rows = LIBRISPEECH_ROWS if rows is None else rows
+    ids = [r["id"] for r in rows]
     features = {
         "file": _value("string"),
         "audio": AUDIO_FEATURE,
@@ -92,8 +94,8 @@ def librispeech(root: Path) -> Path:
         {
             "file": [f"{i}.flac" for i in ids],
             "audio": _audio([f"{i}.flac" for i in ids], list(range(len(ids)))),
-            "text": [r["text"] for r in LIBRISPEECH_ROWS],
-            "speaker_id": pa.array([r["speaker_id"] for r in LIBRISPEECH_ROWS], pa.int64()),
+            "text": [r["text"] for r in rows],
+            "speaker_id": pa.array([r["speaker_id"] for r in rows], pa.int64()),
             "chapter_id": pa.array([134686] * len(ids), pa.int64()),
             "id": ids,
         },

@@ -56,6 +56,17 @@ def test_librispeech_transcripts_as_given_and_an_empty_one_rejected(tmp_path: Pa
     _resumed("librispeech", [source], out, result)
 
 
+def test_a_repeated_uid_is_rejected_while_the_first_rows_audio_is_being_written(tmp_path: Path) -> None:
+    """Audio is written by worker threads a few rows ahead: a uid is taken when its row is checked, not when kept."""
+    rows = [dict(minis.LIBRISPEECH_ROWS[0]), dict(minis.LIBRISPEECH_ROWS[1], id=minis.LIBRISPEECH_ROWS[0]["id"])]
+    source = minis.librispeech(tmp_path, rows)
+    result = _run("librispeech", [source], tmp_path / "out", workers=4)
+    assert result.imported == 1 and [(r.field, r.uid) for r in result.rejected] == [
+        ("uid", "librispeech-" + rows[0]["id"])
+    ]
+    assert [i.reference for i in _items(tmp_path / "out", "transcription")] == [rows[0]["text"]]
+
+
 def test_fleurs_languages_from_lang_id_and_an_unknown_one_rejected(tmp_path: Path) -> None:
     source, out = minis.fleurs(tmp_path), tmp_path / "out"
     result = _run("fleurs", [source], out)
