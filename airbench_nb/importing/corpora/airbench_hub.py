@@ -28,14 +28,16 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 from airbench_nb.hf_data import SourceError, SourceRow, _config_of, _hub_snapshot, _split_of
-from airbench_nb.importing.mapping import RowError, TableRecipe, TableSpec, _column, _text, read_audio_file
+from airbench_nb.importing.corpora.ugbench import AudioJobs, clip_from_file
+from airbench_nb.importing.mapping import RowError, TableRecipe, TableSpec, _column, _text
 from airbench_nb.importing.recipe import ImportContext, Recipe, RecipeOption, SourceSlot, register_recipe
 from airbench_nb.importing.tables import Table, open_table
-from airbench_nb.official import _RowError, import_official, match_answer
+from airbench_nb.official import BenchmarkImport, _RowError, import_official, match_answer
 from airbench_nb.records import CHAT_TASKS, FOUNDATION_TASKS, LETTERS, AudioStatus
 
 logger = logging.getLogger(__name__)
@@ -162,40 +164,37 @@ class AirbenchOfficialRecipe(Recipe):
         root = ctx.source().resolve()
         with tempfile.TemporaryDirectory(prefix="airbench-official-") as scratch:
             report = import_official(root, Path(scratch), workers=int(ctx.options["workers"]))
-        for part in report.parts:
-            if part.file_error:
-                ctx.writer.reject(part.meta_file, "file", part.file_error)
-            for rejected in part.rejected:
-                ctx.writer.count_row()
-                uid = f"{part.benchmark.lower()}-{rejected.uniq_id}" if rejected.uniq_id else None
-                ctx.writer.reject(
-                    f"{root / part.meta_file}: row {rejected.index}", rejected.field or "row", rejected.reason, uid=uid
-                )
-            for item in part.items:
-                if ctx.done():
-                    return
-                ctx.writer.count_row()
-                where = f"{root / part.meta_file}: {item.uid}"
-                if item.audio_status is not AudioStatus.ok:
-                    status = item.audio_status.value if item.audio_status else "unchecked"
-                    detail = "; ".join(n for n in item.notes if n.startswith("audio")) or item.audio
-                    ctx.writer.reject(where, "audio", f"{status}: {detail}", uid=item.uid)
-                    continue
-                data = item.model_dump(mode="json", exclude={"audio_status", "audio_sha256"})
-                data["audio"] = ctx.writer.audio_path(item.uid)
-                data["meta"] = {**data.get("meta", {}), "release_audio": item.audio}
-                kept = ctx.writer.validate(data, where=where)
-                if kept is None:
-                    continue
-                try:
-                    written = ctx.writer.existing(item.uid)
-                    if written is None:
-                        samples, rate = read_audio_file(root / item.audio, root)
-                        written = ctx.writer.write_audio(item.uid, samples, rate)
-                except RowError as exc:
-                    ctx.writer.reject(where, exc.field, exc.reason, uid=item.uid)
-                    continue
-                ctx.writer.keep(kept, written, where=where)
+        with AudioJobs(ctx) as jobs:
+            for part in report.parts:
+                self._part(ctx, jobs, root, part)
+
+    @staticmethod
+    def _part(ctx: ImportContext, jobs: AudioJobs, root: Path, part: BenchmarkImport) -> None:
+        """One meta file's rows: its rejections counted, its items' clips copied, each item kept or rejected."""
+        if part.file_error:
+            ctx.writer.reject(part.meta_file, "file", part.file_error)
+        for rejected in part.rejected:
+            ctx.writer.count_row()
+            uid = f"{part.benchmark.lower()}-{rejected.uniq_id}" if rejected.uniq_id else None
+            ctx.writer.reject(
+                f"{root / part.meta_file}: row {rejected.index}", rejected.field or "row", rejected.reason, uid=uid
+            )
+        for item in part.items:
+            if ctx.done():
+                return
+            ctx.writer.count_row()
+            where = f"{root / part.meta_file}: {item.uid}"
+            if item.audio_status is not AudioStatus.ok:
+                status = item.audio_status.value if item.audio_status else "unchecked"
+                detail = "; ".join(n for n in item.notes if n.startswith("audio")) or item.audio
+                ctx.writer.reject(where, "audio", f"{status}: {detail}", uid=item.uid)
+                continue
+            data = item.model_dump(mode="json", exclude={"audio_status", "audio_sha256"})
+            data["audio"] = ctx.writer.audio_path(item.uid)
+            data["meta"] = {**data.get("meta", {}), "release_audio": item.audio}
+            kept = ctx.writer.validate(data, where=where)
+            if kept is not None:
+                jobs.submit(where, kept, partial(clip_from_file, ctx, item.uid, root / item.audio, root))
 
 
 register_recipe(AirbenchHubRecipe(AIRBENCH_HUB))

@@ -28,7 +28,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -108,6 +111,62 @@ def _prompted(item: ItemBase) -> ItemBase:
     if isinstance(item, ReferenceItemBase):
         return item.model_copy(update={"question": reference_prompt(item)})  # type: ignore[arg-type]
     return item
+
+
+def clip_from_file(ctx: ImportContext, uid: str, path: Path, root: Path, rate: int | None = None) -> WrittenAudio:
+    """The clip of ``uid``: found written by an earlier run, else decoded from ``path`` and written.
+
+    The file must lie under ``root``; it is resampled to ``rate`` when one is given.
+
+    Raises:
+        RowError: For a path outside ``root``, or a missing, oversized or undecodable file (field ``audio``).
+    """
+    written = ctx.writer.existing(uid)
+    if written is not None:
+        return written
+    samples, got = read_audio_file(path, root)
+    samples, got = resample(samples, got, rate)
+    return ctx.writer.write_audio(uid, samples, got)
+
+
+class AudioJobs:
+    """Clips written by ``ctx.workers`` threads a few items ahead, their items then kept in order.
+
+    As :meth:`TableRecipe.run` does for table recipes: a clip that raises :class:`RowError` rejects its row. Use it
+    as a context: leaving it settles every pending item.
+    """
+
+    def __init__(self, ctx: ImportContext) -> None:
+        """Start the threads of an import."""
+        self.ctx = ctx
+        self._pool = ThreadPoolExecutor(max_workers=max(1, ctx.workers), thread_name_prefix="import")
+        self._pending: deque[tuple[str, ItemBase, Future[WrittenAudio]]] = deque()
+        self._ahead = 4 * max(1, ctx.workers)
+
+    def __enter__(self) -> AudioJobs:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        try:
+            if error is None:
+                while self._pending:
+                    self._settle(*self._pending.popleft())
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, where: str, item: ItemBase, clip: Callable[[], WrittenAudio]) -> None:
+        """Write ``item``'s clip (``clip()``, in a thread), then keep the item; a :class:`RowError` rejects its row."""
+        self._pending.append((where, item, self._pool.submit(clip)))
+        while len(self._pending) > self._ahead:
+            self._settle(*self._pending.popleft())
+
+    def _settle(self, where: str, item: ItemBase, job: Future[WrittenAudio]) -> None:
+        try:
+            written = job.result()
+        except RowError as exc:
+            self.ctx.writer.reject(where, exc.field, exc.reason, uid=item.uid)
+            return
+        self.ctx.writer.keep(item, written, where=where)
 
 
 class UgRecipe(TableRecipe):
@@ -349,29 +408,30 @@ class AudioCapsRecipe(Recipe):
                 continue
             clips.setdefault(stem, []).append((row, caption))
         folder = ctx.source("audio")
-        for stem, rows in clips.items():
-            first = rows[0][0]
-            uid = f"audiocaps-{stem}"
-            data = {
-                "kind": "caption",
-                "task": "audio_captioning",
-                "dataset": "audiocaps",
-                "uid": uid,
-                "source_id": stem,
-                "question": "",
-                "audio": ctx.writer.audio_path(uid),
-                "references": [caption for _, caption in rows],
-                "meta": {"audiocap_ids": [str(r.values["audiocap_id"]).strip() for r, _ in rows]},
-            }
-            item = ctx.writer.validate(data, where=first.where)
-            if item is None:
-                continue
-            try:
-                written = self._audio(ctx, folder, stem, uid)
-            except RowError as exc:
-                ctx.writer.reject(first.where, exc.field, exc.reason, uid=uid)
-                continue
-            ctx.writer.keep(_prompted(item), written, where=first.where)
+        with AudioJobs(ctx) as jobs:
+            for stem, rows in clips.items():
+                self._clip(ctx, jobs, folder, stem, rows)
+
+    def _clip(
+        self, ctx: ImportContext, jobs: AudioJobs, folder: Path, stem: str, rows: list[tuple[SourceRow, str]]
+    ) -> None:
+        """One item of a clip's rows (all its captions, in file order), its clip written by ``jobs``."""
+        first = rows[0][0]
+        uid = f"audiocaps-{stem}"
+        data = {
+            "kind": "caption",
+            "task": "audio_captioning",
+            "dataset": "audiocaps",
+            "uid": uid,
+            "source_id": stem,
+            "question": "",
+            "audio": ctx.writer.audio_path(uid),
+            "references": [caption for _, caption in rows],
+            "meta": {"audiocap_ids": [str(r.values["audiocap_id"]).strip() for r, _ in rows]},
+        }
+        item = ctx.writer.validate(data, where=first.where)
+        if item is not None:
+            jobs.submit(first.where, _prompted(item), partial(self._audio, ctx, folder, stem, uid))
 
     @staticmethod
     def _start(row: SourceRow) -> str:
@@ -388,8 +448,7 @@ class AudioCapsRecipe(Recipe):
         path = find_clip(folder, stem)
         if path is None:
             raise RowError("audio", f"no clip {stem}.* ({', '.join(AUDIO_SUFFIXES)}) in {folder}")
-        samples, rate = read_audio_file(path, folder)
-        return ctx.writer.write_audio(uid, samples, rate)
+        return clip_from_file(ctx, uid, path, folder)
 
 
 # -- emotion: IEMOCAP and MELD ----------------------------------------------------------------------------------------
@@ -552,14 +611,15 @@ class SlurpRecipe(Recipe):
             {str(row.values["intent"]).strip() for row in table.rows() if str(row.values.get("intent") or "").strip()}
         )
         folder = ctx.source("audio")
-        for row in table.rows():
-            if ctx.done():
-                return
-            ctx.writer.count_row()
-            try:
-                self._row(ctx, row, intents, folder, per)
-            except RowError as exc:
-                ctx.writer.reject(row.where, exc.field, exc.reason, uid=self._uid_of(row))
+        with AudioJobs(ctx) as jobs:
+            for row in table.rows():
+                if ctx.done():
+                    break
+                ctx.writer.count_row()
+                try:
+                    self._row(ctx, jobs, row, intents, folder, per)
+                except RowError as exc:
+                    ctx.writer.reject(row.where, exc.field, exc.reason, uid=self._uid_of(row))
 
     @staticmethod
     def _uid_of(row: SourceRow, recording: str | None = None) -> str | None:
@@ -568,7 +628,9 @@ class SlurpRecipe(Recipe):
             return None
         return f"slurp-{slurp_id}" + (f"-{Path(recording).stem}" if recording else "")
 
-    def _row(self, ctx: ImportContext, row: SourceRow, intents: list[str], folder: Path, per: str) -> None:
+    def _row(
+        self, ctx: ImportContext, jobs: AudioJobs, row: SourceRow, intents: list[str], folder: Path, per: str
+    ) -> None:
         _text(_column(row, "slurp_id"), "slurp_id")
         gold = _text(_column(row, "intent"), "intent")
         if not gold:
@@ -607,17 +669,8 @@ class SlurpRecipe(Recipe):
                 "meta": {"sentence": row.values.get("sentence"), "recording": name, "intent": gold},
             }
             item = ctx.writer.validate(data, where=where)
-            if item is None:
-                continue
-            try:
-                written = ctx.writer.existing(uid)
-                if written is None:
-                    samples, rate = read_audio_file(folder / name, folder)
-                    written = ctx.writer.write_audio(uid, samples, rate)
-            except RowError as exc:
-                ctx.writer.reject(where, exc.field, exc.reason, uid=uid)
-                continue
-            ctx.writer.keep(item, written, where=where)
+            if item is not None:
+                jobs.submit(where, item, partial(clip_from_file, ctx, uid, folder / name, folder))
 
 
 # -- Seed-TTS eval --------------------------------------------------------------------------------------------------
@@ -653,20 +706,23 @@ class SeedTtsRecipe(Recipe):
         except UnicodeDecodeError as exc:
             encoding = ctx.encoding or "utf-8"
             raise SourceError(f"{path}: not {encoding} text (byte {exc.start}); give --encoding") from None
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            if ctx.done():
-                return
-            ctx.writer.count_row()
-            where = f"{path}:{lineno}"
-            try:
-                self._line(ctx, path.parent, line, where, language, rate)
-            except RowError as exc:
-                ctx.writer.reject(where, exc.field, exc.reason)
+        with AudioJobs(ctx) as jobs:
+            for lineno, line in enumerate(text.splitlines(), start=1):
+                if not line.strip():
+                    continue
+                if ctx.done():
+                    break
+                ctx.writer.count_row()
+                where = f"{path}:{lineno}"
+                try:
+                    self._line(ctx, jobs, path.parent, line, where, language, rate)
+                except RowError as exc:
+                    ctx.writer.reject(where, exc.field, exc.reason)
 
     @staticmethod
-    def _line(ctx: ImportContext, root: Path, line: str, where: str, language: str, rate: int | None) -> None:
+    def _line(
+        ctx: ImportContext, jobs: AudioJobs, root: Path, line: str, where: str, language: str, rate: int | None
+    ) -> None:
         parts = line.split("|")
         if len(parts) != 4:
             raise RowError("line", f"{len(parts)} fields; a line is utt|prompt_text|prompt_wav|text")
@@ -686,17 +742,11 @@ class SeedTtsRecipe(Recipe):
             "language": language,
             "meta": {"prompt_text": prompt_text, "prompt_wav": prompt_wav},
         }
+        if not prompt_wav:
+            raise RowError("prompt_wav", "empty path")
         item = ctx.writer.validate(data, where=where)
-        if item is None:
-            return
-        written = ctx.writer.existing(uid)
-        if written is None:
-            if not prompt_wav:
-                raise RowError("prompt_wav", "empty path")
-            samples, got = read_audio_file(root / prompt_wav, root)
-            samples, got = resample(samples, got, rate)
-            written = ctx.writer.write_audio(uid, samples, got)
-        ctx.writer.keep(_prompted(item), written, where=where)
+        if item is not None:
+            jobs.submit(where, _prompted(item), partial(clip_from_file, ctx, uid, root / prompt_wav, root, rate))
 
 
 register_recipe(UgRecipe(LIBRISPEECH))
@@ -730,7 +780,9 @@ __all__ = [
     "MeldRecipe",
     "SeedTtsRecipe",
     "SlurpRecipe",
+    "AudioJobs",
     "UgRecipe",
+    "clip_from_file",
     "covost_languages",
     "find_clip",
     "seeded_rng",
