@@ -208,6 +208,12 @@ def test_airbench_hub_foundation_and_chat_matched_as_the_official_import(tmp_pat
     assert [(r.field, r.uid) for r in result.rejected] == [("answer_gt", "foundation-103")]
     only_chat = _run("airbench-hub", [source], tmp_path / "chat", config="Chat")
     assert only_chat.items == {"chat": 2}
+    cache = tmp_path / "hub" / "datasets--lmms-lab--AIR_bench"  # the hub cache, read through refs/main
+    (cache / "refs").mkdir(parents=True)
+    (cache / "refs" / "main").write_text("0123abcd", encoding="utf-8")
+    minis.airbench_hub(cache / "snapshots").rename(cache / "snapshots" / "0123abcd")
+    cached = _run("airbench-hub", [cache], tmp_path / "cached")
+    assert cached.items == {"foundation": 2, "chat": 2} and len(cached.rejected) == 1
     _resumed("airbench-hub", [source], out, result)
 
 
