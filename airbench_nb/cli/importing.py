@@ -55,8 +55,8 @@ def _list_recipes(as_json: bool) -> None:
             "version": recipe.version,
             "kinds": ", ".join(recipe.kinds),
             "sources": " ".join(
-                ("SOURCE" if i == 0 else f"--{slot.name} PATH") + ("" if slot.required else "?")
-                for i, slot in enumerate(recipe.slots)
+                ("SOURCE" if slot.name == "source" else f"--{slot.name} PATH") + ("" if slot.required else "?")
+                for slot in recipe.slots
             ),
             "options": ", ".join(f"{o.name}={o.default}" for o in recipe.options),
             "what": recipe.title,
