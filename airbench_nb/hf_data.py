@@ -262,7 +262,7 @@ def _arrow_batches(path: Path, columns: Sequence[str] | None) -> Iterator[Any]:
 
 
 def iter_rows(
-    source: DatasetSource, columns: Sequence[str] | None = None, *, batch_rows: int = 256
+    source: DatasetSource, columns: Sequence[str] | None = None, *, batch_rows: int = 64
 ) -> Iterator[SourceRow]:
     """The rows of a source in order, one record batch in memory at a time.
 
@@ -284,7 +284,10 @@ def iter_rows(
     for path in source.files:
         row = 0
         if source.format == "parquet":
-            batches: Iterator[Any] = pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=wanted)
+            # pre_buffer=False: pyarrow otherwise buffers column chunks ahead, and its pool grows with the file
+            # (an audio dataset's whole size); without it the pool stays at about one batch
+            reader = pq.ParquetFile(path, pre_buffer=False)
+            batches: Iterator[Any] = reader.iter_batches(batch_size=batch_rows, columns=wanted)
         else:
             batches = _arrow_batches(path, wanted)
         for batch in batches:

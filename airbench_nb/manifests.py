@@ -96,6 +96,21 @@ class ManifestError(ValueError):
         return ": ".join(parts) + f": {self.message}"
 
 
+class ImportRecord(Record):
+    """How an ``airbench-nb import`` made a data folder: the recipe, its version, its sources and options."""
+
+    recipe: str
+    """The recipe's name (``mmau``, ``fleurs``, ``sseu``, ...)."""
+    version: int
+    """The recipe's version: a new version may map the same rows to other items."""
+    sources: dict[str, list[str]] = Field(default_factory=dict)
+    """The sources read, by the recipe's name for them, as resolved absolute paths."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """The recipe's options as used (defaults included)."""
+    spec_file: str | None = None
+    """The recipe file a user gave (``--recipe-file``); None for the kit's own recipes."""
+
+
 class DatasetCard(Record):
     """The ``dataset.json`` beside a manifest: where its audio lives and where it came from."""
 
@@ -107,6 +122,8 @@ class DatasetCard(Record):
     """When the manifests were written (UTC)."""
     counts: dict[str, Any] = Field(default_factory=dict)
     """Summary counts written by the tool that made the manifests."""
+    recipe: ImportRecord | None = None
+    """The import recipe that made the manifests (``airbench-nb import``); None for anything else."""
 
 
 def _validation_errors(exc: ValidationError, file: str, line: int, uid: str | None) -> list[ManifestError]:

@@ -7,7 +7,7 @@ lists them.
 
 from __future__ import annotations
 
-from airbench_nb.cli import analysis, annotation, data, judging, models, pipeline
+from airbench_nb.cli import analysis, annotation, data, importing, judging, models, pipeline
 from airbench_nb.cli.app import EXIT_BAD_INPUT, EXIT_FAILED_ITEMS, EXIT_FATAL_API, app, version
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED_ITEMS", "EXIT_FATAL_API", "app", "main"]
@@ -35,6 +35,10 @@ for _name, _command in (
     ("report", pipeline.report),
 ):
     app.command(_name)(_command)
+    if _name == "import-sources":  # import takes named sources (--vctk DIR): extra arguments reach it unparsed
+        app.command("import", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+            importing.import_cmd
+        )
 
 
 def main() -> None:
