@@ -8,5 +8,6 @@ shows them and ``docs/data.md`` says where to get each corpus and the exact comm
 # Registration order is the order of ``import --list``.
 # isort: on
 import airbench_nb.importing.corpora.airbench_hub  # noqa: F401 - AIR-Bench from the Hub and the official release
+import airbench_nb.importing.corpora.choice_qa  # noqa: F401 - MMAU, MMAR and MMSU
 import airbench_nb.importing.corpora.sseu  # noqa: F401 - SSEU-Bench from VCTK, DESED and MAESTRO-Real
 import airbench_nb.importing.corpora.ugbench  # noqa: F401 - UG-Bench's corpora

@@ -1,0 +1,265 @@
+"""MMAU, MMAR and MMSU imported from miniature copies of their releases and Hugging Face copies (the real schemas and
+quirks: MMAU's list category and 8-option item, the Hub's JSON-string choices, MMAR's null language, MMSU's empty
+choice_d), every bad row rejected with file, row and field; an imported MMAU folder run through notebooks 03-05."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from airbench_nb.importing import ImportRequest, recipe_for, run_import
+from airbench_nb.manifests import read_dataset_card, read_manifest
+from tests.hf_minis import audio_feature, value, wav_bytes, write_parquet
+
+MMAU_ROWS = [
+    {
+        "id": "mm-speech-1",
+        "audio_id": "./test-mini-audios/mm-speech-1.wav",
+        "question": "What is the emotion of the speaker?",
+        "choices": ["happy", "sad", "angry", "neutral"],
+        "answer": "sad",
+        "dataset": "IEMOCAP",
+        "task": "speech",
+        "split": "test-mini",
+        "category": "Emotion Recognition",
+        "sub-category": "Emotion Flip Detection",
+        "difficulty": "easy",
+    },
+    {
+        "id": "mm-sound-2",
+        "audio_id": "./test-mini-audios/mm-sound-2.wav",
+        "question": "Which two sounds are heard?",
+        "choices": ["dog and rain", "car and bird"],
+        "answer": "car and bird",
+        "dataset": "AudioSet",
+        "task": "sound",
+        "split": "test-mini",
+        "category": ["Temporal Reasoning", "Event-Based Sound Reasoning"],  # one of the 13 list categories
+        "sub-category": "Acoustic Scene Reasoning",
+        "difficulty": "hard",
+    },
+    {
+        "id": "mm-music-3",
+        "audio_id": "./test-mini-audios/mm-music-3.wav",
+        "question": "Which instrument plays the melody?",
+        "choices": ["piano", "violin", "flute", "guitar", "cello", "trumpet", "harp", "drums"],  # 8 options
+        "answer": "harp",
+        "dataset": "MusicCaps",
+        "task": "music",
+        "split": "test-mini",
+        "category": "Instrument Identification",
+        "sub-category": "Melody",
+        "difficulty": "medium",
+    },
+    {
+        "id": "mm-bad-4",
+        "audio_id": "./test-mini-audios/mm-bad-4.wav",
+        "question": "What is heard?",
+        "choices": ["a", "b"],
+        "answer": "c",  # not among the choices
+        "dataset": "x",
+        "task": "sound",
+        "split": "test-mini",
+        "category": "c",
+        "sub-category": "s",
+        "difficulty": "easy",
+    },
+    {
+        "id": "mm-missing-5",
+        "audio_id": "./test-mini-audios/mm-missing-5.wav",  # no such file
+        "question": "What is heard?",
+        "choices": ["a", "b"],
+        "answer": "a",
+        "dataset": "x",
+        "task": "sound",
+        "split": "test-mini",
+        "category": "c",
+        "sub-category": "s",
+        "difficulty": "easy",
+    },
+]
+
+
+def _mmau_release(folder: Path) -> Path:
+    (folder / "test-mini-audios").mkdir(parents=True)
+    for k, row in enumerate(MMAU_ROWS):
+        if "missing" not in row["id"]:
+            (folder / row["audio_id"]).write_bytes(wav_bytes(200 + 60 * k, seconds=0.3))
+    (folder / "mmau-test-mini.json").write_text(json.dumps(MMAU_ROWS, indent=1), encoding="utf-8")
+    return folder / "mmau-test-mini.json"
+
+
+def test_mmau_release_rows_become_items_and_bad_rows_are_named(tmp_path):
+    source = _mmau_release(tmp_path / "MMAU")
+    out = tmp_path / "mmau"
+    result = run_import(ImportRequest(recipe=recipe_for("mmau"), out=out, positional=[source]))
+    assert result.items == {"mmau": 3} and result.rows == 5
+    assert [(r.uid, r.field) for r in result.rejected] == [("mm-bad-4", "answer"), ("mm-missing-5", "audio")]
+    assert (
+        result.rejected[0].where == f"{source}: row 3" and "'c' is not among the options" in result.rejected[0].reason
+    )
+    items = {item.uid: item for item in read_manifest(out / "mmau.jsonl")}
+    for row in MMAU_ROWS[:3]:
+        item = items[row["id"]]
+        assert item.choices == row["choices"] and item.choices[item.answer] == row["answer"]
+        assert item.question == row["question"] and item.task == row["task"]
+    assert items["mm-sound-2"].category == ["Temporal Reasoning", "Event-Based Sound Reasoning"]
+    assert len(items["mm-music-3"].choices) == 8 and items["mm-music-3"].answer_letter == "G"
+    card = read_dataset_card(out)
+    assert card.recipe.recipe == "mmau" and card.counts["rejected_by_field"] == {"answer": 1, "audio": 1}
+
+
+def test_the_hub_copy_of_mmau_with_json_string_choices_gives_the_same_items(tmp_path):
+    rows = MMAU_ROWS[:3]
+    columns = {
+        "id": [r["id"] for r in rows],
+        "audio": [
+            {"bytes": wav_bytes(200 + 60 * k, seconds=0.3), "path": f"{r['id']}.wav"} for k, r in enumerate(rows)
+        ],
+        "question": [r["question"] for r in rows],
+        "choices": [json.dumps(r["choices"]) for r in rows],
+        "answer": [r["answer"] for r in rows],
+        "dataset": [r["dataset"] for r in rows],
+        "task": [r["task"] for r in rows],
+        "split": [r["split"] for r in rows],
+        "category": [json.dumps(r["category"]) if isinstance(r["category"], list) else r["category"] for r in rows],
+        "sub-category": [r["sub-category"] for r in rows],
+        "difficulty": [r["difficulty"] for r in rows],
+    }
+    features = {name: value() for name in columns} | {"audio": audio_feature()}
+    write_parquet(tmp_path / "hub" / "data" / "test_mini-00000-of-00001.parquet", columns, features)
+    hub = run_import(ImportRequest(recipe=recipe_for("mmau"), out=tmp_path / "hub-out", positional=[tmp_path / "hub"]))
+    release = run_import(
+        ImportRequest(recipe=recipe_for("mmau"), out=tmp_path / "rel-out", positional=[_mmau_release(tmp_path / "M")])
+    )
+    assert hub.items == {"mmau": 3} and not hub.rejected and release.items == {"mmau": 3}
+
+    def gist(folder):
+        return [
+            (i.uid, i.choices, i.answer, i.category, i.sub_category, i.difficulty)
+            for i in read_manifest(folder / "mmau.jsonl")
+        ]
+
+    assert gist(tmp_path / "hub-out") == gist(tmp_path / "rel-out")
+    item = read_manifest(tmp_path / "hub-out" / "mmau.jsonl")[0]
+    assert "audio" not in item.meta  # the audio cell's bytes never reach meta
+
+
+def test_mmar_and_mmsu_rows_with_their_quirks(tmp_path):
+    (tmp_path / "mmar" / "audio").mkdir(parents=True)
+    mmar = [
+        {
+            "id": "mmar-1",
+            "audio_path": "./audio/mmar-1.wav",
+            "question": "How many speakers?",
+            "choices": ["one", "two", "three"],
+            "answer": "two",
+            "modality": "mix-sound-speech",
+            "category": "Perception",
+            "sub-category": "Counting",
+            "language": None,  # MMAR's null language
+        },
+        {
+            "id": "mmar-2",
+            "audio_path": "../outside.wav",  # a path leaving the release
+            "question": "Q?",
+            "choices": ["a", "b"],
+            "answer": "a",
+            "modality": "sound",
+            "category": "Signal",
+            "sub-category": "x",
+            "language": "en",
+        },
+    ]
+    (tmp_path / "mmar" / "audio" / "mmar-1.wav").write_bytes(wav_bytes(300, seconds=0.3))
+    (tmp_path / "outside.wav").write_bytes(wav_bytes(300, seconds=0.3))
+    (tmp_path / "mmar" / "MMAR-meta.jsonl").write_text("\n".join(json.dumps(r) for r in mmar) + "\n")
+    result = run_import(
+        ImportRequest(
+            recipe=recipe_for("mmar"), out=tmp_path / "o1", positional=[tmp_path / "mmar" / "MMAR-meta.jsonl"]
+        )
+    )
+    assert result.items == {"mmar": 1} and [(r.uid, r.field) for r in result.rejected] == [("mmar-2", "audio")]
+    (item,) = read_manifest(tmp_path / "o1" / "mmar.jsonl")
+    assert item.language is None and item.task == "mix-sound-speech" and item.choices[item.answer] == "two"
+
+    (tmp_path / "mmsu" / "wav").mkdir(parents=True)
+    mmsu = [
+        {
+            "id": "s1",
+            "audio_path": "s1.wav",
+            "question": "Is the stress on the first syllable?",
+            "choice_a": "yes",
+            "choice_b": "no",
+            "choice_c": "",
+            "choice_d": None,
+            "answer_gt": "no",
+            "task_name": "stress_detection",
+            "category": "perception",
+            "sub-category": "phonology",
+        },
+        {
+            "id": "s2",
+            "audio_path": "s2.wav",
+            "question": "Which word?",
+            "choice_a": "cat",
+            "choice_b": "cap",
+            "choice_c": "cab",
+            "choice_d": "can",
+            "answer_gt": "cab",
+            "task_name": "word_recognition",
+            "category": "perception",
+            "sub-category": "phonetics",
+        },
+    ]
+    for row in mmsu:
+        (tmp_path / "mmsu" / "wav" / row["audio_path"]).write_bytes(wav_bytes(250, seconds=0.3))
+    (tmp_path / "mmsu" / "mmsu.jsonl").write_text("\n".join(json.dumps(r) for r in mmsu) + "\n")
+    result = run_import(
+        ImportRequest(
+            recipe=recipe_for("mmsu"),
+            out=tmp_path / "o2",
+            positional=[tmp_path / "mmsu" / "mmsu.jsonl"],
+            options={"audio_dir": "wav"},
+        )
+    )
+    assert result.items == {"mmsu": 2} and not result.rejected
+    first, second = read_manifest(tmp_path / "o2" / "mmsu.jsonl")
+    assert first.choices == ["yes", "no"] and first.answer == 1
+    assert second.choices == ["cat", "cap", "cab", "can"] and second.answer_letter == "C"
+
+
+@pytest.mark.timeout(600)
+def test_an_imported_mmau_folder_runs_through_notebooks_03_to_05(tmp_path):
+    """As a user would: import, then ``airbench-nb run`` on the imported folder with two baselines and the rule judge:
+    the page shows MMAU's section, summary.json its official and strict scores."""
+    source = _mmau_release(tmp_path / "MMAU")
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AIRBENCH_CACHE": str(tmp_path / "cache"),
+    }
+    command = (
+        f"airbench-nb import mmau {source} --out data/mmau && "
+        "airbench-nb run --run-id mmau --no-html --notebooks 03_run_model,04_judge,05_analyze "
+        "-p manifest_dir=$PWD/data/mmau -p 'kinds=[\"mmau\"]' "
+        '-p \'models=["baseline:oracle","baseline:first"]\' -p \'judges=["rule"]\''
+    )
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run = tmp_path / "reports" / "mmau"
+    assert json.loads((run / "run.json").read_text(encoding="utf-8"))["status"] == "ok"
+    page = (run / "index.html").read_text(encoding="utf-8")
+    assert "<h2>MMAU</h2>" in page and "<h2>Main table</h2>" not in page
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    oracle = summary["baseline:oracle | chat judge -"]
+    for protocol in ("official", "strict"):
+        section = oracle[protocol]["metric_sections"]["mmau"]
+        assert section["average"]["value"] == 1.0 and section["average"]["n"] == 3
+    first = summary["baseline:first | chat judge -"]["strict"]["metric_sections"]["mmau"]["average"]
+    assert first["value"] == pytest.approx(0.0) and first["n"] == 3  # the gold is never the first option here
