@@ -234,32 +234,62 @@ def test_mmar_and_mmsu_rows_with_their_quirks(tmp_path):
     assert second.choices == ["cat", "cap", "cab", "can"] and second.answer_letter == "C"
 
 
-@pytest.mark.timeout(600)
-def test_an_imported_mmau_folder_runs_through_notebooks_03_to_05(tmp_path):
-    """As a user would: import, then ``airbench-nb run`` on the imported folder with two baselines and the rule judge:
-    the page shows MMAU's section, summary.json its official and strict scores."""
-    source = _mmau_release(tmp_path / "MMAU")
+def _import_command(name: str, root: Path) -> tuple[str, list[str]]:
+    """The import command of one miniature corpus written under ``root``, and the kinds it writes."""
+    if name == "mmau":
+        return f"airbench-nb import mmau {_mmau_release(root / 'MMAU')} --out data/mmau", ["mmau"]
+    if name == "sseu":
+        from tests.minis_sseu_import import write_minis
+
+        minis = write_minis(root / "corpora")
+        command = (
+            f"airbench-nb import sseu --vctk {minis.vctk} --desed {minis.desed} --maestro {minis.maestro} "
+            "--out data/sseu --option utterances=3 --option snrs_per_utterance=1"
+        )
+        return command, ["transcription", "scene", "events", "joint"]
+    from tests.minis_ug_import import clotho
+
+    return f"airbench-nb import clotho {clotho(root)} --out data/clotho", ["caption"]
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("corpus", ["mmau", "sseu", "clotho"])
+def test_an_imported_folder_runs_through_notebooks_03_to_05(tmp_path, corpus):
+    """As a user would: import, then ``airbench-nb run`` on the imported folder with two baselines and the rule judge;
+    the oracle is perfect on every metric of the corpus's benchmark, the page shows that benchmark's section."""
+    import_command, kinds = _import_command(corpus, tmp_path)
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "AIRBENCH_CACHE": str(tmp_path / "cache"),
     }
     command = (
-        f"airbench-nb import mmau {source} --out data/mmau && "
-        "airbench-nb run --run-id mmau --no-html --notebooks 03_run_model,04_judge,05_analyze "
-        "-p manifest_dir=$PWD/data/mmau -p 'kinds=[\"mmau\"]' "
+        f"{import_command} && "
+        f"airbench-nb run --run-id {corpus} --no-html --notebooks 03_run_model,04_judge,05_analyze "
+        f"-p manifest_dir=$PWD/data/{corpus} -p 'kinds={json.dumps(kinds)}' "
         '-p \'models=["baseline:oracle","baseline:first"]\' -p \'judges=["rule"]\''
     )
-    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    run = tmp_path / "reports" / "mmau"
+    run = tmp_path / "reports" / corpus
     assert json.loads((run / "run.json").read_text(encoding="utf-8"))["status"] == "ok"
     page = (run / "index.html").read_text(encoding="utf-8")
-    assert "<h2>MMAU</h2>" in page and "<h2>Main table</h2>" not in page
+    assert "<h2>Main table</h2>" not in page  # no AIR-Bench item
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-    oracle = summary["baseline:oracle | chat judge -"]
-    for protocol in ("official", "strict"):
-        section = oracle[protocol]["metric_sections"]["mmau"]
-        assert section["average"]["value"] == 1.0 and section["average"]["n"] == 3
-    first = summary["baseline:first | chat judge -"]["strict"]["metric_sections"]["mmau"]["average"]
-    assert first["value"] == pytest.approx(0.0) and first["n"] == 3  # the gold is never the first option here
+    oracle = summary["baseline:oracle | chat judge -"]["strict"]["metric_sections"]
+    if corpus == "mmau":
+        assert "<h2>MMAU</h2>" in page
+        for protocol in ("official", "strict"):
+            section = summary["baseline:oracle | chat judge -"][protocol]["metric_sections"]["mmau"]
+            assert section["average"]["value"] == 1.0 and section["average"]["n"] == 3
+        first = summary["baseline:first | chat judge -"]["strict"]["metric_sections"]["mmau"]["average"]
+        assert first["value"] == pytest.approx(0.0) and first["n"] == 3  # the gold is never the first option here
+    elif corpus == "sseu":
+        assert "<h2>SSEU-Bench</h2>" in page
+        assert {entry["value"] for entry in oracle["transcription"]["tasks"].values()} == {0.0}
+        assert {entry["value"] for entry in oracle["scene"]["tasks"].values()} == {1.0}
+        assert {entry["value"] for entry in oracle["events"]["tasks"].values()} == {1.0}
+    else:
+        assert "<h2>UG-Bench</h2>" in page
+        imported = len(read_manifest(tmp_path / "data" / "clotho" / "caption.jsonl"))
+        assert oracle["captioning"]["average"]["value"] > 0 and oracle["captioning"]["average"]["n"] == imported
