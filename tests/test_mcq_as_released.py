@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from airbench_nb.analysis.choice_qa import chosen_text
 from airbench_nb.judge.base import Task
 from airbench_nb.judge.llm import reply_verdict
 from airbench_nb.judge.rule import exact_option, rule_verdict
@@ -184,3 +185,17 @@ def test_rotated_copies_of_repeated_options_keep_the_gold_and_the_oracle_is_righ
         assert _verdict(copy, last).correct is True  # the later "fourteen" is the same answer
     empty = rotate_items([mmar_item(EMPTY, "a.wav")])
     assert [c.choices[c.answer] for c in empty] == ["Open Grassland"] * 4
+
+
+def test_circular_evaluation_compares_options_of_one_text_as_one_answer():
+    item = mmau_item({**REPEATED, "choices": ["Fourteen", "nine", "fourteen"], "answer": "fourteen"}, "a.wav")
+    picked = set()
+    for copy in rotate_items([item]):
+        verdict = _verdict(copy, "fourteen")  # the same answer in every rotation, whichever spelling comes first
+        assert verdict.correct is True
+        picked.add(chosen_text(copy, verdict.choice))
+    assert picked == {"fourteen"}  # consistent across the rotations
+    assert chosen_text(item, None) is None and chosen_text(item, 7) is None
+    row = {"id": "s", "question": "?", "choice_a": "Yes", "choice_b": "no", "answer_gt": "Yes", "task_name": "t"}
+    mmsu = mmsu_item(row, "a.wav")
+    assert chosen_text(mmsu, 0) == "Yes"  # a letter-answered kind's option text as it is
