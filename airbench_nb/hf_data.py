@@ -142,7 +142,12 @@ def _features_of_parquet(path: Path) -> dict[str, Any]:
     return features if isinstance(features, dict) else {}
 
 
-def _hub_snapshot(folder: Path) -> tuple[Path, str]:
+def hub_snapshot(folder: Path) -> tuple[Path, str]:
+    """The snapshot folder of a hub cache folder (``datasets--org--name``) that ``refs/main`` names, and its commit.
+
+    Raises:
+        SourceError: When the folder has no ``refs/main``, or it names no snapshot folder.
+    """
     ref = folder / "refs" / "main"
     if not ref.is_file():
         raise SourceError(f"{folder}: a hub cache folder without refs/main (was the dataset downloaded?)")
@@ -175,7 +180,7 @@ def _save_to_disk(folder: Path, split: str | None) -> DatasetSource:
 _SPLIT_STEM = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)-\d{5}-of-\d{5}$")
 
 
-def _split_of(relative: Path) -> str | None:
+def split_of(relative: Path) -> str | None:
     """The split a shard's path names: ``test-00000-of-00002.parquet`` or a ``<split>/`` folder above a plain name."""
     match = _SPLIT_STEM.match(relative.stem)
     if match:
@@ -185,7 +190,7 @@ def _split_of(relative: Path) -> str | None:
     return relative.stem  # test.parquet, data/test.parquet
 
 
-def _config_of(relative: Path) -> str | None:
+def config_of(relative: Path) -> str | None:
     """The config a shard's path names: its first folder, unless that is ``data`` or the split's own folder."""
     if len(relative.parts) < 2 or relative.parts[0] == "data":
         return None
@@ -199,18 +204,18 @@ def _parquet_folder(folder: Path, config: str | None, split: str | None) -> Data
     if not shards:
         raise SourceError(f"{folder}: no parquet file, state.json or hub cache in it")
     rel = [p.relative_to(folder) for p in shards]
-    configs = sorted({c for r in rel if (c := _config_of(r)) is not None})
+    configs = sorted({c for r in rel if (c := config_of(r)) is not None})
     if config is None and len(configs) > 1:
         raise SourceError(f"{folder}: several configs ({', '.join(configs)}): name one")
     chosen_config = config if config is not None else (configs[0] if configs else None)
     if chosen_config is not None and chosen_config not in configs:
         raise SourceError(f"{folder}: no config {chosen_config!r}; configs: {', '.join(configs) or 'none'}")
-    kept = [(p, r) for p, r in zip(shards, rel, strict=True) if _config_of(r) == chosen_config]
-    splits = sorted({s for _, r in kept if (s := _split_of(r)) is not None})
+    kept = [(p, r) for p, r in zip(shards, rel, strict=True) if config_of(r) == chosen_config]
+    splits = sorted({s for _, r in kept if (s := split_of(r)) is not None})
     if split is None and len(splits) > 1:
         raise SourceError(f"{folder}: several splits ({', '.join(splits)}): name one")
     chosen_split = split if split is not None else (splits[0] if splits else None)
-    files = tuple(p for p, r in kept if _split_of(r) == chosen_split)
+    files = tuple(p for p, r in kept if split_of(r) == chosen_split)
     if not files:
         raise SourceError(f"{folder}: no split {chosen_split!r}; splits: {', '.join(splits) or 'none'}")
     return DatasetSource(
@@ -240,7 +245,7 @@ def resolve_source(source: str | Path, *, config: str | None = None, split: str 
         return DatasetSource("parquet", (path,), path.parent, _features_of_parquet(path))
     revision = None
     if (path / "refs").is_dir() and (path / "snapshots").is_dir():
-        path, revision = _hub_snapshot(path)
+        path, revision = hub_snapshot(path)
     if (path / "state.json").is_file() or (path / "dataset_dict.json").is_file():
         found = _save_to_disk(path, split)
     else:
@@ -336,7 +341,10 @@ __all__ = [
     "DatasetSource",
     "SourceError",
     "SourceRow",
+    "config_of",
     "decode_audio",
+    "hub_snapshot",
     "iter_rows",
     "resolve_source",
+    "split_of",
 ]

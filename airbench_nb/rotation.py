@@ -2,7 +2,9 @@
 
 Rotation ``k`` of an item with ``n`` options moves the option at position ``i`` to position ``(i + k) % n``: the new
 options are ``new[j] = old[(j - k) % n]`` and the gold index becomes ``(gold + k) % n``, so the correct option TEXT
-stays correct. Rotation 0 is the original order. A rotated copy has uid ``f"{uid}@r{k}"`` and keeps the original's
+stays correct. Rotation 0 is the original order. Where options repeat (MMAU and MMAR keep their releases' repeated
+options), the gold of a copy is the first of its options whose stripped text is the gold's, wherever the rotation put
+it (:func:`rotate_item`). A rotated copy has uid ``f"{uid}@r{k}"`` and keeps the original's
 meta plus ``rotation_of`` (the original uid) and ``rotation`` (k). The builder and ``airbench-nb rotate`` make them;
 :mod:`airbench_nb.analysis.circular` reads the answers.
 
@@ -94,7 +96,9 @@ def rotate_item(item: FoundationItem, k: int) -> FoundationItem:
         k: The rotation, any integer (taken modulo the number of options).
 
     Returns:
-        A new, validated item with uid ``f"{uid}@r{k}"`` and ``meta`` extended by ``rotation_of`` and ``rotation``.
+        A new, validated item with uid ``f"{uid}@r{k}"`` and ``meta`` extended by ``rotation_of`` and ``rotation``;
+        its gold is the first option whose stripped text is the original gold's (``(answer + k) % n`` when the
+        options are distinct). ``notes`` are the original's (counting the options in release order).
 
     Raises:
         ValueError: If the item is itself a rotated copy.
@@ -104,11 +108,12 @@ def rotate_item(item: FoundationItem, k: int) -> FoundationItem:
     n = len(item.choices)
     k %= n
     choices = [item.choices[(j - k) % n] for j in range(n)]
+    gold = item.choices[item.answer].strip()
     data = item.model_dump()
     data.update(
         uid=rotated_uid(item.uid, k),
         choices=choices,
-        answer=(item.answer + k) % n,
+        answer=next(j for j, choice in enumerate(choices) if choice.strip() == gold),
         meta={**(item.meta or {}), "rotation_of": item.uid, "rotation": k},
     )
     return type(item).model_validate(data)

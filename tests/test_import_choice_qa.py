@@ -234,6 +234,109 @@ def test_mmar_and_mmsu_rows_with_their_quirks(tmp_path):
     assert second.choices == ["cat", "cap", "cab", "can"] and second.answer_letter == "C"
 
 
+def _baseline_scores(baseline: str, items: list) -> dict[str, tuple[int, int, int]]:
+    """``{protocol: (correct, n, failed)}`` of one baseline over the items, read by the rule judge."""
+    import numpy as np
+
+    from airbench_nb.judge.rule import rule_verdict
+    from airbench_nb.models.base import GenerationParams, Prompt
+    from airbench_nb.models.baselines import Baseline
+    from airbench_nb.prompts import item_prompt
+    from airbench_nb.records import Response
+    from airbench_nb.scoring import score_run
+
+    model = Baseline(baseline)
+    prompts = [Prompt(i, item_prompt(i), np.zeros(160, dtype=np.float32), Path(i.audio)) for i in items]
+    generations = model.generate(prompts, GenerationParams())
+    responses = [Response(uid=i.uid, model=model.spec, text=g.text) for i, g in zip(items, generations, strict=True)]
+    verdicts = [rule_verdict(i, r) for i, r in zip(items, responses, strict=True)]
+    scores = score_run(items, responses, verdicts, protocol="both", reps=0)
+    out = {}
+    for protocol in (scores.official, scores.strict):
+        (section,) = protocol.metric_sections.values()
+        out[protocol.protocol] = (section.average.correct, section.average.n, section.failed)
+    return out
+
+
+def test_rows_with_repeated_or_empty_options_are_imported_as_released_and_scored(tmp_path):
+    """MMAU test-mini repeats an option in 27 rows and MMAR has an empty option in 4: the official scripts score those
+    rows, so they are imported as released (noted), and the oracle is right on them under both protocols."""
+    mmau_rows = [
+        {
+            **MMAU_ROWS[0],
+            "id": "mm-rep-1",
+            "audio_id": "./test-mini-audios/mm-rep-1.wav",
+            "question": "How many times does the bell ring?",
+            "choices": ["four", "nine", "fourteen", "fourteen"],  # test-mini's own kind of row
+            "answer": "fourteen",
+        },
+        {
+            **MMAU_ROWS[0],
+            "id": "mm-rep-2",
+            "audio_id": "./test-mini-audios/mm-rep-2.wav",
+            "choices": ["Male", "female", "male"],  # repeated once case is folded; the gold first
+            "answer": "Male",
+        },
+    ]
+    (tmp_path / "MMAU" / "test-mini-audios").mkdir(parents=True)
+    for k, row in enumerate(mmau_rows):
+        (tmp_path / "MMAU" / row["audio_id"]).write_bytes(wav_bytes(300 + 50 * k, seconds=0.3))
+    (tmp_path / "MMAU" / "mmau-test-mini.json").write_text(json.dumps(mmau_rows), encoding="utf-8")
+    result = run_import(
+        ImportRequest(
+            recipe=recipe_for("mmau"), out=tmp_path / "mmau", positional=[tmp_path / "MMAU" / "mmau-test-mini.json"]
+        )
+    )
+    assert result.items == {"mmau": 2} and not result.rejected
+    mmau = read_manifest(tmp_path / "mmau" / "mmau.jsonl")
+    assert [(i.choices, i.answer) for i in mmau] == [(r["choices"], a) for r, a in zip(mmau_rows, [2, 0], strict=True)]
+    assert mmau[0].notes == ["options 3 and 4 repeat 'fourteen' as released"]
+    assert mmau[1].notes == ["options 1 and 3 repeat 'Male' as released (written 'Male', 'male': case aside)"]
+
+    mmar_rows = [
+        {
+            "id": "mmar-empty-1",
+            "audio_path": "./audio/mmar-empty-1.wav",
+            "question": "Where was this recorded?",
+            "choices": ["Mountain Canyon", "", "Open Grassland", "City Streets"],
+            "answer": "Open Grassland",
+            "modality": "sound",
+            "category": "Semantic Layer",
+            "sub-category": "Imagination",
+            "language": None,
+        },
+        {
+            "id": "mmar-empty-2",
+            "audio_path": "./audio/mmar-empty-2.wav",
+            "question": "Is it raining?",
+            "choices": ["yes", "no", ""],
+            "answer": "yes",
+            "modality": "sound",
+            "category": "Perception Layer",
+            "sub-category": "Counting",
+            "language": None,
+        },
+    ]
+    (tmp_path / "MMAR" / "audio").mkdir(parents=True)
+    for k, row in enumerate(mmar_rows):
+        (tmp_path / "MMAR" / row["audio_path"]).write_bytes(wav_bytes(400 + 50 * k, seconds=0.3))
+    (tmp_path / "MMAR" / "MMAR-meta.jsonl").write_text("\n".join(json.dumps(r) for r in mmar_rows) + "\n")
+    result = run_import(
+        ImportRequest(
+            recipe=recipe_for("mmar"), out=tmp_path / "mmar", positional=[tmp_path / "MMAR" / "MMAR-meta.jsonl"]
+        )
+    )
+    assert result.items == {"mmar": 2} and not result.rejected
+    mmar = read_manifest(tmp_path / "mmar" / "mmar.jsonl")
+    assert [i.choices for i in mmar] == [r["choices"] for r in mmar_rows] and [i.answer for i in mmar] == [2, 0]
+    assert [i.notes for i in mmar] == [["option 2 is empty as released"], ["option 3 is empty as released"]]
+
+    for items in (mmau, mmar):
+        assert _baseline_scores("oracle", items) == {"official": (2, 2, 0), "strict": (2, 2, 0)}
+        # first answers the first option's text: wrong on the first row, the gold on the second
+        assert _baseline_scores("first", items) == {"official": (1, 2, 0), "strict": (1, 2, 0)}
+
+
 def _import_command(name: str, root: Path) -> tuple[str, list[str]]:
     """The import command of one miniature corpus written under ``root``, and the kinds it writes."""
     if name == "mmau":

@@ -168,16 +168,15 @@ def test_an_mmsu_row_with_two_options_and_a_padded_gold():
     ("reader", "row", "message"),
     [
         (mmau_item, {**MMAU_ROW, "answer": "A train station"}, r"MMAU row '7a1dcecc.*field 'answer' 'A train station'"),
-        (mmau_item, {**MMAU_ROW, "choices": ["four", "nine", "fourteen", "fourteen"], "answer": "four"}, "repeats"),
         (mmau_item, {**MMAU_ROW, "choices": "[not json"}, "field 'choices' is a string but not a list written as JSON"),
         (mmau_item, {**MMAU_ROW, "choices": "__import__('os')"}, "field 'choices' is a string but not a list"),
         (mmau_item, {**MMAU_ROW, "category": 3}, "field 'category' must be a string or a list of strings"),
         (mmau_item, {**MMAU_ROW, "task": "speeches"}, r"MMAU row .*task"),
-        (mmar_item, {**MMAR_ROW, "choices": ["Open Grassland", "open grassland "]}, "repeats an option"),
-        (mmar_item, {**MMAR_ROW, "choices": ["Open Grassland", ""]}, "empty option at index 1"),
+        (mmar_item, {**MMAR_ROW, "choices": ["Open Grassland", "open grassland ", ""], "answer": "x"}, "'x' is not"),
         (mmar_item, {**MMAR_ROW, "modality": "sound-music"}, "modality 'sound-music' is not one of MMAR's"),
         (mmsu_item, {**MMSU_ROW, "answer_gt": "a command"}, r"MMSU row 'mmsu_0001': field 'answer_gt'"),
         (mmsu_item, {**MMSU_ROW, "choice_d": "a command"}, "'choice_d' is given but 'choice_c' is not"),
+        (mmsu_item, {**MMSU_ROW, "choice_c": "A question "}, r"MMSU row 'mmsu_0001': field 'choices' repeats"),
         (mmsu_item, {k: v for k, v in MMSU_ROW.items() if k != "question"}, "field 'question' must be"),
     ],
 )

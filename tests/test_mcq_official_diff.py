@@ -7,7 +7,9 @@ kit scores the same rows as items, responses and ``score_run``'s official protoc
 MMSU row with an empty answer before any letter was read: ``NameError``), the reference counts the row wrong, as the
 kit does; everywhere else the counts must be equal. A row the model has no answer for is not in the result file
 (the kit's missing response); an MMSU row whose ``response`` is null is skipped by the script's ``except`` (the
-kit's error response).
+kit's error response). MMAU's and MMAR's random rows include options as their releases have them now and then: an
+option repeated (as written, or in another case) and the empty option; the scripts score those rows, and so must the
+kit.
 """
 
 from __future__ import annotations
@@ -147,6 +149,26 @@ def _options(rng, n):
     return out
 
 
+def _options_as_released(rng, n):
+    """Distinct options, now and then with one repeated (as written or in upper case) or one empty, as in the
+    releases (MMAU test-mini repeats an option in 27 rows, MMAR has an empty option in 4)."""
+    out = _options(rng, n)
+    odd = rng.random()
+    if odd < 0.2:
+        repeated = rng.choice(out)
+        out[rng.randrange(n)] = rng.choice([repeated, repeated, repeated.upper()])
+    elif odd < 0.35:
+        out[rng.randrange(n)] = ""
+    if not any(o.strip() for o in out):
+        out[0] = _option(rng)
+    return out
+
+
+def _gold(rng, choices):
+    """A gold answer: the text of a non-empty option (the releases' gold is never empty)."""
+    return rng.choice([c for c in choices if c.strip()])
+
+
 def _padded(rng, text):
     """The text, now and then with spaces around it (the official rules compare some texts as released)."""
     return rng.choice(["", " "]) + text + rng.choice(["", "", " "])
@@ -192,14 +214,14 @@ def _prediction(rng, choices, gold, letters):
 def _mmau_rows(rng, n):
     rows = []
     for k in range(n):
-        choices = _options(rng, rng.choice([2, 4, 5, 8]))
+        choices = _options_as_released(rng, rng.choice([2, 4, 5, 8]))
         rows.append(
             {
                 "id": f"q{k}",
                 "audio_id": f"./test-mini-audios/q{k}.wav",
                 "question": "What is heard?",
                 "choices": choices,
-                "answer": rng.choice(choices),
+                "answer": _gold(rng, choices),
                 "dataset": "d",
                 "task": rng.choice(["speech", "sound", "music"]),
                 "split": "test-mini",
@@ -215,14 +237,14 @@ def _mmar_rows(rng, n):
     modalities = ["sound", "music", "speech", "mix-sound-music", "mix-sound-speech", "mix-music-speech"]
     rows = []
     for k in range(n):
-        choices = _options(rng, rng.randint(2, 6))
+        choices = _options_as_released(rng, rng.randint(2, 6))
         rows.append(
             {
                 "id": f"r{k}",
                 "audio_path": f"./audio/r{k}.wav",
                 "question": "Why?",
                 "choices": choices,
-                "answer": rng.choice(choices),
+                "answer": _gold(rng, choices),
                 "modality": rng.choice(modalities),
                 "category": rng.choice(["Signal Layer", "Perception Layer", "Semantic Layer", "Cultural Layer"]),
                 "sub-category": rng.choice(["Counting and Statistics", "Imagination"]),
@@ -293,6 +315,8 @@ def test_mmau_official_is_evaluation_py(seed):
     got.update({("difficulty", k.removeprefix("difficulty ")): [e.correct, e.n] for k, e in section.measures.items()})
     assert got == counts
     assert section.failed == len(items) - len(responses)
+    assert section.n_items == len(rows)  # every row scored, those with repeated or empty options too
+    assert any("repeat" in " ".join(i.notes) for i in items) and any("empty" in " ".join(i.notes) for i in items)
 
 
 @pytest.mark.parametrize("seed", [3, 4, 5])
@@ -316,6 +340,25 @@ def test_mmar_official_is_its_evaluation_py(seed):
     section = _official(items, responses).metric_sections["mmar"]
     assert [section.average.correct, section.average.n] == total
     assert _counts_of(section, [("task", "tasks"), ("category", "categories"), ("subset", "subsets")]) == counts
+    assert section.n_items == len(rows)
+    assert any("repeat" in " ".join(i.notes) for i in items) and any("empty" in " ".join(i.notes) for i in items)
+
+
+def test_the_word_match_on_repeated_and_empty_options_is_the_scripts():
+    from airbench_nb.scoring.choice_qa import official_word_match
+
+    cases = [
+        ("fourteen", ["four", "nine", "fourteen", "fourteen"]),
+        ("fourteen", ["four", "nine", "Fourteen", "fourteen"]),
+        ("Open Grassland", ["Mountain Canyon", "", "Open Grassland", "City Streets"]),
+        ("a", ["", "a", ""]),
+    ]
+    answers = ["fourteen", "Fourteen", "four", "", "Open Grassland", "open grassland, not city streets", "a", "b"]
+    for gold, choices in cases:
+        for answer in answers:
+            assert official_word_match(gold, answer, choices) == reference_match(gold, answer, choices)
+    assert official_word_match("fourteen", "fourteen", ["four", "nine", "fourteen", "fourteen"])
+    assert official_word_match("Open Grassland", "Open Grassland", ["Mountain Canyon", "", "Open Grassland"])
 
 
 @pytest.mark.parametrize("seed", [6, 7, 8, 9])

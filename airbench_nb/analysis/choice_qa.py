@@ -24,6 +24,7 @@ from airbench_nb.analysis.circular import circular
 from airbench_nb.analysis.registry import register_analysis_section
 from airbench_nb.analysis.section import Section
 from airbench_nb.analysis_report import Circular, PositionBias
+from airbench_nb.records import SingleChoiceItem, option_key
 from airbench_nb.score_table import ProtocolScores, ScoreEntry, ScoreSection, ScoreTable
 from airbench_nb.scoring.choice_qa import CHOICE_QA_METRICS, DIFFICULTY_PREFIX
 from airbench_nb.scoring.outcomes import foundation_verdicts, strict_foundation, strict_reading
@@ -180,6 +181,23 @@ def choice_qa_frame(analysis: ChoiceQAAnalysis) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
 
 
+def chosen_text(item: SingleChoiceItem, pick: int | None) -> str | None:
+    """The answer a copy's chosen option stands for, compared across rotations for consistency.
+
+    The option's text; for MMAU and MMAR, whose options may repeat (``"Fourteen"`` and ``"fourteen"``), its
+    :func:`~airbench_nb.records.option_key`, so that options of one text are one answer whichever of them a rotation
+    put first. None when no option was chosen (or the index is none of the item's).
+
+    Args:
+        item: The rotated copy.
+        pick: Index of the option the deciding verdict chose, or None.
+    """
+    if pick is None or not 0 <= pick < len(item.choices):
+        return None
+    text = item.choices[pick]
+    return option_key(text) if item.ANSWERED_BY_TEXT else text
+
+
 def circular_results(analysis: RunAnalysis, kind: str) -> dict[str, Circular]:
     """Circular evaluation of a kind's rotated copies per model, under the strict protocol.
 
@@ -214,7 +232,7 @@ def circular_results(analysis: RunAnalysis, kind: str) -> dict[str, Circular]:
                     "rotation_of": item.meta["rotation_of"],
                     "rotation": item.meta.get("rotation"),
                     "correct": bool(correct),
-                    "chosen_text": item.choices[pick] if pick is not None and 0 <= pick < len(item.choices) else None,
+                    "chosen_text": chosen_text(item, pick),
                 }
             )
     if not rows:

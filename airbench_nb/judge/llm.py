@@ -123,7 +123,8 @@ def _letter_reply(item: SingleChoiceItem, task: Task, judge: str, text: str, com
     choice, reason = parse_judge_letter(text, len(item.choices))
     if choice is None:
         return task.verdict(judge, choice=None, correct=None if reason else False, parse_error=reason, **common)
-    return task.verdict(judge, choice=choice, correct=choice == item.answer, **common)
+    choice = item.answer_option(choice)  # options of one text (MMAU, MMAR) are one answer, the first of them
+    return task.verdict(judge, choice=choice, correct=item.chose_gold(choice), **common)
 
 
 @reply_verdict.register(ChatItem)

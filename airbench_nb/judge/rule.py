@@ -7,6 +7,11 @@ asked for an option's text (``ANSWERED_BY_TEXT``: MMAU, MMAR), an answer that is
 exactly one option's text (:func:`exact_option`) is that option before any letter is looked for: "C major" and
 "The answer is D major" among the options "C major", "G major", "D major", "A minor" are the first and the third
 option, not the letters C and D.
+
+Options of one text (MMAU and MMAR repeat an option now and then: ``["four", "nine", "fourteen", "fourteen"]``) are
+one answer, the first of them (:meth:`~airbench_nb.records.item.SingleChoiceItem.answer_option`): "fourteen" names
+the third option, and the letter D of that item chooses it too. An empty option (four rows of MMAR) is no phrase and
+is never named by its text.
 """
 
 from __future__ import annotations
@@ -20,14 +25,14 @@ from typing import ClassVar, cast
 from airbench_nb.judge.base import BaseJudge, Task
 from airbench_nb.judge.extract import extract_choice
 from airbench_nb.prompts import prompt_hash
-from airbench_nb.records import LETTERS, Response, SingleChoiceItem, Verdict
+from airbench_nb.records import LETTERS, Response, SingleChoiceItem, Verdict, option_key
 
 logger = logging.getLogger(__name__)
 
 
 def _plain(text: str) -> str:
     """A text compared as an option: stripped of spaces, enclosing quotes and a final period, case folded."""
-    return text.strip().strip("\"'`").strip().removesuffix(".").strip().casefold()
+    return option_key(text)
 
 
 def exact_option(text: str, choices: list[str]) -> int | None:
@@ -35,7 +40,8 @@ def exact_option(text: str, choices: list[str]) -> int | None:
 
     The answer is that option's text (compared as :func:`_plain` says), or it holds the text of exactly one option
     as a phrase of whole words, an option found only inside another found option not counting ("a dog barking"
-    names "a dog barking", not "a dog").
+    names "a dog barking", not "a dog"). Options of one text are one option, the first of them; an empty option is
+    never named.
 
     Args:
         text: The answer.
@@ -44,12 +50,14 @@ def exact_option(text: str, choices: list[str]) -> int | None:
     said = _plain(text)
     if not said:
         return None
-    whole = [k for k, choice in enumerate(choices) if _plain(choice) == said]
+    keys = [_plain(choice) for choice in choices]
+    firsts = [k for k, key in enumerate(keys) if key and keys.index(key) == k]  # one option per text, none empty
+    whole = [k for k in firsts if keys[k] == said]
     if len(whole) == 1:
         return whole[0]
     spans: dict[int, list[tuple[int, int]]] = {}
-    for k, choice in enumerate(choices):
-        phrase = _plain(choice)
+    for k in firsts:
+        phrase = keys[k]
         if phrase:
             found = [m.span() for m in re.finditer(rf"(?<!\w){re.escape(phrase)}(?!\w)", said)]
             if found:
@@ -82,15 +90,16 @@ def rule_verdict(item: SingleChoiceItem, response: Response, judge: str = "rule"
             judge,
             raw=f"rule: the answer names the text of option {LETTERS[exact]}",
             choice=exact,
-            correct=exact == item.answer,
+            correct=item.chose_gold(exact),
             prompt_hash=prompt_hash(response.text),
         )
     extraction = extract_choice(response.text, item.choices)
+    choice = None if extraction.choice is None else item.answer_option(extraction.choice)
     return task.verdict(
         judge,
         raw=f"rule: {extraction.reason}",
-        choice=extraction.choice,
-        correct=None if extraction.choice is None else extraction.choice == item.answer,
+        choice=choice,
+        correct=None if choice is None else item.chose_gold(choice),
         parse_error=None if extraction.choice is not None else f"rule abstained: {extraction.reason}",
         prompt_hash=prompt_hash(response.text or ""),
     )

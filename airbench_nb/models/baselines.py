@@ -23,7 +23,8 @@ Any number of options (2 to 26). ``random`` names a seeded letter among the item
 ``1/n``), ``first`` always ``A``, ``oracle`` the gold letter (A-Z); ``dsp`` answers by the letter of the option its
 measurement picks, whatever the number of options. A kind asked for an option's text (``ANSWERED_BY_TEXT``: MMAU,
 MMAR) gets the same options' texts in place of their letters (``first`` the first option's text, ...), and ``dsp``
-cannot tell.
+cannot tell. Such a kind keeps its release's repeated and empty options: the oracle's text, the gold's, is read as
+the gold (options of one text are one answer), and ``first`` answers the first option's text even when it is empty.
 
 Several clips and turns. ``random`` and ``first`` answer a multi-clip item like any Foundation item (a seeded letter,
 ``A``), and every turn of a multi-turn item as they answer Chat (``I cannot tell.``); ``oracle`` answers the gold

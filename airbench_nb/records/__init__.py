@@ -67,6 +67,7 @@ from airbench_nb.records.choice_qa import (
     MMAUItem,
     MMSUItem,
     OfficialRule,
+    option_notes,
 )
 from airbench_nb.records.choice_qa_rows import (
     MMAR_FIELDS,
@@ -82,6 +83,7 @@ from airbench_nb.records.item import (
     ItemBase,
     ReferenceItemBase,
     SingleChoiceItem,
+    option_key,
 )
 from airbench_nb.records.items import (
     ITEM_CLASSES,
@@ -197,6 +199,7 @@ __all__ = [
     "MixMeta",
     "ItemBase",
     "SingleChoiceItem",
+    "option_key",
     "ReferenceItemBase",
     "FoundationItem",
     "ChatTurn",
@@ -224,6 +227,7 @@ __all__ = [
     "MMSU_FIELDS",
     "MMSU_CHOICE_FIELDS",
     "gold_index",
+    "option_notes",
     "mmau_item",
     "mmar_item",
     "mmsu_item",

@@ -11,6 +11,14 @@ it (:mod:`airbench_nb.scoring.choice_qa`). Rows of the releases become items thr
 MMAU and MMAR are scored officially by matching the answer's words against the options' words, so their models are
 asked for the text of an option (``ANSWERED_BY_TEXT``); MMSU's script reads a letter, so its models are asked for
 one, as Foundation's are.
+
+Options as released. MMAU's and MMAR's official scripts score every row, so the two text-answered kinds take the
+options as the release writes them: an option may repeat another (27 rows of MMAU test-mini, e.g. ``["four", "nine",
+"fourteen", "fourteen"]``) or be the empty string (4 rows of MMAR). Such options stay in ``choices`` in release order,
+and the item says what is odd about them in ``notes`` (:func:`option_notes`: "options 3 and 4 repeat 'fourteen' as
+released", "option 2 is empty as released"). The gold is the first option whose stripped text is the gold's; options
+of one text are one answer (:meth:`~airbench_nb.records.item.SingleChoiceItem.answer_option`). MMSU, answered by
+letter, refuses them as Foundation does.
 """
 
 from __future__ import annotations
@@ -53,6 +61,42 @@ OfficialRule = Literal["word_match", "letter"]
 letter (:mod:`airbench_nb.scoring.choice_qa`)."""
 
 
+def _numbered(indices: list[int]) -> str:
+    """Option positions counted from 1, as a reader says them: ``2``, ``3 and 4``, ``1, 2 and 5``."""
+    numbers = [str(k + 1) for k in indices]
+    return numbers[0] if len(numbers) == 1 else f"{', '.join(numbers[:-1])} and {numbers[-1]}"
+
+
+def option_notes(choices: list[str]) -> list[str]:
+    """What is odd about options as released: one note per repeated text and per empty option, in option order.
+
+    Options repeat when their stripped, case-folded texts are equal (what
+    :class:`~airbench_nb.records.item.SingleChoiceItem` refuses); an option is empty when it is the empty string or
+    only spaces. Positions are counted from 1 in release order.
+
+    Args:
+        choices: The options as released.
+
+    Returns:
+        Notes such as ``"options 3 and 4 repeat 'fourteen' as released"`` or ``"option 2 is empty as released"``;
+        empty for options that are distinct and non-empty.
+    """
+    groups: dict[str, list[int]] = {}
+    for k, choice in enumerate(choices):
+        groups.setdefault(choice.strip().casefold(), []).append(k)
+    notes: list[tuple[int, str]] = []
+    for key, indices in groups.items():
+        if not key:
+            for k in indices:
+                blank = "" if choices[k] == "" else f" (only spaces: {choices[k]!r})"
+                notes.append((k, f"option {k + 1} is empty as released{blank}"))
+        elif len(indices) > 1:
+            texts = list(dict.fromkeys(choices[k].strip() for k in indices))
+            written = "" if len(texts) == 1 else f" (written {', '.join(map(repr, texts))}: case aside)"
+            notes.append((indices[0], f"options {_numbered(indices)} repeat {texts[0]!r} as released{written}"))
+    return [note for _, note in sorted(notes)]
+
+
 class _ChoiceQAItem(SingleChoiceItem):
     """What the three kinds share: the gold answer's text as released, and an optional sub-category."""
 
@@ -75,6 +119,12 @@ class _ChoiceQAItem(SingleChoiceItem):
             raise ValueError(
                 f"answer_text {self.answer_text!r} is not choices[{self.answer}] {self.choices[self.answer]!r}"
             )
+        first = next(k for k, c in enumerate(self.choices) if c.strip() == self.answer_text.strip())
+        if first != self.answer:
+            raise ValueError(
+                f"answer {self.answer} is not the first option of the gold's text {self.answer_text.strip()!r} "
+                f"(option {first} is): the gold is the first such option"
+            )
         return self
 
     @property
@@ -83,7 +133,32 @@ class _ChoiceQAItem(SingleChoiceItem):
         return self.sub_category or "other"
 
 
-class MMAUItem(_ChoiceQAItem):
+class _TextChoiceQAItem(_ChoiceQAItem):
+    """The two kinds answered by an option's text (MMAU, MMAR): options taken as released, repeats and empties too.
+
+    Their official scripts match the answer's words against every option and score every row, so an option that
+    repeats another or is empty is kept where the release puts it, and the item records it in ``notes``
+    (:func:`option_notes`). A rotated copy (``meta.rotation_of``) keeps its original's notes, which count the
+    options in release order.
+    """
+
+    @field_validator("choices")
+    @classmethod
+    def _choices_distinct(cls, value: list[str]) -> list[str]:
+        """Replaces :class:`SingleChoiceItem`'s check: repeated and empty options are accepted as released."""
+        return value
+
+    @model_validator(mode="after")
+    def _odd_options_noted(self) -> _TextChoiceQAItem:
+        if "rotation_of" in (self.meta or {}):
+            return self
+        missing = [note for note in option_notes(self.choices) if note not in self.notes]
+        if missing:
+            object.__setattr__(self, "notes", [*self.notes, *missing])  # validate_assignment would re-enter
+        return self
+
+
+class MMAUItem(_TextChoiceQAItem):
     """One question of MMAU (Sakshi et al., ICLR 2025), from ``mmau-test-mini.json`` or its Hugging Face copy.
 
     2, 4, 5 or 8 options (test-mini), the gold answer given as the text of an option. Scored officially by
@@ -124,7 +199,7 @@ class MMAUItem(_ChoiceQAItem):
         return self.category or "other"
 
 
-class MMARItem(_ChoiceQAItem):
+class MMARItem(_TextChoiceQAItem):
     """One question of MMAR (Ma et al., 2025), from ``MMAR-meta.jsonl``: 2 to 6 options, the gold as text.
 
     Scored officially by its ``code/evaluation.py``, whose word match is MMAU's.
@@ -207,4 +282,5 @@ __all__ = [
     "MMARItem",
     "MMAUItem",
     "MMSUItem",
+    "option_notes",
 ]

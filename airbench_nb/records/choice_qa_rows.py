@@ -4,9 +4,12 @@
 ``mmau-test-mini.json``, a line of ``MMAR-meta.jsonl``, a row of MMSU's files, or the same rows from the Hugging Face
 copies, whose options may be a JSON string) and return the item, with ``audio`` the path (relative to the data root)
 where the importer puts the row's clip. They write nothing and guess nothing: the gold answer must be the text of
-exactly one option once both are stripped, the options must be distinct (stripped, case folded: what
-:class:`~airbench_nb.records.item.SingleChoiceItem` accepts), and a field of the wrong shape is refused. Every refusal
-is a :class:`ValueError` that names the release, the row's ``id`` and the field; the importer adds the file and line.
+an option once both are stripped (the first such option is the gold), and a field of the wrong shape is refused.
+MMAU's and MMAR's options are taken as released, since their official scripts score every row: an option repeated
+(27 rows of MMAU test-mini) or empty (4 rows of MMAR) stays in place and the item notes it
+(:func:`~airbench_nb.records.choice_qa.option_notes`). MMSU's options, read as letters, must be distinct and
+non-empty (stripped, case folded: what :class:`~airbench_nb.records.item.SingleChoiceItem` accepts). Every refusal is
+a :class:`ValueError` that names the release, the row's ``id`` and the field; the importer adds the file and line.
 
 Fields the item has no place for (MMAR's ``thinking``, ``cue``, ``rubric``, ``url``, ...) are kept in its ``meta``,
 under their release names.
@@ -148,26 +151,31 @@ def _sub_category(row: Mapping[str, Any], bench: str) -> str | None:
     return _text(row, field, bench, optional=True)
 
 
-def gold_index(choices: Sequence[str], gold: str, *, where: str, field: str) -> int:
-    """The index of the option whose text is the gold answer (exact once both are stripped).
+def gold_index(choices: Sequence[str], gold: str, *, where: str, field: str, as_released: bool = False) -> int:
+    """The index of the first option whose text is the gold answer (exact once both are stripped).
 
     Args:
         choices: The options as released.
         gold: The gold answer as released.
         where: What the row is, for the messages (``"MMAU row 'abc'"``).
         field: The name of the gold answer's field (``answer``, ``answer_gt``).
+        as_released: Accept repeated and empty options (MMAU, MMAR, whose official scripts score such rows); the
+            gold is then the first option of its text.
 
     Raises:
-        ValueError: When an option is empty, the options repeat one (stripped, case folded), or the gold is not
-            exactly one of them.
+        ValueError: When the gold is none of the options, or, unless ``as_released``, when an option is empty or the
+            options repeat one (stripped, case folded).
     """
-    empty = [k for k, c in enumerate(choices) if not c.strip()]
-    if empty:
-        raise ValueError(f"{where}: field 'choices' holds an empty option at index {empty[0]}: {list(choices)!r}")
-    folded = [c.strip().casefold() for c in choices]
-    repeated = sorted({c.strip() for c, f in zip(choices, folded, strict=True) if folded.count(f) > 1})
-    if repeated:
-        raise ValueError(f"{where}: field 'choices' repeats an option ({', '.join(map(repr, repeated))}): {choices!r}")
+    if not as_released:
+        empty = [k for k, c in enumerate(choices) if not c.strip()]
+        if empty:
+            raise ValueError(f"{where}: field 'choices' holds an empty option at index {empty[0]}: {list(choices)!r}")
+        folded = [c.strip().casefold() for c in choices]
+        repeated = sorted({c.strip() for c, f in zip(choices, folded, strict=True) if folded.count(f) > 1})
+        if repeated:
+            raise ValueError(
+                f"{where}: field 'choices' repeats an option ({', '.join(map(repr, repeated))}): {choices!r}"
+            )
     matches = [k for k, c in enumerate(choices) if c.strip() == gold.strip()]
     if not matches:
         raise ValueError(f"{where}: field {field!r} {gold!r} is not among the options {choices!r}")
@@ -206,18 +214,19 @@ def mmau_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> 
         uid: The item's uid; the row's ``id`` when None.
 
     Returns:
-        The item, ``source_id`` the row's ``id``.
+        The item, ``source_id`` the row's ``id``; options repeated or empty are kept as released and noted in its
+        ``notes``.
 
     Raises:
-        ValueError: A field absent or of the wrong shape, options repeated, or the gold not among them (the message
-            names the row's ``id`` and the field).
+        ValueError: A field absent or of the wrong shape, or the gold not among the options (the message names the
+            row's ``id`` and the field).
     """
     bench = "MMAU"
     uid, source_id = _uid(row, bench, uid)
     where = _where(bench, row)
     choices = _choices(row, bench)
     answer_text = _required(row, "answer", bench)
-    answer = gold_index(choices, answer_text, where=where, field="answer")
+    answer = gold_index(choices, answer_text, where=where, field="answer", as_released=True)
     category = _category(row, bench)
     meta = _extra(row, MMAU_FIELDS)
     if "audio_id" in row:
@@ -260,7 +269,7 @@ def mmar_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> 
     uid, source_id = _uid(row, bench, uid)
     choices = _choices(row, bench)
     answer_text = _required(row, "answer", bench)
-    answer = gold_index(choices, answer_text, where=_where(bench, row), field="answer")
+    answer = gold_index(choices, answer_text, where=_where(bench, row), field="answer", as_released=True)
     meta = _extra(row, MMAR_FIELDS)
     if "audio_path" in row:
         meta["audio_path"] = row["audio_path"]
@@ -295,8 +304,8 @@ def mmsu_item(row: Mapping[str, Any], audio: str, *, uid: str | None = None) -> 
         uid: The item's uid; the row's ``id`` when None.
 
     Raises:
-        ValueError: As :func:`mmau_item`; also an option present after an absent one (``choice_d`` without
-            ``choice_c``).
+        ValueError: As :func:`mmau_item`; also options repeated (stripped, case folded: a letter would name either)
+            and an option present after an absent one (``choice_d`` without ``choice_c``).
     """
     bench = "MMSU"
     uid, source_id = _uid(row, bench, uid)

@@ -191,6 +191,35 @@ class SingleChoiceItem(ItemBase):
         """The letter (A-Z, within the item's options) of the correct choice."""
         return LETTERS[self.answer]
 
+    def answer_option(self, index: int) -> int:
+        """The option an answer choosing option ``index`` stands for: the first option of the same text.
+
+        Options are distinct in every kind but the two answered by text (MMAU, MMAR), whose releases repeat an
+        option now and then (``["four", "nine", "fourteen", "fourteen"]``): there the options of one text (compared
+        as :func:`option_key` says) are one answer, the first of them, as their official word match reads them. Any
+        other kind, or an index outside the options, gets ``index`` back.
+
+        Args:
+            index: Index of the option an answer chose (0 for A).
+        """
+        if not self.ANSWERED_BY_TEXT or not 0 <= index < len(self.choices):
+            return index
+        key = option_key(self.choices[index])
+        return next(k for k, choice in enumerate(self.choices) if option_key(choice) == key)
+
+    def chose_gold(self, index: int) -> bool:
+        """Whether choosing option ``index`` is the right answer (an option of the gold's text counts as the gold)."""
+        return self.answer_option(index) == self.answer_option(self.answer)
+
+
+def option_key(text: str) -> str:
+    """An option's text as options are compared: stripped of spaces, enclosing quotes and a final period, case folded.
+
+    Two options of one key are the same answer to a kind answered by text (:meth:`SingleChoiceItem.answer_option`),
+    and the rule judge reads an answer of that key as that option (:func:`airbench_nb.judge.rule.exact_option`).
+    """
+    return text.strip().strip("\"'`").strip().removesuffix(".").strip().casefold()
+
 
 class ReferenceItemBase(ItemBase):
     """An open-ended item scored against a reference (schema 3).

@@ -32,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
-from airbench_nb.hf_data import SourceError, SourceRow, _config_of, _hub_snapshot, _split_of
+from airbench_nb.hf_data import SourceError, SourceRow, config_of, hub_snapshot, split_of
 from airbench_nb.importing.corpora.ugbench import AudioJobs, clip_from_file
 from airbench_nb.importing.mapping import RowError, TableRecipe, TableSpec, _column, _text
 from airbench_nb.importing.recipe import ImportContext, Recipe, RecipeOption, SourceSlot, register_recipe
@@ -59,15 +59,15 @@ AIRBENCH_HUB = TableSpec(
 def configs_and_splits(folder: Path) -> dict[str | None, list[str]]:
     """The configs of a folder of parquet shards (or of a hub cache folder) and the splits of each, sorted."""
     if (folder / "refs").is_dir() and (folder / "snapshots").is_dir():
-        folder, _ = _hub_snapshot(folder)
+        folder, _ = hub_snapshot(folder)
     found: dict[str | None, set[str]] = {}
     for path in folder.rglob("*.parquet"):
         if not path.is_file() or ".cache" in path.parts:
             continue
         rel = path.relative_to(folder)
-        split = _split_of(rel)
+        split = split_of(rel)
         if split is not None:
-            found.setdefault(_config_of(rel), set()).add(split)
+            found.setdefault(config_of(rel), set()).add(split)
     return {config: sorted(splits) for config, splits in found.items()}
 
 
