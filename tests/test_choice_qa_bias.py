@@ -18,11 +18,11 @@ import soundfile as sf
 
 from airbench_nb.analysis.choice_qa import ChoiceQAAnalysis
 from airbench_nb.analysis.choice_qa_bias import choice_qa_bias_frame, position_label, position_unit
-from airbench_nb.analysis.data import load_run
+from airbench_nb.analysis.data import RunData, load_run
 from airbench_nb.analysis.report import analyze_run
 from airbench_nb.judge.run import judge_run_folder
 from airbench_nb.manifests import read_records, write_manifest, write_records
-from airbench_nb.records import LETTERS, Response, RunInfo, mmar_item, mmau_item, mmsu_item
+from airbench_nb.records import LETTERS, Response, RunInfo, Verdict, mmar_item, mmau_item, mmsu_item
 from airbench_nb.report_page import write_report_page
 from airbench_nb.rotation import rotate_items
 from airbench_nb.run_folder import RunFolder
@@ -205,3 +205,21 @@ def test_the_page_shows_the_table_naming_positions_or_letters(run: RunFolder, se
     p = sections["mmau"].position_bias["baseline:first"].p_value
     assert p is not None and f"<td>{p:.2g}</td>" in mmau and "<td>100.0</td>" in mmau and "<td>25.0</td>" in mmau
     assert "<td>A</td>" in mmsu and "<td>0 of 8</td>" in mmsu
+
+
+def test_a_repeated_option_is_chosen_as_the_first_of_its_text_and_copies_are_left_out(tmp_path):
+    row = {
+        "id": "dup",
+        "question": "How many?",
+        "choices": ["four", "nine", "fourteen", "fourteen"],
+        "answer": "fourteen",
+        "task": "speech",
+    }
+    item = mmau_item(row, "a.wav")
+    copy = rotate_items([item])[1]
+    responses = {u: Response(uid=u, model="m", text="fourteen") for u in (item.uid, copy.uid)}
+    verdicts = [Verdict(uid=u, model="m", judge="rule", choice=3, correct=True) for u in (item.uid, copy.uid)]
+    run = RunData(tmp_path, {item.uid: item, copy.uid: copy}, {"m": responses}, {"m": verdicts})
+    frame = choice_qa_bias_frame(run, "mmau")
+    assert list(frame["uid"]) == [item.uid] and item.answer == 2
+    assert (frame.loc[0, "chosen"], frame.loc[0, "chosen_letter"], frame.loc[0, "gold_letter"]) == (2, "C", "C")

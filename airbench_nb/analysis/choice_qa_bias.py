@@ -14,7 +14,9 @@ verdict's under the **strict** protocol (:func:`~airbench_nb.scoring.outcomes.fo
 :func:`~airbench_nb.scoring.outcomes.strict_reading`), as the section's circular evaluation reads it: MMAU's and
 MMAR's official rule is a word match that names no option. An item with no usable response, no verdict or an
 abstention names no option: it is not answered (left out of the test) and counts wrong in the accuracy per gold
-option, as strict scoring counts it.
+option, as strict scoring counts it. Where MMAU or MMAR repeat an option, the options of one text are one answer,
+the first of them (:meth:`~airbench_nb.records.item.SingleChoiceItem.answer_option`), as the gold is: the chosen
+position is that option's.
 
 MMAU and MMAR ask for an option's text (``ANSWERED_BY_TEXT``) and show the options unlettered, so what a model can
 favour there is a *position* (first, second, ...), not a letter; the result still keys positions by the letters
@@ -115,6 +117,7 @@ def choice_qa_bias_frame(run: RunData, kind: str) -> pd.DataFrame:
             correct, reason = strict_foundation(by_uid.get(item.uid), verdict)
             read = strict_reading(verdict) if correct is not None else None
             pick = read.choice if read is not None else None
+            pick = item.answer_option(pick) if pick is not None else None  # a repeated option: the first of its text
             rows.append(
                 {
                     "model": model,
