@@ -20,6 +20,7 @@ from typing import Any
 
 from airbench_nb.analysis_report import AnalysisReport
 from airbench_nb.benchmarks import BENCHMARKS
+from airbench_nb.manifests import DATASET_CARD
 from airbench_nb.markup import md_code, md_link, md_text
 from airbench_nb.pages import PAGE_CSS, PAGE_SECTIONS, PageInputs, PageSection, render_template
 from airbench_nb.records import RunInfo
@@ -140,12 +141,34 @@ def _duration(run: RunInfo) -> str:
     return f"{total:.0f} s of notebooks" if total else "not finished"
 
 
+def _data_card(run: RunInfo, folder: RunFolder) -> dict[str, Any]:
+    """The ``dataset.json`` of the run's data, empty when there is none.
+
+    The run's own ``data/`` card, else that of the folder the ``manifest_dir`` parameter named (an import, a build
+    elsewhere).
+    """
+    if folder.dataset_card.is_file():
+        return read_json(folder.dataset_card) or {}
+    named = run.parameters.get("manifest_dir")
+    if isinstance(named, str) and named:
+        path = Path(named) if Path(named).is_absolute() else folder.path / named
+        if (path / DATASET_CARD).is_file():
+            return read_json(path / DATASET_CARD) or {}
+    return {}
+
+
 def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
-    card = read_json(folder.dataset_card) or {}
+    card = _data_card(run, folder)
     counts = card.get("counts") or {}
     if card:
         parts = [f"source {card.get('source', '?')}"]
+        recipe = card.get("recipe") or {}
+        if recipe:
+            parts.append(
+                f"recipe {recipe.get('recipe', '?')} version {recipe.get('version', '?')}: {counts.get('rows', '?')} "
+                f"rows read, {counts.get('rejected', 0)} rejected (rejected.jsonl beside the manifests)"
+            )
         for key, label in (("graded_items", "SNR-graded copies"), ("rotated_items", "rotated copies")):
             if counts.get(key):
                 parts.append(f"{counts[key]} {label}")
@@ -166,8 +189,20 @@ def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> l
     return rows
 
 
-def _warnings(run: RunInfo, summary: list[dict[str, Any]], analysis: AnalysisReport | None) -> list[tuple]:
+def _warnings(
+    run: RunInfo, summary: list[dict[str, Any]], analysis: AnalysisReport | None, card: dict[str, Any] | None = None
+) -> list[tuple]:
     out: list[tuple[str, str]] = []
+    counts = (card or {}).get("counts") or {}
+    if (card or {}).get("recipe") and counts.get("rejected"):
+        by_field = ", ".join(f"{n} {name}" for name, n in (counts.get("rejected_by_field") or {}).items())
+        out.append(
+            (
+                "warn",
+                f"the import rejected {counts['rejected']} of {counts.get('rows', '?')} rows ({by_field}): "
+                "they are not in this run's numbers; rejected.jsonl beside the manifests says why",
+            )
+        )
     for nb in run.notebooks:
         if nb.status == "failed":
             out.append(("bad", f"notebook {nb.name} failed: {nb.error or 'no error recorded'}"))
@@ -319,7 +354,7 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
         "commit": run.git_commit or "unknown",
         "what": _what(run, analysis, folder),
         "versions": sorted(run.versions.items()),
-        "warnings": _warnings(run, summary_rows, analysis),
+        "warnings": _warnings(run, summary_rows, analysis, _data_card(run, folder)),
         "sections": [(title, body.strip()) for title, body in rendered if body is not None],
         "markdown_sections": [(title, body) for title, body in written if body is not None],
         "figures": _figures(folder),

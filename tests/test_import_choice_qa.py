@@ -382,6 +382,8 @@ def test_an_imported_folder_runs_through_notebooks_03_to_05(tmp_path, corpus):
     oracle = summary["baseline:oracle | chat judge -"]["strict"]["metric_sections"]
     if corpus == "mmau":
         assert "<h2>MMAU</h2>" in page
+        assert "recipe mmau version 1: 5 rows read, 2 rejected" in page  # the import's rejections are shown
+        assert "the import rejected 2 of 5 rows (1 answer, 1 audio)" in page
         for protocol in ("official", "strict"):
             section = summary["baseline:oracle | chat judge -"][protocol]["metric_sections"]["mmau"]
             assert section["average"]["value"] == 1.0 and section["average"]["n"] == 3

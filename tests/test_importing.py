@@ -388,3 +388,22 @@ def test_spec_audio_is_mono_float_written_as_16_bit(tmp_path):
     assert (info.channels, info.samplerate, info.subtype) == (1, 8000, "PCM_16")
     samples, _ = sf.read(tmp_path / "out/audio/mini-asr/s.wav")
     assert np.allclose(samples, stereo.mean(axis=1), atol=1e-4)
+
+
+def test_the_wav_writer_agrees_with_libsndfile_to_the_level(tmp_path):
+    """The import writes WAV bytes with numpy (soundfile's in-memory writing held the GIL): the file reads back
+    with soundfile as 16-bit mono at its rate, each sample the level libsndfile writes for it (or next to it)."""
+    import io
+
+    from airbench_nb.importing.writer import wav_bytes
+
+    rng = np.random.default_rng(3)
+    samples = np.concatenate([rng.uniform(-1.2, 1.2, 5000), [1.0, -1.0, 0.0, 0.5 / 32767]]).astype(np.float32)
+    ours = wav_bytes(samples, 22050)
+    info = sf.info(io.BytesIO(ours))
+    assert (info.samplerate, info.channels, info.subtype, info.frames) == (22050, 1, "PCM_16", samples.size)
+    theirs = io.BytesIO()
+    sf.write(theirs, np.clip(samples, -1, 1), 22050, subtype="PCM_16", format="WAV")
+    a = sf.read(io.BytesIO(ours), dtype="int16")[0].astype(int)
+    b = sf.read(io.BytesIO(theirs.getvalue()), dtype="int16")[0].astype(int)
+    assert np.max(np.abs(a - b)) <= 1 and a[-4:-1].tolist() == [32767, -32768, 0]

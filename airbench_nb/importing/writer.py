@@ -20,11 +20,11 @@ recipe's import, is refused: an import never overwrites data it did not make.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import os
 import re
+import struct
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -117,6 +117,33 @@ class ImportResult:
     def rejected_by_field(self) -> dict[str, int]:
         """Rejections per field, most frequent first."""
         return dict(Counter(r.field for r in self.rejected).most_common())
+
+
+def wav_bytes(samples: np.ndarray, rate: int) -> bytes:
+    """A mono 16-bit PCM WAV file's bytes (the canonical 44-byte header, then the samples, little-endian).
+
+    Each sample is rounded to the nearest of the 65,536 levels (``x * 32768``) and clipped to them, as libsndfile
+    does. Written with numpy rather than soundfile: soundfile writes to memory through Python callbacks,
+    which hold the GIL and kept the import's threads from running side by side.
+    """
+    pcm = np.clip(np.rint(np.asarray(samples, dtype=np.float64) * 32768.0), -32768, 32767).astype("<i2").tobytes()
+    header = struct.pack(
+        "<4sI4s4sIHHIIHH4sI",
+        b"RIFF",
+        36 + len(pcm),
+        b"WAVE",
+        b"fmt ",
+        16,
+        1,
+        1,
+        rate,
+        2 * rate,
+        2,
+        16,
+        b"data",
+        len(pcm),
+    )
+    return header + pcm
 
 
 def safe_name(text: str) -> str:
@@ -221,16 +248,12 @@ class ImportWriter:
         Raises:
             ValueError: For samples that are not 1-D, are empty or hold NaN or infinite values.
         """
-        import soundfile as sf
-
         samples = np.asarray(samples, dtype=np.float32)
         if samples.ndim != 1 or samples.size == 0:
             raise ValueError(f"expected mono samples, got shape {samples.shape}")
         if not np.all(np.isfinite(samples)):
             raise ValueError("the audio holds NaN or infinite samples")
-        buffer = io.BytesIO()
-        sf.write(buffer, np.clip(samples, -1.0, 1.0), rate, subtype="PCM_16", format="WAV")
-        data = buffer.getvalue()
+        data = wav_bytes(samples, rate)
         rel = self.audio_path(name)
         path = self.out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
