@@ -8,6 +8,7 @@ interval. The numbers are the run's score table's (:meth:`~airbench_nb.analysis.
 recomputed here. A run on rotated copies (``airbench-nb rotate``) adds circular evaluation under the strict protocol
 (:func:`circular_results`, MMBench's CircularEval as :mod:`airbench_nb.analysis.circular` computes it for
 Foundation): the official rules of MMAU and MMAR name no option, so only the verdicts say which option was chosen.
+Position bias over the original items, also strict, is :mod:`airbench_nb.analysis.choice_qa_bias`'s.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from airbench_nb.analysis.choice_qa_bias import PositionUnit, choice_qa_position_bias, position_unit
 from airbench_nb.analysis.circular import circular
 from airbench_nb.analysis.registry import register_analysis_section
 from airbench_nb.analysis.section import Section
-from airbench_nb.analysis_report import Circular
+from airbench_nb.analysis_report import Circular, PositionBias
 from airbench_nb.records import SingleChoiceItem, option_key
 from airbench_nb.score_table import ProtocolScores, ScoreEntry, ScoreSection, ScoreTable
 from airbench_nb.scoring.choice_qa import CHOICE_QA_METRICS, DIFFICULTY_PREFIX
@@ -91,6 +93,12 @@ class ChoiceQAAnalysis(BaseModel):
     """Per model spec."""
     circular: dict[str, Circular] = Field(default_factory=dict)
     """Per model: circular evaluation over the run's rotated copies, strict protocol (empty without copies)."""
+    position_bias: dict[str, PositionBias] = Field(default_factory=dict)
+    """Per model: chosen against gold option over the original items, strict protocol, with a chi-square test
+    (:mod:`airbench_nb.analysis.choice_qa_bias`); options keyed ``A``, ``B``, ... by their place in the list."""
+    position_unit: PositionUnit = "letter"
+    """How the kind's options are told apart: ``letter`` (MMSU) or ``position`` (MMAU, MMAR: asked for an option's
+    text, shown unlettered, so a bias is one for a place in the list)."""
 
 
 def breakdown(section: ScoreSection) -> ChoiceQABreakdown:
@@ -237,6 +245,8 @@ def choice_qa_section(analysis: RunAnalysis, name: str) -> Section:
     _, results = analysis.scores()
     data = choice_qa_analysis(results, name)
     data.circular = circular_results(analysis, name)
+    data.position_bias = choice_qa_position_bias(analysis.run, name)
+    data.position_unit = position_unit(name)
     if not data.models and not data.circular:
         return Section(name, {}, reason=f"no {TITLES[name]} item was answered")
     return Section(name, data.model_dump(mode="json"), frame=choice_qa_frame(data))

@@ -2,8 +2,8 @@
 
 Each section reads its benchmark's section of ``analysis.json`` (:mod:`airbench_nb.analysis.choice_qa`): one table
 of every model's overall accuracy under the release's own rule and under the kit's strict protocol, with their
-difference, then (folded) the accuracy per task, category, sub-category and difficulty under both, and circular
-evaluation when the run holds rotated copies.
+difference, then (folded) the accuracy per task, category, sub-category and difficulty under both, circular
+evaluation when the run holds rotated copies, and each model's position bias (:func:`position_bias_html`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 
 from airbench_nb.analysis.choice_qa import ChoiceQAAnalysis, ChoiceQABreakdown
+from airbench_nb.analysis.choice_qa_bias import position_label
 from airbench_nb.analysis_report import AnalysisReport
 from airbench_nb.pages.base import PageInputs, PageSection, register_page_section, render_template
 from airbench_nb.pages.cells import DASH, interval_cell
@@ -29,7 +30,14 @@ strict counts wrong for naming no option.</p>
 {% if circular %}<p class="meta">Circular evaluation over the run's rotated copies (strict): <b>circular</b>, the share
 of items right in every rotation (Wilson 95% interval); <b>consistent</b>, answered with the same option in every
 rotation; <b>incomplete</b>: items left out for a rotation without an answer.</p>
-<div class="wide">{{ circular | safe }}</div>{% endif %}"""
+<div class="wide">{{ circular | safe }}</div>{% endif %}
+{% if bias %}<p class="meta">Position bias over the original items (strict): does a model favour an option's
+{{ unit }}? <b>answered</b>: items where the deciding verdict names an option; <b>chi-square</b> and <b>p</b>: the
+chosen {{ unit }}s against the gold {{ unit }}s' shares (goodness of fit; a small p: the model favours some
+{{ unit }}s); <b>most chosen</b>: the {{ unit }} chosen most, with its share of the choices and of the gold
+answers.{% if unit == "position" %} The options are shown unlettered and answered by their text, so the bias is over
+their positions in the list (position 1 is the first option), not letters.{% endif %}</p>
+<div class="wide">{{ bias | safe }}</div>{% endif %}"""
 """Jinja2 template of a section (its tables inserted as trusted HTML)."""
 
 LEVELS: tuple[tuple[str, str], ...] = (
@@ -117,6 +125,27 @@ def circular_html(data: ChoiceQAAnalysis) -> str:
     return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep=DASH) if rows else ""
 
 
+def position_bias_html(data: ChoiceQAAnalysis) -> str:
+    """The table of every model's position bias (``data.position_unit`` names the options), or "" without one."""
+    import pandas as pd
+
+    rows = []
+    for model, bias in data.position_bias.items():
+        top = max(bias.chosen, key=lambda key: bias.chosen[key]) if bias.n and bias.chosen else None
+        rows.append(
+            {
+                "model": model,
+                "answered": f"{bias.n} of {bias.n_items}",
+                "chi-square": f"{bias.chi2:.2f} ({bias.dof} dof)" if bias.chi2 is not None else DASH,
+                "p": f"{bias.p_value:.2g}" if bias.p_value is not None else DASH,
+                "most chosen": position_label(top, data.position_unit) if top is not None else DASH,
+                "chosen %": interval_cell(bias.chosen[top] / bias.n, None, 100.0) if top is not None else DASH,
+                "gold %": interval_cell(bias.gold[top] / bias.n, None, 100.0) if top is not None else DASH,
+            }
+        )
+    return pd.DataFrame(rows).to_html(index=False, border=0, escape=True, na_rep=DASH) if rows else ""
+
+
 def renderer(name: str) -> Callable[[PageInputs], str | None]:
     """The render function of one benchmark's section (``mmau``, ``mmar``, ``mmsu``)."""
 
@@ -132,6 +161,8 @@ def renderer(name: str) -> Callable[[PageInputs], str | None]:
             breakdown=breakdown_html(data),
             difficulty=difficulty,
             circular=circular_html(data),
+            bias=position_bias_html(data),
+            unit=data.position_unit,
         )
 
     render.__doc__ = f"The {name} section's HTML, or None when the run has no {name} scores."
@@ -153,6 +184,7 @@ __all__ = [
     "TEMPLATE",
     "breakdown_html",
     "circular_html",
+    "position_bias_html",
     "renderer",
     "section_data",
     "summary_html",
