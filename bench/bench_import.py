@@ -116,6 +116,8 @@ def main() -> None:
         folder = Path(tmp)
         source = folder / "bench.parquet"
         _write_parquet(source, args.rows)
+        _write_parquet(folder / "warm.parquet", 8, seed=1)
+        _import(folder / "warm.parquet", folder / "warm", None)  # warm up imports, validators and the page cache
         floor = _floor(source, folder / "floor")
         n, plain = _import(source, folder / "plain", None)
         _, resumed = _import(source, folder / "plain", None)
