@@ -223,3 +223,22 @@ def test_a_repeated_option_is_chosen_as_the_first_of_its_text_and_copies_are_lef
     frame = choice_qa_bias_frame(run, "mmau")
     assert list(frame["uid"]) == [item.uid] and item.answer == 2
     assert (frame.loc[0, "chosen"], frame.loc[0, "chosen_letter"], frame.loc[0, "gold_letter"]) == (2, "C", "C")
+
+
+def test_notebook_05_gets_the_position_bias_and_circular_tables(run: RunFolder, sections: dict[str, ChoiceQAAnalysis]):
+    """The section notebook 05 shows carries both further tables, one row per model, numbers as in analysis.json."""
+    from airbench_nb.analysis.choice_qa import choice_qa_section
+    from airbench_nb.analysis.report import RunAnalysis
+
+    for kind in KINDS:
+        section = choice_qa_section(RunAnalysis(run.path, reps=20), kind)
+        (bias,) = [frame for title, frame in section.extra_frames.items() if "position bias" in title]
+        (rotated,) = [frame for title, frame in section.extra_frames.items() if "circular evaluation" in title]
+        expected = sections[kind]
+        assert set(bias["model"]) == set(expected.position_bias) and set(rotated["model"]) == set(expected.circular)
+        for row in bias.itertuples():
+            assert row.answered == expected.position_bias[row.model].n
+            p = expected.position_bias[row.model].p_value
+            assert row.p_value == p if p is not None else np.isnan(row.p_value)
+        for row in rotated.itertuples():
+            assert row.circular_accuracy == expected.circular[row.model].circular_accuracy

@@ -384,6 +384,10 @@ def test_an_imported_folder_runs_through_notebooks_03_to_05(tmp_path, corpus):
         assert "<h2>MMAU</h2>" in page
         assert "recipe mmau version 1: 5 rows read, 2 rejected" in page  # the import's rejections are shown
         assert "the import rejected 2 of 5 rows (1 answer, 1 audio)" in page
+        notebooks = json.loads((run / "run.json").read_text(encoding="utf-8"))["notebooks"]
+        executed = next(run / nb["output"] for nb in notebooks if nb["name"] == "05_analyze")
+        shown = executed.read_text(encoding="utf-8")  # notebook 05 shows the benchmark's further tables
+        assert "MMAU (test-mini): position bias" in shown  # (no rotated copy here: no circular table)
         for protocol in ("official", "strict"):
             section = summary["baseline:oracle | chat judge -"][protocol]["metric_sections"]["mmau"]
             assert section["average"]["value"] == 1.0 and section["average"]["n"] == 3

@@ -249,7 +249,51 @@ def choice_qa_section(analysis: RunAnalysis, name: str) -> Section:
     data.position_unit = position_unit(name)
     if not data.models and not data.circular:
         return Section(name, {}, reason=f"no {TITLES[name]} item was answered")
-    return Section(name, data.model_dump(mode="json"), frame=choice_qa_frame(data))
+    title = TITLES[name]
+    unit = data.position_unit
+    bias = f"{title}: position bias (chi-square of the chosen {unit}s against the gold shares; strict, original items)"
+    rotations = f"{title}: circular evaluation (strict; an item counts when every rotation is right)"
+    return Section(
+        name,
+        data.model_dump(mode="json"),
+        frame=choice_qa_frame(data),
+        extra_frames={bias: position_bias_table(data), rotations: circular_table(data)},
+    )
+
+
+def position_bias_table(data: ChoiceQAAnalysis) -> pd.DataFrame:
+    """One row per model of a benchmark's position bias: answered items, chi-square, degrees of freedom, p."""
+    rows = [
+        {
+            "model": model,
+            "answered": result.n,
+            "items": result.n_items,
+            "chi_square": result.chi2,
+            "dof": result.dof,
+            "p_value": result.p_value,
+            "note": result.note or result.reason or "",
+        }
+        for model, result in data.position_bias.items()
+    ]
+    return pd.DataFrame(rows, columns=["model", "answered", "items", "chi_square", "dof", "p_value", "note"])
+
+
+def circular_table(data: ChoiceQAAnalysis) -> pd.DataFrame:
+    """One row per model of a benchmark's circular evaluation: items, rotations, accuracy, circular accuracy."""
+    rows = [
+        {
+            "model": model,
+            "items": result.items,
+            "rotations": result.rotations,
+            "accuracy": result.accuracy,
+            "consistent_rate": result.consistent_rate,
+            "circular_accuracy": result.circular_accuracy,
+            "reason": result.reason or "",
+        }
+        for model, result in data.circular.items()
+    ]
+    columns = ["model", "items", "rotations", "accuracy", "consistent_rate", "circular_accuracy", "reason"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _mmau(analysis: RunAnalysis) -> Section:

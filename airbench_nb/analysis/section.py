@@ -35,6 +35,9 @@ class Section:
     extra_data: dict[str, Any] | BaseModel = field(default_factory=dict)
     """Details written to ``analysis.json`` as ``<name>_detail`` (tests used, per-task curves, weights, ...): the
     section's ``*Detail`` payload model, or a dict."""
+    extra_frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """Further tables to display after :attr:`frame`, by title (a benchmark's position bias, its circular
+    evaluation, ...); display only: ``analysis.json`` holds their numbers in :attr:`data`."""
 
 
 SHOW_DPI = 72
@@ -42,7 +45,7 @@ SHOW_DPI = 72
 
 
 def show(section: Section) -> None:
-    """Display a section in a notebook: the reason when empty, else its frame and figure."""
+    """Display a section in a notebook: the reason when empty, else its frame, further frames and figures."""
     from IPython.display import Markdown, display
 
     from airbench_nb.markup import md_text
@@ -52,6 +55,10 @@ def show(section: Section) -> None:
         return
     if not section.frame.empty:
         display(section.frame)
+    for title, frame in section.extra_frames.items():
+        if not frame.empty:
+            display(Markdown(f"*{md_text(title)}*"))
+            display(frame)
     import matplotlib.pyplot as plt
     from IPython.display import Image
 
