@@ -60,6 +60,7 @@ HEAVY_FIRST: tuple[str, ...] = (
     "test_pipeline_e2e.py",
     "test_pipeline.py",
     "test_annotate.py",
+    "test_import_choice_qa.py",
     "test_analysis_report.py",
     "test_widgets_in_lab.py",
     "test_analysis_multi.py",

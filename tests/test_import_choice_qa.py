@@ -350,16 +350,15 @@ def _import_command(name: str, root: Path) -> tuple[str, list[str]]:
             "--out data/sseu --option utterances=3 --option snrs_per_utterance=1"
         )
         return command, ["transcription", "scene", "events", "joint"]
-    from tests.minis_ug_import import clotho
-
-    return f"airbench-nb import clotho {clotho(root)} --out data/clotho", ["caption"]
+    raise ValueError(f"no miniature corpus {name!r}")
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("corpus", ["mmau", "sseu", "clotho"])
+@pytest.mark.parametrize("corpus", ["mmau", "sseu"])
 def test_an_imported_folder_runs_through_notebooks_03_to_05(tmp_path, corpus):
     """As a user would: import, then ``airbench-nb run`` on the imported folder with two baselines and the rule judge;
-    the oracle is perfect on every metric of the corpus's benchmark, the page shows that benchmark's section."""
+    the oracle is perfect on every metric of the corpus's benchmark, the page shows that benchmark's section. (The
+    other recipes' kinds are scored through the kit's API in their own tests: a notebook run costs about 30 s.)"""
     import_command, kinds = _import_command(corpus, tmp_path)
     env = {
         **os.environ,
@@ -393,12 +392,8 @@ def test_an_imported_folder_runs_through_notebooks_03_to_05(tmp_path, corpus):
             assert section["average"]["value"] == 1.0 and section["average"]["n"] == 3
         first = summary["baseline:first | chat judge -"]["strict"]["metric_sections"]["mmau"]["average"]
         assert first["value"] == pytest.approx(0.0) and first["n"] == 3  # the gold is never the first option here
-    elif corpus == "sseu":
+    else:
         assert "<h2>SSEU-Bench</h2>" in page
         assert {entry["value"] for entry in oracle["transcription"]["tasks"].values()} == {0.0}
         assert {entry["value"] for entry in oracle["scene"]["tasks"].values()} == {1.0}
         assert {entry["value"] for entry in oracle["events"]["tasks"].values()} == {1.0}
-    else:
-        assert "<h2>UG-Bench</h2>" in page
-        imported = len(read_manifest(tmp_path / "data" / "clotho" / "caption.jsonl"))
-        assert oracle["captioning"]["average"]["value"] > 0 and oracle["captioning"]["average"]["n"] == imported
