@@ -177,11 +177,17 @@ def _save_to_disk(folder: Path, split: str | None) -> DatasetSource:
     return DatasetSource("arrow", files, folder, features, split=state.get("_split") or split)
 
 
-_SPLIT_STEM = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)-\d{5}-of-\d{5}$")
+_SPLIT_STEM = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)-\d{5}-of-\d{5}(?:-[0-9a-f]{16})?$")
+"""A shard's stem: ``<split>-00000-of-00002``, with the 16-hex-digit hash older ``push_to_hub`` uploads add
+(``data/session1-00000-of-00001-04e11ca668d90573.parquet``, ``Zahra99/IEMOCAP_Audio``)."""
 
 
 def split_of(relative: Path) -> str | None:
-    """The split a shard's path names: ``test-00000-of-00002.parquet`` or a ``<split>/`` folder above a plain name."""
+    """The split a shard's path names.
+
+    ``test-00000-of-00002.parquet`` (an upload's ``-<hash>`` after it allowed), or a ``<split>/`` folder above a plain
+    name.
+    """
     match = _SPLIT_STEM.match(relative.stem)
     if match:
         return match.group("split")

@@ -253,7 +253,7 @@ def iemocap(root: Path) -> Path:
     """``Zahra99/IEMOCAP_Audio``'s parquet (split ``session1``): audio and a ClassLabel ``label``; returns the shard."""
     features = {"audio": AUDIO_FEATURE, "label": _class_label(IEMOCAP_NAMES)}
     return write_hf_parquet(
-        root / "iemocap" / "data" / "session1-00000-of-00001.parquet",
+        root / "iemocap" / "data" / "session1-00000-of-00001-04e11ca668d90573.parquet",  # the Hub's hashed name
         {
             "audio": _audio([n for n, _ in IEMOCAP_ROWS], [50, 51, 52, 53]),
             "label": pa.array([label for _, label in IEMOCAP_ROWS], pa.int64()),

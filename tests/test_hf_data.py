@@ -59,8 +59,13 @@ def _parquet(path: Path, ids: list[str], **kwargs) -> Path:
             "de_en/test-00001-of-00002.parquet",
             "de_en/train-00000-of-00001.parquet",
         ),
+        (  # older push_to_hub uploads hash each shard (Zahra99/IEMOCAP_Audio: data/session1-...-04e11ca668d90573)
+            "data/test-00000-of-00002-04e11ca668d90573.parquet",
+            "data/test-00001-of-00002-f6132100b374cb18.parquet",
+            "data/train-00000-of-00001-6e102fcb5c1126b4.parquet",
+        ),
     ],
-    ids=["data-split-shards", "config-split-folders", "config-split-shards"],
+    ids=["data-split-shards", "config-split-folders", "config-split-shards", "hashed-split-shards"],
 )
 def test_every_hub_naming_scheme_gives_the_split_in_row_order(tmp_path, layout):
     first, second, other = layout
