@@ -407,3 +407,16 @@ def test_the_wav_writer_agrees_with_libsndfile_to_the_level(tmp_path):
     a = sf.read(io.BytesIO(ours), dtype="int16")[0].astype(int)
     b = sf.read(io.BytesIO(theirs.getvalue()), dtype="int16")[0].astype(int)
     assert np.max(np.abs(a - b)) <= 1 and a[-4:-1].tolist() == [32767, -32768, 0]
+
+
+def test_a_csv_field_holding_a_line_separator_stays_in_its_row(tmp_path):
+    """Rows end at line ends only: U+2028, U+2029 and U+0085 inside a caption do not cut its row in two."""
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "a.wav").write_bytes(wav_bytes())
+    (tmp_path / "m.csv").write_text(
+        "id,audio,text\r\na,w/a.wav,one\u2028two\u2029three\u0085four\r\n", encoding="utf-8"
+    )
+    result = run_import(ImportRequest(recipe=TableRecipe(ASR), out=tmp_path / "out", positional=[tmp_path / "m.csv"]))
+    assert result.rows == 1 and not result.rejected
+    (item,) = read_manifest(tmp_path / "out" / "transcription.jsonl")
+    assert item.reference == "one\u2028two\u2029three\u0085four"

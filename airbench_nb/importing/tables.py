@@ -16,6 +16,7 @@ tables, the 1-based line for text files), so that a bad row is named in its reje
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 from collections.abc import Iterator, Sequence
@@ -152,7 +153,9 @@ def _csv_rows(path: Path, encoding: str, delimiter: str) -> Iterator[SourceRow]:
     with open(path, "rb") as raw_handle:
         raw = raw_handle.read()
     text = _decode(raw, path, encoding)
-    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter)
+    # newline="": the csv reader splits rows itself, at line ends only (str.splitlines would also cut a row at
+    # U+2028, U+2029 or U+0085 inside a caption)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = next(reader, None)
         if not header:

@@ -237,7 +237,7 @@ class _Journal:
         self.path = path
         self.entries: dict[str, dict[str, Any]] = {}
         if path.is_file():
-            for line in path.read_text(encoding="utf-8").splitlines():
+            for line in path.read_text(encoding="utf-8").split("\n"):  # JSON Lines end at "\n" only
                 try:
                     entry = json.loads(line)
                     self.entries[str(entry["name"])] = entry

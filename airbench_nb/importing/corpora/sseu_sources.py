@@ -406,7 +406,8 @@ def _maestro_events(
 ) -> tuple[Event, ...] | None:
     events = []
     rel = _rel(path, root)
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    # split on "\n" only: str.splitlines would also cut a row at U+2028, U+2029 or U+0085 inside a label
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{rel}:{number}"

@@ -707,7 +707,8 @@ class SeedTtsRecipe(Recipe):
             encoding = ctx.encoding or "utf-8"
             raise SourceError(f"{path}: not {encoding} text (byte {exc.start}); give --encoding") from None
         with AudioJobs(ctx) as jobs:
-            for lineno, line in enumerate(text.splitlines(), start=1):
+            for lineno, raw_line in enumerate(text.split("\n"), start=1):  # "\n" only: not U+2028 in a text
+                line = raw_line.removesuffix("\r")
                 if not line.strip():
                     continue
                 if ctx.done():
