@@ -40,8 +40,9 @@ import io
 import json
 import logging
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -264,6 +265,51 @@ def resample(samples: np.ndarray, rate: int, target: int | None) -> tuple[np.nda
     return np.asarray(soxr.resample(samples, rate, target, quality="HQ"), dtype=np.float32), target
 
 
+class AudioJobs:
+    """Clips written by ``ctx.workers`` threads a few items ahead, their items then kept in order.
+
+    :meth:`TableRecipe.run` and the recipes that read their rows themselves write audio through it: a clip that raises
+    :class:`RowError` (or :class:`~airbench_nb.hf_data.AudioCellError`, field ``audio_field``) rejects its row. Use it
+    as a context: leaving it settles every pending item.
+    """
+
+    def __init__(self, ctx: ImportContext, audio_field: str = "audio") -> None:
+        """Start the threads of an import (``audio_field``: the field a cell that cannot be decoded is named by)."""
+        self.ctx = ctx
+        self.audio_field = audio_field
+        self._pool = ThreadPoolExecutor(max_workers=max(1, ctx.workers), thread_name_prefix="import")
+        self._pending: deque[tuple[str, ItemBase, Future[WrittenAudio]]] = deque()
+        self._ahead = 4 * max(1, ctx.workers)
+
+    def __enter__(self) -> AudioJobs:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        try:
+            if error is None:
+                while self._pending:
+                    self._settle(*self._pending.popleft())
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, where: str, item: ItemBase, clip: Callable[[], WrittenAudio]) -> None:
+        """Write ``item``'s clip (``clip()``, in a thread), then keep the item; a :class:`RowError` rejects its row."""
+        self._pending.append((where, item, self._pool.submit(clip)))
+        while len(self._pending) > self._ahead:
+            self._settle(*self._pending.popleft())
+
+    def _settle(self, where: str, item: ItemBase, job: Future[WrittenAudio]) -> None:
+        try:
+            written = job.result()
+        except RowError as exc:
+            self.ctx.writer.reject(where, exc.field, exc.reason, uid=item.uid)
+            return
+        except AudioCellError as exc:
+            self.ctx.writer.reject(where, self.audio_field, str(exc), uid=item.uid)
+            return
+        self.ctx.writer.keep(item, written, where=where)
+
+
 class TableRecipe(Recipe):
     """A recipe run from a :class:`TableSpec` (module docstring); subclasses add fields a spec cannot say."""
 
@@ -325,37 +371,19 @@ class TableRecipe(Recipe):
         ``ctx.workers`` threads (soundfile, soxr and hashlib release the GIL), at most a few rows ahead, so memory
         stays flat in the number of rows and items keep the source's order.
         """
-        pending: deque[tuple[SourceRow, ItemBase, Future[WrittenAudio]]] = deque()
-        ahead = 4 * max(1, ctx.workers)
-        with ThreadPoolExecutor(max_workers=max(1, ctx.workers), thread_name_prefix="import") as pool:
+        with AudioJobs(ctx, self.spec.audio) as jobs:
             for table in self.tables(ctx):
                 for row in table.rows():
                     if ctx.done():
-                        break
+                        return
                     ctx.writer.count_row()
                     try:
                         item = self.check_row(ctx, table, row)
                     except RowError as exc:
                         ctx.writer.reject(row.where, exc.field, exc.reason, uid=self._uid_or_none(row))
                         continue
-                    if item is None:
-                        continue
-                    pending.append((row, item, pool.submit(self.audio, ctx, table, row, item.uid)))
-                    while len(pending) > ahead:
-                        self._settle(ctx, *pending.popleft())
-            while pending:
-                self._settle(ctx, *pending.popleft())
-
-    def _settle(self, ctx: ImportContext, row: SourceRow, item: ItemBase, job: Future[WrittenAudio]) -> None:
-        try:
-            written = job.result()
-        except RowError as exc:
-            ctx.writer.reject(row.where, exc.field, exc.reason, uid=item.uid)
-            return
-        except AudioCellError as exc:
-            ctx.writer.reject(row.where, self.spec.audio, str(exc), uid=item.uid)
-            return
-        ctx.writer.keep(item, written, where=row.where)
+                    if item is not None:
+                        jobs.submit(row.where, item, partial(self.audio, ctx, table, row, item.uid))
 
     def _uid_or_none(self, row: SourceRow) -> str | None:
         try:
@@ -469,18 +497,6 @@ class TableRecipe(Recipe):
         data["audio"] = ctx.writer.audio_path(data["uid"])
         return ctx.writer.validate(data, where=row.where)
 
-    def import_row(self, ctx: ImportContext, table: Table, row: SourceRow) -> None:
-        """Map one row in the calling thread: :meth:`check_row`, then its audio; hand both to the writer."""
-        item = self.check_row(ctx, table, row)
-        if item is None:
-            return
-        data = {"uid": item.uid}
-        try:
-            written = self.audio(ctx, table, row, data["uid"])
-        except AudioCellError as exc:
-            raise RowError(self.spec.audio, str(exc)) from None
-        ctx.writer.keep(item, written, where=row.where)
-
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
@@ -494,6 +510,7 @@ def _jsonable(value: Any) -> Any:
 
 __all__ = [
     "MAX_AUDIO_BYTES",
+    "AudioJobs",
     "RowError",
     "TableRecipe",
     "TableSpec",

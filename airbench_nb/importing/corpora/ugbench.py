@@ -28,9 +28,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,6 +37,7 @@ import numpy as np
 
 from airbench_nb.hf_data import SourceError, SourceRow
 from airbench_nb.importing.mapping import (
+    AudioJobs,
     RowError,
     TableRecipe,
     TableSpec,
@@ -127,46 +126,6 @@ def clip_from_file(ctx: ImportContext, uid: str, path: Path, root: Path, rate: i
     samples, got = read_audio_file(path, root)
     samples, got = resample(samples, got, rate)
     return ctx.writer.write_audio(uid, samples, got)
-
-
-class AudioJobs:
-    """Clips written by ``ctx.workers`` threads a few items ahead, their items then kept in order.
-
-    As :meth:`TableRecipe.run` does for table recipes: a clip that raises :class:`RowError` rejects its row. Use it
-    as a context: leaving it settles every pending item.
-    """
-
-    def __init__(self, ctx: ImportContext) -> None:
-        """Start the threads of an import."""
-        self.ctx = ctx
-        self._pool = ThreadPoolExecutor(max_workers=max(1, ctx.workers), thread_name_prefix="import")
-        self._pending: deque[tuple[str, ItemBase, Future[WrittenAudio]]] = deque()
-        self._ahead = 4 * max(1, ctx.workers)
-
-    def __enter__(self) -> AudioJobs:
-        return self
-
-    def __exit__(self, kind: object, error: object, trace: object) -> None:
-        try:
-            if error is None:
-                while self._pending:
-                    self._settle(*self._pending.popleft())
-        finally:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def submit(self, where: str, item: ItemBase, clip: Callable[[], WrittenAudio]) -> None:
-        """Write ``item``'s clip (``clip()``, in a thread), then keep the item; a :class:`RowError` rejects its row."""
-        self._pending.append((where, item, self._pool.submit(clip)))
-        while len(self._pending) > self._ahead:
-            self._settle(*self._pending.popleft())
-
-    def _settle(self, where: str, item: ItemBase, job: Future[WrittenAudio]) -> None:
-        try:
-            written = job.result()
-        except RowError as exc:
-            self.ctx.writer.reject(where, exc.field, exc.reason, uid=item.uid)
-            return
-        self.ctx.writer.keep(item, written, where=where)
 
 
 class UgRecipe(TableRecipe):
@@ -781,7 +740,6 @@ __all__ = [
     "MeldRecipe",
     "SeedTtsRecipe",
     "SlurpRecipe",
-    "AudioJobs",
     "UgRecipe",
     "clip_from_file",
     "covost_languages",
