@@ -7,7 +7,7 @@ lists them.
 
 from __future__ import annotations
 
-from airbench_nb.cli import analysis, annotation, data, importing, judging, models, pipeline
+from airbench_nb.cli import analysis, annotation, data, importing, judging, models, pipeline, weights
 from airbench_nb.cli.app import EXIT_BAD_INPUT, EXIT_FAILED_ITEMS, EXIT_FATAL_API, app, version
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED_ITEMS", "EXIT_FATAL_API", "app", "main"]
@@ -33,6 +33,7 @@ for _name, _command in (
     ("sample-listening", annotation.sample_listening_cmd),
     ("mos", annotation.mos_cmd),
     ("report", pipeline.report),
+    ("weights", weights.weights_cmd),
 ):
     app.command(_name)(_command)
     if _name == "import-sources":  # import takes named sources (--vctk DIR): extra arguments reach it unparsed
