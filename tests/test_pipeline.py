@@ -287,7 +287,8 @@ def test_resume_executes_only_notebooks_whose_inputs_changed(tmp_path, toy_noteb
     run = dict(notebooks=["a", "c"], run_id="r", reports_dir=tmp_path, notebook_dir=toy_notebooks, html=False)
     first = run_pipeline({"n": 1, "m": 1}, **run)
     assert _executed(first) == ["a", "c"] and all(n.inputs_hash for n in first.notebooks)
-    assert set(first.notebooks[0].input_hashes) >= {"notebook", "parameters", "versions", "environment", "upstream"}
+    hashed = {"notebook", "parameters", "versions", "environment", "weights", "upstream"}
+    assert set(first.notebooks[0].input_hashes) >= hashed
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "r").glob("*.ipynb")}
 
     same = run_pipeline({}, resume=True, **run)  # nothing changed: nothing executes, the notebooks are kept
@@ -308,12 +309,14 @@ def test_resume_executes_only_notebooks_whose_inputs_changed(tmp_path, toy_noteb
     assert (tmp_path / "r/a.txt").read_text() == "6"
     monkeypatch.setenv("AIRBENCH_JUDGE", "rule")  # an environment variable that changes what notebooks do
     assert _executed(run_pipeline({}, resume=True, **run)) == ["a", "c"]
+    monkeypatch.setattr("airbench_nb.pipeline.fetched_weights", lambda: ["yamnet"])  # real weights fetched since
+    assert _executed(run_pipeline({}, resume=True, **run)) == ["a", "c"]
 
     monkeypatch.setenv("AIRBENCH_NOTEBOOKS", str(toy_notebooks))
     forced = runner.invoke(app, ["run", "--resume", "r", "--reports", str(tmp_path), "--no-html", "--force"])
     assert forced.exit_code == 0, forced.output
     saved = json.loads((tmp_path / "r/run.json").read_text())
-    assert [n["reused"] for n in saved["notebooks"]] == [False, False] and saved["resumed"] == 7
+    assert [n["reused"] for n in saved["notebooks"]] == [False, False] and saved["resumed"] == 8
 
 
 def test_a_run_json_without_input_hashes_still_reads_and_resumes(tmp_path, toy_notebooks):

@@ -45,6 +45,10 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
         tts,
     }
     assert all(r["errors"] == 0 for r in runs)
+    # the bundled real models whose weights this machine has not fetched are skipped, saying how to get them
+    skipped = read_results(run_dir / "03_run_model.ipynb")["run_model"]["skipped"]
+    assert set(skipped) == {"onnx:yamnet-bundled", "faster-whisper:base-bundled"}
+    assert skipped["onnx:yamnet-bundled"].endswith("run `airbench-nb weights fetch yamnet`")
     # the ASR model serves transcription items only: every other kind is n/a (no response, not an error)
     served = {r["kind"]: r for r in runs if r["model"] == whisper}
     assert served["transcription"]["answered"] == 2 and served["scene"]["not_applicable"] == 1
@@ -53,7 +57,14 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
     assert spoke["speech_generation"]["answered"] == 3 and spoke["translation"]["not_applicable"] == 2
 
     judged = read_results(run_dir / "04_judge.ipynb")["judge"]
-    assert judged["judges"] == ["rule", "proxy", "asr:faster-whisper:tiny.en-bundled", "sources"]
+    assert judged["judges"] == [
+        "rule",
+        "proxy",
+        "asr:faster-whisper:tiny.en-bundled",
+        "asr:faster-whisper:base-bundled",
+        "sources",
+    ]
+    assert list(judged["skipped"]) == ["asr:faster-whisper:base-bundled"]
     scores = pd.DataFrame(judged["scores"]).set_index(["model", "protocol"])
     # the oracle scores 100% under both protocols; the official protocol inflates the abstaining DSP baseline
     assert scores.loc[("baseline:oracle", "official"), "foundation_average"] == 1.0
@@ -83,7 +94,11 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
     page = (run_dir / "index.html").read_text()  # the landing page, written at the end of every run
     assert "baseline:oracle" in page and 'class="status ok"' in page and (run_dir / "README.md").is_file()
     sseu = page.split("<h2>SSEU-Bench</h2>")[1].split("<h2>")[0]  # the SSEU table: the real model's row is there
-    assert f"<td>{whisper}</td>" in sseu and "<td>sseu-cot</td>" in sseu
+    # real models carry a badge wherever a table names them; baselines none
+    badge = '<span class="badge real"'
+    assert f"<td>{whisper} {badge}" in sseu and "<td>sseu-cot</td>" in sseu and "<td>baseline:oracle</td>" in sseu
+    assert f"{whisper} (real model)" in page and "baseline:oracle (baseline)" in page
+    assert "real models not run (weights not fetched): " in page and "airbench-nb weights fetch" in page
     assert "SSEU-Bench: WER, scene mACC and event mAP against SNR" in page
     ug = page.split("<h2>UG-Bench</h2>")[1].split("<h2>")[0]  # the UG-Bench tables, with links to spoken answers
-    assert f"<td>{tts}</td>" in ug and ".wav</a>" in ug and "score (0-100)" in ug
+    assert f"<td>{tts} {badge}" in ug and ".wav</a>" in ug and "score (0-100)" in ug

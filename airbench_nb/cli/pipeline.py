@@ -143,6 +143,17 @@ def run(
         for n in info.notebooks
     ]
     console.print(rows_table(f"run {info.run_id}: {info.status}", rows))
+    from airbench_nb.report_page import skipped_real_models
+
+    skipped = skipped_real_models(reports / info.run_id, info.notebooks)
+    if skipped:
+        from airbench_nb.weights import fetch_command
+
+        console.print(
+            f"real models skipped (weights not fetched): {', '.join(skipped)}; "
+            f"get them with `{fetch_command(skipped)}`",
+            soft_wrap=True,
+        )
     page = RunFolder(reports / info.run_id).index_html
     console.print(f"report: {page if page.is_file() else f'{reports / info.run_id}/'}")
     if info.status != "ok":

@@ -439,6 +439,13 @@ class JudgeSummaries:
 
     runs: list[tuple[str, str, JudgeSummary, Path]] = field(default_factory=list)
     """``(model folder, kind, summary, verdicts file)`` per judge run, in the order they ran."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Judges not run, each with why: an ``asr:`` judge on a bundled real model whose weights are not fetched
+    (:func:`~airbench_nb.weights.skipped_bundled`)."""
+
+    def skipped_texts(self) -> list[str]:
+        """One line per skipped judge, saying how to get it."""
+        return list(self.skipped.values())
 
     def __iter__(self) -> Iterator[JudgeSummary]:
         return (summary for _, _, summary, _ in self.runs)
@@ -507,15 +514,20 @@ def judge_run_folder(
         **options: Passed to :func:`judge_responses` (``concurrency``, ``cache``, ``dry_run``, ...).
 
     Returns:
-        A :class:`JudgeSummaries`, one summary per (model, kind, judge).
+        A :class:`JudgeSummaries`, one summary per (model, kind, judge); an ``asr:`` judge on a bundled model whose
+        weights are not fetched is skipped (:attr:`JudgeSummaries.skipped`), never an error.
 
     Raises:
         JudgeSpecError: For a judge spec that names no judge (at its first use, as before).
         FileNotFoundError: When the data folder holds none of the manifests.
     """
     from airbench_nb.manifests import read_manifest, read_records
+    from airbench_nb.weights import skipped_bundled
 
-    summaries = JudgeSummaries()
+    summaries = JudgeSummaries(skipped=skipped_bundled(judges))
+    for line in summaries.skipped_texts():
+        logger.warning("%s", line)
+    judges = [j for j in judges if j not in summaries.skipped]
     items_by_kind = {kind: read_manifest(manifest) for kind, manifest in folder.manifests(kinds).items()}
     for model_dir in folder.model_dirs():
         for kind, items in items_by_kind.items():

@@ -30,6 +30,9 @@ class Backend:
     tier: str = "A"
     """The tier of the tiered sound-source benchmark its answers to closed-set items belong to: ``A`` (it answers
     in words, a judge reads the option), ``B`` (an AudioSet tagger's ranking) or ``C`` (a zero-shot CLAP ranking)."""
+    baseline: bool = False
+    """Whether its specs are baselines (rules, chance, the oracle) rather than models: the landing page marks every
+    other model as a real one."""
 
     def build_factory(self) -> Callable[..., Any]:
         """The factory, imported when given as ``"module:attribute"``."""
@@ -74,6 +77,12 @@ def closed_set_tier(spec: str) -> str:
     """
     backend = BACKENDS.get(spec.partition(":")[0])
     return backend.tier if backend is not None else "A"
+
+
+def is_baseline(spec: str) -> bool:
+    """Whether a model spec is a baseline (its backend's :attr:`Backend.baseline`), not a real model."""
+    backend = BACKENDS.get(spec.partition(":")[0])
+    return backend is not None and backend.baseline
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -189,7 +198,9 @@ def check_ct2_whisper(rest: str) -> None:
 
 register_backend(Backend("hf", "airbench_nb.models.hf:HFAudioLM", "hf:<path or hub id>", check=check_hf_path))
 register_backend(Backend("openai", "airbench_nb.models.openai_api:OpenAIAudioLM", "openai:<model>[@<base_url>]"))
-register_backend(Backend("baseline", "airbench_nb.models.baselines:make_baseline", "baseline:random|first|dsp|oracle"))
+register_backend(
+    Backend("baseline", "airbench_nb.models.baselines:make_baseline", "baseline:random|first|dsp|oracle", baseline=True)
+)
 register_backend(
     Backend(
         "faster-whisper",

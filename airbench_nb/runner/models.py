@@ -836,9 +836,16 @@ class RunSummaries:
 
     runs: list[tuple[str, RunSummary]] = field(default_factory=list)
     """``(kind, summary)`` per run, in the order they ran."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Models not run, each with why: a bundled real model whose weights are not fetched
+    (:func:`~airbench_nb.weights.skipped_bundled`; ``airbench-nb weights fetch`` gets them)."""
 
     def __iter__(self) -> Iterator[RunSummary]:
         return (summary for _, summary in self.runs)
+
+    def skipped_texts(self) -> list[str]:
+        """One line per skipped model, saying how to get it."""
+        return list(self.skipped.values())
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -920,15 +927,20 @@ def infer_run_folder(
             ``prompt_set``, ``seed``, ...).
 
     Returns:
-        A :class:`RunSummaries`, one summary per (model, kind), models in the order given.
+        A :class:`RunSummaries`, one summary per (model, kind), models in the order given; a bundled real model
+        whose weights are not fetched is skipped (:attr:`RunSummaries.skipped`), never an error.
 
     Raises:
         FileNotFoundError: When the data folder holds none of the manifests.
     """
+    from airbench_nb.weights import skipped_bundled
+
     manifests = folder.manifests(kinds)
     options.setdefault("progress", False)
-    summaries = RunSummaries()
-    for spec in models:
+    summaries = RunSummaries(skipped=skipped_bundled(models))
+    for line in summaries.skipped_texts():
+        logger.warning("%s", line)
+    for spec in (m for m in models if m not in summaries.skipped):
         for kind, manifest in manifests.items():
             out = folder.responses_file(spec, kind)
             summaries.runs.append((kind, infer(spec, manifest, out, run_folder=folder, **options)))
