@@ -193,7 +193,8 @@ def skipped_real_models(run_dir: Path, notebooks: list[NotebookStatus]) -> dict[
             continue
         try:
             values = read_results(path).values()
-        except (OSError, ValueError):
+        except Exception as exc:  # noqa: BLE001 - an unreadable notebook (any reader's error) leaves it out of the page
+            logger.debug("%s: results not read (%s)", path, exc)
             continue
         for value in values:
             if isinstance(value, dict) and isinstance(value.get("skipped"), dict):
