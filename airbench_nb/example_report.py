@@ -142,13 +142,24 @@ def _comparable_text(text: str) -> Comparable:
 
 @contextmanager
 def _without_llm_judge() -> Iterator[None]:
-    """Leave ``AIRBENCH_JUDGE`` out while the example runs: it must not depend on a server or a key."""
+    """Leave ``AIRBENCH_JUDGE`` out while the example runs: it must not depend on a server or a key.
+
+    The bundled real models (:mod:`airbench_nb.weights`) are left out too: ``AIRBENCH_WEIGHTS`` points at an empty
+    folder, so the example is the same whether this machine fetched them or not (the page says they were not run).
+    """
     saved = os.environ.pop("AIRBENCH_JUDGE", None)
-    try:
-        yield
-    finally:
-        if saved is not None:
-            os.environ["AIRBENCH_JUDGE"] = saved
+    saved_weights = os.environ.get("AIRBENCH_WEIGHTS")
+    with tempfile.TemporaryDirectory(prefix="no-weights-") as empty:
+        os.environ["AIRBENCH_WEIGHTS"] = empty
+        try:
+            yield
+        finally:
+            if saved is not None:
+                os.environ["AIRBENCH_JUDGE"] = saved
+            if saved_weights is None:
+                os.environ.pop("AIRBENCH_WEIGHTS", None)
+            else:
+                os.environ["AIRBENCH_WEIGHTS"] = saved_weights
 
 
 def recorded_files(run: RunFolder) -> list[Path]:
