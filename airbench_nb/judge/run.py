@@ -441,7 +441,8 @@ class JudgeSummaries:
     """``(model folder, kind, summary, verdicts file)`` per judge run, in the order they ran."""
     skipped: dict[str, str] = field(default_factory=dict)
     """Judges not run, each with why: an ``asr:`` judge on a bundled real model whose weights are not fetched
-    (:func:`~airbench_nb.weights.skipped_bundled`)."""
+    (:func:`~airbench_nb.weights.skipped_bundled`); the line names the judge that stood in for it, if any
+    (:func:`~airbench_nb.weights.judge_fallbacks`: Whisper tiny.en for Whisper base)."""
 
     def skipped_texts(self) -> list[str]:
         """One line per skipped judge, saying how to get it."""
@@ -522,12 +523,17 @@ def judge_run_folder(
         FileNotFoundError: When the data folder holds none of the manifests.
     """
     from airbench_nb.manifests import read_manifest, read_records
-    from airbench_nb.weights import skipped_bundled
+    from airbench_nb.weights import judge_fallbacks, skipped_bundled
 
-    summaries = JudgeSummaries(skipped=skipped_bundled(judges))
+    skipped = skipped_bundled(judges)
+    standing_in = judge_fallbacks(judges)
+    for spec, stand_in in standing_in.items():
+        skipped[spec] += f"; {stand_in} transcribes instead"
+    summaries = JudgeSummaries(skipped=skipped)
     for line in summaries.skipped_texts():
         logger.warning("%s", line)
-    judges = [j for j in judges if j not in summaries.skipped]
+    chosen = [standing_in.get(j, j) for j in judges if j not in skipped or j in standing_in]
+    judges = list(dict.fromkeys(chosen))
     items_by_kind = {kind: read_manifest(manifest) for kind, manifest in folder.manifests(kinds).items()}
     for model_dir in folder.model_dirs():
         for kind, items in items_by_kind.items():

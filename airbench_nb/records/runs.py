@@ -42,9 +42,10 @@ class NotebookStatus(Record):
     input_hashes: dict[str, str] = Field(default_factory=dict)
     """SHA-256 of each thing the notebook's execution depends on, by name: ``notebook`` (its source),
     ``parameters`` (those injected), ``versions`` (Python, the kit, its dependencies), ``environment`` (the
-    variables that change what it does), ``weights`` (which bundled real models are fetched), ``upstream`` (for a notebook outside the pipeline: the hashes of those
-    before it), ``file:<path>`` for each run-folder file it reads or writes (one that is absent has no entry) and
-    ``param:<name>:<path>`` for each file a path parameter names (``missing`` when absent)."""
+    variables that change what it does), ``weights`` (which bundled real models are fetched), ``upstream`` (for a
+    notebook outside the pipeline: the hashes of those before it), ``file:<path>`` for each run-folder file it reads
+    or writes (one that is absent has no entry) and ``param:<name>:<path>`` for each file a path parameter names
+    (``missing`` when absent)."""
     reused: StrictBoolean = False
     """True when a resumed run kept this notebook's earlier execution (its inputs hash unchanged): the executed
     notebook, its HTML and the times above are those of that execution."""
