@@ -25,6 +25,7 @@ from airbench_nb.manifests import DATASET_CARD
 from airbench_nb.markup import md_code, md_link, md_text
 from airbench_nb.models.specs import is_baseline
 from airbench_nb.pages import PAGE_CSS, PAGE_SECTIONS, PageInputs, PageSection, render_template
+from airbench_nb.pages.real_models import real_models_html, real_models_markdown
 from airbench_nb.records import NotebookStatus, RunInfo
 from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
 from airbench_nb.score_table import PROXY_SHORT
@@ -106,7 +107,13 @@ TEMPLATE = """<!DOCTYPE html>
 {% for title, body in sections %}<h2>{{ title }}</h2>
 {{ body | safe }}
 
-{% endfor %}<h2>Figures</h2>
+{% endfor %}<h2>Real models</h2>
+{% if real_models %}<p class="meta">Every model of the run that is not a baseline, with its scores under the strict
+protocol wherever it answered (each with its 95% bootstrap interval, n and failures; items it does not serve are
+<code>n/a</code>, not rows), and its tiers of the tiered sound-source benchmark.</p>
+<div class="wide">{{ real_models | safe }}</div>{% else %}<p>None: {{ no_real_models }}.</p>{% endif %}
+
+<h2>Figures</h2>
 {% for figure in figures %}<figure>
 <a href="{{ figure.path }}"><img src="{{ figure.path }}" alt="{{ figure.caption }}"></a>
 <figcaption>{{ figure.caption }}</figcaption></figure>
@@ -201,6 +208,16 @@ def skipped_real_models(run_dir: Path, notebooks: list[NotebookStatus]) -> dict[
                 for spec, why in value["skipped"].items():
                     skipped.setdefault(str(spec), str(why))
     return skipped
+
+
+def _no_real_models(run_dir: Path, run: RunInfo, analysis: AnalysisReport | None) -> str:
+    """What the Real models section says when it has no row."""
+    skipped = skipped_real_models(run_dir, run.notebooks)
+    real = [m for m in (analysis.models if analysis is not None else []) if not is_baseline(m)]
+    text = "no real model of this run has a score" if real else "every model of this run is a baseline"
+    if skipped:
+        text += f" ({', '.join(skipped)} not run: weights not fetched)"
+    return text
 
 
 def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> list[tuple[str, str]]:
@@ -422,6 +439,11 @@ def write_report_page(run_dir: str | Path) -> tuple[Path, Path]:
             if body is not None
         ],
         "markdown_sections": [(title, body) for title, body in written if body is not None],
+        "real_models": mark_real_models(
+            real_models_html(results, analysis), analysis.models if analysis is not None else []
+        ),
+        "real_models_markdown": real_models_markdown(results, analysis),
+        "no_real_models": _no_real_models(run_dir, run, analysis),
         "figures": _figures(folder),
         "analysed": analysis is not None,
         "notebooks": notebooks,
@@ -457,6 +479,12 @@ def _markdown(context: dict[str, Any], folder: RunFolder) -> str:
         lines += ["## Tables", "", f"See [{board}]({board}).", ""]
     for title, body in context["markdown_sections"]:
         lines += [f"## {md_text(title)}", "", body, ""]
+    lines += [
+        "## Real models",
+        "",
+        context["real_models_markdown"] or f"None: {md_text(context['no_real_models'])}.",
+        "",
+    ]
     if context["figures"]:
         lines += ["## Figures", ""]
         lines += [

@@ -96,6 +96,9 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
     assert f"<td>{whisper} {badge}" in sseu and "<td>sseu-cot</td>" in sseu and "<td>baseline:oracle</td>" in sseu
     assert f"{whisper} (real model)" in page and "baseline:oracle (baseline)" in page
     assert "real models not run (weights not fetched): " in page and "airbench-nb weights fetch" in page
+    real = page.split("<h2>Real models</h2>")[1].split("<h2>")[0]  # every real model's numbers, no baseline's
+    assert f"<td>{whisper} {badge}" in real and "<td>transcription</td>" in real and "<td>WER %</td>" in real
+    assert f"<td>{tts} {badge}" in real and "baseline:" not in real
     assert "SSEU-Bench: WER, scene mACC and event mAP against SNR" in page
     ug = page.split("<h2>UG-Bench</h2>")[1].split("<h2>")[0]  # the UG-Bench tables, with links to spoken answers
     assert f"<td>{tts} {badge}" in ug and ".wav</a>" in ug and "score (0-100)" in ug

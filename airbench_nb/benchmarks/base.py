@@ -27,9 +27,17 @@ SHARED_ANALYSIS_SECTIONS: tuple[str, ...] = ("agreement", "injection")
 """Sections of ``analysis.json`` that no benchmark owns: judge-human agreement on an annotated sample, and the
 answers the injection screen flagged, over every kind."""
 
-SHARED_PAGE_SECTIONS: tuple[str, ...] = ("What was run", "Warnings", "Figures", "Notebooks", "Raw files")
+SHARED_PAGE_SECTIONS: tuple[str, ...] = (
+    "What was run",
+    "Warnings",
+    "Real models",
+    "Figures",
+    "Notebooks",
+    "Raw files",
+)
 """Sections of a run's landing page that no benchmark owns: the ``<h2>`` headings of the page's shell
-(:data:`airbench_nb.report_page.TEMPLATE`), in page order; the benchmarks' registered sections go after Warnings."""
+(:data:`airbench_nb.report_page.TEMPLATE`), in page order; the benchmarks' registered sections go after Warnings
+(before Real models: every real model's numbers, apart from the baselines)."""
 
 
 def kind_of(record: type[Record]) -> str:
