@@ -399,7 +399,7 @@ class OnnxTagger:
             rows.append(self.output_quant.dequantise(out) if self.output_quant is not None else out.astype(np.float32))
         scores = np.concatenate(rows, axis=0)
         if self.outputs == "logits":
-            scores = 1.0 / (1.0 + np.exp(-scores))
+            scores = 0.5 * (1.0 + np.tanh(0.5 * scores))  # the sigmoid, without overflow at logits near -100
         return scores
 
     def label_scores(self, clip: np.ndarray) -> np.ndarray:
