@@ -16,14 +16,18 @@ import librosa
 import numpy as np
 import onnx
 import pytest
+import soundfile as sf
 from onnx import TensorProto, helper, numpy_helper
 
+from airbench_nb.manifests import write_manifest
 from airbench_nb.models import SpecError, load_model
 from airbench_nb.models.audio_frontends import EFFICIENTAT, PANNS, YAMNET, front_end, kaldi_mel_filters
 from airbench_nb.models.base import GenerationParams, Prompt
 from airbench_nb.models.label_mapping import read_label_mapping
 from airbench_nb.models.onnx_tagger import AUDIOSET_MAPPING, SSEU_MAPPING
-from airbench_nb.records import EventsItem, SceneItem, SoundSourceItem, TranscriptionItem
+from airbench_nb.records import EventsItem, Response, SceneItem, SoundSourceItem, TranscriptionItem
+from airbench_nb.runner.models import infer
+from airbench_nb.runner.outputs import read_existing
 from airbench_nb.unify import unify
 
 RATE = 16000
@@ -309,3 +313,29 @@ def test_bundled_sseu_table_covers_the_kit_and_sseu_bench_classes() -> None:
     table = read_label_mapping(SSEU_MAPPING)
     unmapped = [c for c in [*SCENES, *EVENT_CLASSES, *REAL_SCENES, *REAL_EVENTS] if not table.sources_of(c)]
     assert unmapped == ["coffee machine", "announcement", "shopping cart"]  # no AudioSet label names them (docs)
+
+
+def test_infer_answers_tagger_kinds_and_leaves_transcription_not_applicable(tiny: Path, tmp_path: Path, clips) -> None:
+    """The tiny tagger through ``infer``: rankings and settings are written, other kinds are ``n/a``."""
+    (tmp_path / "audio").mkdir()
+    source = SoundSourceItem(
+        uid="s", dataset="tiered", audio="audio/s.wav", question="Which?", choices=["wail siren", "church bell"],
+        answer=0, classes=["wail", "church_bell"], categories=["siren", "bell"],
+    )  # fmt: skip
+    common = {**COMMON, "audio": "audio/x.wav"}
+    items = [
+        source,
+        SceneItem(uid="c", task="sseu_scene", classes=SCENES, label="park", **common),
+        EventsItem(uid="e", task="sseu_events", classes=EVENTS, labels=["siren"], **common),
+        TranscriptionItem(uid="t", task="sseu_transcription", reference="hello there", **common),
+    ]
+    sf.write(tmp_path / "audio" / "s.wav", clips[0], RATE)
+    sf.write(tmp_path / "audio" / "x.wav", clips[1], RATE)
+    manifest = write_manifest(tmp_path / "items.jsonl", items)
+    summary = infer(f"onnx:{tiny}", manifest, tmp_path / "out.jsonl", progress=False, model_options={"threshold": 0.9})
+    assert (summary.answered, summary.errors, summary.not_applicable) == (3, 0, {"transcription": 1})
+    by_uid = {r.uid: r for r in read_existing(tmp_path / "out.jsonl", Response)}
+    assert set(by_uid) == {"s", "c", "e"}
+    assert by_uid["s"].text == by_uid["s"].ranking[0].label and len(by_uid["s"].ranking) == 2
+    assert by_uid["c"].text in SCENES and unify(by_uid["e"].text, "events").events is not None
+    assert by_uid["e"].generation["backend"]["threshold"] == 0.9
