@@ -118,6 +118,26 @@ def test_speech_generation_data_complete(recipes):
         assert entry["question"].endswith("?") and entry["answers"], entry["id"]
     assert len({t["text"] for t in recipe.texts}) == len(recipe.texts)
     assert all(_voice_exists(v.name) for v in recipe.voices) and {v.gender for v in recipe.voices} == {"male", "female"}
+    assert {t["language"] for t in recipe.texts} == {"en", "de"} and recipe.tts_language_cycle == (
+        "en",
+        "en",
+        "en",
+        "de",
+    )
+
+
+def test_tts_items_follow_the_language_cycle(recipes):
+    """Every fourth tts item is German; each language keeps its own seeded order; "all" takes every text once."""
+    from airbench_nb.builders.ugbench import _cycled_texts
+
+    recipe = speech_generation_recipe(recipes)
+    twelve = _cycled_texts(recipe, 12, 0)
+    assert [t["language"] for t in twelve] == ["en", "en", "en", "de"] * 3
+    assert [t["id"] for t in twelve[:2]] == [t["id"] for t in _cycled_texts(recipe, 2, 0)]  # a smaller preset: a prefix
+    every = _cycled_texts(recipe, len(recipe.texts), 0)
+    assert sorted(t["id"] for t in every) == sorted(t["id"] for t in recipe.texts)  # German used up: English goes on
+    with pytest.raises(ValueError, match=r"tts asks for 54 items; the recipe has 53"):
+        _cycled_texts(recipe, len(recipe.texts) + 1, 0)
 
 
 def test_caption_templates_cover_every_class(recipes):

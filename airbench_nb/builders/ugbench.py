@@ -447,7 +447,7 @@ def _tts_item(w: _Writer, recipe: SpeechGenerationRecipe, k: int, entry: dict[st
         audio=SILENCE_FILE,
         audio_sha256=sha256_file(silence),
         text=entry["text"],
-        language=recipe.language,
+        language=entry["language"],
         meta={"text_id": entry["id"], "text_kind": entry["kind"], "clip": "digital silence"},
         notes=["the text to speak is in the prompt; the clip is digital silence (every item carries a clip)"],
         **COMMON,
@@ -477,12 +477,40 @@ def _speech_generation(w: _Writer, recipe: SpeechGenerationRecipe, task: str, n:
     """``n`` items of ``tts`` (texts) or ``spoken_answer`` (questions), in a seeded order."""
     entries = recipe.texts if task == "tts" else recipe.spoken_answers
     make_item, prefix = (_tts_item, "ugb-tts") if task == "tts" else (_spoken_answer_item, "ugb-sa")
-    order = _order(len(entries), seed, task)
-    for k in range(n):
-        entry = entries[order[k]]
+    if task == "tts" and recipe.tts_language_cycle:
+        chosen = _cycled_texts(recipe, n, seed)
+    else:
+        chosen = [entries[i] for i in _order(len(entries), seed, task)[:n]]
+    for k, entry in enumerate(chosen):
         uid = f"{prefix}-{entry['id']}"
         if (item := w.attempt(task, k, uid, partial(make_item, w, recipe, k, entry))) is not None:
             w.result.speech_generation.append(item)  # type: ignore[arg-type]
+
+
+def _cycled_texts(recipe: SpeechGenerationRecipe, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` texts whose languages follow :attr:`SpeechGenerationRecipe.tts_language_cycle`.
+
+    Each language's texts come in their own seeded order (the recipe's language under the key ``tts``, as without a
+    cycle, so its first texts stay the same; another under ``tts-<language>``); a language whose texts are used up
+    gives its turn to the next one of the cycle that has texts left (``"all"`` takes every text).
+    """
+    by_language: dict[str, list[dict[str, Any]]] = {}
+    for text in recipe.texts:
+        by_language.setdefault(text["language"], []).append(text)
+    queues = {
+        code: [texts[i] for i in _order(len(texts), seed, "tts" if code == recipe.language else f"tts-{code}")]
+        for code, texts in by_language.items()
+    }
+    cycle = recipe.tts_language_cycle
+    fallback = list(dict.fromkeys([*cycle, *queues]))  # the cycle's languages, then any other, when one runs out
+    chosen: list[dict[str, Any]] = []
+    for k in range(n):
+        turn = cycle[k % len(cycle)]
+        code = turn if queues[turn] else next((c for c in fallback if queues[c]), None)
+        if code is None:
+            raise ValueError(f"ugbench_items: tts asks for {n} items; the recipe has {len(recipe.texts)} ('all')")
+        chosen.append(queues[code].pop(0))
+    return chosen
 
 
 def planned_counts(

@@ -125,9 +125,13 @@ class SpeechGenerationRecipe:
     pad_s: float
     """Silence before and after a spoken question (seconds)."""
     texts: tuple[dict[str, str], ...]
-    """Texts to speak: ``id``, ``kind``, ``text``."""
+    """Texts to speak: ``id``, ``kind``, ``text`` and ``language`` (the file's :attr:`language` unless the entry
+    names another)."""
     spoken_answers: tuple[dict[str, Any], ...]
     """Questions to answer aloud: ``id``, ``question``, ``answers`` (a list)."""
+    tts_language_cycle: tuple[str, ...] = ()
+    """The languages of successive ``tts`` items (``["en", "en", "en", "de"]``: every fourth item German), each
+    language's texts in its own seeded order; empty: the texts in one seeded order, whatever their language."""
 
 
 AUDIO_FIELDS = frozenset({"place", "at_place", "bed", "events_noun", "events_clause"})
@@ -398,7 +402,8 @@ def speech_generation_recipe(recipes: Recipes) -> SpeechGenerationRecipe:
         kind = r.text(row, "kind", entry, needle)
         if kind not in TEXT_KINDS:
             raise r.error(entry, "kind", f"{kind!r} is not one of {', '.join(sorted(TEXT_KINDS))}", needle)
-        texts.append({"id": tid, "kind": kind, "text": r.text(row, "text", entry, needle)})
+        language = r.text(row, "language", entry, needle) if "language" in row else None
+        texts.append({"id": tid, "kind": kind, "text": r.text(row, "text", entry, needle), "language": language})
     answers = []
     for k, row in enumerate(r.get(cfg, "spoken_answers", name, list)):
         aid = row.get("id") if isinstance(row, dict) else None
@@ -413,12 +418,21 @@ def speech_generation_recipe(recipes: Recipes) -> SpeechGenerationRecipe:
         raise r.error(name, "texts" if not texts else "spoken_answers", "needs at least one entry")
     r.unique_ids(texts, "text")
     r.unique_ids(answers, "spoken answer")
+    language = r.text(cfg, "language", name)
+    for text in texts:
+        text["language"] = text["language"] or language
+    cycle = r.get(cfg, "tts_language_cycle", name, list) if "tts_language_cycle" in cfg else []
+    known = {t["language"] for t in texts}
+    for code in cycle:
+        if not isinstance(code, str) or code not in known:
+            raise r.error(name, "tts_language_cycle", f"{code!r} is not the language of any text ({sorted(known)})")
     return SpeechGenerationRecipe(
-        language=r.text(cfg, "language", name),
+        language=language,
         voices=r.voices(r.get(cfg, "voices", name, list), name, "voices"),
         rate_wpm=r.rate(cfg, "rate_wpm", name),
         silence_s=r.seconds(cfg, "silence_s", name, positive=True),
         pad_s=r.seconds(cfg, "pad_s", name),
         texts=tuple(texts),
         spoken_answers=tuple(answers),
+        tts_language_cycle=tuple(cycle),
     )
