@@ -126,6 +126,24 @@ def test_events_procedure_equals_sklearn_on_planted_vectors():
     assert result.ci_low <= result.map <= result.ci_high
 
 
+def test_a_taggers_own_class_scores_are_what_map_ranks():
+    """Rows given as class scores (a ranked-list model) replace the text's similarities; absent classes score 0."""
+    classes = ["dog", "car", "rain"]
+    embedder = PlantedEmbedder({c: np.eye(3)[i] for i, c in enumerate(classes)})
+    golds = [["dog"], ["car"], ["dog", "rain"], []]
+    # the listed events name no class right (an empty list, a wrong class), but the probabilities rank perfectly
+    answers = [[], ["rain"], [], None]
+    own = [{"dog": 0.9, "car": 0.1}, {"car": 0.8, "rain": 0.3, "dog": 0.2}, {"dog": 0.7, "rain": 0.6}, None]
+    result = score_events(answers, golds, classes, embedder, reps=0, class_scores=own)
+    expected = np.array([[0.9, 0.1, 0.0], [0.2, 0.8, 0.3], [0.7, 0.0, 0.6], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(result.scores, expected)
+    assert result.map == pytest.approx(1.0) and result.failures == 1
+    text_only = score_events(answers, golds, classes, embedder, reps=0)
+    assert text_only.map < result.map  # the same lists scored by their text
+    with pytest.raises(ValueError, match="3 class-score rows for 4 answers"):
+        score_events(answers, golds, classes, embedder, reps=0, class_scores=own[:3])
+
+
 def test_each_distinct_text_is_embedded_once_in_one_call():
     vectors = {"a": [1, 0], "b": [0, 1], "x": [1, 1]}
     embedder = PlantedEmbedder(vectors)

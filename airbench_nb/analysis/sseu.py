@@ -223,7 +223,8 @@ def task_scores(task: str, outcomes: Sequence[ReferenceOutcome], embedder: Any) 
         return TaskScores(task, clips, snr, failures, gold=gold, correct=np.array(result.correct, bool), exact=exact)
     answers_e = [list(o.answer) if isinstance(o.answer, tuple) else None for o in same]
     golds = [list(o.gold or ()) for o in same]
-    result_e = score_events(answers_e, golds, classes, embedder, reps=0)
+    ranked = [dict(o.class_scores) if o.class_scores else None for o in same]
+    result_e = score_events(answers_e, golds, classes, embedder, reps=0, class_scores=ranked)
     from airbench_nb.scoring.tagging import label_key
 
     truth = np.zeros((len(same), len(classes)))

@@ -88,6 +88,9 @@ class ReferenceOutcome:
     """Transcript part: the language."""
     gold: str | tuple[str, ...] | None = None
     """Scene part: the gold class; events part: the gold classes (a tuple)."""
+    class_scores: tuple[tuple[str, float], ...] | None = None
+    """Events part of a ranked-list model (a tagger: :attr:`~airbench_nb.records.Response.ranking`): its own score
+    of each class it ranks, which mAP reads instead of the text's embedding similarities; None for a text answer."""
     classes: tuple[str, ...] = ()
     """Scene and events parts: the class list."""
 
@@ -123,8 +126,14 @@ def read_part(item: ReferenceItem, response: Response | None, part: str) -> Refe
     read: UnifiedAnswer = unify(response.text, item.kind)
     value = read.part(part)
     answer = tuple(value) if isinstance(value, list) else value
+    ranked = tuple((r.label, float(r.score)) for r in response.ranking) if part == "events" else ()
     return ReferenceOutcome(
-        **base, answered=True, answer=answer, failure=read.failures.get(part), removed=tuple(read.removed)
+        **base,
+        answered=True,
+        answer=answer,
+        failure=read.failures.get(part),
+        removed=tuple(read.removed),
+        class_scores=ranked or None,
     )
 
 
@@ -300,7 +309,8 @@ class EventTagging(_Tagging):
         for classes, group in self.groups(outcomes).items():
             answers = [list(o.answer) if isinstance(o.answer, tuple) else None for o in group]
             golds = [list(o.gold or ()) for o in group]
-            result = score_events(answers, golds, classes, embedder, reps=reps, seed=seed)
+            ranked = [dict(o.class_scores) if o.class_scores else None for o in group]
+            result = score_events(answers, golds, classes, embedder, reps=reps, seed=seed, class_scores=ranked)
             values.append((result.map, result.n, result.ci_low, result.ci_high))
         value, low, high = self.pooled(values)
         return _entry(value, len(outcomes), sum(o.failure is not None for o in outcomes), low, high)

@@ -15,6 +15,10 @@ The procedure (Yin & Choi, ICASSP 2026), stated once:
   (:attr:`EventsResult.classes_without_positives`) and left out of the mean. A missing answer (None) is a failure
   kept in the denominator with every score 0 (below any sigmoid); an empty list (the model heard no event) scores
   0 too but is not a failure.
+- **Ranked-list models.** A tagger (``onnx:``, ``classifier:``) answers with its own score of each class it ranks
+  (:attr:`~airbench_nb.records.Response.ranking`): its row of scores is those scores (0 for a class it does not rank),
+  not the embedding similarities of the events it lists, so mAP ranks the clips by the tagger's probabilities, as
+  SSEU-Bench scores its specialist baselines (:func:`score_events`'s ``class_scores``).
 - **The floor of mAP.** mAP rewards no answer: with every score tied (all answers empty, or all failed), a class's AP
   is its share of positive items, so an all-empty answer set scores the mean prevalence of the classes, far above 0
   on a set whose items carry several events (and 1.0 on a set of one clip, where any answer gets 1.0).
@@ -38,7 +42,7 @@ from __future__ import annotations
 import logging
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -354,6 +358,7 @@ def score_events(
     *,
     reps: int = DEFAULT_REPS,
     seed: int = 0,
+    class_scores: Sequence[Mapping[str, float] | None] | None = None,
 ) -> EventsResult:
     """Map free-text event lists onto ``classes`` and score them (see the module docstring).
 
@@ -364,6 +369,11 @@ def score_events(
         embedder: The embedding backend.
         reps: Bootstrap replicates (0: no interval).
         seed: Seed of the bootstrap.
+        class_scores: Per item, a ranked-list model's own score of each class it ranks (a tagger's probabilities,
+            :attr:`~airbench_nb.records.Response.ranking`), or None: that item's row of scores is these (0 for a
+            class it does not rank) instead of the embedding similarities of its text. mAP is a ranking metric; a
+            tagger is scored on its probabilities, as SSEU-Bench scores its specialist baselines. The exact-label F1
+            still reads the listed events.
 
     Raises:
         ValueError: Lengths differ, or a gold label is not a class.
@@ -375,6 +385,12 @@ def score_events(
     _check_gold([g for gold in golds for g in gold], classes, "gold events")
     n, k = len(answers), len(classes)
     scores = event_scores(answers, classes, embedder)
+    if class_scores is not None:
+        if len(class_scores) != n:
+            raise ValueError(f"{len(class_scores)} class-score rows for {n} answers")
+        for i, own in enumerate(class_scores):
+            if own is not None:
+                scores[i] = [float(own.get(c, 0.0)) for c in classes]
     index = {c: j for j, c in enumerate(classes)}
     truth = np.zeros((n, k), dtype=int)
     for i, gold in enumerate(golds):
