@@ -93,6 +93,8 @@ def _score_rows(scores: ScoreTable | None, models: list[str]) -> list[RealModelR
                         continue
                     seen.add(key)
                     unit = f" {label.unit}" if label.unit else ""
+                    if section.source and section.source.startswith("back-transcription: "):  # which ASR judge heard it
+                        unit += f", heard by {section.source.removeprefix('back-transcription: ')}"
                     rows.append(
                         RealModelRow(
                             model=table.model,
