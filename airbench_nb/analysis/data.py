@@ -164,6 +164,7 @@ class RunData:
             strict_foundation,
         )
         from airbench_nb.scoring.metrics import ChoiceAccuracy
+        from airbench_nb.scoring.outcomes import asked_items
 
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
@@ -175,7 +176,7 @@ class RunData:
             if not any(u in by_uid for u in uids):
                 continue
             chosen_verdicts = foundation_verdicts(self.current_verdicts(model), uids, judges)
-            for item in items:
+            for item in asked_items(items, by_uid):  # a task the model declined (a specialist) is not asked
                 response = by_uid.get(item.uid)
                 text = None if response is None or response.error is not None else response.text
                 judge: str | None = None

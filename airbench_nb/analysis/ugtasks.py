@@ -245,6 +245,7 @@ def ug_tasks(
         seed: Seed of the bootstraps.
     """
     from airbench_nb.scoring.captioning import CiderD, caption_summary
+    from airbench_nb.scoring.outcomes import asked_items
     from airbench_nb.scoring.speech_output import SpeechOutputWer, speech_output_summary
     from airbench_nb.scoring.translation import Bleu, translation_summary
 
@@ -259,7 +260,8 @@ def ug_tasks(
     for model, by_uid in responses.items():
         answers = list(by_uid.values())
         if translation and any(i.uid in by_uid for i in translation):
-            result.translation[model] = translation_summary(translation, answers, reps=reps, seed=seed)
+            asked = asked_items(translation, by_uid)  # a direction the model declined (X -> en only) is not asked
+            result.translation[model] = translation_summary(asked, answers, reps=reps, seed=seed)
         if captions and any(i.uid in by_uid for i in captions):
             result.captioning[model] = caption_summary(captions, answers, embedder=embedder, reps=reps, seed=seed)
         if speech and any(i.uid in by_uid for i in speech):

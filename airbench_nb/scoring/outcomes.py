@@ -374,3 +374,32 @@ def chat_outcomes_of(
                 for o in out
             ]
     return out
+
+
+def asked_group(item: Any) -> tuple[str, ...]:
+    """The group of items a model is asked together or not at all: a task, a translation direction, or a kind.
+
+    Foundation and Chat items group by task, translation items by direction, the others by kind. A specialist serves
+    some items of a kind and declines the others as not applicable (``faster-whisper:`` on a multilingual checkpoint:
+    Spoken_Language_Identification among the Foundation tasks, X -> en among the translation directions); the runner
+    writes no response for those (:func:`~airbench_nb.models.base.not_applicable_reason`).
+    """
+    kind = getattr(item, "kind", "")
+    if kind == "translation":
+        return (kind, str(item.source_language), str(item.target_language))
+    if kind in ("foundation", "chat"):
+        return (kind, str(item.task))
+    return (kind,)
+
+
+def asked_items(items: Iterable[Any], answered: Iterable[str]) -> list[Any]:
+    """The items of the groups (:func:`asked_group`) the model answered at least one item of.
+
+    A group with no response at all was not asked (as a kind the model does not serve): its items are left out of
+    the model's scores, never counted as failures. A group with some responses keeps every item: a missing or failed
+    answer there is a failure, as always.
+    """
+    items = list(items)
+    answered = set(answered)
+    asked = {asked_group(i) for i in items if i.uid in answered}
+    return [i for i in items if asked_group(i) in asked]

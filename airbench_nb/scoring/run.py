@@ -18,6 +18,7 @@ from airbench_nb.scoring.outcomes import (
     DEFAULT_PROTOCOL,
     STALE_WHY,
     Protocol,
+    asked_items,
     current_verdicts,
     foundation_verdicts,
     latest_responses,
@@ -182,6 +183,7 @@ def score_run(
     extra_names = {m.name for m in extra}
     for metric in (as_metric(with_options(m, metric_options)) for m in [*metrics_of(usable), *extra]):
         own_items = [i for i in usable if (metric.name in i.METRICS or metric.name in extra_names) and metric.serves(i)]
+        own_items = asked_items(own_items, by_uid)  # a task or direction the model declined is not asked
         answered = any(i.uid in by_uid for i in own_items)
         chosen = metric.select(own, {i.uid for i in own_items}, judges) if answered else None
         scored.append((metric, own_items, chosen))
