@@ -20,6 +20,7 @@ from airbench_nb.models.base import (
     Generation,
     GenerationParams,
     Prompt,
+    not_applicable_reason,
     served_kinds,
     serves,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "load_model",
     "parse_spec",
     "register_backend",
+    "not_applicable_reason",
     "served_kinds",
     "serves",
 ]
