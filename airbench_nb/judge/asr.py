@@ -24,6 +24,14 @@ written it again: :data:`~airbench_nb.judge.base.AUDIO_GONE`; the others are pro
   ``too short (<s> s; under 0.2 s)`` (:data:`MIN_DURATION_S`);
 - ``silent output (peak -X dBFS)``: a peak under :data:`SILENCE_DBFS`.
 
+Language. The answer is transcribed in its item's ``language`` (a multilingual Whisper is told it). An ASR model that
+cannot take that language (an English-only Whisper and a German answer: it would write German speech down as English
+words, a transcript that measures nothing) is asked for nothing: the verdict's ``parse_error`` is
+``language not transcribed: <the model's reason>`` (:data:`LANGUAGE_REFUSED`), a counted failure, the same on rerun
+until another ``asr:`` model is given. A backend says so through its ``language_problem(language)`` (the
+``faster-whisper:`` backend: English-only checkpoints refuse every language but English; multilingual ones a language
+Whisper does not know); a backend without that method is given every language.
+
 An ASR call that fails is a verdict whose ``parse_error`` begins with ``judge call failed`` (retried on rerun, as an
 LLM judge's). Verdicts are resumable as every judge's; a response written again (new audio: a new SHA-256 in its
 :meth:`~airbench_nb.records.Response.content_hash`) makes its verdict stale.
@@ -54,6 +62,8 @@ NO_AUDIO = "no audio output"
 """The failure of a response without a spoken answer."""
 AUDIO_CORRUPT = "audio corrupt"
 """How the reason begins for a spoken answer that is damaged as written (truncated, NaN or infinite samples)."""
+LANGUAGE_REFUSED = "language not transcribed"
+"""How the reason begins for a spoken answer in a language the ASR model cannot transcribe (then the model's reason)."""
 ASR_MAX_NEW_TOKENS = 256
 """Length bound of a transcript (per 30 s window)."""
 
@@ -186,6 +196,7 @@ class ASRJudge(BaseJudge):
         self.device = device
         self._model: Any = None
         self._calls = 0
+        self._refusals: set[str] = set()
 
     @classmethod
     def check_spec(cls, argument: str) -> None:
@@ -219,14 +230,18 @@ class ASRJudge(BaseJudge):
 
         verdicts: list[Verdict | None] = [None] * len(tasks)
         prompts, where = [], []
+        model = self._asr()
         for index, task in enumerate(tasks):
             spoken = read_spoken_answer(task)
             if isinstance(spoken, str):  # changed between decide and ask
                 verdicts[index] = task.verdict(self.spec, parse_error=spoken)
                 continue
+            refused = self._language_refused(model, task)
+            if refused is not None:
+                verdicts[index] = task.verdict(self.spec, parse_error=refused)
+                continue
             prompts.append(Prompt(item=task.item, text="", audio=spoken.samples, audio_path=spoken.path))
             where.append(index)
-        model = self._asr()
         params = GenerationParams(max_new_tokens=ASR_MAX_NEW_TOKENS)
         for start in range(0, len(prompts), self.batch_size):
             chunk = prompts[start : start + self.batch_size]
@@ -245,6 +260,19 @@ class ASRJudge(BaseJudge):
                     verdict = task.verdict(self.spec, raw=generation.text, output_tokens=generation.output_tokens)
                 verdicts[where[start + offset]] = verdict
         return [v for v in verdicts if v is not None]
+
+    def _language_refused(self, model: Any, task: Task) -> str | None:
+        """``language not transcribed: <reason>`` when the model cannot take the item's language, else None."""
+        problem = getattr(model, "language_problem", None)
+        if not callable(problem):
+            return None
+        reason = problem(getattr(task.item, "language", None) or "en")
+        if reason is None:
+            return None
+        if reason not in self._refusals:
+            self._refusals.add(reason)
+            logger.warning("%s: spoken answers not transcribed: %s", self.spec, reason)
+        return f"{LANGUAGE_REFUSED}: {reason}"
 
     def estimate(self, tasks: Sequence[Task]) -> str:
         """The number of clips to transcribe, locally."""

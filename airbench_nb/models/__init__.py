@@ -1,8 +1,9 @@
 """Model backends and the registry that builds them from spec strings.
 
 Specs: ``hf:<path or hub id>`` (transformers), ``openai:<model>[@<base_url>]`` (any OpenAI-compatible server:
-OpenAI audio models, vLLM, Ollama, llama.cpp), ``faster-whisper:<folder, size or tiny.en-bundled>`` (Whisper through
-CTranslate2, a transcriber), ``tts:espeak-ng[:voice]`` (offline text-to-speech: it answers speech-generation items
+OpenAI audio models, vLLM, Ollama, llama.cpp), ``faster-whisper:<folder, size, tiny.en-bundled or base-bundled>``
+(Whisper through CTranslate2: a transcriber; a multilingual one also identifies languages and translates into
+English), ``tts:espeak-ng[:voice]`` (offline text-to-speech: it answers speech-generation items
 with audio) and ``baseline:random|first|dsp|oracle``. A model declares the item kinds it serves
 (``kinds``; None for every kind, as LALMs do): a specialist such as an ASR model gets only its kinds' items, the others
 are counted as not applicable (:func:`serves`). A new kind of spec is a
@@ -20,6 +21,7 @@ from airbench_nb.models.base import (
     Generation,
     GenerationParams,
     Prompt,
+    not_applicable_reason,
     served_kinds,
     serves,
 )
@@ -48,6 +50,7 @@ __all__ = [
     "load_model",
     "parse_spec",
     "register_backend",
+    "not_applicable_reason",
     "served_kinds",
     "serves",
 ]

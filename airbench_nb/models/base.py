@@ -303,7 +303,10 @@ class AudioLM(Protocol):
     the prompt sets (an LALM). A specialist names its own (an ASR model: ``{"transcription"}``); the runner sends it
     no other item, and counts those as not applicable (never an error, never scored). A backend without the attribute
     serves every kind (:func:`serves`). A backend may also have ``settings``, a dict of its own decoding settings
-    (beam size, device, compute type...), which the runner records in each response's ``generation["backend"]``."""
+    (beam size, device, compute type...), which the runner records in each response's ``generation["backend"]``,
+    and ``applies(item) -> str | None``, which refuses single items of a kind it serves (a multilingual Whisper
+    answers the Spoken_Language_Identification items of ``foundation``, not the others): the reason when it does
+    not answer the item, None when it does (:func:`not_applicable_reason`)."""
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer a batch of prompts."""
@@ -324,3 +327,24 @@ def serves(model: object, kind: str) -> bool:
     """Whether a model answers items of ``kind`` (see :attr:`AudioLM.kinds`)."""
     kinds = served_kinds(model)
     return kinds is None or kind in kinds
+
+
+def not_applicable_reason(model: object, item: Any) -> str | None:
+    """Why a model does not answer an item, or None when it does.
+
+    Its kind first (:func:`serves`: ``"<spec> does not serve <kind> items"``), then the backend's own
+    ``applies(item)`` when it has one (a specialist that serves a kind for some items only: its reason, or None). A
+    backend without ``applies`` answers every item of the kinds it serves.
+
+    Args:
+        model: The backend.
+        item: The item (its ``kind``; ``applies`` may read any field).
+    """
+    kind = getattr(item, "kind", "chat")
+    if not serves(model, kind):
+        return f"{getattr(model, 'spec', type(model).__name__)} does not serve {kind} items"
+    applies = getattr(model, "applies", None)
+    if not callable(applies):
+        return None
+    reason = applies(item)
+    return None if reason is None else str(reason)

@@ -181,7 +181,8 @@ def check_ct2_whisper(rest: str) -> None:
             return  # a hub id (owner/name), fetched by faster-whisper unless offline
         raise SpecError(
             f"{spec}: no such folder and not a model size; give a CTranslate2 Whisper folder, "
-            f"{BUNDLED_WHISPER} (offline), or a size ({', '.join(CT2_WHISPER_SIZES[:11])}, ...)"
+            f"{BUNDLED_WHISPER} (offline), {BUNDLED_WHISPER_BASE} (once fetched), "
+            f"or a size ({', '.join(CT2_WHISPER_SIZES[:11])}, ...)"
         )
     if not exists:
         raise SpecError(f"{spec}: no such folder")
@@ -205,7 +206,7 @@ register_backend(
     Backend(
         "faster-whisper",
         "airbench_nb.models.faster_whisper:FasterWhisperASR",
-        f"faster-whisper:<folder, size or {BUNDLED_WHISPER}>",
+        f"faster-whisper:<folder, size, {BUNDLED_WHISPER} or {BUNDLED_WHISPER_BASE}>",
         check=check_ct2_whisper,
     )
 )

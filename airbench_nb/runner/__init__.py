@@ -39,7 +39,11 @@ Kinds a model serves. A specialist model declares the item kinds it serves (``ki
 :class:`~airbench_nb.models.base.AudioLM`: an ASR model serves ``transcription``); an item of another kind is not
 asked, gets no response, and is counted by kind as not applicable (:attr:`RunSummary.not_applicable`), shown ``n/a``
 in :meth:`RunSummaries.coverage_frame`: never an error, never scored. An output file is not created for a manifest
-holding no item the model serves. LALMs (``hf:`` chat families, ``openai:``) serve every kind.
+holding no item the model serves. LALMs (``hf:`` chat families, ``openai:``) serve every kind. A backend may also
+refuse single items of a kind it serves (``applies(item)``, read by
+:func:`~airbench_nb.models.base.not_applicable_reason`: a multilingual Whisper answers only the
+Spoken_Language_Identification items of ``foundation``): those are counted the same way, by kind, and each reason is
+logged once with its count.
 
 Replicas. For a model with ``replica_stats()`` (``openai:<model>@<url1>,<url2>,...``), the summary carries what this
 run did on each replica (:attr:`RunSummary.replicas`: attempts sent, succeeded, failed, requests retried elsewhere,

@@ -17,7 +17,15 @@ from typing import Any
 
 from airbench_nb.audio import AudioError, load_audio
 from airbench_nb.manifests import AnyItem, check_audio, resolve_audio
-from airbench_nb.models.base import AudioLM, GeneratedAudio, Generation, GenerationParams, Prompt, serves
+from airbench_nb.models.base import (
+    AudioLM,
+    GeneratedAudio,
+    Generation,
+    GenerationParams,
+    Prompt,
+    not_applicable_reason,
+    serves,
+)
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
 from airbench_nb.records import AudioStatus, RankedLabel, Response, ResponseAudio, check_ranking
 from airbench_nb.run_folder import KINDS, RunFolder, file_slug
@@ -87,7 +95,8 @@ class RunSummary:
     earlier one."""
     not_applicable: dict[str, int] = field(default_factory=dict)
     """Items by kind that the model does not serve (a specialist's :attr:`~airbench_nb.models.base.AudioLM.kinds`:
-    an ASR model and a scene item): not asked, no response written, never an error and never scored."""
+    an ASR model and a scene item; or its ``applies(item)``: a Whisper and a foundation item that is not language
+    identification): not asked, no response written, never an error and never scored."""
     replicas: list[dict[str, Any]] = field(default_factory=list)
     """Per replica of an ``openai:<model>@<url1>,<url2>,...`` model, what this run did there: ``url``, attempts
     ``sent``, ``succeeded``, ``failed``, requests ``retried_elsewhere``, times ``marked_down``, and whether it is
@@ -357,13 +366,18 @@ def run_model(
         texts: dict[str, list[str]] = {}
         hashes: dict[str, str] = {}
         pending: list[AnyItem] = []
-        served = [item for item in chosen if serves(model, item.kind)]
+        # Kind first, then the backend's own ``applies(item)`` (a specialist answering some items of a kind).
+        refused = {item.uid: reason for item in chosen if (reason := not_applicable_reason(model, item)) is not None}
+        served = [item for item in chosen if item.uid not in refused]
         # The audio as it is now decides: its status (a clip deleted, emptied or damaged since the manifest was
         # written is a data defect) and its hash (the prompt hash covers the bytes actually sent).
         now = dict(zip((i.uid for i in served), check_audio(served, root), strict=True))
+        item_reasons: Counter[str] = Counter()  # reasons of ``applies``, for items of kinds the model serves
         for manifest_item in chosen:
-            if not serves(model, manifest_item.kind):
+            if manifest_item.uid in refused:
                 summary.not_applicable[manifest_item.kind] = summary.not_applicable.get(manifest_item.kind, 0) + 1
+                if serves(model, manifest_item.kind):
+                    item_reasons[refused[manifest_item.uid]] += 1
                 continue
             item = now[manifest_item.uid]
             summary.served[item.kind] = summary.served.get(item.kind, 0) + 1
@@ -406,6 +420,8 @@ def run_model(
             )
         if summary.not_applicable:
             logger.info("%s", summary.not_applicable_text())
+        for reason, n in sorted(item_reasons.items()):
+            logger.info("%s: %d item(s) not applicable: %s", model.spec, n, reason)
         if not pending and summary.not_applicable and not out.exists():
             logger.info("%s: no item of %s is one it serves; %s not written", model.spec, out.name, out)
             return summary

@@ -9,7 +9,10 @@ it was written, silent output, ...). The rules, stated once:
   with ``judges`` None there must be only one ASR judge among the verdicts (else a ValueError asks to choose).
 - **Failures.** No response, a response error, no verdict of the chosen judge, or a verdict with a
   ``parse_error``: the item stays in the denominator with an empty transcript (``tts``: every reference word
-  deleted; ``spoken_answer``: not heard), and is counted with its reason.
+  deleted; ``spoken_answer``: not heard), and is counted with its reason. Among them ``language not transcribed:
+  ...``: an ASR judge that cannot take the item's language (an English-only Whisper and a German answer) transcribes
+  nothing rather than write German speech down as English (:data:`~airbench_nb.judge.asr.LANGUAGE_REFUSED`); judge
+  such answers with a multilingual model (``asr:faster-whisper:base-bundled``).
 - **tts** (metric ``speech_output``, section ``speech_output``): the transcript against :attr:`text` with Whisper's
   normalisation (:mod:`airbench_nb.scoring.wer`, jiwer's alignment). The entry's value is the corpus WER (total
   errors / total reference words) with a 95% bootstrap interval over utterances; the summary adds seed-tts-eval's
