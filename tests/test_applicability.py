@@ -90,3 +90,21 @@ def test_backend_without_applies_is_unchanged(data, tmp_path, caplog):
     assert sorted(plain.asked) == ["gender", "gender2", "lid", "tr"]
     assert summary.served == {"foundation": 3, "transcription": 1} and summary.not_applicable == {"scene": 1}
     assert not [r for r in caplog.records if "item(s) not applicable" in r.getMessage()]
+
+
+def test_a_group_the_model_answered_nothing_of_was_not_asked():
+    """asked_items: Foundation by task, translation by direction, others by kind; a group with any response stays."""
+    from types import SimpleNamespace as Item
+
+    from airbench_nb.scoring.outcomes import asked_group, asked_items
+
+    lid = [Item(uid=f"l{k}", kind="foundation", task="Spoken_Language_Identification") for k in range(2)]
+    gender = [Item(uid=f"g{k}", kind="foundation", task="Speaker_Gender_Recognition") for k in range(2)]
+    de_en = Item(uid="t1", kind="translation", source_language="de", target_language="en")
+    en_de = Item(uid="t2", kind="translation", source_language="en", target_language="de")
+    scene = Item(uid="s1", kind="scene")
+    items = [*lid, *gender, de_en, en_de, scene]
+    assert asked_group(de_en) == ("translation", "de", "en") and asked_group(scene) == ("scene",)
+    # one LID answer (the other failed or is missing: still asked, a failure), one X -> en translation
+    assert [i.uid for i in asked_items(items, {"l0", "t1"})] == ["l0", "l1", "t1"]
+    assert asked_items(items, set()) == []
