@@ -108,3 +108,27 @@ def test_a_group_the_model_answered_nothing_of_was_not_asked():
     # one LID answer (the other failed or is missing: still asked, a failure), one X -> en translation
     assert [i.uid for i in asked_items(items, {"l0", "t1"})] == ["l0", "l1", "t1"]
     assert asked_items(items, set()) == []
+
+
+def test_spoken_answers_the_asr_judge_cannot_transcribe_are_not_measured():
+    """A language refusal leaves the item out of the WER (counted as not measured); one entry per language."""
+    from airbench_nb.judge.asr import LANGUAGE_REFUSED
+    from airbench_nb.scoring.speech_output import NOT_MEASURED, SpeechOutputWer, SpokenOutcome
+
+    def outcome(uid: str, language: str, text: str, transcript: str | None, failure: str | None = None):
+        return SpokenOutcome(uid, "tts", language, text, (), transcript, failure, "asr:x")
+
+    refused = f"{LANGUAGE_REFUSED}: asr:x is English-only: it cannot transcribe speech in 'de'"
+    outcomes = [
+        outcome("e1", "en", "the cat sat down", "the cat sat down"),
+        outcome("e2", "en", "a dog ran home", "a dog ran away"),
+        outcome("d1", "de", "das ist ein Haus", None, refused),
+    ]
+    section = SpeechOutputWer().aggregate(outcomes, "strict", reps=0, seed=0)
+    assert section.average.value == 1 / 8 and section.n_items == 2 and section.failed == 0
+    assert section.failure_reasons == {f"{NOT_MEASURED}: {refused}": 1}
+    assert list(section.tasks) == ["tts"]  # the German answer was not measured: one language scored
+    heard = [*outcomes[:2], outcome("d1", "de", "das ist ein Haus", "das ist ein")]
+    by_language = SpeechOutputWer().aggregate(heard, "strict", reps=0, seed=0).tasks
+    assert by_language["tts (de)"].value == 1 / 4 and by_language["tts (en)"].value == 1 / 8
+    assert by_language["tts"].value == 2 / 12

@@ -13,6 +13,11 @@ it was written, silent output, ...). The rules, stated once:
   ...``: an ASR judge that cannot take the item's language (an English-only Whisper and a German answer) transcribes
   nothing rather than write German speech down as English (:data:`~airbench_nb.judge.asr.LANGUAGE_REFUSED`); judge
   such answers with a multilingual model (``asr:faster-whisper:base-bundled``).
+- **Not measured.** An answer in a language the ASR judge cannot transcribe (an English-only Whisper and a German
+  answer: its verdict says ``language not transcribed: ...``) measures the judge, not the model: it is left out of
+  every score and counted in the failure reasons as ``not measured (left out of the score): ...`` (:func:`measured`).
+- **Languages.** When the items span several languages, each task has one entry per language beside the pooled one
+  (``tts (de)``, ``tts (en)``), each scored the same way.
 - **tts** (metric ``speech_output``, section ``speech_output``): the transcript against :attr:`text` with Whisper's
   normalisation (:mod:`airbench_nb.scoring.wer`, jiwer's alignment). The entry's value is the corpus WER (total
   errors / total reference words) with a 95% bootstrap interval over utterances; the summary adds seed-tts-eval's
@@ -263,6 +268,31 @@ def _reasons(outcomes: Sequence[SpokenOutcome]) -> Counter[str]:
     return Counter(o.failure for o in outcomes if o.failure is not None)
 
 
+NOT_MEASURED = "not measured (left out of the score)"
+"""How the failure reasons name the answers the ASR judge could not transcribe (their language), which no score
+counts: the judge's limit, not the model's failure."""
+
+
+def measured(outcomes: Sequence[SpokenOutcome]) -> tuple[list[SpokenOutcome], Counter[str]]:
+    """The outcomes a score counts, and those left out by reason.
+
+    An answer in a language the ASR judge cannot transcribe (its verdict's ``parse_error`` begins with
+    :data:`~airbench_nb.judge.asr.LANGUAGE_REFUSED`: an English-only Whisper and a German answer) measures the judge,
+    not the model: it is left out of the WER and the accuracy, and counted as ``not measured (left out of the score):
+    <reason>``. A multilingual ASR judge (``asr:faster-whisper:base-bundled``) measures it.
+    """
+    from airbench_nb.judge.asr import LANGUAGE_REFUSED
+
+    kept: list[SpokenOutcome] = []
+    left_out: Counter[str] = Counter()
+    for outcome in outcomes:
+        if outcome.failure is not None and outcome.failure.startswith(LANGUAGE_REFUSED):
+            left_out[f"{NOT_MEASURED}: {outcome.failure}"] += 1
+        else:
+            kept.append(outcome)
+    return kept, left_out
+
+
 @dataclass(frozen=True)
 class _TtsScores:
     wer: ScoreEntry
@@ -319,10 +349,11 @@ def speech_output_summary(
     latest, _ = latest_responses(responses)
     current, _ = current_verdicts(verdicts, latest)
     chosen = asr_verdicts(current, {i.uid for i in own}, judges)
-    outcomes = [spoken_outcome(i, latest.get(i.uid), chosen.get(i.uid)) for i in own]
+    outcomes, left_out = measured([spoken_outcome(i, latest.get(i.uid), chosen.get(i.uid)) for i in own])
     tts = [o for o in outcomes if o.task == "tts"]
     answers = [o for o in outcomes if o.task == "spoken_answer"]
     scores = _tts_scores(tts, reps, seed)
+    scores.reasons.update(left_out)
     accuracy, enumerations = _answer_entry(answers, reps, seed)
     return SpeechOutputSummary(
         wer=scores.wer.value,
@@ -377,15 +408,28 @@ class _SpokenMetric(BaseMetric):
         raise NotImplementedError
 
     def aggregate(self, outcomes: Sequence[SpokenOutcome], protocol: str, reps: int, seed: int) -> ScoreSection:
-        """One task entry (``tts`` or ``spoken_answer``) and the same as the average; an empty one without items."""
+        """One task entry (``tts`` or ``spoken_answer``), one per language when there are several, and the average.
+
+        Answers the ASR judge cannot transcribe (:func:`measured`) are left out and counted under
+        :data:`NOT_MEASURED` in the failure reasons; an empty section without items.
+        """
         judges = sorted({o.judge for o in outcomes if o.judge is not None})
-        entry, reasons = self.entry(outcomes, reps, seed) if outcomes else (empty_entry(), Counter())
+        kept, left_out = measured(outcomes)
+        entry, reasons = self.entry(kept, reps, seed) if kept else (empty_entry(), Counter())
+        tasks = {self.task: entry} if kept else {}
+        languages = sorted({o.language for o in kept})
+        if len(languages) > 1:
+            for language in languages:
+                tasks[f"{self.task} ({language})"] = self.entry(
+                    [o for o in kept if o.language == language], reps, seed
+                )[0]
+        reasons.update(left_out)
         return ScoreSection(
-            tasks={self.task: entry} if outcomes else {},
+            tasks=tasks,
             categories={},
             average=entry,
-            n_items=len(outcomes),
-            failed=sum(o.failure is not None for o in outcomes),
+            n_items=len(kept),
+            failed=sum(o.failure is not None for o in kept),
             failure_reasons=dict(reasons.most_common()),
             source=f"back-transcription: {', '.join(judges) or 'no ASR judge'}",
         )
@@ -418,6 +462,7 @@ class SpokenAnswerAccuracy(_SpokenMetric):
 
 __all__ = [
     "ASR_PREFIX",
+    "NOT_MEASURED",
     "NO_VERDICT",
     "SpeechOutputSummary",
     "SpeechOutputWer",
@@ -427,6 +472,7 @@ __all__ = [
     "candidates_named",
     "char_errors",
     "heard",
+    "measured",
     "speech_output_summary",
     "spoken_outcome",
 ]
