@@ -143,8 +143,22 @@ def run(
         for n in info.notebooks
     ]
     console.print(rows_table(f"run {info.run_id}: {info.status}", rows))
+    from airbench_nb.pages.real_models import real_model_rows
     from airbench_nb.report_page import skipped_real_models
 
+    folder = RunFolder(reports / info.run_id)
+    real = real_model_rows(folder.read_scores(), folder.read_analysis())
+    if real:
+        console.print(
+            rows_table(
+                "real models (strict protocol; every number with its 95% interval on the landing page)",
+                [
+                    {"model": r.model, "benchmark": r.benchmark, "task": r.task, "metric": r.metric, "value": r.value}
+                    | {"n": r.n, "failures": r.failures}
+                    for r in real
+                ],
+            )
+        )
     skipped = skipped_real_models(reports / info.run_id, info.notebooks)
     if skipped:
         from airbench_nb.weights import fetch_command
