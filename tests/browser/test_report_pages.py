@@ -20,9 +20,12 @@ def test_example_landing_page_shows_the_table_and_figures(page, tmp_path):
     page.goto(index.as_uri())
     assert page.locator("h1").inner_text().startswith("airbench-nb run")
     headers = page.locator("h2").all_inner_texts()
-    assert headers[:7] == [
-        "What was run", "Warnings", "Main table", "SSEU-Bench", "UG-Bench", "Tiered sound sources", "Figures"
+    assert headers[:8] == [
+        "What was run", "Warnings", "Main table", "SSEU-Bench", "UG-Bench", "Tiered sound sources", "Real models",
+        "Figures",
     ]  # fmt: skip
+    real = page.locator("h2:text('Real models') + p + div.wide > table").inner_text()
+    assert "faster-whisper:tiny.en-bundled" in real and "real" in real and "baseline:" not in real
     main = page.locator("h2:text('Main table') + p + div.wide > table")
     rows = main.locator("tbody tr")
     assert rows.count() >= 8  # 4 baselines x 2 protocols
