@@ -34,6 +34,7 @@ give the same output, sample for sample.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import tempfile
@@ -152,9 +153,7 @@ def _codec(x: np.ndarray, rate: int, spec: Perturbation, encoded_path: Path | No
     lag = decoder_delay(clipped.astype(np.float64), y, round(MAX_CODEC_DELAY_S * rate))
     y = y[lag:] if lag >= 0 else np.concatenate([np.zeros(-lag), y])
     y = np.pad(y, (0, max(0, x.size - y.size)))[: x.size]
-    return y.astype(np.float32), CodecMeasured(
-        measured.bitrate_kbps, measured.format, measured.subtype, measured.encoded_bytes, measured.duration_s, lag
-    )
+    return y.astype(np.float32), dataclasses.replace(measured, offset_samples=lag)
 
 
 def synthetic_rir(rt60_s: float, rate: int, seed: int) -> np.ndarray:

@@ -6,7 +6,10 @@ measured values as well as the requested ones. The definitions:
 
 Codec bitrate
     ``size_bytes * 8 / duration_s / 1000`` of the encoded file (container and headers included, so a short clip
-    reads a little above the target), with ``soundfile.info``'s format and subtype and the decoded duration.
+    reads a little above the target), with ``soundfile.info``'s format and subtype and the decoded duration; and
+    the audio bitrate, the same without the container: for Ogg, the page headers and the first two packets (the
+    Opus identification and comment headers); for MP3, ID3v2/ID3v1 tags and a first frame holding a Xing/Info
+    (LAME) tag.
 RT60
     Schroeder backward integration of the squared RIR (energy decay curve, in dB), a least-squares line fitted
     between -5 and -35 dB (T30) and extrapolated to -60 dB; T20 (-5 to -25 dB) when the curve does not reach
@@ -53,6 +56,8 @@ class CodecMeasured:
 
     bitrate_kbps: float
     """File size in bits over the decoded duration, in kbit/s."""
+    audio_bitrate_kbps: float
+    """The same without the container's bytes (module docstring): the codec's own rate."""
     format: str
     """Container format as ``soundfile.info`` reads it (``MP3``, ``OGG``)."""
     subtype: str
@@ -67,8 +72,8 @@ class CodecMeasured:
 
     @property
     def value(self) -> float:
-        """The measured bitrate (kbit/s)."""
-        return self.bitrate_kbps
+        """The measured audio bitrate (kbit/s)."""
+        return self.audio_bitrate_kbps
 
 
 @dataclass(frozen=True)
@@ -171,15 +176,73 @@ def measured_dict(measured: Measured) -> dict[str, Any]:
     return out
 
 
+MP3_BITRATES_KBPS = {
+    1: (0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320),
+    2: (0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160),
+}
+"""Layer III bitrates by header index: MPEG-1, and MPEG-2/2.5."""
+MP3_RATES_HZ = {3: (44100, 48000, 32000), 2: (22050, 24000, 16000), 0: (11025, 12000, 8000)}
+"""Sample rates by header index, per MPEG version bits (3: MPEG-1, 2: MPEG-2, 0: MPEG-2.5)."""
+
+
+def _ogg_container_bytes(data: bytes) -> int:
+    """Bytes of an Ogg file that are not audio: page headers and the first two packets (Opus/Vorbis headers)."""
+    overhead, pos, packet, packets = 0, 0, 0, 0
+    while pos + 27 <= len(data) and data[pos : pos + 4] == b"OggS":
+        count = data[pos + 26]
+        lacing = data[pos + 27 : pos + 27 + count]
+        overhead += 27 + count
+        for value in lacing:
+            packet += value
+            if value < 255:
+                if packets < 2:
+                    overhead += packet
+                packets += 1
+                packet = 0
+        pos += 27 + count + sum(lacing)
+    return overhead
+
+
+def _mp3_container_bytes(data: bytes) -> int:
+    """Bytes of an MP3 file that are not audio frames: ID3 tags, and a first frame holding a Xing/Info tag."""
+    overhead, pos = 0, 0
+    if data[:3] == b"ID3" and len(data) >= 10:
+        size = (data[6] << 21) | (data[7] << 14) | (data[8] << 7) | data[9]
+        pos = 10 + size + (10 if data[5] & 0x10 else 0)
+        overhead += pos
+    if len(data) >= 128 and data[-128:-125] == b"TAG":
+        overhead += 128
+    header = data[pos : pos + 4]
+    if len(header) == 4 and header[0] == 0xFF and header[1] & 0xE0 == 0xE0:
+        version = (header[1] >> 3) & 3
+        rates = MP3_RATES_HZ.get(version)
+        bitrate_index, rate_index = header[2] >> 4, (header[2] >> 2) & 3
+        if rates is not None and 0 < bitrate_index < 15 and rate_index < 3:
+            bitrate = MP3_BITRATES_KBPS[1 if version == 3 else 2][bitrate_index] * 1000
+            length = (144 if version == 3 else 72) * bitrate // rates[rate_index] + ((header[2] >> 1) & 1)
+            if b"Xing" in data[pos : pos + 64] or b"Info" in data[pos : pos + 64]:
+                overhead += length
+    return overhead
+
+
 def file_bitrate(path: str | Path) -> CodecMeasured:
     """Measure an encoded file: size over duration, format and subtype (``offset_samples`` set to 0)."""
     import soundfile as sf
 
     path = Path(path)
     info = sf.info(str(path))
-    size = path.stat().st_size
+    data = path.read_bytes()
+    container = _ogg_container_bytes(data) if data[:4] == b"OggS" else _mp3_container_bytes(data)
     duration = float(info.frames) / float(info.samplerate)
-    return CodecMeasured(size * 8.0 / duration / 1000.0, info.format, info.subtype, size, duration, 0)
+    return CodecMeasured(
+        len(data) * 8.0 / duration / 1000.0,
+        (len(data) - container) * 8.0 / duration / 1000.0,
+        info.format,
+        info.subtype,
+        len(data),
+        duration,
+        0,
+    )
 
 
 def schroeder_rt60(rir: np.ndarray, rate: int) -> tuple[float, Literal["T30", "T20"]]:
