@@ -26,6 +26,7 @@ from airbench_nb.perturb import (
     apply,
     parse_perturbation,
     parse_perturbations,
+    perturb_file,
     perturbed_uid,
     pitch_ratio,
     schroeder_rt60,
@@ -229,6 +230,15 @@ def test_loudness_at_full_scale_reports_the_clipping(tmp_path: Path, tone: np.nd
     assert np.max(np.abs(written)) <= 1.0
 
 
+def test_loudness_of_a_clip_too_short_to_gate_is_set_in_dbfs(tmp_path: Path) -> None:
+    short = harmonic_tone(seconds=0.3)
+    record = write_perturbed(short, SR, Perturbation("loudness", -23.0), tmp_path / "clip.wav")
+    measured = record.measured
+    assert isinstance(measured, LoudnessMeasured) and measured.unit == "dBFS"
+    written, _ = sf.read(record.path)
+    assert 20 * math.log10(np.sqrt(np.mean(written**2))) == pytest.approx(-23.0, abs=0.05)
+
+
 # --- specs, refusals, records ------------------------------------------------------------------------------------
 
 
@@ -294,6 +304,16 @@ def test_record_meta_holds_the_meta_keys_and_is_json(tmp_path: Path, tone: np.nd
     assert perturbed_uid("q-001", spec) == "q-001@p-opus-32k"
     with pytest.raises(PerturbError, match="as a .wav file"):
         write_perturbed(tone, SR, spec, tmp_path / "q-001.flac")
+
+
+def test_perturb_file_reads_a_file_and_measures_the_copy(tmp_path: Path, tone: np.ndarray) -> None:
+    source = tmp_path / "clean.wav"
+    sf.write(str(source), tone, SR, subtype="PCM_16")
+    record = perturb_file(source, tmp_path / "out" / "speed.wav", Perturbation("speed", 1.1))
+    assert isinstance(record.measured, SpeedMeasured)
+    assert record.measured.factor == pytest.approx(1.1, rel=1e-3)
+    with pytest.raises(AudioError):
+        perturb_file(tmp_path / "missing.wav", tmp_path / "x.wav", Perturbation("speed", 1.1))
 
 
 def test_same_seed_same_files(tmp_path: Path, tone: np.ndarray) -> None:

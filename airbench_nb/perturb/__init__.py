@@ -29,7 +29,7 @@ from airbench_nb.perturb.spec import (
     parse_perturbations,
     perturbed_uid,
 )
-from airbench_nb.perturb.written import PerturbationRecord, write_perturbed
+from airbench_nb.perturb.written import PerturbationRecord, perturb_file, write_perturbed
 
 __all__ = [
     "DEFAULT_GRID",
@@ -50,6 +50,7 @@ __all__ = [
     "measured_dict",
     "parse_perturbation",
     "parse_perturbations",
+    "perturb_file",
     "perturbed_uid",
     "pitch_ratio",
     "schroeder_rt60",

@@ -6,7 +6,8 @@
 * reverberation: the RIR is written beside it (``<stem>.rir.wav``, 16-bit) and its RT60 is measured from that file;
 * speed, pitch, clipping, loudness: measured on the wav as read back.
 
-A builder turns the record into a derived item with :meth:`PerturbationRecord.meta` (the keys of
+:func:`perturb_file` does the same for an audio file (loaded as mono at 16 kHz, as every clip of the kit). A
+builder turns the record into a derived item with :meth:`PerturbationRecord.meta` (the keys of
 :data:`~airbench_nb.perturb.spec.PERTURBATION_META_KEYS`) and :func:`~airbench_nb.perturb.spec.perturbed_uid`.
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from airbench_nb.audio import check_samples, loudness, sha256_file, write_wav
+from airbench_nb.audio import TARGET_SR, check_samples, load_audio, loudness, sha256_file, write_wav
 from airbench_nb.perturb.apply import CODEC_SUFFIXES, apply
 from airbench_nb.perturb.measure import (
     LoudnessMeasured,
@@ -142,3 +143,15 @@ def write_perturbed(
         measured = measure_loudness(written, rate, result.measured.clipped_share)
     logger.debug("%s: wrote %s, measured %s", spec.text, path, measured)
     return PerturbationRecord(spec, int(seed), str(path), sha256_file(path), measured, tuple(artifacts))
+
+
+def perturb_file(
+    source: str | Path, target: str | Path, spec: Perturbation, seed: int = 0, *, rate: int = TARGET_SR
+) -> PerturbationRecord:
+    """Load an audio file as mono at ``rate`` Hz and write its perturbed copy with :func:`write_perturbed`.
+
+    Raises:
+        AudioError: If the source is missing, undecodable, empty, silent or holds NaN/inf samples.
+        PerturbError: As :func:`write_perturbed`.
+    """
+    return write_perturbed(load_audio(source, sr=rate), rate, spec, target, seed)
