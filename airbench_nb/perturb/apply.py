@@ -19,8 +19,8 @@ Speed
     Resampling as a tape played faster: the factor as a fraction (denominator up to 1000) drives a polyphase
     resampler (``scipy.signal.resample_poly``), so duration and pitch change together (1.1: 10% shorter).
 Pitch
-    ``librosa.effects.pitch_shift`` by ``12 log2(ratio)`` semitones (phase-vocoder time stretch plus resampling):
-    the duration is kept.
+    ``librosa.effects.pitch_shift`` by ``12 log2(ratio)`` semitones (phase-vocoder time stretch plus resampling;
+    2048-sample frames, or the largest power of two that fits a shorter clip): the duration is kept.
 Clipping
     Hard clipping at ``parameter x peak``; the level is not restored.
 Loudness
@@ -196,7 +196,9 @@ def _speed(x: np.ndarray, rate: int, spec: Perturbation) -> tuple[np.ndarray, Sp
 def _pitch(x: np.ndarray, rate: int, spec: Perturbation) -> tuple[np.ndarray, PitchMeasured]:
     import librosa
 
-    y = librosa.effects.pitch_shift(x.astype(np.float32), sr=rate, n_steps=12.0 * math.log2(spec.parameter))
+    n_fft = 2048 if x.size >= 2048 else max(16, 1 << (x.size.bit_length() - 1))  # short clips: a frame that fits
+    steps = 12.0 * math.log2(spec.parameter)
+    y = librosa.effects.pitch_shift(x.astype(np.float32), sr=rate, n_steps=steps, n_fft=n_fft)
     ratio = pitch_ratio(x, y, rate)
     return y.astype(np.float32), PitchMeasured(ratio, 12.0 * math.log2(ratio), y.size / x.size)
 

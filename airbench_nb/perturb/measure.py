@@ -9,7 +9,8 @@ Codec bitrate
     reads a little above the target), with ``soundfile.info``'s format and subtype and the decoded duration; and
     the audio bitrate, the same without the container: for Ogg, the page headers and the first two packets (the
     Opus identification and comment headers); for MP3, ID3v2/ID3v1 tags and a first frame holding a Xing/Info
-    (LAME) tag.
+    (LAME) tag. The duration is the decoded file's, so on a clip under about a second the encoder's delay and
+    padding frames weigh and the bitrate reads high (an MP3 of 0.1 s at 48 kbit/s reads about 86).
 RT60
     Schroeder backward integration of the squared RIR (energy decay curve, in dB), a least-squares line fitted
     between -5 and -35 dB (T30) and extrapolated to -60 dB; T20 (-5 to -25 dB) when the curve does not reach
