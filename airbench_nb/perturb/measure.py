@@ -1,4 +1,4 @@
-"""Measuring a perturbation on what was made: the encoded file, the room impulse response, the output audio.
+"""Measuring a perturbation on what was made (the encoded file, the room impulse response, the output audio).
 
 Every family's record has a ``value``: the measured counterpart of the requested parameter, in the parameter's
 unit (bitrate, RT60, speed factor, pitch ratio, peak ratio, loudness), so that a curve can be drawn over the

@@ -1,4 +1,4 @@
-"""What a perturbation is: a family, its parameter, and for codecs which codec; parsing, checking, labels.
+"""What a perturbation is (a family, its parameter and, for a codec, which one), parsed, checked and labelled.
 
 One :class:`Perturbation` names one point of one family's grid. The parameter's unit depends on the family:
 
