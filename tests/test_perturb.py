@@ -321,3 +321,13 @@ def test_same_seed_same_files(tmp_path: Path, tone: np.ndarray) -> None:
         a = write_perturbed(tone, SR, spec, tmp_path / "a" / "clip.wav", seed=9)
         b = write_perturbed(tone, SR, spec, tmp_path / "b" / "clip.wav", seed=9)
         assert a.sha256 == b.sha256, spec.text
+
+
+def test_every_default_perturbation_records_plain_json(tmp_path: Path) -> None:
+    clip = harmonic_tone(seconds=1.0)
+    for spec in DEFAULT_GRID:
+        record = write_perturbed(clip, SR, spec, tmp_path / f"{spec.tag}.wav")
+        meta = record.meta("u")
+        json.dumps(meta, allow_nan=False)
+        kinds = {key: type(value) for key, value in meta["measured"].items()}
+        assert set(kinds.values()) <= {int, float, str, list}, (spec.text, kinds)
