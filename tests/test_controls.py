@@ -27,6 +27,7 @@ from airbench_nb.builders.controls import (
     CONTROL_TEXT_KEY,
     CONTROLS,
     DONOR_KEY,
+    ControlsPart,
     build_controls,
     control_question,
     control_uid,
@@ -203,6 +204,8 @@ def test_controls_are_left_out_of_the_score_tables(built):
     alone = score_run(foundation, responses, reps=0, model="baseline:oracle").as_dict()
     both = score_run([*foundation, *controls], responses, reps=0, model="baseline:oracle").as_dict()
     assert alone == both
+    tasks = both["strict"]["foundation"]["tasks"]
+    assert {t: tasks[t]["n"] for t in tasks} == {t: PER_TASK for t in TASKS[:2]}  # the originals alone
 
 
 @pytest.fixture(scope="module")
@@ -297,3 +300,28 @@ def test_outcomes_are_checked():
     n_a = [ControlOutcome("m", "t", "a", None, 1.0), ControlOutcome("m", "t", "a", "no_audio", None)]
     (result,) = controls_results(n_a, reps=10)
     assert result.controls == [] and result.text_prior is None and result.audio_needed is None
+
+
+def test_builder_part_and_a_failing_clip(built, tmp_path):
+    from airbench_nb.builders.parts import BuildContext, PartResult
+
+    out, originals, _ = built
+    part = ControlsPart()
+    assert part.resolve({}, {}) == {"controls": [], "controls_items_per_task": None}
+    with pytest.raises(ValueError, match="controls_items_per_task must be"):
+        part.resolve({"controls": "silence"}, {"controls_items_per_task": -1})
+    options = part.resolve({"controls": "silence,mismatched"}, {"controls_items_per_task": 2})
+    earlier = {"airbench": PartResult(items={"foundation": [i for i in originals if i.kind == "foundation"]})}
+    result = part.build(BuildContext(out, "x", 0, load_recipes(), frozenset(), options, earlier))
+    assert [i.uid for i in result.items["foundation"]] == [
+        f"{task}-{k:03d}@ctl-{name}" for task in TASKS[:2] for k in (0, 1) for name in ("silence", "mismatched")
+    ]
+    assert result.card["not_eligible"] == 0
+    alone = part.resolve({"controls": "silence,mismatched"}, {"controls_items_per_task": 1})
+    single = part.build(BuildContext(out, "x", 0, load_recipes(), frozenset(), alone, earlier))
+    assert len(single.items["foundation"]) == 2 and single.card["not_eligible"] == 2  # one item: no other to swap with
+    assert result.failures == [] and result.items["chat"] == []
+    broken = originals[0].model_copy(update={"audio": "audio/missing.wav"})
+    made = build_controls([broken], out, seed=0, controls=["silence"])
+    assert made.items == [] and len(made.failures) == 1
+    assert "audio/missing.wav" in made.failures[0].error and made.failures[0].task == broken.task

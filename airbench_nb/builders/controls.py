@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatch
 from pathlib import Path
@@ -59,6 +59,7 @@ import numpy as np
 
 from airbench_nb.audio import AudioError, loudness, sha256_file, write_wav
 from airbench_nb.builders.core import item_rng
+from airbench_nb.builders.parts import BuildContext, PartResult
 from airbench_nb.records import AudioStatus, ChatItem, ItemBase
 
 logger = logging.getLogger(__name__)
@@ -105,6 +106,8 @@ class ControlFailure:
     """The control's uid."""
     control: str
     """The control's name."""
+    task: str
+    """The original item's task."""
     error: str
     """The error, one line naming the file."""
 
@@ -355,7 +358,8 @@ def build_controls(
                 made = _one_control(item, name, out, seed, donors, silence_of, result)
             except Exception as exc:  # noqa: BLE001 - one control that cannot be made is counted, never fatal
                 logger.error("could not build %s: %s: %s", uid, type(exc).__name__, exc)
-                result.failures.append(ControlFailure(uid, name, f"{type(exc).__name__}: {exc}"))
+                task = str(getattr(item, "task", ""))
+                result.failures.append(ControlFailure(uid, name, task, f"{type(exc).__name__}: {exc}"))
                 continue
             if made is not None:
                 result.items.append(made)
@@ -402,3 +406,55 @@ def _one_control(
     meta: dict[str, Any] = {WITHOUT_AUDIO_KEY: True, **({CONTROL_TEXT_KEY: text} if text else {})}
     note = f"{item.uid} asked without audio" + (" with a description of it" if text else "")
     return _derived(item, name, paths, list(hashes), meta, note)
+
+
+class ControlsPart:
+    """A builder part making the controls of the ``airbench`` part's items (not registered yet).
+
+    Registering it (``register_part(ControlsPart())`` and a benchmark owning it) adds the controls after the graded
+    and rotated copies in ``foundation.jsonl`` and ``chat.jsonl``; with no ``controls`` option (the presets' default)
+    it makes nothing.
+    """
+
+    name = "controls"
+    """The part's name."""
+    tasks: tuple[str, ...] = ()
+    """It controls the items the ``airbench`` part built."""
+    options: tuple[str, ...] = ("controls", "controls_items_per_task")
+    """Which controls (none when the preset names none); items of each task to control (all when None)."""
+    requires: tuple[str, ...] = ("airbench",)
+    """It controls that part's Foundation and Chat items."""
+    manifests: tuple[str, ...] = ()
+    """``foundation.jsonl`` and ``chat.jsonl`` are the ``airbench`` part's."""
+
+    def resolve(self, preset: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+        """The controls (:func:`parse_controls`) and ``controls_items_per_task``: given, else the preset's.
+
+        Raises:
+            ValueError: For an unknown control, or a per-task count that is not a whole number >= 0 or None.
+        """
+        names = parse_controls(given.get("controls", preset.get("controls")))
+        per_task = given.get("controls_items_per_task", preset.get("controls_items_per_task"))
+        if per_task is not None and (isinstance(per_task, bool) or not isinstance(per_task, int) or per_task < 0):
+            raise ValueError(f"controls_items_per_task must be a whole number >= 0 or None, got {per_task!r}")
+        return {"controls": names, "controls_items_per_task": per_task}
+
+    def build(self, context: BuildContext) -> PartResult:
+        """The controls of the first items of each task (a control that cannot be made is counted and skipped)."""
+        names, per_task = context.options["controls"], context.options["controls_items_per_task"]
+        earlier = context.earlier["airbench"].items
+        chosen: list[ItemBase] = []
+        for kind in ("foundation", "chat"):
+            seen: dict[str, int] = {}
+            for item in earlier.get(kind, []):
+                task = str(getattr(item, "task", ""))
+                seen[task] = seen.get(task, 0) + 1
+                if per_task is None or seen[task] <= per_task:
+                    chosen.append(item)
+        made = build_controls(chosen, context.out, seed=context.seed, controls=names) if names else ControlBuild()
+        items: dict[str, list[Any]] = {"foundation": [], "chat": []}
+        for item in made.items:
+            items[item.kind].append(item)
+        failures = [{"task": f.task, "index": -1, "uid": f.uid, "error": f.error} for f in made.failures]
+        card = {**context.options, "not_eligible": len(made.not_eligible)}
+        return PartResult(items=items, failures=failures, card=card, report={})
