@@ -71,8 +71,7 @@ def built(tmp_path_factory):
     by_uid = {i.uid: i for i in report.foundation}
     twin, same = by_uid["Speaker_Gender_Recognition-007"], by_uid["Speaker_Gender_Recognition-006"]
     shutil.copyfile(out / same.audio, out / twin.audio)
-    originals = [i.model_copy(update={"audio_sha256": sha256_file(out / i.audio)}) for i in report.foundation]
-    originals += report.chat
+    originals = [*report.foundation, *report.chat]  # the twin's manifest hash is stale: controls hash the files
     made = build_controls(originals, out, seed=0)
     return out, originals, made
 
@@ -302,6 +301,13 @@ def test_outcomes_are_checked():
     assert result.controls == [] and result.text_prior is None and result.audio_needed is None
 
 
+def made_silence(out, originals):
+    """An item whose clip is all zero (the silence control of the first original, as an item of its own)."""
+    (control,) = build_controls(originals[:1], out, seed=0, controls=["silence"]).items
+    meta = {k: v for k, v in control.meta.items() if k not in (CONTROL_OF_KEY, CONTROL_KEY)}
+    return [control.model_copy(update={"uid": "silent-000", "meta": meta})]
+
+
 def test_builder_part_and_a_failing_clip(built, tmp_path):
     from airbench_nb.builders.parts import BuildContext, PartResult
 
@@ -321,6 +327,9 @@ def test_builder_part_and_a_failing_clip(built, tmp_path):
     single = part.build(BuildContext(out, "x", 0, load_recipes(), frozenset(), alone, earlier))
     assert len(single.items["foundation"]) == 2 and single.card["not_eligible"] == 2  # one item: no other to swap with
     assert result.failures == [] and result.items["chat"] == []
+    (silent,) = made_silence(out, originals)
+    quiet = build_controls([silent], out, seed=0, controls=["noise"])
+    assert quiet.items == [] and quiet.failures == [] and "silent" in quiet.not_eligible[0].reason
     broken = originals[0].model_copy(update={"audio": "audio/missing.wav"})
     made = build_controls([broken], out, seed=0, controls=["silence"])
     assert made.items == [] and len(made.failures) == 1

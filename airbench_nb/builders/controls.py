@@ -28,8 +28,9 @@ The controls (:data:`CONTROLS`):
 ``mismatched``
     The clips of another item of the same task (and kind): a seeded derangement of the task's items
     (:func:`derangement`), so that no item gets its own audio, nor a clip whose bytes are the same as its own
-    (same SHA-256); the donor's file is referenced as it is (no copy), and ``meta.control_donor`` names the donor.
-    A task with a single item, or whose items all share one clip, has no donor to give: not eligible.
+    (same SHA-256 of the file as it is, whatever the manifest says); the donor's file is referenced as it is (no
+    copy), and ``meta.control_donor`` names the donor. A task with a single item, or whose items all share one
+    clip, has no donor to give: not eligible.
 ``no_audio``
     The question asked without audio (``meta[WITHOUT_AUDIO_KEY]`` is true: :func:`prompt_without_audio`). A
     backend that can prompt text alone sends no audio; one that cannot is ``n/a`` with its reason (never an error).
@@ -232,6 +233,18 @@ def derangement(keys: Sequence[str], seed: int, salt: str = "") -> list[int | No
     return donors
 
 
+class _NotEligibleError(ValueError):
+    """The control does not apply to the item (a silent clip has no loudness for noise to match)."""
+
+
+def _clip_key(out: Path, clip: str) -> str:
+    """A clip's identity for the derangement: the SHA-256 of its bytes now (not the manifest's), else its path."""
+    try:
+        return sha256_file(out / clip)
+    except OSError:
+        return f"path:{clip}"
+
+
 def _read(path: Path) -> tuple[np.ndarray, int]:
     import soundfile as sf
 
@@ -247,7 +260,7 @@ def _read(path: Path) -> tuple[np.ndarray, int]:
 def _noise_like(samples: np.ndarray, sr: int, rng: np.random.Generator, name: str) -> tuple[np.ndarray, dict[str, Any]]:
     """Uniform white noise of the length and loudness of ``samples`` (see the module docstring)."""
     if not np.any(samples):
-        raise ValueError(f"{name}: the clip is silent, there is no loudness to match")
+        raise _NotEligibleError(f"{name}: the clip is silent, there is no loudness to match")
     target = loudness(samples, sr, name=name)
     noise = rng.uniform(-1.0, 1.0, samples.size)
     level = loudness(noise, sr, unit=target.unit, name=f"{name} (noise)")
@@ -346,7 +359,7 @@ def build_controls(
         for item in originals:
             by_task.setdefault((item.kind, str(getattr(item, "task", ""))), []).append(item)  # type: ignore[attr-defined]
         for (_, task), group in by_task.items():
-            keys = ["|".join(h or f"path:{c}" for h, c in zip(i.clips_sha256, i.clips, strict=True)) for i in group]
+            keys = ["|".join(_clip_key(out, c) for c in i.clips) for i in group]
             for item, donor in zip(group, derangement(keys, seed, task), strict=True):
                 same_shape = donor is not None and len(group[donor].clips) == len(item.clips)
                 donors[item.uid] = group[donor] if same_shape and donor is not None else None
@@ -356,6 +369,9 @@ def build_controls(
             uid = control_uid(item.uid, name)
             try:
                 made = _one_control(item, name, out, seed, donors, silence_of, result)
+            except _NotEligibleError as exc:
+                result.not_eligible.append(NotEligible(item.uid, name, str(exc)))
+                continue
             except Exception as exc:  # noqa: BLE001 - one control that cannot be made is counted, never fatal
                 logger.error("could not build %s: %s: %s", uid, type(exc).__name__, exc)
                 task = str(getattr(item, "task", ""))
