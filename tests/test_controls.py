@@ -334,3 +334,33 @@ def test_builder_part_and_a_failing_clip(built, tmp_path):
     made = build_controls([broken], out, seed=0, controls=["silence"])
     assert made.items == [] and len(made.failures) == 1
     assert "audio/missing.wav" in made.failures[0].error and made.failures[0].task == broken.task
+
+
+def test_multi_clip_items_get_every_clip_controlled(tmp_path):
+    """The kit's louder-clip task (two clips per item): each clip silenced or noised at its own length and
+    loudness, the mismatched control takes both clips of another item, and the DSP baseline cannot tell on silence
+    (never an error) but stays right on noise, which keeps each clip's loudness (why noise is no text prior)."""
+    report = build("tiny", seed=0, out=tmp_path, tasks=["kit_louder_clip"], progress=False, snr_grid=[])
+    originals = [i for i in report.foundation if "rotation_of" not in i.meta]
+    assert len(originals) == 2 and all(len(i.clips) == 2 for i in originals)
+    made = build_controls(originals, tmp_path, seed=0, controls=["silence", "noise", "mismatched"])
+    assert made.failures == [] and made.not_eligible == [] and len(made.items) == 6
+    by_uid = {i.uid: i for i in originals}
+    for item in made.items:
+        original = by_uid[item.meta[CONTROL_OF_KEY]]
+        assert len(item.clips) == 2 and item.audios_sha256 == [sha256_file(tmp_path / c) for c in item.clips]
+        if item.meta[CONTROL_KEY] == "mismatched":
+            assert item.clips == by_uid[item.meta[DONOR_KEY]].clips and not set(item.clips) & set(original.clips)
+            continue
+        for clip, own in zip(item.clips, original.clips, strict=True):
+            assert sf.info(tmp_path / clip).frames == sf.info(tmp_path / own).frames
+    items = [*originals, *made.items]
+    run_model(load_model("baseline:dsp"), items, tmp_path, tmp_path / "dsp.jsonl", progress=False)
+    answers = {r.uid: r for r in read_records(tmp_path / "dsp.jsonl", Response)}
+    assert all(r.error is None for r in answers.values())
+    for item in made.items:
+        text, original = answers[item.uid].text, answers[item.meta[CONTROL_OF_KEY]].text
+        if item.meta[CONTROL_KEY] == "silence":
+            assert text == "I cannot tell."
+        elif item.meta[CONTROL_KEY] == "noise":
+            assert text == original and extract_choice(text, item.choices).choice == item.answer

@@ -25,10 +25,11 @@ Audio-needed share
     lower bound of what needed the audio; ``audio_needed_of_right`` is the same count over the items right with the
     audio. Its interval is the percentile bootstrap of the same resampling (a share of exactly 0 gives [0, 0]).
 Text-prior score
-    The best score under the controls that give no information about the audio (``silence``, ``noise``,
-    ``mismatched``, ``no_audio``; ``description`` gives it in words, so it is not a text prior): what the question
-    and its options alone are worth to the model. The best of several is an upward-biased estimate of each, so the
-    prior is if anything overestimated.
+    The best score under the controls that give no information about the item's audio (``silence``,
+    ``mismatched``, ``no_audio``): what the question and its options alone are worth to the model. Not ``noise``:
+    it keeps each clip's length and loudness, which answer a loudness question (the DSP baseline stays right under
+    it on the kit's louder-clip task); not ``description``: it tells the audio in words. The best of several is an
+    upward-biased estimate of each, so the prior is if anything overestimated.
 Corrected score
     ``(score - prior) / (1 - prior)``: the share of the headroom above the text prior that the audio adds, the
     chance correction of Cohen's kappa with the text prior in place of chance. 0 when the audio adds nothing (the
@@ -56,8 +57,10 @@ logger = logging.getLogger(__name__)
 
 NEEDED_UNDER = ("silence", "mismatched")
 """Controls an item must be wrong under (all of those run) to count as needing the audio."""
-PRIOR_CONTROLS = ("silence", "noise", "mismatched", "no_audio")
-"""Controls that give no information about the audio: the text-prior score is the best of them."""
+PRIOR_CONTROLS = ("silence", "mismatched", "no_audio")
+"""Controls that give no information about the item's audio: the text-prior score is the best of them. Not ``noise``:
+it keeps each clip's length and loudness, which answer some questions (the DSP baseline stays right under it on the
+kit's louder-clip task); not ``description``: it tells the audio in words."""
 RIGHT_AT = 0.5
 """An outcome at or over this is right."""
 DEFAULT_REPS = 2000

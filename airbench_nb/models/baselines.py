@@ -59,6 +59,7 @@ from typing import cast
 
 import numpy as np
 
+from airbench_nb.audio import SilentAudioError
 from airbench_nb.models.base import Generation, GenerationParams, Prompt
 from airbench_nb.records import (
     LETTERS,
@@ -570,7 +571,8 @@ def dsp_answer(prompt: Prompt) -> str:
     The tiered closed set is measured by :func:`airbench_nb.models.dsp_sources.dsp_source_answer` instead (its
     registered guess, :func:`baseline_guess`).
 
-    A clip without what the measurement needs (:class:`Unmeasurable`: no voiced frame, silence) is answered
+    A clip without what the measurement needs (:class:`Unmeasurable`: no voiced frame, silence; or a clip of digital
+    silence, :class:`~airbench_nb.audio.SilentAudioError`, which loudness refuses) is answered
     :data:`CANNOT_TELL` too, not an error: a resume retries errors, and this one would come back every time.
     """
     item = cast(SingleChoiceItem, prompt.item)  # baseline_guess's single-choice registration calls it
@@ -582,6 +584,6 @@ def dsp_answer(prompt: Prompt) -> str:
         return CANNOT_TELL
     try:
         return measure(prompt)
-    except Unmeasurable as exc:
+    except (Unmeasurable, SilentAudioError) as exc:  # a silent clip (the silence control) has nothing to measure
         logger.debug("%s: %s, so the DSP baseline cannot tell", item.uid, exc)
         return CANNOT_TELL
