@@ -364,3 +364,27 @@ def test_multi_clip_items_get_every_clip_controlled(tmp_path):
             assert text == "I cannot tell."
         elif item.meta[CONTROL_KEY] == "noise":
             assert text == original and extract_choice(text, item.choices).choice == item.answer
+
+
+def test_outcomes_from_a_frame(built):
+    import pandas as pd
+
+    from airbench_nb.analysis.controls import outcomes_from_frame
+
+    _, originals, made = built
+    items = {i.uid: i for i in [*originals, *made.items] if i.kind == "foundation"}
+    uid = originals[0].uid
+    frame = pd.DataFrame(
+        {
+            "model": ["m", "m", "m", "m"],
+            "uid": [uid, control_uid(uid, "silence"), control_uid(uid, "noise"), "not-an-item"],
+            "correct": pd.array([True, False, pd.NA, True], dtype="boolean"),
+        }
+    )
+    assert outcomes_from_frame(frame, items) == [
+        ControlOutcome("m", originals[0].task, uid, None, 1.0),
+        ControlOutcome("m", originals[0].task, uid, "silence", 0.0),
+        ControlOutcome("m", originals[0].task, uid, "noise", None),
+    ]
+    with pytest.raises(ValueError, match="no column correct"):
+        outcomes_from_frame(frame.drop(columns="correct"), items)

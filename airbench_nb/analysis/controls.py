@@ -189,6 +189,34 @@ def outcomes_of(items: Iterable[Any], correct: Mapping[str, float | bool | None]
     return out
 
 
+def outcomes_from_frame(frame: Any, items: Mapping[str, Any]) -> list[ControlOutcome]:
+    """Outcomes from a per-(model, item) frame (notebook 05's Foundation frame: ``model``, ``uid``, ``correct``).
+
+    Args:
+        frame: A pandas DataFrame with those columns (``correct`` True/False, a score in [0, 1], or NA when the
+            protocol drops the answer).
+        items: The run's items by uid (originals and controls), for ``meta.control_of`` and the task.
+
+    Returns:
+        The outcomes of every model in the frame (:func:`outcomes_of`), rows of uids not in ``items`` left out.
+
+    Raises:
+        ValueError: When a column is missing (naming it).
+    """
+    import pandas as pd
+
+    missing = [c for c in ("model", "uid", "correct") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"outcomes_from_frame: the frame has no column {', '.join(missing)}")
+    out: list[ControlOutcome] = []
+    for model, rows in frame.groupby("model", sort=True):
+        correct = {
+            str(u): (None if pd.isna(c) else float(c)) for u, c in zip(rows["uid"], rows["correct"], strict=True)
+        }
+        out += outcomes_of([items[u] for u in correct if u in items], correct, str(model))
+    return out
+
+
 def _tables(outcomes: Iterable[ControlOutcome]) -> dict[tuple[str, str], _Table]:
     cells: dict[tuple[str, str], dict[str, dict[str | None, float | None]]] = {}
     for o in outcomes:
