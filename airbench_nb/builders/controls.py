@@ -10,9 +10,9 @@ item, like the SNR-graded copies (:mod:`airbench_nb.builders.snr`) and the rotat
   name; the scoring leaves every item carrying ``control_of`` out of the score tables
   (:data:`airbench_nb.scoring.run.CONTROL_WHY`): a control is analysed beside its original, never scored as an item
   of its own;
-- its audio written as 16-bit wav under ``audio/controls/<name>/<task>/<uid>.wav`` with its SHA-256 (the kit's
-  :func:`~airbench_nb.audio.write_wav` and :func:`~airbench_nb.audio.sha256_file`), each clip of a multi-clip item
-  in turn (``<uid>.<k>.wav`` for clip ``k``).
+- its audio written as 16-bit wav under ``audio/controls/<name>/<task>/<uid>.wav`` (a slash of the uid as ``_``)
+  with its SHA-256 (the kit's :func:`~airbench_nb.audio.write_wav` and :func:`~airbench_nb.audio.sha256_file`),
+  each clip of a multi-clip item in turn (``<uid>.<k>.wav`` for clip ``k``).
 
 The controls (:data:`CONTROLS`):
 
@@ -281,7 +281,8 @@ def _audio_control(
     for k, clip in enumerate(clips):
         samples, sr = _read(out / clip)
         suffix = f".{k}" if len(clips) > 1 else ""
-        rel = f"audio/controls/{name}/{getattr(item, 'task', item.kind)}/{uid}{suffix}.wav"
+        folder = str(getattr(item, "task", None) or getattr(item, "kind", "items"))
+        rel = f"audio/controls/{name}/{folder}/{uid.replace('/', '_')}{suffix}.wav"  # a uid's slash makes no folder
         if name == "silence":
             written = np.zeros(samples.size, dtype=np.float64)
         else:
@@ -298,7 +299,10 @@ def _audio_control(
     return paths, hashes, levels
 
 
-def _derived(item: ItemBase, name: str, paths: list[str], hashes: list[str | None], meta: dict[str, Any], note: str):
+def _derived(
+    item: ItemBase, name: str, paths: list[str], hashes: list[str | None], meta: dict[str, Any], note: str
+) -> Any:
+    """The control item: the original with the control's uid, clips, hashes, meta and note (validated again)."""
     clash = sorted(set(CONTROL_META_KEYS) & set(item.meta))  # type: ignore[attr-defined]
     if clash:
         raise ValueError(f"{item.uid}: meta already holds {', '.join(clash)}: a control would overwrite it")
