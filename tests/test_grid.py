@@ -428,9 +428,9 @@ def test_acceptance_a_2x2_grid_with_jobs_2_then_one_planted_failure(tmp_path, mo
     for run_id, status in statuses.items():
         assert json.loads((reports / "g2" / run_id / "run.json").read_text())["status"] == status
     failed = saved["runs"][2]["error"]
-    assert (
-        failed
-        == "03_run_model: ValueError: unknown baseline 'does-not-exist'; choose one of random, first, oracle, dsp"
+    assert failed == (
+        "03_run_model: ValueError: unknown baseline 'does-not-exist'; "
+        "choose one of random, first, oracle, dsp, text-prior"
     )
     page = (reports / "g2" / "index.html").read_text()
     assert "unknown baseline" in page and 'class="status failed"' in page

@@ -1,9 +1,11 @@
-"""Offline baselines: ``random`` (seeded), ``first``, ``oracle`` and ``dsp`` (signal processing where it can).
+"""Offline baselines: ``random``, ``first``, ``oracle``, ``dsp`` (signal processing) and ``text-prior``.
 
 They need no model and no network, and they calibrate a table: ``random`` is chance, ``first`` shows letter bias
 in scoring, ``oracle`` checks the pipeline end to end (it must score 100%), and ``dsp`` shows how far plain
 signal processing gets on the tasks whose answer is measurable (pitch, velocity, gender, number of voices, event
-count). Where a baseline cannot answer, it says so (``I cannot tell.``): it never guesses, so the judge abstains.
+count); ``text-prior`` is a planted model that answers from the question's text alone (:func:`text_prior_answer`),
+unchanged under every audio-reliance control by construction. Where a baseline cannot answer, it says so
+(``I cannot tell.``): it never guesses, so the judge abstains.
 
 Items scored against references (transcription, scene, events, joint). ``oracle`` answers from the item in the form
 the prompts ask (:func:`oracle_answer`): the reference transcript, the scene label, the events comma-separated (or
@@ -57,6 +59,7 @@ from typing import cast
 
 import numpy as np
 
+from airbench_nb.audio import SilentAudioError
 from airbench_nb.models.base import Generation, GenerationParams, Prompt
 from airbench_nb.records import (
     LETTERS,
@@ -77,7 +80,7 @@ logger = logging.getLogger(__name__)
 
 CANNOT_TELL = "I cannot tell."
 """What a baseline answers when it has no way to answer (Chat items, unsupported tasks)."""
-BASELINES = ("random", "first", "oracle", "dsp")
+BASELINES = ("random", "first", "oracle", "dsp", "text-prior")
 """Names accepted after ``baseline:``."""
 
 
@@ -98,6 +101,8 @@ class Baseline:
     def _answer(self, prompt: Prompt) -> str:
         if self.name == "oracle":
             return oracle_answer(prompt.item, prompt.turn)
+        if self.name == "text-prior":
+            return text_prior_answer(prompt.item)
         return baseline_guess(prompt.item, self, prompt)
 
     def _pick(self, uid: str, classes: list[str], salt: str) -> int:
@@ -280,6 +285,25 @@ def source_name(item: OpenSourceItem, fine: str) -> str:
     """How a baseline names a fine class in an open-vocabulary answer: its first synonym, else its name spelled out."""
     names = item.names.get(fine) or [fine.replace("_", " ")]
     return names[0]
+
+
+def text_prior_answer(item: object) -> str:
+    """What ``baseline:text-prior`` answers: an option picked from the question's text alone, never the audio.
+
+    A planted model for the audio-reliance controls (:mod:`airbench_nb.builders.controls`): the option is the
+    SHA-256 of the question and the options' texts modulo their number, so that it depends on nothing else (not the
+    uid, not the seed, not the audio) and is the same under every control by construction: its audio-needed share
+    is 0. A single-choice item gets that option's letter (its text for a kind answered by text); every other kind
+    ``I cannot tell.`` (no answer there depends on the audio either).
+
+    Args:
+        item: The item asked.
+    """
+    if not isinstance(item, SingleChoiceItem):
+        return CANNOT_TELL
+    text = "\x1f".join([item.question, *item.choices])
+    k = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") % len(item.choices)
+    return item.choices[k] if item.ANSWERED_BY_TEXT else LETTERS[k]
 
 
 def make_baseline(rest: str, seed: int = 0, batch_size: int = 64) -> Baseline:
@@ -547,7 +571,8 @@ def dsp_answer(prompt: Prompt) -> str:
     The tiered closed set is measured by :func:`airbench_nb.models.dsp_sources.dsp_source_answer` instead (its
     registered guess, :func:`baseline_guess`).
 
-    A clip without what the measurement needs (:class:`Unmeasurable`: no voiced frame, silence) is answered
+    A clip without what the measurement needs (:class:`Unmeasurable`: no voiced frame, silence; or a clip of digital
+    silence, :class:`~airbench_nb.audio.SilentAudioError`, which loudness refuses) is answered
     :data:`CANNOT_TELL` too, not an error: a resume retries errors, and this one would come back every time.
     """
     item = cast(SingleChoiceItem, prompt.item)  # baseline_guess's single-choice registration calls it
@@ -559,6 +584,6 @@ def dsp_answer(prompt: Prompt) -> str:
         return CANNOT_TELL
     try:
         return measure(prompt)
-    except Unmeasurable as exc:
+    except (Unmeasurable, SilentAudioError) as exc:  # a silent clip (the silence control) has nothing to measure
         logger.debug("%s: %s, so the DSP baseline cannot tell", item.uid, exc)
         return CANNOT_TELL

@@ -200,7 +200,12 @@ def check_ct2_whisper(rest: str) -> None:
 register_backend(Backend("hf", "airbench_nb.models.hf:HFAudioLM", "hf:<path or hub id>", check=check_hf_path))
 register_backend(Backend("openai", "airbench_nb.models.openai_api:OpenAIAudioLM", "openai:<model>[@<base_url>]"))
 register_backend(
-    Backend("baseline", "airbench_nb.models.baselines:make_baseline", "baseline:random|first|dsp|oracle", baseline=True)
+    Backend(
+        "baseline",
+        "airbench_nb.models.baselines:make_baseline",
+        "baseline:random|first|dsp|oracle|text-prior",
+        baseline=True,
+    )
 )
 register_backend(
     Backend(

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.builders.controls import CONTROL_OF_KEY
 from airbench_nb.judge.registry import scores_only
 from airbench_nb.manifests import DATA_DEFECT_TEXT
 from airbench_nb.records import REFERENCE_KINDS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
@@ -41,6 +42,11 @@ ROTATED_WHY = (
     "twice (a manifest of rotations alone is scored)"
 )
 """Why rotated copies whose original is present are missing from the score tables."""
+
+
+CONTROL_KEY = CONTROL_OF_KEY
+"""Item ``meta`` key that marks an audio-reliance control (:mod:`airbench_nb.builders.controls`): left out of the
+tables (analysed beside its original by :mod:`airbench_nb.analysis.controls`)."""
 
 
 def _pick_model(responses: Sequence[Response], model: str | None) -> str | None:
@@ -169,7 +175,11 @@ def score_run(
     uids = {i.uid for i in items}
     graded = Counter(i.kind for i in items if GRADED_KEY in i.meta)
     rotated = Counter(i.kind for i in items if GRADED_KEY not in i.meta and i.meta.get(ROTATED_KEY) in uids)
-    ungraded = [i for i in items if GRADED_KEY not in i.meta and i.meta.get(ROTATED_KEY) not in uids]
+    ungraded = [
+        i
+        for i in items
+        if GRADED_KEY not in i.meta and CONTROL_KEY not in i.meta and i.meta.get(ROTATED_KEY) not in uids
+    ]
     # The runner checks the audio as it is when it asks the model: an item it answered with a data defect
     # ("audio missing: ...") is unusable for this model even when the manifest says nothing about its audio.
     defects = {uid for uid, r in by_uid.items() if r.error is not None and DATA_DEFECT_TEXT.match(r.error)}

@@ -1,0 +1,384 @@
+"""Does the model listen? Scores with the audio and under the audio-reliance controls, paired by item.
+
+The controls (:mod:`airbench_nb.builders.controls`) ask each question again with its audio silenced, replaced by
+noise of its loudness, swapped for another item's (``mismatched``), left out (``no_audio``) or described in text
+(``description``). This module compares, per model and task (and over all tasks, ``task`` None), the outcome of each
+original item with the outcomes of its controls. It is pure: it takes per-item outcomes
+(:class:`ControlOutcome`, one per model and item asked, paired by the original's uid; :func:`outcomes_of` makes
+them from items and a per-uid correctness) and returns typed results (:class:`ControlsResult`).
+
+What it gives, with what it means:
+
+Score with the audio, score under each control
+    The mean of ``correct`` over the original items (with the audio) and over the items whose control was answered
+    (under the control). ``correct`` is 1 or 0 (True or False) for a single-choice item, or any score in [0, 1]; an
+    outcome of None (not answered, or ``n/a``: a backend that cannot prompt without audio) leaves the pair out.
+Difference under a control
+    The mean over the paired items of ``control - with audio`` (negative: the control costs score), with a paired
+    bootstrap 95% interval: the original items are resampled with replacement (each keeps its own pair), ``reps``
+    times, seeded, and the interval is the 2.5th and 97.5th percentiles of the replicates' means.
+Audio-needed share
+    The share of the items (among those with an outcome with the audio and under every control of ``needed_under``
+    that was run) that are right with the audio and wrong under every one of those controls (default ``silence``
+    and ``mismatched``): the items the audio decided. "Right" is ``correct >= 0.5``. An item right under either
+    control (a lucky guess on silence, an answer the other clip happens to share) is not counted, so the share is a
+    lower bound of what needed the audio; ``audio_needed_of_right`` is the same count over the items right with the
+    audio. Its interval is the percentile bootstrap of the same resampling (a share of exactly 0 gives [0, 0]).
+Text-prior score
+    The best score under the controls that give no information about the item's audio (``silence``,
+    ``mismatched``, ``no_audio``): what the question and its options alone are worth to the model. Not ``noise``:
+    it keeps each clip's length and loudness, which answer a loudness question (the DSP baseline stays right under
+    it on the kit's louder-clip task); not ``description``: it tells the audio in words. The best of several is an
+    upward-biased estimate of each, so the prior is if anything overestimated.
+Corrected score
+    ``(score - prior) / (1 - prior)``: the share of the headroom above the text prior that the audio adds, the
+    chance correction of Cohen's kappa with the text prior in place of chance. 0 when the audio adds nothing (the
+    text-prior model), 1 for a model right on every item whose prior is below 1, negative when the controls score
+    higher than the audio; undefined (None, with the reason) when the prior is 1 (the oracle, unchanged under every
+    control by construction: nothing is left to correct). Chosen over the plain difference ``score - prior``
+    because it is comparable across tasks of different priors (a 2-option task's prior sits near 0.5, a 4-option
+    task's near 0.25). Its interval recomputes prior and score in each bootstrap replicate (replicates with a prior
+    of 1 are left out, and counted).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from airbench_nb.builders.controls import CONTROL_KEY, CONTROL_OF_KEY, CONTROLS
+
+logger = logging.getLogger(__name__)
+
+NEEDED_UNDER = ("silence", "mismatched")
+"""Controls an item must be wrong under (all of those run) to count as needing the audio."""
+PRIOR_CONTROLS = ("silence", "mismatched", "no_audio")
+"""Controls that give no information about the item's audio: the text-prior score is the best of them. Not ``noise``:
+it keeps each clip's length and loudness, which answer some questions (the DSP baseline stays right under it on the
+kit's louder-clip task); not ``description``: it tells the audio in words."""
+RIGHT_AT = 0.5
+"""An outcome at or over this is right."""
+DEFAULT_REPS = 2000
+"""Bootstrap replicates."""
+CORRECTED_FORMULA = "(score - prior) / (1 - prior)"
+"""The corrected score (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class ControlOutcome:
+    """One model's outcome on one item, with its audio or under one control."""
+
+    model: str
+    """The model's spec."""
+    task: str
+    """The item's task."""
+    uid: str
+    """The original item's uid (a control's ``meta.control_of``)."""
+    control: str | None
+    """The control's name; None for the original, with its audio."""
+    correct: float | None
+    """1 (right) or 0 (wrong), or a score in [0, 1]; None when not answered or ``n/a`` (the pair is left out)."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value with its bootstrap 95% interval."""
+
+    value: float | None
+    """The value (None when it cannot be computed: no item, or a prior of 1 for the corrected score)."""
+    low: float | None
+    """2.5th percentile of the bootstrap replicates (None without replicates)."""
+    high: float | None
+    """97.5th percentile of the bootstrap replicates (None without replicates)."""
+    n: int
+    """Items it is computed over."""
+
+    def excludes(self, value: float) -> bool:
+        """Whether the interval is known and leaves ``value`` out."""
+        return self.low is not None and self.high is not None and not self.low <= value <= self.high
+
+
+@dataclass(frozen=True)
+class ControlScore:
+    """A model's score under one control, against its score with the audio on the same items."""
+
+    control: str
+    """The control's name."""
+    n: int
+    """Items answered both with the audio and under the control."""
+    with_audio: float
+    """Score with the audio over these items."""
+    score: float
+    """Score under the control over these items."""
+    difference: Estimate
+    """``score - with_audio`` with its paired bootstrap interval."""
+
+
+@dataclass(frozen=True)
+class ControlsResult:
+    """What the controls say of one model on one task (or on all its tasks, ``task`` None)."""
+
+    model: str
+    """The model's spec."""
+    task: str | None
+    """The task; None for all the model's tasks together."""
+    n: int
+    """Original items answered with the audio."""
+    score: Estimate
+    """Score with the audio (bootstrap interval over the items)."""
+    controls: list[ControlScore]
+    """Each control run, in :data:`~airbench_nb.builders.controls.CONTROLS` order."""
+    audio_needed: Estimate | None
+    """Share of the items right with the audio and wrong under every control of ``needed_under`` run; None when
+    none of them was run."""
+    audio_needed_of_right: float | None
+    """The same items as a share of those right with the audio; None when no item was right or none was run."""
+    needed_under: list[str]
+    """The controls the audio-needed share used (those of :data:`NEEDED_UNDER` that were run)."""
+    text_prior: Estimate | None
+    """Best score under the controls of :data:`PRIOR_CONTROLS` run (each over its own paired items); None when none
+    was run."""
+    text_prior_control: str | None
+    """The control that gave the text-prior score."""
+    corrected: Estimate | None
+    """``(score - prior) / (1 - prior)`` (:data:`CORRECTED_FORMULA`); None without a text prior."""
+    corrected_why: str | None = None
+    """Why the corrected score has no value (a prior of 1), or how many replicates were left out; None otherwise."""
+    reps: int = DEFAULT_REPS
+    """Bootstrap replicates."""
+    seed: int = 0
+    """Bootstrap seed."""
+
+
+@dataclass
+class _Table:
+    """One group's outcomes: a row per original item, a column per condition (NaN where not answered)."""
+
+    uids: list[str]
+    audio: np.ndarray
+    controls: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def outcomes_of(items: Iterable[Any], correct: Mapping[str, float | bool | None], model: str) -> list[ControlOutcome]:
+    """Outcomes of one model from items (originals and controls) and a correctness per item uid.
+
+    Args:
+        items: Items of a manifest: originals and their controls (``meta.control_of``), others are skipped.
+        correct: Per item uid, 1/0 (True/False), a score in [0, 1], or None (not answered, ``n/a``); an item
+            missing from it is not answered.
+        model: The model's spec.
+
+    Returns:
+        One outcome per item, the controls' under their original's uid.
+    """
+    out = []
+    for item in items:
+        meta = getattr(item, "meta", None) or {}
+        if "clean_uid" in meta or "rotation_of" in meta:
+            continue
+        uid = str(item.uid)
+        value = correct.get(uid)
+        task = str(getattr(item, "task", getattr(item, "kind", "")))
+        original, control = (meta[CONTROL_OF_KEY], meta.get(CONTROL_KEY)) if CONTROL_OF_KEY in meta else (uid, None)
+        out.append(ControlOutcome(model, task, original, control, None if value is None else float(value)))
+    return out
+
+
+def outcomes_from_frame(frame: Any, items: Mapping[str, Any]) -> list[ControlOutcome]:
+    """Outcomes from a per-(model, item) frame (notebook 05's Foundation frame: ``model``, ``uid``, ``correct``).
+
+    Args:
+        frame: A pandas DataFrame with those columns (``correct`` True/False, a score in [0, 1], or NA when the
+            protocol drops the answer).
+        items: The run's items by uid (originals and controls), for ``meta.control_of`` and the task.
+
+    Returns:
+        The outcomes of every model in the frame (:func:`outcomes_of`), rows of uids not in ``items`` left out.
+
+    Raises:
+        ValueError: When a column is missing (naming it).
+    """
+    import pandas as pd
+
+    missing = [c for c in ("model", "uid", "correct") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"outcomes_from_frame: the frame has no column {', '.join(missing)}")
+    out: list[ControlOutcome] = []
+    for model, rows in frame.groupby("model", sort=True):
+        correct = {
+            str(u): (None if pd.isna(c) else float(c)) for u, c in zip(rows["uid"], rows["correct"], strict=True)
+        }
+        out += outcomes_of([items[u] for u in correct if u in items], correct, str(model))
+    return out
+
+
+def _tables(outcomes: Iterable[ControlOutcome]) -> dict[tuple[str, str], _Table]:
+    cells: dict[tuple[str, str], dict[str, dict[str | None, float | None]]] = {}
+    for o in outcomes:
+        if o.control is not None and o.control not in CONTROLS:
+            raise ValueError(f"outcome of {o.model} on {o.uid}: unknown control {o.control!r}")
+        if o.correct is not None and not 0.0 <= o.correct <= 1.0:
+            raise ValueError(
+                f"outcome of {o.model} on {o.uid} ({o.control or 'audio'}): correct {o.correct} not in [0, 1]"
+            )
+        row = cells.setdefault((o.model, o.task), {}).setdefault(o.uid, {})
+        if o.control in row:
+            raise ValueError(f"two outcomes of {o.model} on {o.uid} under {o.control or 'the audio'}")
+        row[o.control] = o.correct
+    tables = {}
+    for key, rows in cells.items():
+        uids = sorted(u for u, r in rows.items() if r.get(None) is not None)
+        if not uids:
+            continue
+        audio = np.array([rows[u][None] for u in uids], dtype=float)
+        table = _Table(uids, audio)
+        for name in CONTROLS:
+            if any(rows[u].get(name) is not None for u in uids):
+                table.controls[name] = np.array(
+                    [np.nan if rows[u].get(name) is None else rows[u][name] for u in uids], dtype=float
+                )
+        tables[key] = table
+    return tables
+
+
+def _pooled(tables: Sequence[_Table]) -> _Table:
+    audio = np.concatenate([t.audio for t in tables])
+    names = [c for c in CONTROLS if any(c in t.controls for t in tables)]
+    controls = {c: np.concatenate([t.controls.get(c, np.full(t.audio.size, np.nan)) for t in tables]) for c in names}
+    return _Table([u for t in tables for u in t.uids], audio, controls)
+
+
+def _interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
+    finite = replicates[np.isfinite(replicates)]
+    if finite.size == 0:
+        return None, None
+    low, high = np.percentile(finite, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _nanmean(x: np.ndarray, axis: int | None = None) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a replicate without a known pair is NaN
+        return np.nanmean(x, axis=axis)
+
+
+def _needed(audio: np.ndarray, controls: Sequence[np.ndarray]) -> np.ndarray:
+    """Per row: 1 when right with the audio and wrong under every control, 0 otherwise, NaN when one is unknown."""
+    known = np.all([np.isfinite(c) for c in controls], axis=0)
+    wrong = np.all([c < RIGHT_AT for c in controls], axis=0)
+    return np.where(known, ((audio >= RIGHT_AT) & wrong).astype(float), np.nan)
+
+
+def _analyse(model: str, task: str | None, table: _Table, reps: int, seed: int) -> ControlsResult:
+    n = table.audio.size
+    rng = np.random.default_rng([seed, n])
+    idx = rng.integers(0, n, size=(reps, n))
+    audio_reps = table.audio[idx]
+    score = Estimate(float(np.mean(table.audio)), *_interval(np.mean(audio_reps, axis=1)), n)
+
+    scores: list[ControlScore] = []
+    control_reps: dict[str, np.ndarray] = {}
+    for name, values in table.controls.items():
+        known = np.isfinite(values)
+        diff = values - table.audio
+        diff_reps = _nanmean(diff[idx], axis=1)
+        control_reps[name] = _nanmean(values[idx], axis=1)
+        scores.append(
+            ControlScore(
+                control=name,
+                n=int(known.sum()),
+                with_audio=float(np.mean(table.audio[known])),
+                score=float(np.mean(values[known])),
+                difference=Estimate(float(np.mean(diff[known])), *_interval(diff_reps), int(known.sum())),
+            )
+        )
+
+    needed_under = [c for c in NEEDED_UNDER if c in table.controls]
+    audio_needed: Estimate | None = None
+    of_right: float | None = None
+    if needed_under:
+        needed = _needed(table.audio, [table.controls[c] for c in needed_under])
+        known = np.isfinite(needed)
+        if known.any():
+            audio_needed = Estimate(
+                float(np.mean(needed[known])), *_interval(_nanmean(needed[idx], axis=1)), int(known.sum())
+            )
+            right = known & (table.audio >= RIGHT_AT)
+            of_right = float(np.mean(needed[right])) if right.any() else None
+
+    priors = [s for s in scores if s.control in PRIOR_CONTROLS]
+    text_prior: Estimate | None = None
+    prior_control: str | None = None
+    corrected: Estimate | None = None
+    why: str | None = None
+    if priors:
+        best = max(priors, key=lambda s: s.score)
+        prior_control = best.control
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a replicate without a known pair is NaN
+            prior_reps = np.nanmax(np.stack([control_reps[s.control] for s in priors]), axis=0)
+        text_prior = Estimate(best.score, *_interval(prior_reps), best.n)
+        score_reps = np.mean(audio_reps, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            corrected_reps = np.where(prior_reps < 1.0, (score_reps - prior_reps) / (1.0 - prior_reps), np.nan)
+        left_out = int(np.sum(~np.isfinite(corrected_reps)))
+        if best.score >= 1.0:
+            why = "the text prior is 1: nothing above it to correct (a model unchanged under every control)"
+            corrected = Estimate(None, None, None, n)
+        else:
+            value = (score.value - best.score) / (1.0 - best.score)  # type: ignore[operator]
+            corrected = Estimate(float(value), *_interval(corrected_reps), n)
+            if left_out:
+                why = f"{left_out} of {reps} bootstrap replicates had a text prior of 1 and were left out"
+    return ControlsResult(
+        model=model,
+        task=task,
+        n=n,
+        score=score,
+        controls=scores,
+        audio_needed=audio_needed,
+        audio_needed_of_right=of_right,
+        needed_under=needed_under,
+        text_prior=text_prior,
+        text_prior_control=prior_control,
+        corrected=corrected,
+        corrected_why=why,
+        reps=reps,
+        seed=seed,
+    )
+
+
+def controls_results(
+    outcomes: Iterable[ControlOutcome], *, reps: int = DEFAULT_REPS, seed: int = 0, pooled: bool = True
+) -> list[ControlsResult]:
+    """The controls' analysis per model and task (see the module docstring).
+
+    Args:
+        outcomes: Per-item outcomes of one or more models, with the audio and under the controls.
+        reps: Bootstrap replicates (1 or more).
+        seed: Bootstrap seed.
+        pooled: Add, per model, a result over all its tasks (``task`` None) after its tasks.
+
+    Returns:
+        One result per model and task (models and tasks sorted), each model's pooled result after its tasks. A task
+        whose originals have no outcome with the audio gives none.
+
+    Raises:
+        ValueError: For an unknown control, an outcome outside [0, 1], two outcomes of one item and condition, or
+            ``reps`` < 1.
+    """
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps}")
+    tables = _tables(outcomes)
+    results: list[ControlsResult] = []
+    for model in sorted({m for m, _ in tables}):
+        tasks = sorted(t for m, t in tables if m == model)
+        results += [_analyse(model, task, tables[model, task], reps, seed) for task in tasks]
+        if pooled and len(tasks) > 1:
+            results.append(_analyse(model, None, _pooled([tables[model, t] for t in tasks]), reps, seed))
+    return results
