@@ -299,11 +299,13 @@ def text_prior_answer(item: object) -> str:
     Args:
         item: The item asked.
     """
-    if not isinstance(item, SingleChoiceItem):
+    choices = getattr(item, "choices", None)  # what single-choice kinds declare; other kinds have none
+    question = getattr(item, "question", None)
+    if not choices or not isinstance(question, str):
         return CANNOT_TELL
-    text = "\x1f".join([item.question, *item.choices])
-    k = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") % len(item.choices)
-    return item.choices[k] if item.ANSWERED_BY_TEXT else LETTERS[k]
+    text = "\x1f".join([question, *choices])
+    k = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") % len(choices)
+    return choices[k] if getattr(item, "ANSWERED_BY_TEXT", False) else LETTERS[k]
 
 
 def make_baseline(rest: str, seed: int = 0, batch_size: int = 64) -> Baseline:
