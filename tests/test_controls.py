@@ -313,7 +313,11 @@ def test_builder_part_and_a_failing_clip(built, tmp_path):
 
     out, originals, _ = built
     part = ControlsPart()
-    assert part.resolve({}, {}) == {"controls": [], "controls_items_per_task": None}
+    assert part.resolve({}, {}) == {"controls": list(CONTROLS), "controls_items_per_task": 0}  # off by default
+    assert part.resolve({"controls": "none"}, {"controls_items_per_task": None}) == {
+        "controls": [],
+        "controls_items_per_task": None,
+    }
     with pytest.raises(ValueError, match="controls_items_per_task must be"):
         part.resolve({"controls": "silence"}, {"controls_items_per_task": -1})
     options = part.resolve({"controls": "silence,mismatched"}, {"controls_items_per_task": 2})
@@ -322,10 +326,11 @@ def test_builder_part_and_a_failing_clip(built, tmp_path):
     assert [i.uid for i in result.items["foundation"]] == [
         f"{task}-{k:03d}@ctl-{name}" for task in TASKS[:2] for k in (0, 1) for name in ("silence", "mismatched")
     ]
-    assert result.card["not_eligible"] == 0
+    assert result.card["controls_not_eligible"] == 0
     alone = part.resolve({"controls": "silence,mismatched"}, {"controls_items_per_task": 1})
     single = part.build(BuildContext(out, "x", 0, load_recipes(), frozenset(), alone, earlier))
-    assert len(single.items["foundation"]) == 2 and single.card["not_eligible"] == 2  # one item: no other to swap with
+    # one item per task: no other to swap with
+    assert len(single.items["foundation"]) == 2 and single.card["controls_not_eligible"] == 2
     assert result.failures == [] and result.items["chat"] == []
     (silent,) = made_silence(out, originals)
     quiet = build_controls([silent], out, seed=0, controls=["noise"])

@@ -1,7 +1,7 @@
 """AIR-Bench (Yang et al., ACL 2024), declared as a :class:`~airbench_nb.benchmarks.base.Benchmark`.
 
 Foundation single-choice items and open-ended Chat items, with the kit's own multi-clip and multi-turn tasks,
-SNR-graded copies and circular rotations.
+SNR-graded copies, circular rotations and audio-reliance controls (off by default).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ AIRBENCH = register_benchmark(
         name="airbench",
         title="AIR-Bench",
         item_kinds=(FoundationItem, ChatItem),
-        parts=("airbench", "snr", "circular"),
+        parts=("airbench", "snr", "circular", "controls"),
         metrics=("choice_accuracy", "judge_score"),
         analysis_sections=(
             "tables",

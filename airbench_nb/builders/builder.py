@@ -21,7 +21,10 @@ the audio under ``out/audio/``. What varies (texts, voices, pools, phrasings, si
   ``speech_generation.jsonl``;
 - ``tiered`` (:mod:`airbench_nb.builders.tiered`): with ``tiered_clips_per_class``, the tiered sound-source
   benchmark's clips asked closed-set and open-vocabulary, written to ``sound_source.jsonl`` and
-  ``sound_source_open.jsonl`` (task ``sound_source``).
+  ``sound_source_open.jsonl`` (task ``sound_source``);
+- ``controls`` (:mod:`airbench_nb.builders.controls`): with ``controls_items_per_task`` (0, none, by default), the
+  audio-reliance controls (``controls``: silence, noise, mismatched, no_audio, description) of the first N Foundation
+  and Chat items of each task, last in ``foundation.jsonl`` and ``chat.jsonl``.
 
 Every part's task names may be given in ``tasks``. A part registered later with
 :func:`~airbench_nb.builders.parts.register_part` is built the same way; its options come from the preset or
@@ -47,6 +50,7 @@ from airbench_nb.builders.airbench import (
     CircularPart,
     llm_references,
 )
+from airbench_nb.builders.controls import ControlsPart
 from airbench_nb.builders.core import RECIPE_DIR, RecipeError, load_recipes
 from airbench_nb.builders.parts import PARTS, BuildContext, BuilderPart, PartResult, register_part
 from airbench_nb.builders.snr import SnrPart
@@ -65,9 +69,10 @@ BUILTIN_PARTS: tuple[BuilderPart, ...] = (
     SseuPart(),
     UgbenchPart(),
     TieredPart(),
+    ControlsPart(),
 )
 """The kit's builder parts, registered in this order when the module is imported: AIR-Bench's three, then
-SSEU-Bench's, UG-Bench's and the tiered benchmark's."""
+SSEU-Bench's, UG-Bench's and the tiered benchmark's, then AIR-Bench's audio-reliance controls (off by default)."""
 
 for _part in BUILTIN_PARTS:
     register_part(_part)

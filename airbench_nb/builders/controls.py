@@ -429,11 +429,14 @@ def _one_control(
 
 
 class ControlsPart:
-    """A builder part making the controls of the ``airbench`` part's items (not registered yet).
+    """A builder part making the controls of the first items of each task the ``airbench`` part built.
 
-    Registering it (``register_part(ControlsPart())`` and a benchmark owning it) adds the controls after the graded
-    and rotated copies in ``foundation.jsonl`` and ``chat.jsonl``; with no ``controls`` option (the presets' default)
-    it makes nothing.
+    Registered last (:data:`airbench_nb.builders.BUILTIN_PARTS`), owned by the AIR-Bench benchmark: the controls
+    follow the graded and rotated copies in ``foundation.jsonl`` and ``chat.jsonl``. Off by default: with
+    ``controls_items_per_task`` 0 (the presets' default) it makes nothing, and every preset builds what it built
+    before the part was registered. ``build(options={"controls_items_per_task": 4})`` (notebook 01's
+    ``build_options``, ``airbench-nb build --option controls_items_per_task=4``) makes every control of
+    :data:`CONTROLS` of the first 4 items of each Foundation and Chat task; ``controls`` picks some of them.
     """
 
     name = "controls"
@@ -441,20 +444,23 @@ class ControlsPart:
     tasks: tuple[str, ...] = ()
     """It controls the items the ``airbench`` part built."""
     options: tuple[str, ...] = ("controls", "controls_items_per_task")
-    """Which controls (none when the preset names none); items of each task to control (all when None)."""
+    """Which controls (all of :data:`CONTROLS` when not given); items of each task to control (0, none, when not
+    given; None for all)."""
     requires: tuple[str, ...] = ("airbench",)
     """It controls that part's Foundation and Chat items."""
     manifests: tuple[str, ...] = ()
     """``foundation.jsonl`` and ``chat.jsonl`` are the ``airbench`` part's."""
 
     def resolve(self, preset: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
-        """The controls (:func:`parse_controls`) and ``controls_items_per_task``: given, else the preset's.
+        """The controls and ``controls_items_per_task``: given, else the preset's, else every control and 0 (none).
+
+        The controls are checked by :func:`parse_controls`.
 
         Raises:
             ValueError: For an unknown control, or a per-task count that is not a whole number >= 0 or None.
         """
-        names = parse_controls(given.get("controls", preset.get("controls")))
-        per_task = given.get("controls_items_per_task", preset.get("controls_items_per_task"))
+        names = parse_controls(given.get("controls", preset.get("controls", CONTROLS)))
+        per_task = given.get("controls_items_per_task", preset.get("controls_items_per_task", 0))
         if per_task is not None and (isinstance(per_task, bool) or not isinstance(per_task, int) or per_task < 0):
             raise ValueError(f"controls_items_per_task must be a whole number >= 0 or None, got {per_task!r}")
         return {"controls": names, "controls_items_per_task": per_task}
@@ -471,10 +477,14 @@ class ControlsPart:
                 seen[task] = seen.get(task, 0) + 1
                 if per_task is None or seen[task] <= per_task:
                     chosen.append(item)
-        made = build_controls(chosen, context.out, seed=context.seed, controls=names) if names else ControlBuild()
+        made = (
+            build_controls(chosen, context.out, seed=context.seed, controls=names)
+            if names and chosen
+            else ControlBuild()
+        )
         items: dict[str, list[Any]] = {"foundation": [], "chat": []}
         for item in made.items:
             items[item.kind].append(item)
         failures = [{"task": f.task, "index": -1, "uid": f.uid, "error": f.error} for f in made.failures]
-        card = {**context.options, "not_eligible": len(made.not_eligible)}
+        card = {**context.options, "controls_not_eligible": len(made.not_eligible), "control_items": len(made.items)}
         return PartResult(items=items, failures=failures, card=card, report={})
