@@ -179,6 +179,82 @@ class Circular(Payload):
     """Why there is no result, or None."""
 
 
+# ---------------------------------------------------------------------------------------------------------- controls
+
+
+class ControlEstimate(Payload):
+    """A value of the controls' analysis with its bootstrap 95% interval."""
+
+    value: Number | None
+    """The value (None when it cannot be computed)."""
+    ci: Interval
+    """``[low, high]``: 2.5th and 97.5th percentiles of the bootstrap replicates (bounds None without replicates)."""
+    n: int
+    """Items it is computed over."""
+
+
+class ControlScoreRow(Payload):
+    """``controls[model][i].controls[j]``: the score under one control against the score with the audio."""
+
+    control: str
+    """The control (``silence``, ``noise``, ``mismatched``, ``no_audio``, ``description``)."""
+    n: int
+    """Items answered both with the audio and under the control."""
+    with_audio: Number
+    """Score with the audio over these items."""
+    score: Number
+    """Score under the control over these items."""
+    difference: ControlEstimate
+    """Control minus audio, with its paired bootstrap interval."""
+
+
+class ControlsRow(Payload):
+    """``controls[model][i]``: what the audio-reliance controls say of a model on one task, or on all its tasks."""
+
+    task: str | None
+    """The task; None for all the model's tasks together (after its tasks)."""
+    n: int
+    """Original items answered with the audio."""
+    score: ControlEstimate
+    """Score with the audio."""
+    controls: list[ControlScoreRow]
+    """Each control run."""
+    audio_needed: ControlEstimate | None
+    """Share of the items right with the audio and wrong under every control of ``needed_under``; None when none of
+    them was run."""
+    audio_needed_of_right: Number | None
+    """The same items as a share of those right with the audio."""
+    needed_under: list[str]
+    """The controls the audio-needed share used."""
+    text_prior: ControlEstimate | None
+    """Best score under the controls that tell nothing of the audio (silence, mismatched, no_audio)."""
+    text_prior_control: str | None
+    """The control that gave it."""
+    corrected: ControlEstimate | None
+    """``(score - prior) / (1 - prior)``; None without a text prior."""
+    corrected_why: str | None
+    """Why the corrected score has no value, or how many replicates were left out; None otherwise."""
+
+
+class ControlsDetail(Payload):
+    """``controls_detail``: how the controls were analysed."""
+
+    protocol: str
+    """How the answers were read (``strict``: a failure is wrong; ``official``: it is left out)."""
+    reps: int
+    """Bootstrap replicates."""
+    seed: int
+    """Bootstrap seed."""
+    needed_under: list[str]
+    """Controls an item must be wrong under to count as needing the audio (those of them run)."""
+    prior_controls: list[str]
+    """Controls the text-prior score is the best of."""
+    corrected: str
+    """The corrected score's formula."""
+    scope: str
+    """Which items are analysed."""
+
+
 # -------------------------------------------------------------------------------------------------------- order bias
 
 
@@ -1334,6 +1410,10 @@ class AnalysisReport(Payload):
     """Chosen against gold letters, per model."""
     circular: dict[str, Circular] | None = None
     """CircularEval, per model."""
+    controls: dict[str, list[ControlsRow]] | None = None
+    """Audio-reliance controls, per model: each task, then all its tasks; absent when the run has no controls."""
+    controls_detail: ControlsDetail | None = None
+    """How the controls were analysed."""
     order_bias: dict[str, dict[str, OrderBias]] | None = None
     """Judge order bias, per judge and model."""
     classification: dict[str, dict[str, Classification]] | None = None

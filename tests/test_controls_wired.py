@@ -11,20 +11,39 @@ from collections import Counter
 
 import pytest
 
+from airbench_nb.analysis.report import RunAnalysis
+from airbench_nb.analysis_report import ControlsRow
 from airbench_nb.benchmarks import benchmark_of_kind
 from airbench_nb.builders import PARTS, build
 from airbench_nb.builders.controls import CONTROL_KEY, CONTROL_OF_KEY, CONTROLS
+from airbench_nb.judge.run import judge_run_folder
 from airbench_nb.manifests import read_manifest
+from airbench_nb.run_folder import RunFolder
+from airbench_nb.runner import infer_run_folder
 
 TASKS = ["Speaker_Gender_Recognition", "Speaker_Number_Verification"]
 
 
+MODELS = ["baseline:oracle", "baseline:dsp", "baseline:text-prior"]
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The tiny preset's two speech tasks with every control of their first 2 items."""
-    out = tmp_path_factory.mktemp("wired") / "data"
+    """The tiny preset's two speech tasks with every control of their first 2 items, in a run folder's data."""
+    folder = RunFolder(tmp_path_factory.mktemp("wired") / "run")
+    out = folder.data_dir
     report = build("tiny", seed=0, out=out, tasks=TASKS, progress=False, options={"controls_items_per_task": 2})
     return out, report
+
+
+@pytest.fixture(scope="module")
+def analysis(built):
+    """The run answered by the oracle, DSP and text-prior baselines and judged by the rule judge, analysed."""
+    out, _ = built
+    folder = RunFolder(out.parent)
+    infer_run_folder(folder, MODELS, kinds=["foundation", "chat"])
+    judge_run_folder(folder, ["rule"], kinds=["foundation"])
+    return RunAnalysis(folder.path, reps=200)
 
 
 def test_the_controls_part_is_airbench_s_and_off_by_default(tmp_path):
@@ -44,3 +63,44 @@ def test_a_build_with_controls_writes_them_last(built):
     uids = [i.uid for i in read_manifest(out / "foundation.jsonl")]
     assert uids[-len(controls) :] == [i.uid for i in controls]  # after the clean, graded and rotated items
     assert report.parts["controls"].card["controls_not_eligible"] == 4
+
+
+def test_the_frames_keep_the_controls_apart(built, analysis):
+    _, report = built
+    controls = {i.uid for i in report.parts["controls"].items["foundation"]}
+    assert not set(analysis.foundation["uid"]) & controls  # out of position bias, classification, answers, ...
+    assert not set(analysis.plain["uid"]) & controls
+    everything = analysis.run.foundation_frame("strict", controls=True)
+    assert set(everything["uid"]) & controls == controls
+    assert len(everything) == len(analysis.foundation) + len(MODELS) * len(controls)
+    position = analysis.position_bias().data
+    assert {m: p.n for m, p in position.items()} == {m: len(report.foundation) for m in MODELS}  # the originals
+
+
+def test_the_controls_section_says_who_listens(built, analysis, tmp_path):
+    section = analysis.controls()
+    assert section.reason is None and set(section.data) == set(MODELS)
+    pooled: dict[str, ControlsRow] = {m: rows[-1] for m, rows in section.data.items()}
+    assert all(row.task is None for row in pooled.values())  # each model's tasks, then all of them
+    prior, dsp, oracle = pooled["baseline:text-prior"], pooled["baseline:dsp"], pooled["baseline:oracle"]
+    assert prior.audio_needed.value == 0 and prior.audio_needed.ci == [0, 0]
+    assert all(c.difference.value == 0 for c in prior.controls)  # the same answer under every control
+    assert dsp.audio_needed.value > 0 and dsp.audio_needed.ci[0] > 0 and dsp.needed_under == ["silence", "mismatched"]
+    assert oracle.score.value == 1 and oracle.audio_needed.value == 0
+    assert all(c.score == 1 and c.difference.value == 0 for c in oracle.controls)
+    assert [c.control for c in oracle.controls] == ["silence", "noise", "mismatched", "no_audio"]
+    assert oracle.corrected.value is None and "prior is 1" in oracle.corrected_why
+    assert not section.frame.empty and "audio needed" in section.frame.columns
+    written = analysis.write(tmp_path / "analysis")
+    assert written.controls is not None and written.controls_detail.needed_under == ["silence", "mismatched"]
+
+
+def test_a_run_without_controls_writes_no_controls_key(tmp_path):
+    folder = RunFolder(tmp_path / "run")
+    build("tiny", seed=0, out=folder.data_dir, tasks=TASKS[:1], progress=False)
+    infer_run_folder(folder, ["baseline:oracle"], kinds=["foundation"])
+    judge_run_folder(folder, ["rule"], kinds=["foundation"])
+    analysis = RunAnalysis(folder.path, reps=20)
+    assert analysis.controls().reason.startswith("no audio-reliance controls")
+    data = analysis.write(tmp_path / "out").as_data()
+    assert "controls" not in data and "controls_detail" not in data and "controls" not in data["reasons"]

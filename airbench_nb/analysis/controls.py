@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from airbench_nb.analysis_report import ControlEstimate, ControlScoreRow, ControlsDetail, ControlsRow
 from airbench_nb.builders.controls import CONTROL_KEY, CONTROL_OF_KEY, CONTROLS
 
 logger = logging.getLogger(__name__)
@@ -382,3 +383,90 @@ def controls_results(
         if pooled and len(tasks) > 1:
             results.append(_analyse(model, None, _pooled([tables[model, t] for t in tasks]), reps, seed))
     return results
+
+
+SCOPE = (
+    "Foundation items with their audio-reliance controls (meta.control_of) and the controls, read as the section's "
+    "protocol reads them; SNR-graded and rotated copies left out; Chat controls (judge scores) not analysed"
+)
+"""Which items the ``controls`` section of ``analysis.json`` reads."""
+
+
+def _estimate(estimate: Estimate) -> ControlEstimate:
+    return ControlEstimate(value=estimate.value, ci=[estimate.low, estimate.high], n=estimate.n)
+
+
+def _optional(estimate: Estimate | None) -> ControlEstimate | None:
+    return None if estimate is None else _estimate(estimate)
+
+
+def controls_payload(results: Iterable[ControlsResult]) -> dict[str, list[ControlsRow]]:
+    """The ``controls`` section of ``analysis.json``: per model, its results in order (each task, then all tasks)."""
+    out: dict[str, list[ControlsRow]] = {}
+    for r in results:
+        out.setdefault(r.model, []).append(
+            ControlsRow(
+                task=r.task,
+                n=r.n,
+                score=_estimate(r.score),
+                controls=[
+                    ControlScoreRow(
+                        control=c.control,
+                        n=c.n,
+                        with_audio=c.with_audio,
+                        score=c.score,
+                        difference=_estimate(c.difference),
+                    )
+                    for c in r.controls
+                ],
+                audio_needed=_optional(r.audio_needed),
+                audio_needed_of_right=r.audio_needed_of_right,
+                needed_under=list(r.needed_under),
+                text_prior=_optional(r.text_prior),
+                text_prior_control=r.text_prior_control,
+                corrected=_optional(r.corrected),
+                corrected_why=r.corrected_why,
+            )
+        )
+    return out
+
+
+def controls_detail(protocol: str, reps: int, seed: int) -> ControlsDetail:
+    """The ``controls_detail`` of ``analysis.json``: how the section was computed."""
+    return ControlsDetail(
+        protocol=protocol,
+        reps=reps,
+        seed=seed,
+        needed_under=list(NEEDED_UNDER),
+        prior_controls=list(PRIOR_CONTROLS),
+        corrected=CORRECTED_FORMULA,
+        scope=SCOPE,
+    )
+
+
+def _cell(estimate: Estimate | None) -> str:
+    if estimate is None or estimate.value is None:
+        return ""
+    if estimate.low is None or estimate.high is None:
+        return f"{estimate.value:.3f}"
+    return f"{estimate.value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]"
+
+
+def controls_frame(results: Iterable[ControlsResult]) -> Any:
+    """A display table: one row per model and task (``all`` for the model's tasks together).
+
+    Each cell is ``value [95% CI]``: the score with the audio, each control's difference from it (control - audio),
+    the audio-needed share, the text-prior score and the corrected score.
+    """
+    import pandas as pd
+
+    rows = []
+    for r in results:
+        row: dict[str, Any] = {"model": r.model, "task": r.task or "all", "n": r.n, "with audio": _cell(r.score)}
+        row.update({f"{c.control} - audio": _cell(c.difference) for c in r.controls})
+        row["audio needed"] = _cell(r.audio_needed)
+        row["text prior"] = _cell(r.text_prior)
+        row["corrected"] = _cell(r.corrected)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return frame.fillna("") if not frame.empty else frame

@@ -15,6 +15,11 @@ Chat items have one row per (turn, order) per judge: ``turn`` is the turn's inde
 one-turn item), ``turns`` the conversation's length (1 for a one-turn item); a turn's row reads the verdict of that
 turn and the model's answer to it (a turn the model did not answer is a failure).
 
+Audio-reliance controls (items whose ``meta`` names ``control_of``, :mod:`airbench_nb.builders.controls`) are left
+out of both frames, so that no analysis counts a question again with its audio taken away (as the score tables
+leave them out); ``foundation_frame(controls=True)`` keeps them, rows like the others, for the controls' analysis
+(:func:`airbench_nb.analysis.controls.outcomes_from_frame` reads their original and control from the items).
+
 Items whose audio is missing, empty or corrupt are left out (they are a data defect, as in scoring); responses
 are the latest per (model, uid); verdicts the latest per (model, judge, uid, order), and a verdict that judged an
 older response than the latest one (its ``response_hash`` differs) is stale and unused, as in scoring
@@ -32,6 +37,7 @@ from typing import Any
 
 import pandas as pd
 
+from airbench_nb.builders.controls import CONTROL_OF_KEY
 from airbench_nb.judge.extract import official_extract
 from airbench_nb.manifests import read_manifest
 from airbench_nb.records import (
@@ -146,12 +152,15 @@ class RunData:
         """Per model: verdict records superseded by later ones and stale verdicts left out."""
         return {m: current_verdicts(self.verdicts.get(m, []), self.responses.get(m, {}))[1] for m in self.models}
 
-    def foundation_frame(self, protocol: str = "strict", judges: Sequence[str] | None = None) -> pd.DataFrame:
+    def foundation_frame(
+        self, protocol: str = "strict", judges: Sequence[str] | None = None, *, controls: bool = False
+    ) -> pd.DataFrame:
         """One row per (model, Foundation item) with the option chosen and whether it is right.
 
         Args:
             protocol: ``strict`` or ``official`` (see the module docstring).
             judges: Judge specs in priority order for ``strict`` (default: ``rule`` first, then the others).
+            controls: Keep the audio-reliance controls (``meta.control_of``); left out by default.
 
         Returns:
             A DataFrame with :data:`FOUNDATION_COLUMNS`. ``chosen``/``rotation`` are nullable ints, ``correct`` a
@@ -168,7 +177,12 @@ class RunData:
 
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
-        items = [i for i in self.items.values() if ChoiceAccuracy.name in i.METRICS]  # what the metric scores
+        items = [
+            i
+            for i in self.items.values()
+            if ChoiceAccuracy.name in i.METRICS  # what the metric scores
+            and (controls or CONTROL_OF_KEY not in (i.meta or {}))
+        ]
         uids = {i.uid for i in items}
         rows: list[dict[str, Any]] = []
         for model in self.models:
@@ -253,7 +267,9 @@ class RunData:
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
         parse = official_chat if protocol == "official" else strict_chat
-        items = {u: i for u, i in self.items.items() if JudgeScore.name in i.METRICS}  # what the metric scores
+        items = {  # what the metric scores, the controls left out
+            u: i for u, i in self.items.items() if JudgeScore.name in i.METRICS and CONTROL_OF_KEY not in (i.meta or {})
+        }
         rows: list[dict[str, Any]] = []
         for model in self.models:
             by_uid = self.responses[model]

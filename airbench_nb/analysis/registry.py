@@ -41,6 +41,10 @@ class AnalysisSection:
     :class:`AnalysisReport`, or for data kept as plain JSON."""
     kit: bool = False
     """Whether it is one of the kit's own sections (a typed field of :class:`AnalysisReport`)."""
+    optional: bool = False
+    """Whether it is left out of ``analysis.json`` when it has nothing to show (neither its key nor its reason is
+    written): a section about derived items a run holds only when asked for (the audio-reliance controls), so that
+    a run without them writes what it wrote before the section existed."""
 
     def checked(self, data: Any) -> Any:
         """``data`` checked against :attr:`payload` (unchanged when it has none).
@@ -68,6 +72,7 @@ def register_analysis_section(
     payload: type[BaseModel] | None = None,
     *,
     kit: bool = False,
+    optional: bool = False,
 ) -> AnalysisSection:
     """Register a section of ``analysis.json`` (replacing one of that name, in its place), and return it.
 
@@ -76,6 +81,7 @@ def register_analysis_section(
         compute: Computes it from a run's :class:`RunAnalysis`.
         payload: The pydantic model of its data, checked when it is written.
         kit: For the kit's own sections only (typed fields of :class:`AnalysisReport`).
+        optional: Leave it out of ``analysis.json`` when it has nothing to show (:attr:`AnalysisSection.optional`).
 
     Raises:
         ValueError: When ``name`` is a field of :class:`AnalysisReport` (or its ``_detail``) and the section is not
@@ -84,7 +90,7 @@ def register_analysis_section(
     taken = name in AnalysisReport.model_fields or f"{name}_detail" in AnalysisReport.model_fields
     if taken and not kit:
         raise ValueError(f"analysis section {name!r}: the name is one of analysis.json's own fields")
-    section = AnalysisSection(name, compute, payload, kit)
+    section = AnalysisSection(name, compute, payload, kit, optional)
     SECTIONS[name] = section
     return section
 

@@ -10,6 +10,9 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
 - position bias, per-class metrics and answer style: the plain Foundation items (neither SNR-graded copies nor
   rotations; when a manifest holds only rotations, those);
 - circular evaluation: rotated copies (``meta.rotation_of``), made by ``airbench-nb rotate``;
+- controls: the audio-reliance controls (``meta.control_of``, :mod:`airbench_nb.builders.controls`) of Foundation
+  items and their originals under ``protocol`` (:mod:`airbench_nb.analysis.controls`); left out of
+  ``analysis.json`` when the run has none, and out of every other section;
 - SNR curves: SNR-graded copies (``meta.clean_uid``) and their clean originals;
 - judge order bias: every Chat judge that judged both orders;
 - ranking: the category scores of the main table under ``protocol``;
@@ -65,6 +68,7 @@ KIT_SECTIONS: tuple[str, ...] = (
     "format_following",
     "position_bias",
     "circular",
+    "controls",
     "order_bias",
     "classification",
     "answers",
@@ -85,6 +89,10 @@ KIT_SECTIONS: tuple[str, ...] = (
 )
 """The kit's own sections of ``analysis.json``, in report order (methods of :class:`RunAnalysis`, typed fields of
 :class:`~airbench_nb.analysis_report.AnalysisReport`); :data:`SECTIONS` holds them and those benchmarks added."""
+
+OPTIONAL_SECTIONS: tuple[str, ...] = ("controls",)
+"""Kit sections left out of ``analysis.json`` when they have nothing to show
+(:attr:`~airbench_nb.analysis.registry.AnalysisSection.optional`)."""
 
 
 def _plain_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -309,6 +317,42 @@ class RunAnalysis:
             frame=frame,
             figure=plots.circular_bars(frame),
             figure_key="circular",
+        )
+
+    def controls(self) -> Section:
+        """Does the model listen? Each Foundation item with the audio against its audio-reliance controls.
+
+        Per model and task (and over all its tasks): the score under each control against the score with the audio
+        (paired bootstrap intervals), the audio-needed share, the text-prior score and the score corrected for it
+        (:func:`~airbench_nb.analysis.controls.controls_results`, with the run's ``reps`` and ``seed``). Empty, with
+        the reason, when the run holds no control (the section is then left out of ``analysis.json``).
+        """
+        from airbench_nb.analysis.controls import (
+            controls_detail,
+            controls_frame,
+            controls_payload,
+            controls_results,
+            outcomes_from_frame,
+        )
+        from airbench_nb.builders.controls import CONTROL_OF_KEY
+
+        if not any(CONTROL_OF_KEY in (i.meta or {}) for i in self.run.items.values()):
+            return Section(
+                "controls",
+                {},
+                reason="no audio-reliance controls in the run: build them with notebook 01's build_options "
+                '{"controls_items_per_task": 4} (docs/analysis.md, "Does the model listen? Controls")',
+            )
+        frame = self.run.foundation_frame(self.protocol, controls=True)
+        outcomes = outcomes_from_frame(frame, self.run.items) if not frame.empty else []
+        results = [r for r in controls_results(outcomes, reps=self.reps, seed=self.seed) if r.controls]
+        if not results:
+            return Section("controls", {}, reason="no model answered a Foundation item and one of its controls")
+        return Section(
+            "controls",
+            controls_payload(results),
+            frame=controls_frame(results),
+            extra_data=controls_detail(self.protocol, self.reps, self.seed),
         )
 
     def order_bias(self) -> Section:
@@ -811,6 +855,7 @@ class RunAnalysis:
         out = Path(out) if out else self.folder.analysis_dir
         out.mkdir(parents=True, exist_ok=True)
         sections = list(sections) if sections is not None else self.sections()
+        sections = [s for s in sections if not (s.reason and s.name in SECTIONS and SECTIONS[s.name].optional)]
         figures: list[str] = []
         for section in sections:
             if section.figure is not None and section.figure_key:
@@ -850,7 +895,7 @@ class RunAnalysis:
 
 
 for _name in KIT_SECTIONS:
-    register_analysis_section(_name, getattr(RunAnalysis, _name), kit=True)
+    register_analysis_section(_name, getattr(RunAnalysis, _name), kit=True, optional=_name in OPTIONAL_SECTIONS)
 
 # The benchmarks' own sections register after the kit's (report order): MMAU's, MMAR's and MMSU's.
 import airbench_nb.analysis.choice_qa  # noqa: E402, F401 - imported for its registrations

@@ -24,6 +24,7 @@ AIRBENCH = register_benchmark(
             "format_following",
             "position_bias",
             "circular",
+            "controls",
             "order_bias",
             "classification",
             "answers",

@@ -15,6 +15,7 @@ import pandas as pd
 
 from airbench_nb.analysis.compare.common import SEPARATOR
 from airbench_nb.analysis.data import RunData
+from airbench_nb.builders.controls import CONTROL_OF_KEY
 from airbench_nb.records import ChatItem, FoundationItem, ItemBase, SingleChoiceItem
 
 logger = logging.getLogger(__name__)
@@ -30,12 +31,12 @@ def parse_source(text: str | Path) -> tuple[Path, str | None]:
 
 
 def _kept_items(run: RunData) -> dict[str, FoundationItem | ChatItem]:
-    """Usable items of ``run`` that the score tables count (no SNR-graded copies, no rotations of present items)."""
+    """Usable items of ``run`` the score tables count: no SNR-graded copies, rotations of present items, controls."""
     uids = {i.uid for i in run.all_items} or set(run.items)
     return {
         uid: item
         for uid, item in run.items.items()
-        if "clean_uid" not in item.meta and item.meta.get("rotation_of") not in uids
+        if "clean_uid" not in item.meta and item.meta.get("rotation_of") not in uids and CONTROL_OF_KEY not in item.meta
     }
 
 
