@@ -46,11 +46,18 @@ def analysis(built):
     return RunAnalysis(folder.path, reps=200)
 
 
-def test_the_controls_part_is_airbench_s_and_off_by_default(tmp_path):
+def test_off_by_default_and_a_run_without_controls_writes_no_controls_key(tmp_path):
     assert "controls" in PARTS and "controls" in benchmark_of_kind("foundation").parts
-    report = build("tiny", seed=0, out=tmp_path, tasks=TASKS[:1], progress=False)
+    folder = RunFolder(tmp_path / "run")
+    report = build("tiny", seed=0, out=folder.data_dir, tasks=TASKS[:1], progress=False)
     assert report.parts["controls"].items == {"foundation": [], "chat": []}
     assert not [i for i in report.foundation_written if CONTROL_OF_KEY in i.meta]
+    infer_run_folder(folder, ["baseline:oracle"], kinds=["foundation"])
+    judge_run_folder(folder, ["rule"], kinds=["foundation"])
+    analysis = RunAnalysis(folder.path, reps=20)
+    assert analysis.controls().reason.startswith("no audio-reliance controls")
+    data = analysis.write(tmp_path / "out").as_data()
+    assert "controls" not in data and "controls_detail" not in data and "controls" not in data["reasons"]
 
 
 def test_a_build_with_controls_writes_them_last(built):
@@ -77,7 +84,7 @@ def test_the_frames_keep_the_controls_apart(built, analysis):
     assert {m: p.n for m, p in position.items()} == {m: len(report.foundation) for m in MODELS}  # the originals
 
 
-def test_the_controls_section_says_who_listens(built, analysis, tmp_path):
+def test_the_controls_section_says_who_listens(built, analysis):
     section = analysis.controls()
     assert section.reason is None and set(section.data) == set(MODELS)
     pooled: dict[str, ControlsRow] = {m: rows[-1] for m, rows in section.data.items()}
@@ -91,16 +98,25 @@ def test_the_controls_section_says_who_listens(built, analysis, tmp_path):
     assert [c.control for c in oracle.controls] == ["silence", "noise", "mismatched", "no_audio"]
     assert oracle.corrected.value is None and "prior is 1" in oracle.corrected_why
     assert not section.frame.empty and "audio needed" in section.frame.columns
-    written = analysis.write(tmp_path / "analysis")
+
+
+def test_analysis_json_and_the_landing_page_show_the_controls_after_the_main_table(analysis):
+    import re
+    from datetime import UTC, datetime
+
+    from airbench_nb.records import RunInfo
+    from airbench_nb.report_page import write_report_page
+
+    folder = analysis.folder
+    now = datetime.now(UTC)
+    info = RunInfo(run_id="wired", started=now, ended=now, status="ok", notebooks=[], git_commit="abc123")
+    (folder.path / "run.json").write_text(info.model_dump_json(indent=1))
+    written = analysis.write()
     assert written.controls is not None and written.controls_detail.needed_under == ["silence", "mismatched"]
-
-
-def test_a_run_without_controls_writes_no_controls_key(tmp_path):
-    folder = RunFolder(tmp_path / "run")
-    build("tiny", seed=0, out=folder.data_dir, tasks=TASKS[:1], progress=False)
-    infer_run_folder(folder, ["baseline:oracle"], kinds=["foundation"])
-    judge_run_folder(folder, ["rule"], kinds=["foundation"])
-    analysis = RunAnalysis(folder.path, reps=20)
-    assert analysis.controls().reason.startswith("no audio-reliance controls")
-    data = analysis.write(tmp_path / "out").as_data()
-    assert "controls" not in data and "controls_detail" not in data and "controls" not in data["reasons"]
+    index, _ = write_report_page(folder.path)
+    html = index.read_text()
+    headings = re.findall(r"<h2>([^<]+)</h2>", html)
+    assert headings.index("Controls") == headings.index("Main table") + 1
+    section = html.split("<h2>Controls</h2>")[1].split("<h2>")[0]
+    assert "<td>baseline:text-prior</td>" in section and "audio needed" in section
+    assert "<td>100.0 [100.0, 100.0]</td>" in section  # dsp's audio-needed share, over its two tasks

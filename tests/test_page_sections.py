@@ -19,6 +19,8 @@ from airbench_nb.report_page import write_report_page
 EXAMPLE = Path(__file__).resolve().parents[1] / "reports" / "example"
 NOT_IN_EXAMPLE = ("mmau", "mmar", "mmsu")
 """Benchmarks the committed example run has no items of."""
+SECTIONS_NOT_IN_EXAMPLE = ("Controls",)
+"""Sections of the benchmarks in the example whose items the example run was built without (no controls)."""
 
 
 @pytest.fixture
@@ -76,7 +78,7 @@ def test_an_unregistered_section_raises_and_names_the_benchmark(tmp_path: Path, 
     register_benchmark(Benchmark("ghost", "Ghost", (), (), (), (), ("Ghost table",), ()))
     with pytest.raises(KeyError, match=r"benchmark 'ghost' declares page section 'Ghost table', which is not regis"):
         write_report_page(_run(tmp_path / "run"))
-    with pytest.raises(KeyError, match="no page section 'Ghost table'; registered: Main table, SSEU-Bench"):
+    with pytest.raises(KeyError, match="no page section 'Ghost table'; registered: Main table, Controls, SSEU-Bench"):
         page_section_for("Ghost table")
 
 
@@ -84,6 +86,7 @@ def test_the_fixture_restored_the_registries():
     assert list(BENCHMARKS) == ["airbench", "sseu", "ugbench", "tiered", "mmau", "mmar", "mmsu"]
     assert list(PAGE_SECTIONS) == [
         "Main table",
+        "Controls",
         "SSEU-Bench",
         "UG-Bench",
         "Tiered sound sources",
@@ -104,7 +107,13 @@ def test_the_example_run_shows_every_built_in_section_and_the_shared_css(tmp_pat
     html = index.read_text()
     # The example run was made before MMAU, MMAR and MMSU were added: it holds none of their items, and a section with
     # nothing to show is left out (their sections are shown by tests/test_mcq_benchmarks.py).
-    sections = [t for b in BENCHMARKS.values() if b.name not in NOT_IN_EXAMPLE for t in b.page_sections]
+    sections = [
+        t
+        for b in BENCHMARKS.values()
+        if b.name not in NOT_IN_EXAMPLE
+        for t in b.page_sections
+        if t not in SECTIONS_NOT_IN_EXAMPLE
+    ]
     shared = list(SHARED_PAGE_SECTIONS)
     assert _headings(html) == shared[:2] + sections + shared[2:]
     assert PAGE_CSS in html and "Tier A: LALMs choosing one lettered class" in html

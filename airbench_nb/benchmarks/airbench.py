@@ -34,7 +34,7 @@ AIRBENCH = register_benchmark(
             "multi_clip",
             "multi_turn",
         ),
-        page_sections=("Main table",),
+        page_sections=("Main table", "Controls"),
         capability_tasks=(*ALL_FOUNDATION_TASKS, *CHAT_CAPABILITY_TASKS),
         doc="docs/data.md",
     )
