@@ -120,3 +120,17 @@ def test_analysis_json_and_the_landing_page_show_the_controls_after_the_main_tab
     section = html.split("<h2>Controls</h2>")[1].split("<h2>")[0]
     assert "<td>baseline:text-prior</td>" in section and "audio needed" in section
     assert "<td>100.0 [100.0, 100.0]</td>" in section  # dsp's audio-needed share, over its two tasks
+
+
+def test_airbench_nb_build_turns_them_on_with_its_generic_option(tmp_path):
+    from typer.testing import CliRunner
+
+    from airbench_nb.cli import app
+
+    args = ["build", "--preset", "tiny", "--out", str(tmp_path), "--task", TASKS[0]]
+    args += ["--option", "controls_items_per_task=2", "--option", "controls=silence,mismatched"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "and 4 audio-reliance controls (silence, mismatched) of 2 items (0 not eligible)" in result.output
+    made = [i for i in read_manifest(tmp_path / "foundation.jsonl") if CONTROL_OF_KEY in i.meta]
+    assert sorted(i.meta[CONTROL_KEY] for i in made) == ["mismatched", "mismatched", "silence", "silence"]

@@ -347,6 +347,14 @@ def build(
             f"and {len(report.rotated)} rotated copies (circular evaluation) of "
             f"{len({i.meta['rotation_of'] for i in report.rotated})} items, last in foundation.jsonl"
         )
+    controls = report.parts["controls"] if "controls" in report.parts else None
+    if controls is not None and controls.card.get("control_items"):
+        made = [i for items in controls.items.values() for i in items]
+        console.print(
+            f"and {len(made)} audio-reliance controls ({', '.join(controls.card['controls'])}) of "
+            f"{len({i.meta['control_of'] for i in made})} items ({controls.card['controls_not_eligible']} not "
+            "eligible), last in foundation.jsonl and chat.jsonl"
+        )
     if report.sseu.items:
         sseu = counts["sseu"]
         console.print(
