@@ -41,7 +41,9 @@ def analysis(planted: Path) -> dict:
 def test_analysis_json_has_every_section_with_the_documented_keys(planted: Path, analysis: dict):
     saved = json.loads((planted / "analysis" / "analysis.json").read_text())
     assert saved["models"] == analysis["models"] == ["planted:letter-a", "planted:skilled", "planted:uniform"]
-    assert set(SECTIONS) <= set(saved)
+    # every section but the optional ones (controls), which a run without their items leaves out entirely
+    assert {name for name, section in SECTIONS.items() if not section.optional} <= set(saved)
+    assert "controls" not in saved and "controls" not in saved["reasons"]
     # the planted run has none of the kit's tasks and no SSEU-Bench, UG-Bench, MMAU, MMAR or MMSU item, and its
     # verdicts were written without the injection screen
     assert set(saved["reasons"]) == {
