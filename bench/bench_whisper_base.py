@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from airbench_nb.models import GenerationParams, Prompt, load_model
-from airbench_nb.records import TranscriptionItem
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_whisper import SENTENCES, VOICES  # noqa: E402 - the sibling benchmark's English clips
+from bench_whisper import _prompts  # noqa: E402 - the sibling benchmark's espeak-ng clips
 
 TINY = "faster-whisper:tiny.en-bundled"
 BASE = "faster-whisper:base-bundled"
@@ -51,28 +50,10 @@ class Row:
 
 def clips(language: str, count: int) -> list[Prompt]:
     """``count`` espeak-ng clips in ``en`` (the English sentences) or ``de`` (the translation set's German)."""
-    from airbench_nb.synth.speech import speak
-
     if language == "en":
-        sentences, voice = list(SENTENCES), "en-us"
-    else:
-        sentences = [s["de"] for s in json.loads(GERMAN_SENTENCES.read_text(encoding="utf-8"))["sentences"]]
-        voice = "de"
-    prompts = []
-    for i in range(count):
-        sentence = sentences[i % len(sentences)]
-        item = TranscriptionItem(
-            uid=f"bench-{language}-{i}",
-            dataset="synthetic",
-            audio=f"audio/{language}{i}.wav",
-            question="",
-            task="sseu_transcription",
-            reference=sentence,
-            language=language,
-        )
-        audio = speak(sentence, language=voice, variant=VOICES[i % len(VOICES)], rate=150 + 10 * (i % 4))
-        prompts.append(Prompt(item=item, text="", audio=audio, audio_path=Path(item.audio)))
-    return prompts
+        return _prompts(count)
+    sentences = tuple(s["de"] for s in json.loads(GERMAN_SENTENCES.read_text(encoding="utf-8"))["sentences"])
+    return _prompts(count, sentences, language="de", voice="de")
 
 
 def measure(spec: str, prompts: list[Prompt], batch_size: int, threads: int) -> Row:
