@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from airbench_nb.audio import AudioError, loudness, sha256_file, write_wav
+from airbench_nb.audio import AudioError, load_audio, loudness, sha256_file, write_wav
 from airbench_nb.builders.core import item_rng
 from airbench_nb.builders.parts import BuildContext, PartResult
 from airbench_nb.records import AudioStatus, ChatItem, ItemBase
@@ -246,15 +246,14 @@ def _clip_key(out: Path, clip: str) -> str:
 
 
 def _read(path: Path) -> tuple[np.ndarray, int]:
+    """A clip as mono samples at its own rate, with :func:`~airbench_nb.audio.load_audio`'s checks."""
     import soundfile as sf
 
     try:
-        data, sr = sf.read(str(path), dtype="float64", always_2d=True)
+        sr = int(sf.info(str(path)).samplerate)
     except Exception as exc:  # noqa: BLE001 - any decoder failure names the file
         raise AudioError(f"{path}: cannot read the clip ({type(exc).__name__}: {exc})") from None
-    if data.size == 0:
-        raise AudioError(f"{path}: the clip has no samples")
-    return data.mean(axis=1), int(sr)
+    return load_audio(path, sr=sr).astype(np.float64), sr
 
 
 def _noise_like(samples: np.ndarray, sr: int, rng: np.random.Generator, name: str) -> tuple[np.ndarray, dict[str, Any]]:
