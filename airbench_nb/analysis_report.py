@@ -234,6 +234,9 @@ class ControlsRow(Payload):
     """``(score - prior) / (1 - prior)``; None without a text prior."""
     corrected_why: str | None
     """Why the corrected score has no value, or how many replicates were left out; None otherwise."""
+    not_answered: dict[str, str] = {}
+    """Controls the run holds for these items that the model answered none of, with why (``n/a``: a backend that
+    cannot be prompted without audio is not asked ``no_audio`` and ``description``)."""
 
 
 class ControlsDetail(Payload):

@@ -62,6 +62,8 @@ from airbench_nb.records import (
     SpeechGenerationItem,
     TranscriptionItem,
     TranslationItem,
+    prompt_without_audio,
+    with_description,
 )
 
 logger = logging.getLogger(__name__)
@@ -500,10 +502,14 @@ def item_prompts(item: AnyItem, prompts: PromptSet | None = None) -> list[str]:
     """The user text of every turn of an item, in order (one, except for a multi-turn Chat item).
 
     Each kind's texts are those it registered (:func:`kind_prompts`); a multi-clip item's first text begins with the
-    line naming its clips (:func:`multi_clip_intro`).
+    line naming its clips (:func:`multi_clip_intro`). An audio-reliance control asked without audio
+    (:func:`~airbench_nb.records.controls.prompt_without_audio`) names no clip, and a ``description`` control's text
+    goes before its first turn (:func:`~airbench_nb.records.controls.with_description`).
     """
     texts = kind_prompts(item, prompts or PromptSet())
-    if item.multi_clip:
+    if prompt_without_audio(item):
+        texts[0] = with_description(item, texts[0])
+    elif item.multi_clip:
         texts[0] = multi_clip_intro(len(item.clips), prompts) + "\n" + texts[0]
     return texts
 

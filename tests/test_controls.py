@@ -29,17 +29,15 @@ from airbench_nb.builders.controls import (
     DONOR_KEY,
     ControlsPart,
     build_controls,
-    control_question,
     control_uid,
     derangement,
     parse_controls,
-    prompt_without_audio,
 )
 from airbench_nb.judge.extract import extract_choice
 from airbench_nb.manifests import read_records
 from airbench_nb.models import load_model
 from airbench_nb.models.baselines import text_prior_answer
-from airbench_nb.records import Response
+from airbench_nb.records import Response, control_question, prompt_without_audio
 from airbench_nb.runner import run_model
 from airbench_nb.scoring.run import CONTROL_KEY as SCORING_CONTROL_KEY
 
@@ -218,11 +216,17 @@ def answered(built):
     for spec in ("baseline:oracle", "baseline:text-prior", "baseline:dsp"):
         path = out / f"{spec.split(':')[1]}.jsonl"
         asked = items
-        if spec == "baseline:dsp":  # pyin on 16 noise clips takes 3 s; no_audio's clip is silence's (measured once)
+        if spec == "baseline:dsp":  # pyin on 16 noise clips takes 3 s
             asked = [i for i in items if i.meta.get(CONTROL_KEY) != "noise"]
-        run_model(load_model(spec), asked, out, path, progress=False)
+        summary = run_model(load_model(spec), asked, out, path, progress=False)
         texts[spec] = {r.uid: r.text for r in read_records(path, Response)}
-        correct[spec] = {i.uid: extract_choice(texts[spec][i.uid], i.choices).choice == i.answer for i in asked}
+        unasked = {i.uid for i in asked if i.meta.get(CONTROL_KEY) == "no_audio"} if spec == "baseline:dsp" else set()
+        assert summary.not_applicable == ({"foundation": len(unasked)} if unasked else {})  # dsp needs the audio
+        assert set(texts[spec]) == {i.uid for i in asked} - unasked
+        correct[spec] = {
+            i.uid: extract_choice(t, i.choices).choice == i.answer for i in asked if (t := texts[spec].get(i.uid))
+        }
+        correct[spec] |= dict.fromkeys(unasked)  # n/a: no outcome
     outcomes = [o for spec in correct for o in outcomes_of(items, correct[spec], spec)]
     return items, texts, controls_results(outcomes, reps=2000, seed=0)
 
@@ -247,7 +251,10 @@ def test_text_prior_model_needs_no_audio(answered):
 def test_dsp_needs_the_audio_and_collapses_under_silence(answered):
     _, _, results = answered
     pooled = _result(results, "baseline:dsp")
-    print(pooled)
+    assert [c.control for c in pooled.controls] == ["silence", "mismatched"]
+    assert set(pooled.not_answered) == {"noise", "no_audio"}  # noise: not run here
+    assert "cannot be prompted without audio" in pooled.not_answered["no_audio"]
+    assert "not run" in pooled.not_answered["noise"]
     assert pooled.n == 2 * PER_TASK and pooled.score.value >= 0.9
     assert pooled.needed_under == ["silence", "mismatched"]
     assert pooled.audio_needed.value >= 0.3 and pooled.audio_needed.excludes(0.0)
@@ -390,6 +397,45 @@ def test_outcomes_from_a_frame(built):
         ControlOutcome("m", originals[0].task, uid, None, 1.0),
         ControlOutcome("m", originals[0].task, uid, "silence", 0.0),
         ControlOutcome("m", originals[0].task, uid, "noise", None),
+        # the item's other controls, with no row: not answered (a backend not asked no_audio has no response)
+        ControlOutcome("m", originals[0].task, uid, "mismatched", None),
+        ControlOutcome("m", originals[0].task, uid, "no_audio", None),
     ]
     with pytest.raises(ValueError, match="no column correct"):
         outcomes_from_frame(frame.drop(columns="correct"), items)
+
+
+def test_a_chat_model_is_asked_the_controls_without_audio_as_text_alone(built):
+    """Through the kit's runner and an OpenAI-compatible server (tests/openai_server.py reports the audio it hears):
+    ``no_audio`` and ``description`` send no audio part, ``description`` puts the Chat item's meta_info before the
+    question, ``silence`` sends the silence of the original's length."""
+    from airbench_nb.prompts import item_prompts
+    from airbench_nb.records import DESCRIPTION_LEAD
+    from tests.openai_server import OpenAITestServer
+
+    out, originals, made = built
+    chat = [i for i in originals if i.kind == "chat"]
+    controls = [
+        i for i in made.items if i.kind == "chat" and i.meta[CONTROL_KEY] in ("silence", "no_audio", "description")
+    ]
+    assert Counter(i.meta[CONTROL_KEY] for i in controls) == {"silence": 2, "no_audio": 2, "description": 2}
+    with OpenAITestServer() as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}")
+        summary = run_model(model, [*chat, *controls], out, out / "chat-api.jsonl", progress=False)
+        model.close()
+    assert summary.not_applicable == {} and summary.failed == 0
+    answers = {r.uid: r.text for r in read_records(out / "chat-api.jsonl", Response)}
+    originals_by_uid = {i.uid: i for i in chat}
+    for item in controls:
+        original = originals_by_uid[item.meta[CONTROL_OF_KEY]]
+        heard = answers[item.uid].split(": ", 1)[0]
+        if item.meta[CONTROL_KEY] == "silence":
+            assert heard == answers[original.uid].split(": ", 1)[0] != "tiny-audio heard no audio"  # same length
+        else:
+            assert heard == "tiny-audio heard no audio"
+        text = item_prompts(item)[0]
+        if item.meta[CONTROL_KEY] == "description":
+            assert text == f"{DESCRIPTION_LEAD}{original.meta_info.strip()}\n\n{item_prompts(original)[0]}"
+        else:
+            assert text == item_prompts(original)[0]
+        assert answers[item.uid].split(": ", 1)[1] == text

@@ -79,7 +79,10 @@ def test_the_frames_keep_the_controls_apart(built, analysis):
     assert not set(analysis.plain["uid"]) & controls
     everything = analysis.run.foundation_frame("strict", controls=True)
     assert set(everything["uid"]) & controls == controls
-    assert len(everything) == len(analysis.foundation) + len(MODELS) * len(controls)
+    no_audio = {u for u in controls if u.endswith("@ctl-no_audio")}
+    assert len(no_audio) == 4  # dsp is not asked them (no row, never a failure); the others answer every control
+    assert len(everything) == len(analysis.foundation) + len(MODELS) * len(controls) - len(no_audio)
+    assert not set(everything[everything["model"] == "baseline:dsp"]["uid"]) & no_audio
     position = analysis.position_bias().data
     assert {m: p.n for m, p in position.items()} == {m: len(report.foundation) for m in MODELS}  # the originals
 
@@ -93,6 +96,8 @@ def test_the_controls_section_says_who_listens(built, analysis):
     assert prior.audio_needed.value == 0 and prior.audio_needed.ci == [0, 0]
     assert all(c.difference.value == 0 for c in prior.controls)  # the same answer under every control
     assert dsp.audio_needed.value > 0 and dsp.audio_needed.ci[0] > 0 and dsp.needed_under == ["silence", "mismatched"]
+    assert [c.control for c in dsp.controls] == ["silence", "noise", "mismatched"]  # dsp is not asked no_audio
+    assert list(dsp.not_answered) == ["no_audio"] and "cannot be prompted without audio" in dsp.not_answered["no_audio"]
     assert oracle.score.value == 1 and oracle.audio_needed.value == 0
     assert all(c.score == 1 and c.difference.value == 0 for c in oracle.controls)
     assert [c.control for c in oracle.controls] == ["silence", "noise", "mismatched", "no_audio"]
@@ -120,6 +125,9 @@ def test_analysis_json_and_the_landing_page_show_the_controls_after_the_main_tab
     section = html.split("<h2>Controls</h2>")[1].split("<h2>")[0]
     assert "<td>baseline:text-prior</td>" in section and "audio needed" in section
     assert "<td>100.0 [100.0, 100.0]</td>" in section  # dsp's audio-needed share, over its two tasks
+    dsp_row = section.split("<td>baseline:dsp</td>")[1].split("</tr>")[0]
+    assert dsp_row.count("<td>n/a</td>") == 1  # its no_audio cell, explained under the table
+    assert "<b>n/a</b> (baseline:dsp): no_audio: n/a: not asked, the model cannot be prompted without audio" in section
 
 
 def test_airbench_nb_build_turns_them_on_with_its_generic_option(tmp_path):

@@ -297,3 +297,30 @@ def test_hf_backend_on_cuda(tiny_paths, prompts):
     assert [g.input_tokens for g in reordered] == [g.input_tokens for g in out][::-1]
     lm.close()
     assert not hasattr(lm, "model")
+
+
+def test_a_prompt_without_audio_goes_as_text_alone_in_its_own_batch(qwen, prompts, one_by_one):
+    """An audio-reliance control asked without audio (``no_audio``): no audio part, no audio features, batched apart
+    from the prompts with audio (which answer as they do alone); a family that cannot is not asked it."""
+    from airbench_nb.models import not_applicable_reason
+
+    silent = replace(prompts[1], without_audio=True)
+    assert qwen.text_alone and qwen.adapter.conversation(silent)[0]["content"] == [
+        {"type": "text", "text": silent.text}
+    ]
+    encoded = qwen.adapter.encode(qwen.processor, [silent])
+    assert "input_features" not in encoded  # the processor extracted nothing: the model hears nothing
+    mixed = qwen.generate([prompts[0], silent, prompts[2]], GREEDY)
+    assert all(g.error is None for g in mixed)
+    assert [mixed[0].text, mixed[2].text] == [one_by_one[0].text, one_by_one[2].text]
+    alone = qwen.generate([silent], GREEDY)[0]
+    assert mixed[1].text == alone.text and alone.input_tokens < one_by_one[1].input_tokens  # no audio tokens
+    marks = {"control_of": "item-1", "control": "no_audio", "control_without_audio": True}
+    control = prompts[1].item.model_copy(update={"uid": "item-1@ctl-no_audio", "meta": marks})
+    assert not_applicable_reason(qwen, control) is None
+
+    class Transcriber:
+        spec, kinds, text_alone = "hf:whisper", None, False
+
+    assert not_applicable_reason(Transcriber(), control) == "hf:whisper cannot be prompted without audio"
+    assert not_applicable_reason(Transcriber(), prompts[1].item) is None

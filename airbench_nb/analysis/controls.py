@@ -150,6 +150,9 @@ class ControlsResult:
     """``(score - prior) / (1 - prior)`` (:data:`CORRECTED_FORMULA`); None without a text prior."""
     corrected_why: str | None = None
     """Why the corrected score has no value (a prior of 1), or how many replicates were left out; None otherwise."""
+    not_answered: dict[str, str] = field(default_factory=dict)
+    """Controls the run holds for these items that the model answered none of, with why (:func:`not_answered_why`):
+    a backend that cannot be prompted without audio is ``n/a`` on ``no_audio`` and ``description``."""
     reps: int = DEFAULT_REPS
     """Bootstrap replicates."""
     seed: int = 0
@@ -163,6 +166,8 @@ class _Table:
     uids: list[str]
     audio: np.ndarray
     controls: dict[str, np.ndarray] = field(default_factory=dict)
+    unanswered: list[str] = field(default_factory=list)
+    """Controls the items have that no outcome answered (in :data:`CONTROLS` order)."""
 
 
 def outcomes_of(items: Iterable[Any], correct: Mapping[str, float | bool | None], model: str) -> list[ControlOutcome]:
@@ -199,7 +204,9 @@ def outcomes_from_frame(frame: Any, items: Mapping[str, Any]) -> list[ControlOut
         items: The run's items by uid (originals and controls), for ``meta.control_of`` and the task.
 
     Returns:
-        The outcomes of every model in the frame (:func:`outcomes_of`), rows of uids not in ``items`` left out.
+        The outcomes of every model in the frame (:func:`outcomes_of`), rows of uids not in ``items`` left out; a
+        control in ``items`` of an original the model answered, with no row of its own (a backend that cannot be
+        prompted without audio is not asked ``no_audio``), is an outcome of None: not answered.
 
     Raises:
         ValueError: When a column is missing (naming it).
@@ -214,8 +221,26 @@ def outcomes_from_frame(frame: Any, items: Mapping[str, Any]) -> list[ControlOut
         correct = {
             str(u): (None if pd.isna(c) else float(c)) for u, c in zip(rows["uid"], rows["correct"], strict=True)
         }
-        out += outcomes_of([items[u] for u in correct if u in items], correct, str(model))
+        asked = [items[u] for u in correct if u in items]
+        answered = {str(i.uid) for i in asked}
+        unasked = [
+            i
+            for u, i in items.items()
+            if u not in answered and (getattr(i, "meta", None) or {}).get(CONTROL_OF_KEY) in answered
+        ]
+        out += outcomes_of([*asked, *unasked], correct, str(model))
     return out
+
+
+WITHOUT_AUDIO_CONTROLS = ("no_audio", "description")
+"""Controls asked without audio: a backend that cannot prompt text alone is ``n/a`` on them (never asked)."""
+
+
+def not_answered_why(control: str) -> str:
+    """Why a model has no outcome under a control its items have (shown as ``n/a`` with this reason)."""
+    if control in WITHOUT_AUDIO_CONTROLS:
+        return "n/a: not asked, the model cannot be prompted without audio (or every answer failed)"
+    return "no answer: the control was not run for this model (or every answer failed)"
 
 
 def _tables(outcomes: Iterable[ControlOutcome]) -> dict[tuple[str, str], _Table]:
@@ -243,6 +268,8 @@ def _tables(outcomes: Iterable[ControlOutcome]) -> dict[tuple[str, str], _Table]
                 table.controls[name] = np.array(
                     [np.nan if rows[u].get(name) is None else rows[u][name] for u in uids], dtype=float
                 )
+            elif any(name in rows[u] for u in uids):
+                table.unanswered.append(name)
         tables[key] = table
     return tables
 
@@ -251,7 +278,8 @@ def _pooled(tables: Sequence[_Table]) -> _Table:
     audio = np.concatenate([t.audio for t in tables])
     names = [c for c in CONTROLS if any(c in t.controls for t in tables)]
     controls = {c: np.concatenate([t.controls.get(c, np.full(t.audio.size, np.nan)) for t in tables]) for c in names}
-    return _Table([u for t in tables for u in t.uids], audio, controls)
+    unanswered = [c for c in CONTROLS if c not in names and any(c in t.unanswered for t in tables)]
+    return _Table([u for t in tables for u in t.uids], audio, controls, unanswered)
 
 
 def _interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
@@ -349,6 +377,7 @@ def _analyse(model: str, task: str | None, table: _Table, reps: int, seed: int) 
         text_prior_control=prior_control,
         corrected=corrected,
         corrected_why=why,
+        not_answered={name: not_answered_why(name) for name in table.unanswered},
         reps=reps,
         seed=seed,
     )
@@ -426,6 +455,7 @@ def controls_payload(results: Iterable[ControlsResult]) -> dict[str, list[Contro
                 text_prior_control=r.text_prior_control,
                 corrected=_optional(r.corrected),
                 corrected_why=r.corrected_why,
+                not_answered=dict(r.not_answered),
             )
         )
     return out

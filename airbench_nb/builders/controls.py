@@ -14,7 +14,8 @@ item, like the SNR-graded copies (:mod:`airbench_nb.builders.snr`) and the rotat
   with its SHA-256 (the kit's :func:`~airbench_nb.audio.write_wav` and :func:`~airbench_nb.audio.sha256_file`),
   each clip of a multi-clip item in turn (``<uid>.<k>.wav`` for clip ``k``).
 
-The controls (:data:`CONTROLS`):
+The controls (:data:`~airbench_nb.records.controls.CONTROLS`; the ``meta`` keys and what prompts read from them are
+in :mod:`airbench_nb.records.controls`, so that prompts, models and scoring read them without this builder):
 
 ``silence``
     Every clip replaced by digital silence (all-zero samples) of the same number of samples at the clip's own
@@ -32,7 +33,7 @@ The controls (:data:`CONTROLS`):
     copy), and ``meta.control_donor`` names the donor. A task with a single item, or whose items all share one
     clip, has no donor to give: not eligible.
 ``no_audio``
-    The question asked without audio (``meta[WITHOUT_AUDIO_KEY]`` is true: :func:`prompt_without_audio`). A
+    The question asked without audio (``meta[WITHOUT_AUDIO_KEY]`` is true: :func:`~.prompt_without_audio`). A
     backend that can prompt text alone sends no audio; one that cannot is ``n/a`` with its reason (never an error).
     The item still names a clip, the silence of the original's length, so that a runner unaware of the marker
     sends nothing of the original.
@@ -40,7 +41,7 @@ The controls (:data:`CONTROLS`):
     The textual description of the audio in place of the audio (SAKURA's control, and AIR-Bench's own judge
     setting): ``meta[CONTROL_TEXT_KEY]`` holds the text (:func:`audio_description`: a Chat item's ``meta_info``, or
     ``meta["audio_description"]`` of any kind), the prompt goes without audio like ``no_audio`` (the text is put
-    before the question by :func:`control_question`). An item without a description is not eligible.
+    before the question by :func:`~.control_question`). An item without a description is not eligible.
 
 Not eligible items are listed, with the reason, in the ``not_eligible`` list :func:`build_controls` returns; an item
 whose control could not be made (an unreadable clip) is a counted failure, never a crash.
@@ -62,19 +63,18 @@ from airbench_nb.audio import AudioError, load_audio, loudness, sha256_file, wri
 from airbench_nb.builders.core import item_rng
 from airbench_nb.builders.parts import BuildContext, PartResult
 from airbench_nb.records import AudioStatus, ChatItem, ItemBase
+from airbench_nb.records.controls import (  # the marks live with the records, so that every layer reads them
+    CONTROL_KEY,
+    CONTROL_OF_KEY,
+    CONTROL_TEXT_KEY,
+    CONTROLS,
+    WITHOUT_AUDIO_KEY,
+    control_uid,
+    is_control,
+)
 
 logger = logging.getLogger(__name__)
 
-CONTROLS = ("silence", "noise", "mismatched", "no_audio", "description")
-"""The controls, in the order they are made."""
-CONTROL_OF_KEY = "control_of"
-"""Item ``meta`` key naming the uid of the item a control was made of (its presence marks a control)."""
-CONTROL_KEY = "control"
-"""Item ``meta`` key naming the control (one of :data:`CONTROLS`)."""
-CONTROL_TEXT_KEY = "control_text"
-"""Item ``meta`` key of the text given in place of the audio (the ``description`` control)."""
-WITHOUT_AUDIO_KEY = "control_without_audio"
-"""Item ``meta`` key: true when the prompt goes without audio (``no_audio`` and ``description``)."""
 DONOR_KEY = "control_donor"
 """Item ``meta`` key naming the item whose audio a ``mismatched`` control holds."""
 LOUDNESS_KEY = "control_loudness"
@@ -83,8 +83,6 @@ DESCRIPTION_META_KEY = "audio_description"
 """Item ``meta`` key any kind may carry a textual description of its audio under (read by :func:`audio_description`)."""
 CONTROL_META_KEYS = (CONTROL_OF_KEY, CONTROL_KEY, CONTROL_TEXT_KEY, WITHOUT_AUDIO_KEY, DONOR_KEY, LOUDNESS_KEY)
 """Keys a control adds to its original's meta (an original holding one of them cannot be controlled)."""
-DESCRIPTION_LEAD = "Description of the audio: "
-"""What :func:`control_question` puts before a description."""
 
 
 @dataclass
@@ -123,30 +121,6 @@ class ControlBuild:
     """Controls that do not apply to an item."""
     failures: list[ControlFailure] = field(default_factory=list)
     """Controls that could not be made."""
-
-
-def control_uid(uid: str, name: str) -> str:
-    """Uid of the control ``name`` of item ``uid`` (``Speaker_Gender_Recognition-003@ctl-silence``)."""
-    return f"{uid}@ctl-{name}"
-
-
-def is_control(item: ItemBase) -> bool:
-    """Whether an item is a control (its meta names ``control_of``)."""
-    return CONTROL_OF_KEY in (getattr(item, "meta", None) or {})
-
-
-def prompt_without_audio(item: ItemBase) -> bool:
-    """Whether the item's prompt goes without audio (a ``no_audio`` or ``description`` control).
-
-    A backend asked such an item sends no clip; one that cannot prompt text alone answers it ``n/a`` with its reason.
-    """
-    return bool((getattr(item, "meta", None) or {}).get(WITHOUT_AUDIO_KEY, False))
-
-
-def control_question(item: ItemBase) -> str:
-    """The question a control is asked: a ``description`` control's text before the question, else the question."""
-    text = (getattr(item, "meta", None) or {}).get(CONTROL_TEXT_KEY)
-    return f"{DESCRIPTION_LEAD}{text}\n\n{item.question}" if text else item.question
 
 
 def parse_controls(names: str | Iterable[str] | None) -> list[str]:

@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from airbench_nb.records import ChatItem, FoundationItem, RankedLabel
+from airbench_nb.records import ChatItem, FoundationItem, RankedLabel, prompt_without_audio
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +127,10 @@ class Prompt:
     history: list[tuple[str, str]] = field(default_factory=list)
     """Multi-turn: each earlier turn as ``(user text as sent, the model's own answer)``, in order; empty for the
     first turn (and for a one-turn item)."""
+    without_audio: bool = False
+    """True for an audio-reliance control asked without audio (``no_audio``, ``description``): the backend sends no
+    clip (:attr:`sent_audios` is empty). Only a backend that can prompt text alone (:func:`text_alone`) is given
+    one; :attr:`audio` still holds the control's silence, for code that reads it regardless."""
 
     @classmethod
     def of(
@@ -159,6 +163,11 @@ class Prompt:
     def audios(self) -> list[np.ndarray]:
         """Every clip in order: :attr:`audio`, then :attr:`extra_audios`."""
         return [self.audio, *self.extra_audios]
+
+    @property
+    def sent_audios(self) -> list[np.ndarray]:
+        """The clips a backend sends: every clip, or none for a prompt asked without audio."""
+        return [] if self.without_audio else self.audios
 
     @property
     def audio_paths(self) -> list[Path]:
@@ -201,15 +210,16 @@ def chat_messages(
 
     Args:
         prompt: The prompt.
-        audio_parts: One content part per clip, in order (each backend's own form of an audio part).
+        audio_parts: One content part per clip sent (:attr:`Prompt.sent_audios`, none for a prompt asked without
+            audio), in order (each backend's own form of an audio part).
         text_part: How a text content part is written.
         assistant: How an assistant message's content is written.
 
     Returns:
         The messages, ready for a chat template or a chat-completions request.
     """
-    if len(audio_parts) != len(prompt.audios):
-        raise ValueError(f"{prompt.uid}: {len(audio_parts)} audio parts for {len(prompt.audios)} clips")
+    if len(audio_parts) != len(prompt.sent_audios):
+        raise ValueError(f"{prompt.uid}: {len(audio_parts)} audio parts for {len(prompt.sent_audios)} clips sent")
     messages: list[dict[str, Any]] = []
     if prompt.system:
         messages.append({"role": "system", "content": prompt.system})
@@ -306,7 +316,8 @@ class AudioLM(Protocol):
     (beam size, device, compute type...), which the runner records in each response's ``generation["backend"]``,
     and ``applies(item) -> str | None``, which refuses single items of a kind it serves (a multilingual Whisper
     answers the Spoken_Language_Identification items of ``foundation``, not the others): the reason when it does
-    not answer the item, None when it does (:func:`not_applicable_reason`)."""
+    not answer the item, None when it does (:func:`not_applicable_reason`), and ``text_alone``, true when it can be
+    prompted without audio (:func:`text_alone`; the audio-reliance controls ``no_audio`` and ``description``)."""
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer a batch of prompts."""
@@ -329,20 +340,39 @@ def serves(model: object, kind: str) -> bool:
     return kinds is None or kind in kinds
 
 
+WITHOUT_AUDIO_REASON = "cannot be prompted without audio"
+"""Why a backend that cannot prompt text alone does not answer a ``no_audio`` or ``description`` control (after its
+spec)."""
+
+
+def text_alone(model: object) -> bool:
+    """Whether a backend can be prompted with text alone (its ``text_alone`` attribute; False when it has none).
+
+    An LALM behind a chat API or a transformers family whose processor takes a prompt without audio can; a model
+    that reads only the audio (a transcriber, a tagger, the ``dsp`` baseline) cannot, and is ``n/a`` on the controls
+    asked without audio (:func:`not_applicable_reason`).
+    """
+    return bool(getattr(model, "text_alone", False))
+
+
 def not_applicable_reason(model: object, item: Any) -> str | None:
     """Why a model does not answer an item, or None when it does.
 
-    Its kind first (:func:`serves`: ``"<spec> does not serve <kind> items"``), then the backend's own
-    ``applies(item)`` when it has one (a specialist that serves a kind for some items only: its reason, or None). A
-    backend without ``applies`` answers every item of the kinds it serves.
+    Its kind first (:func:`serves`: ``"<spec> does not serve <kind> items"``), then, for a control asked without
+    audio, whether the backend can prompt text alone (:func:`text_alone`: ``"<spec> cannot be prompted without
+    audio"``), then the backend's own ``applies(item)`` when it has one (a specialist that serves a kind for some
+    items only: its reason, or None). A backend without ``applies`` answers every item of the kinds it serves.
 
     Args:
         model: The backend.
         item: The item (its ``kind``; ``applies`` may read any field).
     """
     kind = getattr(item, "kind", "chat")
+    spec = getattr(model, "spec", type(model).__name__)
     if not serves(model, kind):
-        return f"{getattr(model, 'spec', type(model).__name__)} does not serve {kind} items"
+        return f"{spec} does not serve {kind} items"
+    if prompt_without_audio(item) and not text_alone(model):
+        return f"{spec} {WITHOUT_AUDIO_REASON}"
     applies = getattr(model, "applies", None)
     if not callable(applies):
         return None

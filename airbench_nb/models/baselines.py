@@ -97,6 +97,9 @@ class Baseline:
         self.spec = f"baseline:{name}"
         self.kinds: frozenset[str] | None = None
         """Every item kind (see the module docstring for what each baseline answers)."""
+        self.text_alone = name != "dsp"
+        """Whether it answers a prompt without audio: every baseline but ``dsp`` (which measures the audio) never
+        reads the clip."""
 
     def _answer(self, prompt: Prompt) -> str:
         if self.name == "oracle":

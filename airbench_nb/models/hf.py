@@ -99,6 +99,9 @@ class FamilyAdapter:
     """``config.model_type`` values this adapter serves."""
     max_clips: ClassVar[int | None] = None
     """Most clips one prompt may carry (None: any number); a prompt with more gets an error of its own."""
+    text_alone: ClassVar[bool] = True
+    """Whether a prompt may go without audio (the ``no_audio`` and ``description`` controls): the family's processor
+    renders and tokenizes a conversation with no audio part."""
     kinds: ClassVar[frozenset[str] | None] = None
     """Item kinds the family's models serve (None: every kind, through the prompt sets, as a chat LALM does); a
     specialist family (a transcriber) names its kinds, and the runner counts the other items as not applicable."""
@@ -146,7 +149,7 @@ class FamilyAdapter:
         Optional system turn; the first user turn with every clip's audio part in order, then its text; then the
         model's earlier answers as assistant turns, each followed by the next user turn.
         """
-        return chat_messages(prompt, [self.audio_part(a) for a in prompt.audios])
+        return chat_messages(prompt, [self.audio_part(a) for a in prompt.sent_audios])
 
     def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
         """Tensors for ``generate`` for a batch of prompts (left-padded), through the processor's chat template."""
@@ -229,6 +232,7 @@ class AudioFlamingo3Adapter(FamilyAdapter):
     name = "audioflamingo3"
     model_types = ("audioflamingo3",)
     max_clips = 1  # AudioFlamingo3Processor pairs texts and audios 1:1 ("Got 1 text but 2 audios")
+    text_alone = False  # nor 0 audios for 1 text
 
     def model_class(self, config: Any) -> Any:
         """``AudioFlamingo3ForConditionalGeneration``."""
@@ -384,7 +388,7 @@ class Qwen25OmniAdapter(FamilyAdapter):
     def encode(self, processor: Any, prompts: Sequence[Prompt]) -> Mapping[str, Any]:
         """Through the official processor, or the audio-only one."""
         if isinstance(processor, AudioOnlyProcessor):  # the clips in the order their placeholders appear
-            return processor([self.conversation(p) for p in prompts], [a for p in prompts for a in p.audios])
+            return processor([self.conversation(p) for p in prompts], [a for p in prompts for a in p.sent_audios])
         return super().encode(processor, prompts)
 
 
@@ -438,6 +442,7 @@ class WhisperAdapter(FamilyAdapter):
     model_types = ("whisper",)
     max_clips = 1
     kinds = frozenset({"transcription"})
+    text_alone = False  # a transcriber reads only the audio
 
     def load_processor(self, path: str, *, trust_remote_code: bool = False) -> Any:
         """``WhisperProcessor`` (feature extractor and tokenizer)."""
@@ -600,7 +605,7 @@ def _config_error(spec: str, path: str, exc: BaseException) -> str:
 
 def _audio_problem(prompt: Prompt, max_clips: int | None = None, family: str = "") -> str | None:
     """Why a prompt's audio cannot be sent (naming the clip of a multi-clip prompt), or None."""
-    clips = prompt.audios
+    clips = prompt.sent_audios
     if max_clips is not None and len(clips) > max_clips:
         takes = "one clip" if max_clips == 1 else f"at most {max_clips} clips"
         return f"{family} takes {takes} per prompt; this item has {len(clips)}"
@@ -745,6 +750,15 @@ class HFAudioLM:
         return self.adapter.kinds
 
     @property
+    def text_alone(self) -> bool:
+        """Whether a prompt may go without audio (the family's :attr:`FamilyAdapter.text_alone`).
+
+        Not through the audio-only processor a Qwen2.5-Omni checkpoint falls back on (it extracts every prompt's
+        features).
+        """
+        return self.adapter.text_alone and not isinstance(self.processor, AudioOnlyProcessor)
+
+    @property
     def effective_batch_size(self) -> int:
         """The chunk size in use: ``batch_size``, or less after an out-of-memory error."""
         return min(self.batch_size, self._batch_cap or self.batch_size)
@@ -829,11 +843,12 @@ class HFAudioLM:
                 ready[i] = _prepared(prompt)
             else:
                 results[i] = Generation(error=problem)
-        # One generate call per length bound (None in params: each prompt's kind decides).
-        groups: dict[GenerationParams, list[int]] = {}
+        # One generate call per length bound (None in params: each prompt's kind decides), and prompts without audio
+        # (controls) apart from those with: a processor is given audio for every prompt of a call or for none.
+        groups: dict[tuple[GenerationParams, bool], list[int]] = {}
         for i, prompt in ready.items():
-            groups.setdefault(params.for_item(prompt.item), []).append(i)
-        for group_params, indices in groups.items():
+            groups.setdefault((params.for_item(prompt.item), prompt.without_audio), []).append(i)
+        for (group_params, _), indices in groups.items():
             self._generate_group(ready, indices, group_params, results)
         return [r if r is not None else Generation(error="not answered") for r in results]
 

@@ -185,6 +185,8 @@ class OpenAIAudioLM:
         self.batch_size = int(batch_size)
         self.kinds: frozenset[str] | None = None
         """Every item kind: a chat model answers them all through the prompt sets."""
+        self.text_alone = True
+        """A chat API takes a message without audio: the ``no_audio`` and ``description`` controls are asked."""
         self.base_urls = base_urls
         """Every base URL of the spec (empty without ``@``; several for replicas)."""
         self.client: APIClient | ReplicaPool
@@ -228,16 +230,16 @@ class OpenAIAudioLM:
     def request(self, prompt: Prompt, params: GenerationParams) -> ChatRequest:
         """The chat request for one prompt (:func:`~airbench_nb.models.base.chat_messages`).
 
-        Optional system message, then every clip (one ``input_audio`` part each, in order) and the text in one user
-        message; for a later turn, the model's earlier answers as assistant messages and the later turns' texts as
-        user messages.
+        Optional system message, then every clip (one ``input_audio`` part each, in order; none for a control asked
+        without audio) and the text in one user message; for a later turn, the model's earlier answers as assistant
+        messages and the later turns' texts as user messages.
 
         Raises:
             InvalidParameterError: For nonsense decoding parameters (see :func:`check_generation_params`).
             ValueError: When a clip cannot be encoded (see :func:`wav_base64`), naming it when there are several.
         """
         parts = []
-        clips = prompt.audios
+        clips = prompt.sent_audios  # none for a control asked without audio
         for number, audio in enumerate(clips, start=1):
             try:
                 data = wav_base64(audio, prompt.sample_rate)

@@ -12,17 +12,24 @@ import logging
 from airbench_nb.analysis_report import AnalysisReport, ControlsRow
 from airbench_nb.pages.base import PageInputs, PageSection, register_page_section, render_template
 from airbench_nb.pages.cells import DASH, interval_cell
+from airbench_nb.records.controls import CONTROLS
 
 logger = logging.getLogger(__name__)
 
+NOT_ANSWERED = "n/a"
+"""A control cell of a model that answered none of the control's items (the reason is in a note under the table)."""
+
 TEMPLATE = """\
 <p class="meta">Does the model listen? Each Foundation item asked again with its audio taken away or replaced
-(silence, noise of the same loudness, another item's audio, no audio), over all of a model's tasks, in % with 95%
-bootstrap intervals ({{ protocol }} protocol). <b>control − audio</b>: the paired difference (points);
-<b>audio needed</b>: items right with the audio and wrong under {{ needed_under }}; <b>text prior</b>: the best score
-under the controls that tell nothing of the audio; <b>corrected</b>: (score − prior) / (1 − prior), a dash when the
-prior is 100. Per task in <code>analysis/analysis.json</code> (<code>controls</code>) and notebook 05.</p>
-<div class="wide">{{ table | safe }}</div>"""
+(silence, noise of the same loudness, another item's audio, no audio, a description in words), over all of a model's
+tasks, in % with 95% bootstrap intervals ({{ protocol }} protocol). <b>control − audio</b>: the paired difference
+(points); <b>audio needed</b>: items right with the audio and wrong under {{ needed_under }}; <b>text prior</b>: the
+best score under the controls that tell nothing of the audio; <b>corrected</b>: (score − prior) / (1 − prior), a
+dash when the prior is 100. Per task in <code>analysis/analysis.json</code> (<code>controls</code>) and notebook
+05.</p>
+<div class="wide">{{ table | safe }}</div>
+{% for model, why in not_answered %}<p class="meta"><b>n/a</b> ({{ model }}): {{ why }}</p>
+{% endfor %}"""
 """Jinja2 template of the section (the table inserted as trusted HTML)."""
 
 
@@ -48,8 +55,11 @@ def controls_table_html(analysis: AnalysisReport | None) -> str:
             continue
         record = {"model": model, "tasks": len([r for r in rows if r.task is not None]), "n": row.n}
         record["with audio"] = interval_cell(row.score.value, row.score.ci, 100.0)
-        for c in row.controls:
-            record[f"{c.control} − audio"] = interval_cell(c.difference.value, c.difference.ci, 100.0)
+        differences = {c.control: interval_cell(c.difference.value, c.difference.ci, 100.0) for c in row.controls}
+        differences.update({name: NOT_ANSWERED for name in row.not_answered})
+        for name in CONTROLS:  # one column per control, in the same order for every model
+            if name in differences:
+                record[f"{name} − audio"] = differences[name]
         for label, estimate in (
             ("audio needed", row.audio_needed),
             ("text prior", row.text_prior),
@@ -59,7 +69,21 @@ def controls_table_html(analysis: AnalysisReport | None) -> str:
         records.append(record)
     if not records:
         return ""
-    return pd.DataFrame(records).fillna(DASH).to_html(index=False, border=0, escape=True, na_rep=DASH)
+    frame = pd.DataFrame(records)
+    columns = ["model", "tasks", "n", "with audio"]
+    columns += [f"{c} − audio" for c in CONTROLS if f"{c} − audio" in frame.columns]
+    columns += [c for c in frame.columns if c not in columns]
+    return frame[columns].fillna(DASH).to_html(index=False, border=0, escape=True, na_rep=DASH)
+
+
+def not_answered_notes(analysis: AnalysisReport | None) -> list[tuple[str, str]]:
+    """Per model, the controls it has no answer under and why (one line each), for the notes under the table."""
+    notes = []
+    for model, rows in ((analysis.controls or {}) if analysis is not None else {}).items():
+        row = _overall(rows)
+        if row is not None and row.not_answered:
+            notes.append((model, "; ".join(f"{name}: {why}" for name, why in row.not_answered.items())))
+    return notes
 
 
 def render_controls(inputs: PageInputs) -> str | None:
@@ -71,6 +95,7 @@ def render_controls(inputs: PageInputs) -> str | None:
     return render_template(
         TEMPLATE,
         table=table,
+        not_answered=not_answered_notes(inputs.analysis),
         protocol=detail.protocol if detail is not None else inputs.analysis.protocol,
         needed_under=" and ".join(detail.needed_under) if detail is not None else "silence and mismatched",
     )

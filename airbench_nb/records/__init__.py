@@ -15,6 +15,8 @@ The package holds one module per kind of record; every public name is re-exporte
   paths, direction controls).
 - :mod:`~airbench_nb.records.tasks`: task names and categories, option letters, the names of the item kinds.
 - :mod:`~airbench_nb.records.mix`: :class:`MixMeta`.
+- :mod:`~airbench_nb.records.controls`: the ``meta`` keys marking an audio-reliance control, and what prompts read
+  from them (:func:`prompt_without_audio`, :func:`with_description`).
 - :mod:`~airbench_nb.records.item`: the bases of the item kinds (:class:`ItemBase`, :class:`SingleChoiceItem`,
   :class:`ReferenceItemBase`).
 - one module per benchmark's item kinds: :mod:`~airbench_nb.records.airbench` (Foundation, Chat),
@@ -78,6 +80,20 @@ from airbench_nb.records.choice_qa_rows import (
     mmar_item,
     mmau_item,
     mmsu_item,
+)
+from airbench_nb.records.controls import (
+    CONTROL_KEY,
+    CONTROL_OF_KEY,
+    CONTROL_TEXT_KEY,
+    CONTROLS,
+    DESCRIPTION_LEAD,
+    WITHOUT_AUDIO_KEY,
+    control_question,
+    control_text,
+    control_uid,
+    is_control,
+    prompt_without_audio,
+    with_description,
 )
 from airbench_nb.records.item import (
     ItemBase,
@@ -162,6 +178,18 @@ from airbench_nb.records.verdicts import (
 )
 
 __all__ = [
+    "CONTROLS",
+    "CONTROL_OF_KEY",
+    "CONTROL_KEY",
+    "CONTROL_TEXT_KEY",
+    "WITHOUT_AUDIO_KEY",
+    "DESCRIPTION_LEAD",
+    "control_uid",
+    "is_control",
+    "prompt_without_audio",
+    "control_text",
+    "control_question",
+    "with_description",
     "SCHEMA_VERSION",
     "AudioStatus",
     "Record",

@@ -27,7 +27,14 @@ from airbench_nb.models.base import (
     serves,
 )
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
-from airbench_nb.records import AudioStatus, RankedLabel, Response, ResponseAudio, check_ranking
+from airbench_nb.records import (
+    AudioStatus,
+    RankedLabel,
+    Response,
+    ResponseAudio,
+    check_ranking,
+    prompt_without_audio,
+)
 from airbench_nb.run_folder import KINDS, RunFolder, file_slug
 from airbench_nb.runner.outputs import (
     JsonlAppender,
@@ -506,7 +513,15 @@ class _Asking:
 
     def prompt(self, turn: int, system: str | None) -> Prompt:
         history = list(zip(self.texts[:turn], self.answers[:turn], strict=True))
-        return Prompt.of(self.item, self.texts[turn], self.audios, self.paths, system=system, history=history)
+        return Prompt.of(
+            self.item,
+            self.texts[turn],
+            self.audios,
+            self.paths,
+            system=system,
+            history=history,
+            without_audio=prompt_without_audio(self.item),
+        )
 
     def fail(self, turn: int, detail: str) -> None:
         where = f"turn {turn + 1} of {len(self.texts)}: " if len(self.texts) > 1 else ""

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from airbench_nb.judge.chat_parse import parse_scores_official
 from airbench_nb.judge.extract import official_extract
 from airbench_nb.judge.registry import scores_only
-from airbench_nb.records import LETTERS, ChatItem, Response, Verdict
+from airbench_nb.records import CONTROL_KEY, LETTERS, ChatItem, Response, Verdict, is_control
 from airbench_nb.run_records import current_verdicts, latest_responses  # noqa: F401 - the rules, re-exported
 
 logger = logging.getLogger(__name__)
@@ -382,14 +382,19 @@ def asked_group(item: Any) -> tuple[str, ...]:
     Foundation and Chat items group by task, translation items by direction, the others by kind. A specialist serves
     some items of a kind and declines the others as not applicable (``faster-whisper:`` on a multilingual checkpoint:
     Spoken_Language_Identification among the Foundation tasks, X -> en among the translation directions); the runner
-    writes no response for those (:func:`~airbench_nb.models.base.not_applicable_reason`).
+    writes no response for those (:func:`~airbench_nb.models.base.not_applicable_reason`). An audio-reliance control
+    makes a group of its own with its task (or kind) and control (a backend that cannot be prompted without audio is
+    not asked the ``no_audio`` controls of a task it answers).
     """
     kind = getattr(item, "kind", "")
     if kind == "translation":
-        return (kind, str(item.source_language), str(item.target_language))
-    if kind in ("foundation", "chat"):
-        return (kind, str(item.task))
-    return (kind,)
+        group: tuple[str, ...] = (kind, str(item.source_language), str(item.target_language))
+    elif kind in ("foundation", "chat"):
+        group = (kind, str(item.task))
+    else:
+        group = (kind,)
+    control = (getattr(item, "meta", None) or {}).get(CONTROL_KEY) if is_control(item) else None
+    return group if control is None else (*group, "control", str(control))
 
 
 def asked_items(items: Iterable[Any], answered: Iterable[str]) -> list[Any]:
