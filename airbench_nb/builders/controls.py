@@ -62,13 +62,15 @@ import numpy as np
 from airbench_nb.audio import AudioError, load_audio, loudness, sha256_file, write_wav
 from airbench_nb.builders.core import item_rng
 from airbench_nb.builders.parts import BuildContext, PartResult
-from airbench_nb.records import AudioStatus, ChatItem, ItemBase
-from airbench_nb.records.controls import (  # the marks live with the records, so that every layer reads them
+from airbench_nb.records import (  # the control marks live with the records, so that every layer reads them
     CONTROL_KEY,
     CONTROL_OF_KEY,
     CONTROL_TEXT_KEY,
     CONTROLS,
     WITHOUT_AUDIO_KEY,
+    AudioStatus,
+    ChatItem,
+    ItemBase,
     control_uid,
     is_control,
 )

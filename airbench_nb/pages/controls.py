@@ -12,7 +12,7 @@ import logging
 from airbench_nb.analysis_report import AnalysisReport, ControlsRow
 from airbench_nb.pages.base import PageInputs, PageSection, register_page_section, render_template
 from airbench_nb.pages.cells import DASH, interval_cell
-from airbench_nb.records.controls import CONTROLS
+from airbench_nb.records import CONTROLS
 
 logger = logging.getLogger(__name__)
 
