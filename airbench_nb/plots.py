@@ -36,6 +36,8 @@ FIGURE_NAMES: dict[str, str] = {
     "captioning": "captioning-metrics-by-task",
     "speech_output": "speech-output-back-transcription",
     "tiered": "tiered-macro-f1-per-tier",
+    "perturbations": "score-change-under-perturbations",
+    "controls": "score-change-under-controls",
 }
 """Caption-ready file stems of the analysis figures (``figures/<stem>.png``)."""
 
@@ -985,5 +987,88 @@ def metric_panels(
         ax.set_title(f"{name} (n ≤ {n_max} per bar)", fontsize=10)
     axes[0][-1].legend(title="model", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(title, y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+PERTURBATION_METRIC_LABELS = {
+    "accuracy": "accuracy change (points)\nperturbed − original",
+    "wer": "WER change (points)\nperturbed − original",
+}
+"""Y-axis label of each metric's row in :func:`perturbation_curves`."""
+
+
+def perturbation_curves(frame: pd.DataFrame) -> Any:
+    """The score change under each perturbation, per model: one column per curve, one row per metric.
+
+    Each point is ``perturbed - original`` on the same items (points), its band the paired bootstrap 95% interval; the
+    dashed line at 0 is the original audio. For accuracy below 0 is a loss, for WER above 0 is.
+
+    Args:
+        frame: :func:`airbench_nb.analysis.perturbations.headline_points` of
+            :func:`~airbench_nb.analysis.perturbations.perturbations_frame` (columns ``model, task, metric, curve,
+            parameter, unit, measured, n, clean, perturbed, difference, ci_low, ci_high``).
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    curves = list(dict.fromkeys(frame.sort_values("curve", kind="stable")["curve"]))
+    metrics = [m for m in ("accuracy", "wer") if (frame["metric"] == m).any()]
+    models = list(dict.fromkeys(frame["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
+    fig, axes = plt.subplots(
+        len(metrics), len(curves), figsize=(3.3 * len(curves) + 2.6, 2.9 * len(metrics)), squeeze=False
+    )
+    for r, metric in enumerate(metrics):
+        for c, curve in enumerate(curves):
+            ax = axes[r, c]
+            part = frame[(frame["metric"] == metric) & (frame["curve"] == curve)]
+            ax.axhline(0.0, color="grey", linestyle="--", linewidth=0.9)
+            for model, sub in part.groupby("model", sort=False):
+                sub = sub.sort_values("parameter")
+                color = palette[model]
+                ax.plot(
+                    sub["parameter"],
+                    sub["difference"] * 100,
+                    marker="o",
+                    markersize=3.5,
+                    color=color,
+                    label=_short(model),
+                )
+                ax.fill_between(
+                    sub["parameter"],
+                    sub["ci_low"].astype(float) * 100,
+                    sub["ci_high"].astype(float) * 100,
+                    color=color,
+                    alpha=0.14,
+                )
+            unit = str(frame[frame["curve"] == curve]["unit"].iloc[0])
+            if part.empty:
+                ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes, color="grey")
+                n_text = ""
+            else:
+                low, high = int(part["n"].min()), int(part["n"].max())
+                n_text = f" (n = {low} items per point)" if low == high else f" (n = {low}-{high} items per point)"
+            ax.set_title(f"{curve}{n_text}", fontsize=9)
+            ax.set_xlabel(f"{curve} ({unit})", fontsize=8.5)
+            if c == 0:
+                ax.set_ylabel(PERTURBATION_METRIC_LABELS.get(metric, metric), fontsize=8.5)
+    handles: list[Any] = []
+    labels: list[str] = []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.suptitle(
+        "Score change under audio perturbations: perturbed − original on the same items (paired 95% bootstrap bands)",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig

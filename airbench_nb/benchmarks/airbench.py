@@ -25,6 +25,7 @@ AIRBENCH = register_benchmark(
             "position_bias",
             "circular",
             "controls",
+            "perturbations",
             "order_bias",
             "classification",
             "answers",
@@ -34,7 +35,7 @@ AIRBENCH = register_benchmark(
             "multi_clip",
             "multi_turn",
         ),
-        page_sections=("Main table", "Controls"),
+        page_sections=("Main table", "Controls", "Perturbations"),
         capability_tasks=(*ALL_FOUNDATION_TASKS, *CHAT_CAPABILITY_TASKS),
         doc="docs/data.md",
     )

@@ -2,7 +2,8 @@
 
 :mod:`~airbench_nb.pages.base` holds :class:`PageInputs`, :class:`PageSection` and the registry
 (:data:`PAGE_SECTIONS`); importing this package registers the kit's sections: :mod:`~airbench_nb.pages.airbench`
-(``Main table``) and :mod:`~airbench_nb.pages.controls` (``Controls``), AIR-Bench's; :mod:`~airbench_nb.pages.sseu`
+(``Main table``), :mod:`~airbench_nb.pages.controls` (``Controls``) and :mod:`~airbench_nb.pages.perturbations`
+(``Perturbations``), AIR-Bench's; :mod:`~airbench_nb.pages.sseu`
 (``SSEU-Bench``), :mod:`~airbench_nb.pages.ugbench` (``UG-Bench``), :mod:`~airbench_nb.pages.tiered` (``Tiered sound
 sources``) and :mod:`~airbench_nb.pages.choice_qa` (``MMAU``, ``MMAR``, ``MMSU``). :mod:`~airbench_nb.pages.style`
 holds the CSS both landing pages share, :mod:`~airbench_nb.pages.cells` the formatting of their table cells. A new
@@ -14,6 +15,7 @@ benchmark's ``page_sections``; :func:`airbench_nb.report_page.write_report_page`
 # The registration modules, imported in the benchmarks' order (the page places sections by BENCHMARKS, not by this).
 from airbench_nb.pages.airbench import MAIN_TABLE
 from airbench_nb.pages.controls import CONTROLS_SECTION
+from airbench_nb.pages.perturbations import PERTURBATIONS_SECTION
 from airbench_nb.pages.sseu import SSEU_SECTION
 from airbench_nb.pages.ugbench import UGBENCH_SECTION
 from airbench_nb.pages.tiered import TIERED_SECTION
@@ -38,6 +40,7 @@ __all__ = [
     "MMSU_SECTION",
     "PAGE_CSS",
     "PAGE_SECTIONS",
+    "PERTURBATIONS_SECTION",
     "SSEU_SECTION",
     "TIERED_SECTION",
     "UGBENCH_SECTION",
