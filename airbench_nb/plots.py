@@ -1072,3 +1072,65 @@ def perturbation_curves(frame: pd.DataFrame) -> Any:
     )
     fig.tight_layout()
     return fig
+
+
+def controls_chart(frame: pd.DataFrame) -> Any:
+    """Does the model listen? Each control's score change per model, and the audio-needed share.
+
+    Left: control − audio (points) per model and control; right: the audio-needed share (%). Bars of 95% paired
+    bootstrap intervals.
+
+    Args:
+        frame: :func:`airbench_nb.analysis.controls.controls_plot_frame` (columns ``model, measure, value, ci_low,
+            ci_high, n``).
+
+    Returns:
+        The figure, or None when empty.
+    """
+    if frame.empty:
+        return None
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(frame["model"]))
+    palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
+    differences = frame[frame["measure"] != "audio needed"]
+    needed = frame[frame["measure"] == "audio needed"]
+    controls = list(dict.fromkeys(differences["measure"]))
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(4.0 + 1.1 * len(controls) * max(1, len(models)) / 2, 3.4), width_ratios=[3, 1.3]
+    )
+    width = 0.8 / max(1, len(models))
+    for k, model in enumerate(models):
+        own = differences[differences["model"] == model].set_index("measure")
+        xs = [i - 0.4 + width * (k + 0.5) for i, c in enumerate(controls) if c in own.index]
+        rows = own.loc[[c for c in controls if c in own.index]]
+        values = rows["value"].astype(float) * 100
+        yerr = [
+            (values - rows["ci_low"].astype(float) * 100).clip(lower=0),
+            (rows["ci_high"].astype(float) * 100 - values).clip(lower=0),
+        ]
+        left.errorbar(xs, values, yerr=yerr, fmt="o", color=palette[model], label=_short(model), capsize=2.5)
+    left.axhline(0.0, color="grey", linestyle="--", linewidth=0.9)
+    left.set_xticks(range(len(controls)), controls)
+    left.set_xlabel("control (the audio silenced, replaced or left out)")
+    left.set_ylabel("score change (points)\ncontrol − audio")
+    n_low, n_high = (int(differences["n"].min()), int(differences["n"].max())) if not differences.empty else (0, 0)
+    n_text = f"{n_low}" if n_low == n_high else f"{n_low}-{n_high}"
+    left.set_title(f"Score under each control (n = {n_text} items per point)", fontsize=9)
+    if not needed.empty:
+        values = needed["value"].astype(float) * 100
+        yerr = [
+            (values - needed["ci_low"].astype(float) * 100).clip(lower=0),
+            (needed["ci_high"].astype(float) * 100 - values).clip(lower=0),
+        ]
+        right.bar(range(len(needed)), values, color=[palette[m] for m in needed["model"]], alpha=0.8)
+        right.errorbar(range(len(needed)), values, yerr=yerr, fmt="none", color="black", capsize=2.5)
+        right.set_xticks(range(len(needed)), [_short(m, 16) for m in needed["model"]], rotation=30, ha="right")
+    right.set_ylim(0, 100)
+    right.set_ylabel("items that needed the audio (%)")
+    right.set_title("Audio-needed share", fontsize=9)
+    fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.suptitle("Does the model listen? Scores under the audio-reliance controls (paired 95% bootstrap)", fontsize=10)
+    fig.tight_layout()
+    return fig

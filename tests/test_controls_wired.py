@@ -103,6 +103,11 @@ def test_the_controls_section_says_who_listens(built, analysis):
     assert [c.control for c in oracle.controls] == ["silence", "noise", "mismatched", "no_audio"]
     assert oracle.corrected.value is None and "prior is 1" in oracle.corrected_why
     assert not section.frame.empty and "audio needed" in section.frame.columns
+    figure = section.figure
+    left, right = figure.axes
+    assert [t.get_text() for t in left.get_xticklabels()] == list(CONTROLS[:4])  # every control run, in order
+    assert "n = " in left.get_title() and "points" in left.get_ylabel() and "%" in right.get_ylabel()
+    figure.savefig(analysis.folder.path / "controls-figure.png", dpi=80)
 
 
 def test_analysis_json_and_the_landing_page_show_the_controls_after_the_main_table(analysis):
@@ -118,6 +123,7 @@ def test_analysis_json_and_the_landing_page_show_the_controls_after_the_main_tab
     (folder.path / "run.json").write_text(info.model_dump_json(indent=1))
     written = analysis.write()
     assert written.controls is not None and written.controls_detail.needed_under == ["silence", "mismatched"]
+    assert any(f.endswith("score-change-under-controls.png") for f in written.files.figures)
     index, _ = write_report_page(folder.path)
     html = index.read_text()
     headings = re.findall(r"<h2>([^<]+)</h2>", html)

@@ -500,3 +500,45 @@ def controls_frame(results: Iterable[ControlsResult]) -> Any:
         rows.append(row)
     frame = pd.DataFrame(rows)
     return frame.fillna("") if not frame.empty else frame
+
+
+def controls_plot_frame(results: Iterable[ControlsResult]) -> Any:
+    """The tidy rows :func:`airbench_nb.plots.controls_chart` draws, one model's over all its tasks (or its only task).
+
+    Each control's difference and the audio-needed share, as fractions with their intervals. Columns ``model,
+    measure, value, ci_low, ci_high, n``; ``measure`` is a control's name (a difference, control - audio) or
+    ``audio needed`` (a share).
+    """
+    import pandas as pd
+
+    results = list(results)
+    rows = []
+    for model in dict.fromkeys(r.model for r in results):
+        own = [r for r in results if r.model == model]
+        overall = next((r for r in own if r.task is None), own[0] if len(own) == 1 else None)
+        if overall is None:
+            continue
+        for c in overall.controls:
+            rows.append(
+                {
+                    "model": model,
+                    "measure": c.control,
+                    "value": c.difference.value,
+                    "ci_low": c.difference.low,
+                    "ci_high": c.difference.high,
+                    "n": c.n,
+                }
+            )
+        if overall.audio_needed is not None:
+            a = overall.audio_needed
+            rows.append(
+                {
+                    "model": model,
+                    "measure": "audio needed",
+                    "value": a.value,
+                    "ci_low": a.low,
+                    "ci_high": a.high,
+                    "n": a.n,
+                }
+            )
+    return pd.DataFrame(rows, columns=["model", "measure", "value", "ci_low", "ci_high", "n"])

@@ -331,6 +331,7 @@ class RunAnalysis:
             controls_detail,
             controls_frame,
             controls_payload,
+            controls_plot_frame,
             controls_results,
             outcomes_from_frame,
         )
@@ -352,6 +353,8 @@ class RunAnalysis:
             "controls",
             controls_payload(results),
             frame=controls_frame(results),
+            figure=plots.controls_chart(controls_plot_frame(results)),
+            figure_key="controls",
             extra_data=controls_detail(self.protocol, self.reps, self.seed),
         )
 
