@@ -836,8 +836,13 @@ class RunAnalysis:
         return [*kit, *self.added_sections()]
 
     def added_sections(self) -> list[Section]:
-        """The sections benchmarks registered beyond the kit's own (what notebook 05 shows after the kit's)."""
-        return [section.compute(self) for section in SECTIONS.values() if not section.kit]
+        """The sections benchmarks registered beyond the kit's own (what notebook 05 shows after the kit's).
+
+        An optional section with nothing to show (the perturbation curves of a run built without perturbed copies) is
+        left out, as :meth:`write` leaves it out of ``analysis.json``.
+        """
+        computed = [(section, section.compute(self)) for section in SECTIONS.values() if not section.kit]
+        return [result for section, result in computed if not (section.optional and result.reason)]
 
     def write(self, out: str | Path | None = None, sections: Sequence[Section] | None = None) -> AnalysisReport:
         """Write ``analysis.json``, ``leaderboard.md``, ``tables.csv`` and ``figures/*.png``.
