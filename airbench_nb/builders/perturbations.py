@@ -24,7 +24,7 @@ original, and
 
 Each clip's random draws (the RIR) are seeded by the build seed, the perturbation and the original's uid. The
 scoring leaves every item carrying ``perturbation_of`` out of the score tables
-(:data:`airbench_nb.scoring.run.PERTURBED_WHY`): a perturbed copy is analysed beside its original, never scored as
+(:data:`airbench_nb.scoring.run.PERTURBED_KEY`): a perturbed copy is analysed beside its original, never scored as
 an item of its own. Copies of derived items (SNR-graded, rotated, controls, perturbed) are not made: they would
 count a question twice. An item whose clip cannot be perturbed (unreadable, silent, an encoder failure) is a counted
 failure, never a crash.
