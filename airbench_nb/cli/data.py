@@ -358,13 +358,13 @@ def build(
             f"{len({i.meta['control_of'] for i in made})} items ({controls.card['controls_not_eligible']} not "
             "eligible), last in foundation.jsonl and chat.jsonl"
         )
-    perturbed = report.parts["perturb"] if "perturb" in report.parts else None
-    if perturbed is not None and perturbed.card.get("perturbed_originals"):
-        made = [i for items in perturbed.items.values() for i in items]
+    perturbed = report.parts.get("perturb")
+    card = perturbed.card if perturbed is not None else {}
+    if perturbed is not None and card.get("perturbed_originals"):  # the card counts the copies and their originals
         console.print(
-            f"and {len(made)} perturbed copies ({', '.join(perturbed.card['perturbations'])}) of "
-            f"{perturbed.card['perturbed_originals']} items ({len(perturbed.failures)} failed), last in "
-            "foundation.jsonl and transcription.jsonl"
+            f"and {card['perturbed_items']} perturbed copies ({', '.join(card['perturbations'])}) of "
+            f"{card['perturbed_originals']} items ({len(perturbed.failures)} failed), last in foundation.jsonl and "
+            "transcription.jsonl"
         )
     if report.sseu.items:
         sseu = counts["sseu"]
