@@ -55,6 +55,7 @@ from airbench_nb.records import (
     KIT_CHAT_TASKS,
     KIT_FOUNDATION_TASKS,
     LETTERS,
+    PERTURBATION_OF_KEY,
     AudioStatus,
     ChatItem,
     FoundationItem,
@@ -562,7 +563,9 @@ def write_official_results(
     uids = {item.uid for item in items}
     with open(path, "w", encoding="utf-8") as handle:
         for item in items:
-            derived = "clean_uid" in item.meta or item.meta.get("rotation_of") in uids
+            derived = (
+                "clean_uid" in item.meta or item.meta.get("rotation_of") in uids or PERTURBATION_OF_KEY in item.meta
+            )
             kit = item.task in KIT_FOUNDATION_TASKS or item.task in KIT_CHAT_TASKS
             if item.uid in responses and not derived and not kit:
                 handle.write(json.dumps(official_result_row(item, responses[item.uid]), ensure_ascii=False) + "\n")

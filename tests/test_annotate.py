@@ -134,6 +134,7 @@ def test_sample_leaves_out_copies_bad_audio_and_missing_or_failed_answers(run_co
         "audio_not_ok": 1,
         "graded_copies": graded,
         "rotated_copies": rotated,
+        "perturbed_copies": 0,
         "multi_clip_or_multi_turn": 0,
         "no_response": 0,
         "error_or_empty_response": 2,

@@ -61,9 +61,9 @@ BIAS_COLUMNS: tuple[str, ...] = (
 """Columns of :func:`choice_qa_bias_frame`: those of the Foundation frame that
 :func:`~airbench_nb.analysis.position_bias.position_bias` reads, with the item, the deciding judge and the reason."""
 
-ORIGINAL_EXCLUDED_KEYS: tuple[str, ...] = ("rotation_of", "clean_uid", "control_of")
-"""``meta`` keys that mark a copy of an item (rotated, noise-graded, an audio-reliance control): such items are left
-out of the frame."""
+ORIGINAL_EXCLUDED_KEYS: tuple[str, ...] = ("rotation_of", "clean_uid", "control_of", "perturbation_of")
+"""``meta`` keys that mark a copy of an item (rotated, noise-graded, an audio-reliance control, perturbed): such items
+are left out of the frame."""
 
 
 def position_unit(kind: str) -> PositionUnit:

@@ -53,6 +53,7 @@ import numpy as np
 
 from airbench_nb.analysis_report import ControlEstimate, ControlScoreRow, ControlsDetail, ControlsRow
 from airbench_nb.builders.controls import CONTROL_KEY, CONTROL_OF_KEY, CONTROLS
+from airbench_nb.records import PERTURBATION_OF_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +175,8 @@ def outcomes_of(items: Iterable[Any], correct: Mapping[str, float | bool | None]
     """Outcomes of one model from items (originals and controls) and a correctness per item uid.
 
     Args:
-        items: Items of a manifest: originals and their controls (``meta.control_of``), others are skipped.
+        items: Items of a manifest: originals and their controls (``meta.control_of``), others (SNR-graded, rotated
+            and perturbed copies) are skipped.
         correct: Per item uid, 1/0 (True/False), a score in [0, 1], or None (not answered, ``n/a``); an item
             missing from it is not answered.
         model: The model's spec.
@@ -185,7 +187,7 @@ def outcomes_of(items: Iterable[Any], correct: Mapping[str, float | bool | None]
     out = []
     for item in items:
         meta = getattr(item, "meta", None) or {}
-        if "clean_uid" in meta or "rotation_of" in meta:
+        if "clean_uid" in meta or "rotation_of" in meta or PERTURBATION_OF_KEY in meta:
             continue
         uid = str(item.uid)
         value = correct.get(uid)

@@ -19,6 +19,9 @@ Audio-reliance controls (items whose ``meta`` names ``control_of``, :mod:`airben
 out of both frames, so that no analysis counts a question again with its audio taken away (as the score tables
 leave them out); ``foundation_frame(controls=True)`` keeps them, rows like the others, for the controls' analysis
 (:func:`airbench_nb.analysis.controls.outcomes_from_frame` reads their original and control from the items).
+Perturbed copies (``meta.perturbation_of``, :mod:`airbench_nb.builders.perturbations`) are left out the same way;
+``foundation_frame(perturbations=True)`` keeps them, their ``perturbation`` and ``parameter`` in columns of their
+own.
 
 Items whose audio is missing, empty or corrupt are left out (they are a data defect, as in scoring); responses
 are the latest per (model, uid); verdicts the latest per (model, judge, uid, order), and a verdict that judged an
@@ -42,6 +45,7 @@ from airbench_nb.judge.extract import official_extract
 from airbench_nb.manifests import read_manifest
 from airbench_nb.records import (
     LETTERS,
+    PERTURBATION_OF_KEY,
     TIERED_KINDS,
     AudioStatus,
     ChatItem,
@@ -84,6 +88,8 @@ FOUNDATION_COLUMNS: tuple[str, ...] = (
     "rotation_of",
     "rotation",
     "clips",
+    "perturbation",
+    "parameter",
 )
 """Columns of :meth:`RunData.foundation_frame`."""
 
@@ -153,7 +159,12 @@ class RunData:
         return {m: current_verdicts(self.verdicts.get(m, []), self.responses.get(m, {}))[1] for m in self.models}
 
     def foundation_frame(
-        self, protocol: str = "strict", judges: Sequence[str] | None = None, *, controls: bool = False
+        self,
+        protocol: str = "strict",
+        judges: Sequence[str] | None = None,
+        *,
+        controls: bool = False,
+        perturbations: bool = False,
     ) -> pd.DataFrame:
         """One row per (model, Foundation item) with the option chosen and whether it is right.
 
@@ -161,10 +172,12 @@ class RunData:
             protocol: ``strict`` or ``official`` (see the module docstring).
             judges: Judge specs in priority order for ``strict`` (default: ``rule`` first, then the others).
             controls: Keep the audio-reliance controls (``meta.control_of``); left out by default.
+            perturbations: Keep the perturbed copies (``meta.perturbation_of``); left out by default.
 
         Returns:
             A DataFrame with :data:`FOUNDATION_COLUMNS`. ``chosen``/``rotation`` are nullable ints, ``correct`` a
-            nullable boolean, ``snr_db`` NaN for items that are not SNR-graded.
+            nullable boolean, ``snr_db`` NaN for items that are not SNR-graded; ``perturbation`` (the curve's name,
+            ``codec:mp3``) None and ``parameter`` NaN for items that are not perturbed copies.
         """
         from airbench_nb.scoring import (
             failure_text,
@@ -182,6 +195,7 @@ class RunData:
             for i in self.items.values()
             if ChoiceAccuracy.name in i.METRICS  # what the metric scores
             and (controls or CONTROL_OF_KEY not in (i.meta or {}))
+            and (perturbations or PERTURBATION_OF_KEY not in (i.meta or {}))
         ]
         uids = {i.uid for i in items}
         rows: list[dict[str, Any]] = []
@@ -241,6 +255,8 @@ class RunData:
                         "rotation_of": meta.get("rotation_of"),
                         "rotation": meta.get("rotation"),
                         "clips": len(item.clips),
+                        "perturbation": meta.get("perturbation") if PERTURBATION_OF_KEY in meta else None,
+                        "parameter": _float(meta.get("parameter")) if PERTURBATION_OF_KEY in meta else math.nan,
                     }
                 )
         frame = pd.DataFrame(rows, columns=list(FOUNDATION_COLUMNS))
@@ -249,6 +265,7 @@ class RunData:
         frame["correct"] = frame["correct"].astype("boolean")
         frame["failed"] = frame["failed"].astype(bool)
         frame["snr_db"] = frame["snr_db"].astype(float)
+        frame["parameter"] = frame["parameter"].astype(float)
         return frame
 
     def chat_frame(self, protocol: str = "strict") -> pd.DataFrame:
@@ -267,8 +284,12 @@ class RunData:
         if protocol not in ("strict", "official"):
             raise ValueError(f"unknown protocol {protocol!r}: use 'strict' or 'official'")
         parse = official_chat if protocol == "official" else strict_chat
-        items = {  # what the metric scores, the controls left out
-            u: i for u, i in self.items.items() if JudgeScore.name in i.METRICS and CONTROL_OF_KEY not in (i.meta or {})
+        items = {  # what the metric scores, the controls and perturbed copies left out
+            u: i
+            for u, i in self.items.items()
+            if JudgeScore.name in i.METRICS
+            and CONTROL_OF_KEY not in (i.meta or {})
+            and PERTURBATION_OF_KEY not in (i.meta or {})
         }
         rows: list[dict[str, Any]] = []
         for model in self.models:

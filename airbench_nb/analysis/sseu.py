@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from airbench_nb.analysis_report import CurvePoint, SseuCleanup, SseuDetail, SseuScores
-from airbench_nb.records import Response
+from airbench_nb.records import Response, is_perturbed
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.reference import MODES, ReferenceOutcome, read_part
 
@@ -476,15 +476,19 @@ class SseuAnalysis:
 
 
 def outcomes_by_model(
-    items: Iterable[Any], responses: Mapping[str, Mapping[str, Response]]
+    items: Iterable[Any], responses: Mapping[str, Mapping[str, Response]], *, perturbations: bool = False
 ) -> dict[str, list[ReferenceOutcome]]:
     """Every part of every reference-scored item, read from each model's latest responses.
 
     Args:
         items: Items of any kind (only the reference-scored ones are read).
         responses: ``{model: {uid: latest response}}``.
+        perturbations: Keep the perturbed copies (``meta.perturbation_of``,
+            :mod:`airbench_nb.builders.perturbations`); left out by default, as the score tables leave them out.
     """
-    reference = [i for i in items if i.kind in PARTS_OF_KIND]  # the SSEU kinds (UG-Bench kinds: analysis.ugtasks)
+    reference = [  # the SSEU kinds (UG-Bench kinds: analysis.ugtasks)
+        i for i in items if i.kind in PARTS_OF_KIND and (perturbations or not is_perturbed(i))
+    ]
     return {
         model: [read_part(item, by_uid.get(item.uid), part) for item in reference for part in PARTS_OF_KIND[item.kind]]
         for model, by_uid in responses.items()

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from airbench_nb.analysis_report import Captioning, SpeechOutput, Translation
-from airbench_nb.records import Response, Verdict
+from airbench_nb.records import Response, Verdict, is_perturbed
 
 logger = logging.getLogger(__name__)
 
@@ -232,6 +232,7 @@ def ug_tasks(
     embedder: str | None = None,
     reps: int = 1000,
     seed: int = 0,
+    perturbations: bool = False,
 ) -> UgTasks:
     """Summaries of the run's translation, caption and speech-generation items, per model that answered some.
 
@@ -243,6 +244,8 @@ def ug_tasks(
         embedder: Embedding backend of the caption similarity (None: the offline MiniLM).
         reps: Bootstrap replicates of the intervals.
         seed: Seed of the bootstraps.
+        perturbations: Keep the perturbed copies (``meta.perturbation_of``); left out by default, as the score
+            tables leave them out.
     """
     from airbench_nb.scoring.captioning import CiderD, caption_summary
     from airbench_nb.scoring.outcomes import asked_items
@@ -251,7 +254,7 @@ def ug_tasks(
 
     def scored_by(metric: str) -> list[Any]:
         # the items that name the family's metric (what the score tables score with it)
-        return [i for i in items if metric in getattr(i, "METRICS", ())]
+        return [i for i in items if metric in getattr(i, "METRICS", ()) and (perturbations or not is_perturbed(i))]
 
     translation = scored_by(Bleu.name)
     captions = scored_by(CiderD.name)

@@ -205,7 +205,7 @@ def draw_sample(
     """
     from airbench_nb.analysis.data import load_run
     from airbench_nb.manifests import data_root
-    from airbench_nb.records import AudioStatus
+    from airbench_nb.records import AudioStatus, is_perturbed
 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -222,6 +222,7 @@ def draw_sample(
         "audio_not_ok": 0,
         "graded_copies": 0,
         "rotated_copies": 0,
+        "perturbed_copies": 0,
         "multi_clip_or_multi_turn": 0,
         "no_response": 0,
         "error_or_empty_response": 0,
@@ -237,6 +238,8 @@ def draw_sample(
             excluded["graded_copies"] += 1
         elif (item.meta or {}).get("rotation_of"):
             excluded["rotated_copies"] += 1
+        elif is_perturbed(item):
+            excluded["perturbed_copies"] += 1
         elif item.multi_clip or item.multi_turn:
             # the kit's own items about several clips or turns: the tool shows one clip and one answer per pair
             excluded["multi_clip_or_multi_turn"] += 1

@@ -1,7 +1,8 @@
 """AIR-Bench (Yang et al., ACL 2024), declared as a :class:`~airbench_nb.benchmarks.base.Benchmark`.
 
 Foundation single-choice items and open-ended Chat items, with the kit's own multi-clip and multi-turn tasks,
-SNR-graded copies, circular rotations and audio-reliance controls (off by default).
+SNR-graded copies, circular rotations, audio-reliance controls and perturbed copies (both off by default; the
+``perturb`` part also perturbs SSEU-Bench's clean transcription items).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ AIRBENCH = register_benchmark(
         name="airbench",
         title="AIR-Bench",
         item_kinds=(FoundationItem, ChatItem),
-        parts=("airbench", "snr", "circular", "controls"),
+        parts=("airbench", "snr", "circular", "controls", "perturb"),
         metrics=("choice_accuracy", "judge_score"),
         analysis_sections=(
             "tables",

@@ -24,7 +24,11 @@ the audio under ``out/audio/``. What varies (texts, voices, pools, phrasings, si
   ``sound_source_open.jsonl`` (task ``sound_source``);
 - ``controls`` (:mod:`airbench_nb.builders.controls`): with ``controls_items_per_task`` (0, none, by default), the
   audio-reliance controls (``controls``: silence, noise, mismatched, no_audio, description) of the first N Foundation
-  and Chat items of each task, last in ``foundation.jsonl`` and ``chat.jsonl``.
+  and Chat items of each task, last in ``foundation.jsonl`` and ``chat.jsonl``;
+- ``perturb`` (:mod:`airbench_nb.builders.perturbations`): with ``perturbations`` and ``perturb_items_per_task``
+  (none and 0 by default), perturbed copies (codec, reverberation, speed, pitch, clipping, loudness) of the first N
+  Foundation items and clean SSEU transcription items of each task, last in ``foundation.jsonl`` and
+  ``transcription.jsonl``.
 
 Every part's task names may be given in ``tasks``. A part registered later with
 :func:`~airbench_nb.builders.parts.register_part` is built the same way; its options come from the preset or
@@ -53,6 +57,7 @@ from airbench_nb.builders.airbench import (
 from airbench_nb.builders.controls import ControlsPart
 from airbench_nb.builders.core import RECIPE_DIR, RecipeError, load_recipes
 from airbench_nb.builders.parts import PARTS, BuildContext, BuilderPart, PartResult, register_part
+from airbench_nb.builders.perturbations import PerturbPart
 from airbench_nb.builders.snr import SnrPart
 from airbench_nb.builders.sseu import SseuBuild, SseuPart
 from airbench_nb.builders.tiered import TieredBuild, TieredPart
@@ -70,9 +75,11 @@ BUILTIN_PARTS: tuple[BuilderPart, ...] = (
     UgbenchPart(),
     TieredPart(),
     ControlsPart(),
+    PerturbPart(),
 )
 """The kit's builder parts, registered in this order when the module is imported: AIR-Bench's three, then
-SSEU-Bench's, UG-Bench's and the tiered benchmark's, then AIR-Bench's audio-reliance controls (off by default)."""
+SSEU-Bench's, UG-Bench's and the tiered benchmark's, then AIR-Bench's audio-reliance controls and the perturbed
+copies (both off by default)."""
 
 for _part in BUILTIN_PARTS:
     register_part(_part)

@@ -67,7 +67,7 @@ class CacheEntryError(ValueError):
 
 
 _PACKAGE = Path(__file__).resolve().parents[1]
-CODE_PATHS: tuple[str, ...] = ("builders", "synth", "mix.py", "audio.py", "records", "manifests.py")
+CODE_PATHS: tuple[str, ...] = ("builders", "synth", "perturb", "mix.py", "audio.py", "records", "manifests.py")
 """Package paths (files or folders of ``.py`` files) whose source is part of the key."""
 
 

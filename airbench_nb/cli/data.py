@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -323,8 +323,11 @@ def build(
     rows = [{"kind": "foundation", "task": t, "items": n} for t, n in counts["foundation"].items()]
     rows += [{"kind": "foundation, SNR-graded", "task": t, "items": n} for t, n in counts["graded"].items()]
     rows += [{"kind": "chat", "task": t, "items": n} for t, n in counts["chat"].items()]
-    others = {kind: items for part in report.parts.values() for kind, items in part.items.items()}
-    others = {k: v for k, v in others.items() if k not in ("foundation", "chat")}  # reference, tiered, plugins' kinds
+    others: dict[str, list[Any]] = {}  # reference, tiered, plugins' kinds (perturbed copies: their own line below)
+    for name, part in report.parts.items():
+        for kind, items in part.items.items():
+            if kind not in ("foundation", "chat") and name != "perturb":
+                others.setdefault(kind, []).extend(items)
     rows += [
         {"kind": kind, "task": task, "items": n}
         for kind, items in others.items()
@@ -354,6 +357,14 @@ def build(
             f"and {len(made)} audio-reliance controls ({', '.join(controls.card['controls'])}) of "
             f"{len({i.meta['control_of'] for i in made})} items ({controls.card['controls_not_eligible']} not "
             "eligible), last in foundation.jsonl and chat.jsonl"
+        )
+    perturbed = report.parts.get("perturb")
+    card = perturbed.card if perturbed is not None else {}
+    if perturbed is not None and card.get("perturbed_originals"):  # the card counts the copies and their originals
+        console.print(
+            f"and {card['perturbed_items']} perturbed copies ({', '.join(card['perturbations'])}) of "
+            f"{card['perturbed_originals']} items ({len(perturbed.failures)} failed), last in foundation.jsonl and "
+            "transcription.jsonl"
         )
     if report.sseu.items:
         sseu = counts["sseu"]

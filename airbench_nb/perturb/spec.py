@@ -28,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from airbench_nb.records.controls import PERTURBATION_OF_KEY
+
 Family = Literal["codec", "reverb", "speed", "pitch", "clipping", "loudness"]
 """Families of perturbation."""
 Codec = Literal["mp3", "opus"]
@@ -63,7 +65,7 @@ PARAMETER_UNITS: dict[str, str] = {
 }
 """Unit of each family's parameter."""
 
-PERTURBATION_META_KEYS = ("perturbation_of", "perturbation", "parameter", "measured")
+PERTURBATION_META_KEYS = (PERTURBATION_OF_KEY, "perturbation", "parameter", "measured")
 """Keys a perturbed item adds to its clean item's meta: the clean uid, the curve name (:attr:`Perturbation.name`),
 the requested parameter and the measured record (a clean meta holding one of them cannot be perturbed)."""
 PERTURBATION_SEPARATOR = "@p-"

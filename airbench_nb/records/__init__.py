@@ -15,8 +15,8 @@ The package holds one module per kind of record; every public name is re-exporte
   paths, direction controls).
 - :mod:`~airbench_nb.records.tasks`: task names and categories, option letters, the names of the item kinds.
 - :mod:`~airbench_nb.records.mix`: :class:`MixMeta`.
-- :mod:`~airbench_nb.records.controls`: the ``meta`` keys marking an audio-reliance control, and what prompts read
-  from them (:func:`prompt_without_audio`, :func:`with_description`).
+- :mod:`~airbench_nb.records.controls`: the ``meta`` keys marking an audio-reliance control (and a perturbed copy,
+  :func:`is_perturbed`), and what prompts read from them (:func:`prompt_without_audio`, :func:`with_description`).
 - :mod:`~airbench_nb.records.item`: the bases of the item kinds (:class:`ItemBase`, :class:`SingleChoiceItem`,
   :class:`ReferenceItemBase`).
 - one module per benchmark's item kinds: :mod:`~airbench_nb.records.airbench` (Foundation, Chat),
@@ -87,11 +87,13 @@ from airbench_nb.records.controls import (
     CONTROL_TEXT_KEY,
     CONTROLS,
     DESCRIPTION_LEAD,
+    PERTURBATION_OF_KEY,
     WITHOUT_AUDIO_KEY,
     control_question,
     control_text,
     control_uid,
     is_control,
+    is_perturbed,
     prompt_without_audio,
     with_description,
 )
@@ -184,8 +186,10 @@ __all__ = [
     "CONTROL_TEXT_KEY",
     "WITHOUT_AUDIO_KEY",
     "DESCRIPTION_LEAD",
+    "PERTURBATION_OF_KEY",
     "control_uid",
     "is_control",
+    "is_perturbed",
     "prompt_without_audio",
     "control_text",
     "control_question",

@@ -5,6 +5,10 @@ replaced or described. Its marks live in the item's ``meta`` so that every layer
 the prompts (a ``description`` control's text goes before the question), the models (a ``no_audio`` prompt goes
 without audio, or is ``n/a`` for a backend that cannot prompt text alone), the scoring (controls are left out of the
 score tables) and the analysis.
+
+A perturbed copy (:mod:`airbench_nb.builders.perturbations`: the same question asked of a codec-coded,
+reverberated, ... copy of the audio) is marked here too, by :data:`PERTURBATION_OF_KEY`, so that the scoring and the
+analysis leave it out of the score tables the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ CONTROL_TEXT_KEY = "control_text"
 """Item ``meta`` key of the text given in place of the audio (the ``description`` control)."""
 WITHOUT_AUDIO_KEY = "control_without_audio"
 """Item ``meta`` key: true when the prompt goes without audio (``no_audio`` and ``description``)."""
+PERTURBATION_OF_KEY = "perturbation_of"
+"""Item ``meta`` key naming the uid of the item a perturbed copy was made of (its presence marks a perturbed copy;
+the first of :data:`airbench_nb.perturb.spec.PERTURBATION_META_KEYS`)."""
 DESCRIPTION_LEAD = "Description of the audio: "
 """What :func:`control_question` puts before a description."""
 
@@ -37,6 +44,11 @@ def control_uid(uid: str, name: str) -> str:
 def is_control(item: Any) -> bool:
     """Whether an item is a control (its meta names ``control_of``)."""
     return CONTROL_OF_KEY in _meta(item)
+
+
+def is_perturbed(item: Any) -> bool:
+    """Whether an item is a perturbed copy (its meta names ``perturbation_of``)."""
+    return PERTURBATION_OF_KEY in _meta(item)
 
 
 def prompt_without_audio(item: Any) -> bool:

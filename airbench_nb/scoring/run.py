@@ -11,7 +11,15 @@ from typing import Any
 from airbench_nb.builders.controls import CONTROL_OF_KEY
 from airbench_nb.judge.registry import scores_only
 from airbench_nb.manifests import DATA_DEFECT_TEXT
-from airbench_nb.records import REFERENCE_KINDS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.records import (
+    PERTURBATION_OF_KEY,
+    REFERENCE_KINDS,
+    AudioStatus,
+    ChatItem,
+    FoundationItem,
+    Response,
+    Verdict,
+)
 from airbench_nb.score_table import ProtocolScores, RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _log_summary, _protocols
 from airbench_nb.scoring.metrics import Metric, as_metric, metrics_of, optional_metrics
@@ -47,6 +55,11 @@ ROTATED_WHY = (
 CONTROL_KEY = CONTROL_OF_KEY
 """Item ``meta`` key that marks an audio-reliance control (:mod:`airbench_nb.builders.controls`): left out of the
 tables (analysed beside its original by :mod:`airbench_nb.analysis.controls`)."""
+
+PERTURBED_KEY = PERTURBATION_OF_KEY
+"""Item ``meta`` key that marks a perturbed copy (:mod:`airbench_nb.builders.perturbations`: a codec, reverberation,
+... of another item's audio): left out of the tables (analysed beside its original, as a curve over the
+perturbation's parameter)."""
 
 
 def _pick_model(responses: Sequence[Response], model: str | None) -> str | None:
@@ -169,7 +182,8 @@ def score_run(
     # every table reports how many there were.
     # Noise-graded copies of clean items (meta.clean_uid, meta.snr_db) are analysed as SNR curves; in the tables
     # they would count one clean question several times. Circular-evaluation copies (meta.rotation_of) of items that
-    # are scored here are left out for the same reason; a manifest of rotations alone is scored as it is.
+    # are scored here are left out for the same reason; a manifest of rotations alone is scored as it is. Controls
+    # (meta.control_of) and perturbed copies (meta.perturbation_of) are analysed beside their originals.
     if root is not None:
         items = audio_as_is(items, root)
     uids = {i.uid for i in items}
@@ -178,7 +192,10 @@ def score_run(
     ungraded = [
         i
         for i in items
-        if GRADED_KEY not in i.meta and CONTROL_KEY not in i.meta and i.meta.get(ROTATED_KEY) not in uids
+        if GRADED_KEY not in i.meta
+        and CONTROL_KEY not in i.meta
+        and PERTURBED_KEY not in i.meta
+        and i.meta.get(ROTATED_KEY) not in uids
     ]
     # The runner checks the audio as it is when it asks the model: an item it answered with a data defect
     # ("audio missing: ...") is unusable for this model even when the manifest says nothing about its audio.

@@ -16,7 +16,7 @@ import pandas as pd
 from airbench_nb.analysis.compare.common import SEPARATOR
 from airbench_nb.analysis.data import RunData
 from airbench_nb.builders.controls import CONTROL_OF_KEY
-from airbench_nb.records import ChatItem, FoundationItem, ItemBase, SingleChoiceItem
+from airbench_nb.records import PERTURBATION_OF_KEY, ChatItem, FoundationItem, ItemBase, SingleChoiceItem
 
 logger = logging.getLogger(__name__)
 
@@ -31,12 +31,15 @@ def parse_source(text: str | Path) -> tuple[Path, str | None]:
 
 
 def _kept_items(run: RunData) -> dict[str, FoundationItem | ChatItem]:
-    """Usable items of ``run`` the score tables count: no SNR-graded copies, rotations of present items, controls."""
+    """Usable items of ``run`` the score tables count: no graded, rotated, control or perturbed copies."""
     uids = {i.uid for i in run.all_items} or set(run.items)
     return {
         uid: item
         for uid, item in run.items.items()
-        if "clean_uid" not in item.meta and item.meta.get("rotation_of") not in uids and CONTROL_OF_KEY not in item.meta
+        if "clean_uid" not in item.meta
+        and item.meta.get("rotation_of") not in uids
+        and CONTROL_OF_KEY not in item.meta
+        and PERTURBATION_OF_KEY not in item.meta
     }
 
 
