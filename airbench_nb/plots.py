@@ -1032,11 +1032,13 @@ def perturbation_curves(frame: pd.DataFrame) -> Any:
             for model, sub in part.groupby("model", sort=False):
                 sub = sub.sort_values("parameter")
                 color = palette[model]
+                k = models.index(model)  # a marker of its own, larger for earlier models: equal values stay visible
                 ax.plot(
                     sub["parameter"],
                     sub["difference"] * 100,
-                    marker="o",
-                    markersize=3.5,
+                    marker="osD^v<>"[k % 7],
+                    markersize=max(3.0, 8.0 - 1.5 * k),
+                    fillstyle="full" if k == 0 else "none",
                     color=color,
                     label=_short(model),
                 )

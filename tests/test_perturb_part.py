@@ -186,3 +186,66 @@ def test_airbench_nb_build_turns_them_on_with_its_generic_option(tmp_path):
     assert sorted(i.meta["perturbation"] for i in made) == ["codec:mp3", "codec:mp3", "reverb", "reverb"]
     bad = CliRunner().invoke(app, [*args[:7], "--option", "perturbations=reverb:9"])
     assert bad.exit_code != 0 and "outside" in bad.output
+
+
+@pytest.fixture(scope="module")
+def analysed(built):
+    """The built run answered by the oracle, DSP and text-prior baselines, judged by the rule judge, analysed."""
+    from airbench_nb.analysis.report import RunAnalysis
+    from airbench_nb.judge.run import judge_run_folder
+
+    folder, _ = built
+    infer_run_folder(
+        folder, ["baseline:oracle", "baseline:dsp", "baseline:text-prior"], kinds=["foundation", "transcription"]
+    )
+    judge_run_folder(folder, ["rule"], kinds=["foundation"])
+    return RunAnalysis(folder.path, reps=200)
+
+
+def test_the_perturbations_section_pairs_each_copy_with_its_original(built, analysed):
+    from airbench_nb.analysis.perturbations import PerturbationsPayload, perturbations_section
+
+    section = perturbations_section(analysed)
+    assert section.reason is None and section.figure is not None
+    payload = PerturbationsPayload.model_validate(section.data)
+    oracle = payload.models["baseline:oracle"]
+    assert {(r.metric, r.curve, r.parameter) for r in oracle} == {
+        ("accuracy", "codec:mp3", 24.0),
+        ("accuracy", "reverb", 0.6),
+        ("wer", "codec:mp3", 24.0),
+        ("wer", "reverb", 0.6),
+    }
+    for row in oracle:  # right on every item, original or perturbed: nothing moves
+        assert row.n == 2 and row.difference == 0 and row.ci == [0, 0]
+        assert row.clean == row.perturbed == (1 if row.metric == "accuracy" else 0)
+    codec = next(r for r in oracle if r.curve == "codec:mp3" and r.metric == "wer")
+    assert codec.unit == "kbit/s" and 19 < codec.measured < 29  # the bitrate read from the written files
+    prior = payload.models["baseline:text-prior"]
+    assert {r.metric for r in prior} == {"accuracy", "wer"} and all(r.difference == 0 for r in prior)  # text only
+    assert {r.curve for r in payload.models["baseline:dsp"] if r.metric == "accuracy"} == {"codec:mp3", "reverb"}
+    assert payload.protocol == analysed.protocol and payload.reps == 200
+
+
+def test_analysis_json_the_figure_and_the_page_show_the_curves(built, analysed):
+    import re
+    from datetime import UTC, datetime
+
+    from airbench_nb.records import RunInfo
+    from airbench_nb.report_page import write_report_page
+
+    folder, _ = built
+    now = datetime.now(UTC)
+    info = RunInfo(run_id="perturbed", started=now, ended=now, status="ok", notebooks=[], git_commit="abc123")
+    (folder.path / "run.json").write_text(info.model_dump_json(indent=1))
+    written = analysed.write()
+    assert "perturbations" in (written.model_extra or {})
+    assert any(f.endswith("score-change-under-perturbations.png") for f in written.files.figures)
+    added = {s.name: s for s in analysed.added_sections()}
+    assert added["perturbations"].reason is None and added["mmau"].reason  # not optional: shown with its reason
+    index, _ = write_report_page(folder.path)
+    html = index.read_text()
+    headings = re.findall(r"<h2>([^<]+)</h2>", html)
+    assert "Perturbations" in headings and headings.index("Perturbations") > headings.index("Main table")
+    section = html.split("<h2>Perturbations</h2>")[1].split("<h2>")[0]
+    assert "<th>codec:mp3 24 kbit/s</th>" in section and "<th>reverb 0.6 s RT60</th>" in section
+    assert "<td>baseline:oracle</td>" in section and "<td>0.0 [0.0, 0.0]</td>" in section

@@ -49,14 +49,13 @@ import pandas as pd
 from airbench_nb.analysis.registry import register_analysis_section
 from airbench_nb.analysis.section import Section
 from airbench_nb.analysis_report import Interval, Number, Payload
+from airbench_nb.records import PERTURBATION_OF_KEY
 
 if TYPE_CHECKING:
     from airbench_nb.analysis.report import RunAnalysis
 
 logger = logging.getLogger(__name__)
 
-PERTURBATION_OF_KEY = "perturbation_of"
-"""Item ``meta`` key naming the original of a perturbed copy."""
 METRICS: dict[str, bool] = {"accuracy": True, "wer": False}
 """The metrics a point can be of, and whether higher is better."""
 DEFAULT_REPS = 2000
