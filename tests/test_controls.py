@@ -439,3 +439,39 @@ def test_a_chat_model_is_asked_the_controls_without_audio_as_text_alone(built):
         else:
             assert text == item_prompts(original)[0]
         assert answers[item.uid].split(": ", 1)[1] == text
+
+
+def test_chat_outcomes_are_judge_scores_per_judge_and_never_count_an_unasked_control(built):
+    import pandas as pd
+
+    from airbench_nb.analysis.controls import CHAT_SCALE, chat_label, chat_outcomes
+
+    _, originals, made = built
+    chat = [i for i in originals if i.kind == "chat"][:1]
+    controls = [i for i in made.items if i.meta.get(CONTROL_OF_KEY) == chat[0].uid]
+    items = {i.uid: i for i in [*chat, *controls]}
+    silence = next(i.uid for i in controls if i.meta[CONTROL_KEY] == "silence")
+    no_audio = next(i.uid for i in controls if i.meta[CONTROL_KEY] == "no_audio")
+    rows = []
+    for judge in ("proxy", "openai:judge"):
+        rows += [
+            {"model": "m", "judge": judge, "uid": chat[0].uid, "score_model": 8.0},  # both orders: mean 7
+            {"model": "m", "judge": judge, "uid": chat[0].uid, "score_model": 6.0},
+            {"model": "m", "judge": judge, "uid": silence, "score_model": 2.0},
+            {"model": "m", "judge": judge, "uid": silence, "score_model": float("nan")},  # unread: 0 under strict
+            {"model": "m", "judge": judge, "uid": no_audio, "score_model": float("nan")},  # no response: not asked
+        ]
+    frame = pd.DataFrame(rows)
+    answered = {"m": [chat[0].uid, silence]}
+    strict = chat_outcomes(frame, items, answered, "strict")
+    by = {(o.model, o.control): o.correct for o in strict}
+    label = chat_label("m", "proxy")
+    assert label == "m (Chat, judged by proxy)" and CHAT_SCALE == 10
+    assert by[(label, None)] == pytest.approx(0.7) and by[(label, "silence")] == pytest.approx(0.1)
+    assert by[(label, "no_audio")] is None  # listed, not answered: n/a in the results, never a failure
+    assert (chat_label("m", "openai:judge"), None) in by
+    official = {(o.model, o.control): o.correct for o in chat_outcomes(frame, items, answered, "official")}
+    assert official[(label, "silence")] == pytest.approx(0.2)
+    (result,) = [r for r in controls_results(strict, reps=50) if r.model == label]
+    assert [c.control for c in result.controls] == ["silence"] and "no_audio" in result.not_answered
+    assert result.controls[0].difference.value == pytest.approx(-0.6)

@@ -245,6 +245,58 @@ def not_answered_why(control: str) -> str:
     return "no answer: the control was not run for this model (or every answer failed)"
 
 
+CHAT_SCALE = 10.0
+"""A Chat answer's judge score (1-10) is divided by this to be an outcome in [0, 1] (right at 5 and over)."""
+
+
+def chat_label(model: str, judge: str) -> str:
+    """What the controls' results call a model's Chat answers as one judge scored them."""
+    return f"{model} (Chat, judged by {judge})"
+
+
+def chat_outcomes(
+    frame: Any, items: Mapping[str, Any], answered: Mapping[str, Iterable[str]], protocol: str = "strict"
+) -> list[ControlOutcome]:
+    """Outcomes of the Chat items and their controls from notebook 05's Chat frame, one set per model and judge.
+
+    Each item's outcome is the model's judge score over both orders and every turn, divided by :data:`CHAT_SCALE`
+    (in [0, 1]; an answer scored 5 or more is "right" for the audio-needed share). Under ``strict`` a score that
+    could not be read counts 0; under ``official`` it is left out (None when nothing is left). An item the model has
+    no response to (a backend not asked ``no_audio``) is not answered. The results are keyed by
+    :func:`chat_label` (``<model> (Chat, judged by <judge>)``): judge scores are never pooled with accuracies.
+
+    Args:
+        frame: The Chat frame with its controls (``RunData.chat_frame(protocol, controls=True)``: ``model``,
+            ``judge``, ``uid``, ``score_model``).
+        items: The run's items by uid.
+        answered: Per model, the uids it has a response to.
+        protocol: ``strict`` or ``official``.
+
+    Raises:
+        ValueError: When a column is missing (naming it).
+    """
+    missing = [c for c in ("model", "judge", "uid", "score_model") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"chat_outcomes: the frame has no column {', '.join(missing)}")
+    out: list[ControlOutcome] = []
+    for (model, judge), rows in frame.groupby(["model", "judge"], sort=True):
+        got = set(answered.get(str(model), ()))
+        values: dict[str, float | None] = {}
+        for uid, sub in rows.groupby("uid", sort=True):
+            if str(uid) not in got or str(uid) not in items:
+                continue
+            scores = sub["score_model"].astype(float)
+            scores = scores.fillna(0.0) if protocol == "strict" else scores.dropna()
+            values[str(uid)] = None if scores.empty else min(1.0, max(0.0, float(scores.mean()) / CHAT_SCALE))
+        unasked = [
+            i
+            for u, i in items.items()
+            if u not in values and (getattr(i, "meta", None) or {}).get(CONTROL_OF_KEY) in values
+        ]
+        out += outcomes_of([*(items[u] for u in values), *unasked], values, chat_label(str(model), str(judge)))
+    return out
+
+
 def _tables(outcomes: Iterable[ControlOutcome]) -> dict[tuple[str, str], _Table]:
     cells: dict[tuple[str, str], dict[str, dict[str | None, float | None]]] = {}
     for o in outcomes:
@@ -418,7 +470,8 @@ def controls_results(
 
 SCOPE = (
     "Foundation items with their audio-reliance controls (meta.control_of) and the controls, read as the section's "
-    "protocol reads them; SNR-graded and rotated copies left out; Chat controls (judge scores) not analysed"
+    "protocol reads them; Chat items and their controls per judge, the judge score over both orders and every turn "
+    "divided by 10 (rows '<model> (Chat, judged by <judge>)'); SNR-graded, rotated and perturbed copies left out"
 )
 """Which items the ``controls`` section of ``analysis.json`` reads."""
 

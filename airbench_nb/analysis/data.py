@@ -268,12 +268,13 @@ class RunData:
         frame["parameter"] = frame["parameter"].astype(float)
         return frame
 
-    def chat_frame(self, protocol: str = "strict") -> pd.DataFrame:
+    def chat_frame(self, protocol: str = "strict", *, controls: bool = False) -> pd.DataFrame:
         """One row per (model, judge, Chat item, order), and turn for multi-turn items, with both answers' scores.
 
         Args:
             protocol: ``strict`` (the verdict's parsed scores) or ``official`` (the official parser of the raw
                 reply; scores-only judges such as ``proxy`` keep their scores).
+            controls: Keep the audio-reliance controls (``meta.control_of``); left out by default.
 
         Returns:
             A DataFrame with :data:`CHAT_COLUMNS`; ``score_*`` are NaN and ``failed`` True where no score was read.
@@ -288,7 +289,7 @@ class RunData:
             u: i
             for u, i in self.items.items()
             if JudgeScore.name in i.METRICS
-            and CONTROL_OF_KEY not in (i.meta or {})
+            and (controls or CONTROL_OF_KEY not in (i.meta or {}))
             and PERTURBATION_OF_KEY not in (i.meta or {})
         }
         rows: list[dict[str, Any]] = []

@@ -320,7 +320,10 @@ class RunAnalysis:
         )
 
     def controls(self) -> Section:
-        """Does the model listen? Each Foundation item with the audio against its audio-reliance controls.
+        """Does the model listen? Each Foundation and Chat item with the audio against its audio-reliance controls.
+
+        Chat items are scored by each judge (:func:`~airbench_nb.analysis.controls.chat_outcomes`: the judge score
+        divided by 10), in rows of their own per judge, never pooled with the Foundation accuracies.
 
         Per model and task (and over all its tasks): the score under each control against the score with the audio
         (paired bootstrap intervals), the audio-needed share, the text-prior score and the score corrected for it
@@ -328,6 +331,7 @@ class RunAnalysis:
         the reason, when the run holds no control (the section is then left out of ``analysis.json``).
         """
         from airbench_nb.analysis.controls import (
+            chat_outcomes,
             controls_detail,
             controls_frame,
             controls_payload,
@@ -346,6 +350,10 @@ class RunAnalysis:
             )
         frame = self.run.foundation_frame(self.protocol, controls=True)
         outcomes = outcomes_from_frame(frame, self.run.items) if not frame.empty else []
+        chat = self.run.chat_frame(self.protocol, controls=True)
+        if not chat.empty:  # judge scores, one set per judge (never pooled with the accuracies)
+            answered = {model: list(by_uid) for model, by_uid in self.run.responses.items()}
+            outcomes += chat_outcomes(chat, self.run.items, answered, self.protocol)
         results = [r for r in controls_results(outcomes, reps=self.reps, seed=self.seed) if r.controls]
         if not results:
             return Section("controls", {}, reason="no model answered a Foundation item and one of its controls")

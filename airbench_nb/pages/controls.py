@@ -20,13 +20,13 @@ NOT_ANSWERED = "n/a"
 """A control cell of a model that answered none of the control's items (the reason is in a note under the table)."""
 
 TEMPLATE = """\
-<p class="meta">Does the model listen? Each Foundation item asked again with its audio taken away or replaced
-(silence, noise of the same loudness, another item's audio, no audio, a description in words), over all of a model's
-tasks, in % with 95% bootstrap intervals ({{ protocol }} protocol). <b>control − audio</b>: the paired difference
-(points); <b>audio needed</b>: items right with the audio and wrong under {{ needed_under }}; <b>text prior</b>: the
-best score under the controls that tell nothing of the audio; <b>corrected</b>: (score − prior) / (1 − prior), a
-dash when the prior is 100. Per task in <code>analysis/analysis.json</code> (<code>controls</code>) and notebook
-05.</p>
+<p class="meta">Does the model listen? Each Foundation (and Chat, per judge: score / 10) item asked again with its
+audio taken away or replaced (silence, noise of the same loudness, another item's audio, no audio, a description in
+words), over all of a model's tasks, in % with 95% bootstrap intervals ({{ protocol }} protocol). <b>control −
+audio</b>: the paired difference (points); <b>audio needed</b>: items right with the audio and wrong under {{
+needed_under }}; <b>text prior</b>: the best score under the controls that tell nothing of the audio;
+<b>corrected</b>: (score − prior) / (1 − prior), a dash when the prior is 100. Per task in
+<code>analysis/analysis.json</code> (<code>controls</code>) and notebook 05.</p>
 <div class="wide">{{ table | safe }}</div>
 {% for model, why in not_answered %}<p class="meta"><b>n/a</b> ({{ model }}): {{ why }}</p>
 {% endfor %}"""
