@@ -1100,7 +1100,7 @@ def controls_chart(frame: pd.DataFrame) -> Any:
     needed = frame[frame["measure"] == "audio needed"]
     controls = list(dict.fromkeys(differences["measure"]))
     fig, (left, right) = plt.subplots(
-        1, 2, figsize=(4.0 + 1.1 * len(controls) * max(1, len(models)) / 2, 3.4), width_ratios=[3, 1.3]
+        1, 2, figsize=(min(13.0, 5.0 + 0.3 * len(controls) * len(models)), 3.8), width_ratios=[3, 1.3]
     )
     width = 0.8 / max(1, len(models))
     for k, model in enumerate(models):
@@ -1112,7 +1112,7 @@ def controls_chart(frame: pd.DataFrame) -> Any:
             (values - rows["ci_low"].astype(float) * 100).clip(lower=0),
             (rows["ci_high"].astype(float) * 100 - values).clip(lower=0),
         ]
-        left.errorbar(xs, values, yerr=yerr, fmt="o", color=palette[model], label=_short(model), capsize=2.5)
+        left.errorbar(xs, values, yerr=yerr, fmt="o", color=palette[model], label=_short(model, 44), capsize=2.5)
     left.axhline(0.0, color="grey", linestyle="--", linewidth=0.9)
     left.set_xticks(range(len(controls)), controls)
     left.set_xlabel("control (the audio silenced, replaced or left out)")
@@ -1128,7 +1128,7 @@ def controls_chart(frame: pd.DataFrame) -> Any:
         ]
         right.bar(range(len(needed)), values, color=[palette[m] for m in needed["model"]], alpha=0.8)
         right.errorbar(range(len(needed)), values, yerr=yerr, fmt="none", color="black", capsize=2.5)
-        right.set_xticks(range(len(needed)), [_short(m, 16) for m in needed["model"]], rotation=30, ha="right")
+        right.set_xticks(range(len(needed)), [_short(m, 30) for m in needed["model"]], rotation=35, ha="right")
     right.set_ylim(0, 100)
     right.set_ylabel("items that needed the audio (%)")
     right.set_title("Audio-needed share", fontsize=9)

@@ -41,6 +41,7 @@ def test_pipeline_end_to_end_on_tiny(tmp_path, monkeypatch):
         "baseline:random",
         "baseline:first",
         "baseline:dsp",
+        "baseline:text-prior",
         whisper,
         tts,
     }
