@@ -52,10 +52,11 @@ def test_registered_last_owned_by_airbench_and_off_by_default(tmp_path):
     assert not [i for i in read_manifest(tmp_path / "foundation.jsonl") if is_perturbed(i)]
     assert not (tmp_path / "audio" / "perturb").exists()
     part = PerturbPart()
-    assert part.resolve({}, {}) == {"perturbations": [], "perturb_items_per_task": 0}
+    assert part.resolve({}, {}) == {"perturbations": [], "perturb_items_per_task": 0, "paraphrases": 0}
     assert part.resolve({}, {"perturbations": "reverb:0.6", "perturb_items_per_task": None}) == {
         "perturbations": ["reverb:0.6"],
         "perturb_items_per_task": None,
+        "paraphrases": 0,
     }
     with pytest.raises(ValueError, match="perturb_items_per_task must be a whole number"):
         part.resolve({}, {"perturb_items_per_task": -1})

@@ -68,8 +68,10 @@ UNITS: dict[str, str] = {
     "pitch": "x frequency",
     "clipping": "x peak",
     "loudness": "LUFS",
+    "paraphrase": "rewrite no.",
 }
-"""Unit of each curve's parameter (for axes and tables)."""
+"""Unit of each curve's parameter (for axes and tables); ``paraphrase``: the question asked in another phrasing of
+its task (:mod:`airbench_nb.builders.paraphrase`), numbered."""
 
 
 @dataclass(frozen=True)

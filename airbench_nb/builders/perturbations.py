@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from airbench_nb.builders.core import item_rng
+from airbench_nb.builders.paraphrase import ParaphraseBuild, paraphrase_items
 from airbench_nb.builders.parts import BuildContext, PartResult, whole_number
 from airbench_nb.perturb import PERTURBATION_META_KEYS, Perturbation, perturb_file, perturbed_uid
 from airbench_nb.perturb.spec import parse_perturbations
@@ -212,9 +213,10 @@ class PerturbPart:
     """The part's name."""
     tasks: tuple[str, ...] = ()
     """It perturbs the items the ``airbench`` and ``sseu`` parts built."""
-    options: tuple[str, ...] = ("perturbations", "perturb_items_per_task")
+    options: tuple[str, ...] = ("perturbations", "perturb_items_per_task", "paraphrases")
     """Which perturbations (none when not given); items of each task to perturb (0, none, when not given; None for
-    all)."""
+    all); paraphrased questions per Foundation item perturbed (0, none, when not given:
+    :mod:`airbench_nb.builders.paraphrase`)."""
     requires: tuple[str, ...] = ("airbench", "sseu")
     """It perturbs those parts' Foundation and clean transcription items."""
     manifests: tuple[str, ...] = ()
@@ -232,7 +234,9 @@ class PerturbPart:
         specs = parse_perturbations(given.get("perturbations", preset.get("perturbations")))
         per_task = given.get("perturb_items_per_task", preset.get("perturb_items_per_task", 0))
         per_task = whole_number("perturb_items_per_task", per_task, none=True)
-        return {"perturbations": [s.text for s in specs], "perturb_items_per_task": per_task}
+        paraphrases = whole_number("paraphrases", given.get("paraphrases", preset.get("paraphrases", 0)))
+        texts = [s.text for s in specs]
+        return {"perturbations": texts, "perturb_items_per_task": per_task, "paraphrases": paraphrases}
 
     def build(self, context: BuildContext) -> PartResult:
         """The perturbed copies of the first items of each task (a copy that cannot be made is counted, skipped)."""
@@ -242,9 +246,20 @@ class PerturbPart:
         clean = [i for i in sseu if i.snr_db is None]
         chosen = [*_first_per_task(foundation, per_task), *_first_per_task(clean, per_task)] if texts else []
         made = build_perturbations(chosen, context.out, seed=context.seed, perturbations=texts)
+        paraphrased = ParaphraseBuild()
+        if context.options.get("paraphrases"):
+            table = {**context.recipes.phrasings, **(context.recipes.multi or {}).get("phrasings", {})}
+            originals = [i for i in _first_per_task(foundation, per_task) if i.kind == "foundation"]
+            paraphrased = paraphrase_items(originals, table, context.options["paraphrases"])
         items: dict[str, list[Any]] = {}
-        for item in made.items:
+        for item in [*made.items, *paraphrased.items]:
             items.setdefault(item.kind, []).append(item)
         failures = [{"task": f.task, "index": -1, "uid": f.uid, "error": f.error} for f in made.failures]
-        card = {**context.options, "perturbed_items": len(made.items), "perturbed_originals": len(chosen)}
+        card = {
+            **context.options,
+            "perturbed_items": len(made.items),
+            "perturbed_originals": len(chosen),
+            "paraphrased_items": len(paraphrased.items),
+            "paraphrase_not_eligible": len(paraphrased.not_eligible),
+        }
         return PartResult(items=items, failures=failures, card=card, report={})

@@ -366,6 +366,11 @@ def build(
             f"{card['perturbed_originals']} items ({len(perturbed.failures)} failed), last in foundation.jsonl and "
             "transcription.jsonl"
         )
+    if perturbed is not None and card.get("paraphrased_items"):
+        console.print(
+            f"and {card['paraphrased_items']} paraphrased questions ({card['paraphrases']} per item, from the recipes' "
+            f"phrasings; {card['paraphrase_not_eligible']} items not eligible), last in foundation.jsonl"
+        )
     if report.sseu.items:
         sseu = counts["sseu"]
         console.print(
