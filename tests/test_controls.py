@@ -475,3 +475,16 @@ def test_chat_outcomes_are_judge_scores_per_judge_and_never_count_an_unasked_con
     (result,) = [r for r in controls_results(strict, reps=50) if r.model == label]
     assert [c.control for c in result.controls] == ["silence"] and "no_audio" in result.not_answered
     assert result.controls[0].difference.value == pytest.approx(-0.6)
+
+
+def test_the_corrected_score_sets_the_prior_against_the_same_items():
+    """A model that never listens, with controls on only some items (a run controls the first N per task): its
+    corrected score is 0, the score with the audio taken over the controlled items (0.75), not over all (0.5)."""
+    outcomes = [ControlOutcome("deaf", "t", f"u{i}", None, float(i < 50)) for i in range(100)]
+    controlled = [*range(30), *range(60, 70)]
+    outcomes += [ControlOutcome("deaf", "t", f"u{i}", "silence", float(i < 50)) for i in controlled]
+    (result,) = controls_results(outcomes, reps=500, seed=0)
+    assert result.score.value == 0.5 and result.n == 100
+    assert result.text_prior.value == 0.75 and result.text_prior.n == 40
+    assert result.corrected.value == 0.0 and result.corrected.n == 40
+    assert result.corrected.low <= 0.0 <= result.corrected.high

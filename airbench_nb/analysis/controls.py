@@ -31,14 +31,15 @@ Text-prior score
     it on the kit's louder-clip task); not ``description``: it tells the audio in words. The best of several is an
     upward-biased estimate of each, so the prior is if anything overestimated.
 Corrected score
-    ``(score - prior) / (1 - prior)``: the share of the headroom above the text prior that the audio adds, the
-    chance correction of Cohen's kappa with the text prior in place of chance. 0 when the audio adds nothing (the
-    text-prior model), 1 for a model right on every item whose prior is below 1, negative when the controls score
-    higher than the audio; undefined (None, with the reason) when the prior is 1 (the oracle, unchanged under every
-    control by construction: nothing is left to correct). Chosen over the plain difference ``score - prior``
-    because it is comparable across tasks of different priors (a 2-option task's prior sits near 0.5, a 4-option
-    task's near 0.25). Its interval recomputes prior and score in each bootstrap replicate (replicates with a prior
-    of 1 are left out, and counted).
+    ``(score - prior) / (1 - prior)``, the score with the audio taken over the same items as the prior (those with the
+    control that gave it: a run may control only some of its items): the share of the headroom above the text prior that
+    the audio adds, the chance correction of Cohen's kappa with the text prior in place of chance. 0 when the audio adds
+    nothing (the text-prior model), 1 for a model right on every item whose prior is below 1, negative when the controls
+    score higher than the audio; undefined (None, with the reason) when the prior is 1 (the oracle, unchanged under
+    every control by construction: nothing is left to correct). Chosen over the plain difference ``score - prior``
+    because it is comparable across tasks of different priors (a 2-option task's prior sits near 0.5, a 4-option task's
+    near 0.25). Its interval recomputes prior and score in each bootstrap replicate (replicates with a prior of 1 are
+    left out, and counted).
 """
 
 from __future__ import annotations
@@ -406,16 +407,19 @@ def _analyse(model: str, task: str | None, table: _Table, reps: int, seed: int) 
             warnings.simplefilter("ignore", RuntimeWarning)  # a replicate without a known pair is NaN
             prior_reps = np.nanmax(np.stack([control_reps[s.control] for s in priors]), axis=0)
         text_prior = Estimate(best.score, *_interval(prior_reps), best.n)
-        score_reps = np.mean(audio_reps, axis=1)
+        # The score corrected is the one on the items the prior was measured on (those with the best control): a
+        # model's items without controls would otherwise be set against a prior from other items.
+        paired = np.isfinite(table.controls[best.control])
+        score_reps = _nanmean(np.where(paired, table.audio, np.nan)[idx], axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             corrected_reps = np.where(prior_reps < 1.0, (score_reps - prior_reps) / (1.0 - prior_reps), np.nan)
         left_out = int(np.sum(~np.isfinite(corrected_reps)))
         if best.score >= 1.0:
             why = "the text prior is 1: nothing above it to correct (a model unchanged under every control)"
-            corrected = Estimate(None, None, None, n)
+            corrected = Estimate(None, None, None, best.n)
         else:
-            value = (score.value - best.score) / (1.0 - best.score)  # type: ignore[operator]
-            corrected = Estimate(float(value), *_interval(corrected_reps), n)
+            value = (best.with_audio - best.score) / (1.0 - best.score)
+            corrected = Estimate(float(value), *_interval(corrected_reps), best.n)
             if left_out:
                 why = f"{left_out} of {reps} bootstrap replicates had a text prior of 1 and were left out"
     return ControlsResult(

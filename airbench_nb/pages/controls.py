@@ -22,11 +22,12 @@ NOT_ANSWERED = "n/a"
 TEMPLATE = """\
 <p class="meta">Does the model listen? Each Foundation (and Chat, per judge: score / 10) item asked again with its
 audio taken away or replaced (silence, noise of the same loudness, another item's audio, no audio, a description in
-words), over all of a model's tasks, in % with 95% bootstrap intervals ({{ protocol }} protocol). <b>control −
-audio</b>: the paired difference (points); <b>audio needed</b>: items right with the audio and wrong under {{
-needed_under }}; <b>text prior</b>: the best score under the controls that tell nothing of the audio;
-<b>corrected</b>: (score − prior) / (1 − prior), a dash when the prior is 100. Per task in
-<code>analysis/analysis.json</code> (<code>controls</code>) and notebook 05.</p>
+words), over all of a model's tasks, in % with 95% bootstrap intervals (<b>n</b>: items with the audio;
+<b>controlled</b>: those asked under a control) ({{ protocol }} protocol). <b>control − audio</b>: the paired
+difference (points); <b>audio needed</b>: items right with the audio and wrong under {{ needed_under }}; <b>text
+prior</b>: the best score under the controls that tell nothing of the audio; <b>corrected</b>: (score − prior) / (1
+− prior), a dash when the prior is 100. Per task in <code>analysis/analysis.json</code> (<code>controls</code>) and
+notebook 05.</p>
 <div class="wide">{{ table | safe }}</div>
 {% for model, why in not_answered %}<p class="meta"><b>n/a</b> ({{ model }}): {{ why }}</p>
 {% endfor %}"""
@@ -54,6 +55,7 @@ def controls_table_html(analysis: AnalysisReport | None) -> str:
         if row is None:
             continue
         record = {"model": model, "tasks": len([r for r in rows if r.task is not None]), "n": row.n}
+        record["controlled"] = max((c.n for c in row.controls), default=0)
         record["with audio"] = interval_cell(row.score.value, row.score.ci, 100.0)
         differences = {c.control: interval_cell(c.difference.value, c.difference.ci, 100.0) for c in row.controls}
         differences.update({name: NOT_ANSWERED for name in row.not_answered})
@@ -70,7 +72,7 @@ def controls_table_html(analysis: AnalysisReport | None) -> str:
     if not records:
         return ""
     frame = pd.DataFrame(records)
-    columns = ["model", "tasks", "n", "with audio"]
+    columns = ["model", "tasks", "n", "controlled", "with audio"]
     columns += [f"{c} − audio" for c in CONTROLS if f"{c} − audio" in frame.columns]
     columns += [c for c in frame.columns if c not in columns]
     return frame[columns].fillna(DASH).to_html(index=False, border=0, escape=True, na_rep=DASH)
