@@ -19,9 +19,10 @@ logger = logging.getLogger(__name__)
 
 TEMPLATE = """\
 <p class="meta">Does the score survive the audio being coded, reverberated, sped up, pitched, clipped or made louder
-or quieter? Each cell is the change of the metric on the same items, perturbed − original, in points with its paired
-95% bootstrap interval ({{ protocol }} protocol for accuracy; corpus WER for transcripts, where a rise is a loss).
-<b>original</b>: the metric on the original audio of those items; <b>n</b>: items per point. The figure
+or quieter, or the question being reworded (<b>paraphrase k</b>: the k-th other phrasing of its task)? Each cell is
+the change of the metric on the same items, perturbed − original, in points with its paired 95% bootstrap interval
+({{ protocol }} protocol for accuracy; corpus WER for transcripts, where a rise is a loss). <b>original</b>: the
+metric on the original audio of those items; <b>n</b>: items per point. The figure
 <code>figures/score-change-under-perturbations.png</code> draws the curves; per task in
 <code>analysis/analysis.json</code> (<code>perturbations</code>) and notebook 05.</p>
 <div class="wide">{{ table | safe }}</div>"""
@@ -61,7 +62,8 @@ def perturbations_table_html(analysis: AnalysisReport | None) -> str:
             record = {"model": model, "metric": metric, "tasks": len(tasks), "n": max(p.n for p in points)}
             record["original"] = interval_cell(points[0].clean, None, 100.0)
             for p in sorted(points, key=lambda p: (p.curve, p.parameter)):
-                record[f"{p.curve} {p.parameter:g} {p.unit}"] = interval_cell(p.difference, p.ci, 100.0)
+                label = f"{p.curve} {p.parameter:g}" if p.curve == "paraphrase" else f"{p.curve} {p.parameter:g} {p.unit}"
+                record[label] = interval_cell(p.difference, p.ci, 100.0)
             records.append(record)
     frame = pd.DataFrame(records)
     return frame.fillna(DASH).to_html(index=False, border=0, escape=True, na_rep=DASH)
