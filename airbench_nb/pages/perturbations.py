@@ -62,7 +62,8 @@ def perturbations_table_html(analysis: AnalysisReport | None) -> str:
             record = {"model": model, "metric": metric, "tasks": len(tasks), "n": max(p.n for p in points)}
             record["original"] = interval_cell(points[0].clean, None, 100.0)
             for p in sorted(points, key=lambda p: (p.curve, p.parameter)):
-                label = f"{p.curve} {p.parameter:g}" if p.curve == "paraphrase" else f"{p.curve} {p.parameter:g} {p.unit}"
+                unit = "" if p.curve == "paraphrase" else f" {p.unit}"  # "paraphrase 2": the second rewrite
+                label = f"{p.curve} {p.parameter:g}{unit}"
                 record[label] = interval_cell(p.difference, p.ci, 100.0)
             records.append(record)
     frame = pd.DataFrame(records)
