@@ -237,6 +237,9 @@ class ControlsRow(Payload):
     not_answered: dict[str, str] = {}
     """Controls the run holds for these items that the model answered none of, with why (``n/a``: a backend that
     cannot be prompted without audio is not asked ``no_audio`` and ``description``)."""
+    metric: str = "accuracy"
+    """What ``score`` is: ``accuracy`` (Foundation items), ``judge score / 10`` (Chat, rows named ``<model> (Chat,
+    judged by <judge>)``) or ``wer`` (transcripts, rows named ``<model> (transcripts, WER)``: a rise is a loss)."""
 
 
 class ControlsDetail(Payload):

@@ -32,7 +32,8 @@ def built(tmp_path_factory):
     """The tiny preset's two speech tasks with every control of their first 2 items, in a run folder's data."""
     folder = RunFolder(tmp_path_factory.mktemp("wired") / "run")
     out = folder.data_dir
-    report = build("tiny", seed=0, out=out, tasks=TASKS, progress=False, options={"controls_items_per_task": 2})
+    options = {"controls_items_per_task": 2, "sseu_utterances": 2}
+    report = build("tiny", seed=0, out=out, tasks=[*TASKS, "sseu_transcription"], progress=False, options=options)
     return out, report
 
 
@@ -41,7 +42,7 @@ def analysis(built):
     """The run answered by the oracle, DSP and text-prior baselines and judged by the rule judge, analysed."""
     out, _ = built
     folder = RunFolder(out.parent)
-    infer_run_folder(folder, MODELS, kinds=["foundation", "chat"])
+    infer_run_folder(folder, MODELS, kinds=["foundation", "chat", "transcription"])
     judge_run_folder(folder, ["rule"], kinds=["foundation"])
     return RunAnalysis(folder.path, reps=200)
 
@@ -69,7 +70,7 @@ def test_a_build_with_controls_writes_them_last(built):
     assert {i.meta[CONTROL_OF_KEY] for i in controls} == set(originals)
     uids = [i.uid for i in read_manifest(out / "foundation.jsonl")]
     assert uids[-len(controls) :] == [i.uid for i in controls]  # after the clean, graded and rotated items
-    assert report.parts["controls"].card["controls_not_eligible"] == 4
+    assert report.parts["controls"].card["controls_not_eligible"] == 4 + 2  # and 2 transcripts without a description
 
 
 def test_the_frames_keep_the_controls_apart(built, analysis):
@@ -89,8 +90,8 @@ def test_the_frames_keep_the_controls_apart(built, analysis):
 
 def test_the_controls_section_says_who_listens(built, analysis):
     section = analysis.controls()
-    assert section.reason is None and set(section.data) == set(MODELS)
-    pooled: dict[str, ControlsRow] = {m: rows[-1] for m, rows in section.data.items()}
+    assert section.reason is None and set(section.data) == {*MODELS, *(f"{m} (transcripts, WER)" for m in MODELS)}
+    pooled: dict[str, ControlsRow] = {m: rows[-1] for m, rows in section.data.items() if m in MODELS}
     assert all(row.task is None for row in pooled.values())  # each model's tasks, then all of them
     prior, dsp, oracle = pooled["baseline:text-prior"], pooled["baseline:dsp"], pooled["baseline:oracle"]
     assert prior.audio_needed.value == 0 and prior.audio_needed.ci == [0, 0]
@@ -108,6 +109,27 @@ def test_the_controls_section_says_who_listens(built, analysis):
     assert [t.get_text() for t in left.get_xticklabels()] == list(CONTROLS[:4])  # every control run, in order
     assert "n = " in left.get_title() and "points" in left.get_ylabel() and "%" in right.get_ylabel()
     figure.savefig(analysis.folder.path / "controls-figure.png", dpi=80)
+
+
+def test_sseu_transcripts_are_controlled_and_scored_by_wer(built, analysis):
+    _, report = built
+    made = report.parts["controls"].items["transcription"]
+    # 2 clean utterances: silence, noise and mismatched of each; no_audio too (a marker); no description
+    assert Counter(i.meta[CONTROL_KEY] for i in made) == {"silence": 2, "noise": 2, "mismatched": 2, "no_audio": 2}
+    assert all(i.snr_db is None and i.task == "sseu_transcription" for i in made)
+    data = analysis.controls().data
+    oracle, dsp = data["baseline:oracle (transcripts, WER)"], data["baseline:dsp (transcripts, WER)"]
+    (row,) = oracle  # one task
+    assert row.metric == "wer" and row.task == "sseu_transcription" and row.n == 2 and row.score.value == 0
+    assert [c.control for c in row.controls] == ["silence", "noise", "mismatched", "no_audio"]
+    assert all(c.difference.value == 0 for c in row.controls)  # the oracle reads its reference
+    assert row.audio_needed is None and row.text_prior is None and "WER" in row.corrected_why
+    assert list(dsp[0].not_answered) == ["no_audio"] and dsp[0].score.value == 1  # it cannot tell: all deletions
+    from airbench_nb.analysis.sseu import outcomes_by_model
+
+    read = outcomes_by_model(analysis.run.items.values(), analysis.run.responses)  # what the SSEU tables read
+    assert read and not {o.uid for rows in read.values() for o in rows} & {i.uid for i in made}
+    assert all(r.metric == "accuracy" for m, rows in data.items() if "(" not in m for r in rows)
 
 
 def test_analysis_json_and_the_landing_page_show_the_controls_after_the_main_table(analysis):

@@ -155,6 +155,9 @@ class ControlsResult:
     not_answered: dict[str, str] = field(default_factory=dict)
     """Controls the run holds for these items that the model answered none of, with why (:func:`not_answered_why`):
     a backend that cannot be prompted without audio is ``n/a`` on ``no_audio`` and ``description``."""
+    metric: str = "accuracy"
+    """What ``score`` is: ``accuracy`` (Foundation), ``judge score / 10`` (Chat) or ``wer`` (transcripts: corpus WER,
+    a rise under a control is a loss; no audio-needed share, text prior or corrected score)."""
     reps: int = DEFAULT_REPS
     """Bootstrap replicates."""
     seed: int = 0
@@ -248,6 +251,106 @@ def not_answered_why(control: str) -> str:
 
 CHAT_SCALE = 10.0
 """A Chat answer's judge score (1-10) is divided by this to be an outcome in [0, 1] (right at 5 and over)."""
+
+
+WER_LABEL = "transcripts, WER"
+"""What the controls' results add to a model's name for its transcription rows (:func:`wer_controls_results`)."""
+WER_WHY = (
+    "WER: no audio-needed share, text prior or corrected score (a transcript cannot be guessed from the question; "
+    "each control's WER change is the measure)"
+)
+"""Why the WER rows have no audio-needed share, text prior or corrected score."""
+
+
+def wer_label(model: str) -> str:
+    """What the controls' results call a model's transcripts (``<model> (transcripts, WER)``)."""
+    return f"{model} ({WER_LABEL})"
+
+
+def _wer_score(values: np.ndarray, weights: np.ndarray, reps: int, seed: int) -> Estimate:
+    """Corpus WER of items with its percentile bootstrap interval (items resampled)."""
+    n = values.size
+    idx = np.random.default_rng([seed, n, 7]).integers(0, n, size=(reps, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        replicates = values[idx].sum(axis=1) / weights[idx].sum(axis=1)
+    return Estimate(float(values.sum() / weights.sum()), *_interval(replicates), n)
+
+
+def wer_controls_results(
+    items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]], *, reps: int = DEFAULT_REPS, seed: int = 0
+) -> list[ControlsResult]:
+    """The controls of transcription items, scored by corpus WER (SSEU-Bench's clean items' controls).
+
+    Per model and task: the corpus WER with the audio over the controlled originals, and under each control the WER
+    over the items answered both ways with the paired bootstrap interval of the difference (control - audio: a rise
+    is a loss), as :func:`airbench_nb.analysis.perturbations.perturbation_results` computes a point. An answer that
+    failed counts as all deletions; an item without a response is not answered (a transcriber is not asked
+    ``no_audio``: :func:`not_answered_why`). Keyed by :func:`wer_label`.
+    """
+    from airbench_nb.analysis.perturbations import PerturbOutcome, perturbation_results, transcript_errors
+
+    transcription = [i for i in items if getattr(i, "kind", None) == "transcription"]
+    controlled = {str(i.meta[CONTROL_OF_KEY]) for i in transcription if CONTROL_OF_KEY in (i.meta or {})}
+    wanted = [i for i in transcription if i.uid in controlled or CONTROL_OF_KEY in (i.meta or {})]
+    results: list[ControlsResult] = []
+    for model in sorted(responses):
+        by_uid = responses[model]
+        if not any(i.uid in by_uid for i in wanted if i.uid in controlled):
+            continue
+        outcomes: list[Any] = []
+        for item in wanted:
+            response = by_uid.get(item.uid)
+            counted = transcript_errors(item, response) if response is not None else None
+            if counted is None:
+                continue
+            meta = item.meta or {}
+            original, control = (
+                (meta[CONTROL_OF_KEY], meta.get(CONTROL_KEY)) if CONTROL_OF_KEY in meta else (item.uid, None)
+            )
+            parameter = None if control is None else 0.0
+            outcomes.append(PerturbOutcome(model, str(item.task), "wer", str(original), control, parameter, *counted))
+        points = perturbation_results(outcomes, reps=reps, seed=seed, pooled=False)
+        for task in sorted({o.task for o in outcomes}):
+            originals = [o for o in outcomes if o.task == task and o.curve is None]
+            score = _wer_score(
+                np.array([o.value for o in originals]), np.array([o.weight for o in originals]), reps, seed
+            )
+            own = {p.curve: p for p in points if p.task == task}
+            scores = [
+                ControlScore(
+                    control=name,
+                    n=own[name].n,
+                    with_audio=own[name].clean,
+                    score=own[name].perturbed,
+                    difference=Estimate(
+                        own[name].difference.value, own[name].difference.low, own[name].difference.high, own[name].n
+                    ),
+                )
+                for name in CONTROLS
+                if name in own
+            ]
+            present = {(i.meta or {}).get(CONTROL_KEY) for i in wanted if i.task == task and CONTROL_OF_KEY in i.meta}
+            results.append(
+                ControlsResult(
+                    model=wer_label(model),
+                    task=task,
+                    n=len(originals),
+                    score=score,
+                    controls=scores,
+                    audio_needed=None,
+                    audio_needed_of_right=None,
+                    needed_under=[],
+                    text_prior=None,
+                    text_prior_control=None,
+                    corrected=None,
+                    corrected_why=WER_WHY,
+                    not_answered={c: not_answered_why(c) for c in CONTROLS if c in present and c not in own},
+                    metric="wer",
+                    reps=reps,
+                    seed=seed,
+                )
+            )
+    return results
 
 
 def chat_label(model: str, judge: str) -> str:
@@ -515,6 +618,7 @@ def controls_payload(results: Iterable[ControlsResult]) -> dict[str, list[Contro
                 corrected=_optional(r.corrected),
                 corrected_why=r.corrected_why,
                 not_answered=dict(r.not_answered),
+                metric=r.metric,
             )
         )
     return out

@@ -206,6 +206,22 @@ def accuracy_outcomes(frame: pd.DataFrame, items: Mapping[str, Any]) -> list[Per
     return out
 
 
+def transcript_errors(item: Any, response: Any) -> tuple[float, float] | None:
+    """A transcription answer's word errors and its reference's words; None when the reference normalises to nothing.
+
+    SSEU-Bench's rule: an answer that failed or cannot be read counts as all deletions.
+    """
+    from airbench_nb.scoring.reference import read_part
+    from airbench_nb.scoring.wer import SkippedUtterance, utterance_errors
+
+    part = read_part(item, response, "transcript")
+    answer = part.answer if isinstance(part.answer, str) else None
+    u = utterance_errors(part.reference or "", answer, part.language, item.uid)
+    if isinstance(u, SkippedUtterance):
+        return None
+    return float(u.errors), float(u.ref_words)
+
+
 def wer_outcomes(items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]]) -> list[PerturbOutcome]:
     """WER outcomes of every model's transcription answers, for the originals that have a copy and their copies.
 
@@ -217,9 +233,6 @@ def wer_outcomes(items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]
         items: The run's items (any kinds: the transcription items are read).
         responses: Per model, its latest response per uid.
     """
-    from airbench_nb.scoring.reference import read_part
-    from airbench_nb.scoring.wer import SkippedUtterance, utterance_errors
-
     transcription = [i for i in items if getattr(i, "kind", None) == "transcription"]
     originals = {
         str(i.meta[PERTURBATION_OF_KEY])
@@ -236,12 +249,10 @@ def wer_outcomes(items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]
             if response is None:
                 value, weight = None, 1.0
             else:
-                part = read_part(item, response, "transcript")
-                answer = part.answer if isinstance(part.answer, str) else None
-                u = utterance_errors(part.reference or "", answer, part.language, item.uid)
-                if isinstance(u, SkippedUtterance):
+                counted = transcript_errors(item, response)
+                if counted is None:
                     continue
-                value, weight = float(u.errors), float(u.ref_words)
+                value, weight = counted
             outcome = outcome_from_item(item, model, "wer", value, weight)
             if outcome is not None:
                 out.append(outcome)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -338,6 +339,7 @@ class RunAnalysis:
             controls_plot_frame,
             controls_results,
             outcomes_from_frame,
+            wer_controls_results,
         )
         from airbench_nb.builders.controls import CONTROL_OF_KEY
 
@@ -351,17 +353,29 @@ class RunAnalysis:
         frame = self.run.foundation_frame(self.protocol, controls=True)
         outcomes = outcomes_from_frame(frame, self.run.items) if not frame.empty else []
         chat = self.run.chat_frame(self.protocol, controls=True)
+        chat_models: set[str] = set()
         if not chat.empty:  # judge scores, one set per judge (never pooled with the accuracies)
             answered = {model: list(by_uid) for model, by_uid in self.run.responses.items()}
-            outcomes += chat_outcomes(chat, self.run.items, answered, self.protocol)
-        results = [r for r in controls_results(outcomes, reps=self.reps, seed=self.seed) if r.controls]
+            judged = chat_outcomes(chat, self.run.items, answered, self.protocol)
+            chat_models = {o.model for o in judged}
+            outcomes += judged
+        results = [
+            replace(r, metric="judge score / 10") if r.model in chat_models else r
+            for r in controls_results(outcomes, reps=self.reps, seed=self.seed)
+            if r.controls
+        ]
+        results += [  # transcripts: corpus WER under each control
+            r
+            for r in wer_controls_results(self.run.items.values(), self.run.responses, reps=self.reps, seed=self.seed)
+            if r.controls
+        ]
         if not results:
             return Section("controls", {}, reason="no model answered a Foundation item and one of its controls")
         return Section(
             "controls",
             controls_payload(results),
             frame=controls_frame(results),
-            figure=plots.controls_chart(controls_plot_frame(results)),
+            figure=plots.controls_chart(controls_plot_frame([r for r in results if r.metric != "wer"])),
             figure_key="controls",
             extra_data=controls_detail(self.protocol, self.reps, self.seed),
         )

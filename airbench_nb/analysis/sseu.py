@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from airbench_nb.analysis_report import CurvePoint, SseuCleanup, SseuDetail, SseuScores
-from airbench_nb.records import Response, is_perturbed
+from airbench_nb.records import Response, is_control, is_perturbed
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.reference import MODES, ReferenceOutcome, read_part
 
@@ -484,10 +484,11 @@ def outcomes_by_model(
         items: Items of any kind (only the reference-scored ones are read).
         responses: ``{model: {uid: latest response}}``.
         perturbations: Keep the perturbed copies (``meta.perturbation_of``,
-            :mod:`airbench_nb.builders.perturbations`); left out by default, as the score tables leave them out.
+            :mod:`airbench_nb.builders.perturbations`); left out by default, as the score tables leave them out. The
+            audio-reliance controls (``meta.control_of``) are always left out (the controls section reads them).
     """
     reference = [  # the SSEU kinds (UG-Bench kinds: analysis.ugtasks)
-        i for i in items if i.kind in PARTS_OF_KIND and (perturbations or not is_perturbed(i))
+        i for i in items if i.kind in PARTS_OF_KIND and (perturbations or not is_perturbed(i)) and not is_control(i)
     ]
     return {
         model: [read_part(item, by_uid.get(item.uid), part) for item in reference for part in PARTS_OF_KIND[item.kind]]

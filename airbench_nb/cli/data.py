@@ -356,7 +356,7 @@ def build(
         console.print(
             f"and {len(made)} audio-reliance controls ({', '.join(controls.card['controls'])}) of "
             f"{len({i.meta['control_of'] for i in made})} items ({controls.card['controls_not_eligible']} not "
-            "eligible), last in foundation.jsonl and chat.jsonl"
+            f"eligible), last in {' and '.join(f'{k}.jsonl' for k, v in controls.items.items() if v)}"
         )
     perturbed = report.parts.get("perturb")
     card = perturbed.card if perturbed is not None else {}
