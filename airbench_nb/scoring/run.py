@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from airbench_nb.builders.controls import CONTROL_OF_KEY
 from airbench_nb.judge.registry import scores_only
 from airbench_nb.manifests import DATA_DEFECT_TEXT
 from airbench_nb.records import REFERENCE_KINDS, AudioStatus, ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.records.controls import CONTROL_OF_KEY
 from airbench_nb.score_table import ProtocolScores, RunScores
 from airbench_nb.scoring.aggregate import DEFAULT_REPS, _log_summary, _protocols
 from airbench_nb.scoring.metrics import Metric, as_metric, metrics_of, optional_metrics
