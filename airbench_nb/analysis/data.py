@@ -37,7 +37,6 @@ from typing import Any
 
 import pandas as pd
 
-from airbench_nb.builders.controls import CONTROL_OF_KEY
 from airbench_nb.judge.extract import official_extract
 from airbench_nb.manifests import read_manifest
 from airbench_nb.records import (
@@ -49,6 +48,7 @@ from airbench_nb.records import (
     Response,
     Verdict,
 )
+from airbench_nb.records.controls import CONTROL_OF_KEY
 from airbench_nb.run_folder import KINDS as RUN_KINDS
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.run_records import RunRecords, current_verdicts

@@ -334,7 +334,7 @@ class RunAnalysis:
             controls_results,
             outcomes_from_frame,
         )
-        from airbench_nb.builders.controls import CONTROL_OF_KEY
+        from airbench_nb.records.controls import CONTROL_OF_KEY
 
         if not any(CONTROL_OF_KEY in (i.meta or {}) for i in self.run.items.values()):
             return Section(

@@ -15,8 +15,8 @@ import pandas as pd
 
 from airbench_nb.analysis.compare.common import SEPARATOR
 from airbench_nb.analysis.data import RunData
-from airbench_nb.builders.controls import CONTROL_OF_KEY
 from airbench_nb.records import ChatItem, FoundationItem, ItemBase, SingleChoiceItem
+from airbench_nb.records.controls import CONTROL_OF_KEY
 
 logger = logging.getLogger(__name__)
 
