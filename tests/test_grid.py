@@ -513,6 +513,8 @@ def test_a_grid_killed_by_sigkill_is_settled_when_read_and_resumed_to_the_end(tm
             "--reports",
             str(tmp_path / "r"),
             "--no-html",
+            "--jobs",
+            "2",  # its two runs at once (the grid ran them one at a time)
         ],
         env=env,
         capture_output=True,
