@@ -363,9 +363,15 @@ def test_one_failing_item_is_counted_not_fatal(tmp_path, monkeypatch):
 def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     """`airbench-nb build --preset mini` twice with one seed: identical manifests; gold letters balanced."""
     cmd = [sys.executable, "-m", "airbench_nb.cli", "build", "--preset", "mini", "--seed", "0"]
-    for name in ("a", "b"):
-        result = subprocess.run([*cmd, "--out", str(tmp_path / name)], capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr
+    builds = [  # the two builds at once: independent processes, each writing its own folder
+        subprocess.Popen(
+            [*cmd, "--out", str(tmp_path / name)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        for name in ("a", "b")
+    ]
+    for process in builds:
+        _, stderr = process.communicate()
+        assert process.returncode == 0, stderr
     for name in ("foundation.jsonl", "chat.jsonl", *(f"{kind}.jsonl" for kind in REFERENCE_KINDS)):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     # mini's SSEU set: 3 utterances, each clean (transcription only) and at 7 SNRs (4 kinds, joint twice)

@@ -375,7 +375,8 @@ def _run_cli(args: list[str]) -> tuple[int, str, float]:
 
 @pytest.mark.slow
 def test_acceptance_a_2x2_grid_with_jobs_2_then_one_planted_failure(tmp_path, monkeypatch):
-    """The issue's acceptance test, on the tiny preset with three notebooks and a shared tmp cache."""
+    """The issue's acceptance test, on the tiny preset with three notebooks and a shared tmp cache; the grid with the
+    planted failure answers and judges the data grid 1 built (notebooks 03 and 04: its failure is at notebook 03)."""
     monkeypatch.delenv("AIRBENCH_JUDGE", raising=False)
     # show_items/show 0: no listening widgets, which take seconds each; AIR-Bench's two kinds (the grid is what is
     # tested here; SSEU-Bench's kinds go through the pipeline in test_pipeline_e2e)
@@ -408,9 +409,12 @@ def test_acceptance_a_2x2_grid_with_jobs_2_then_one_planted_failure(tmp_path, mo
     assert (folder / "grid.yaml").read_text() == good.read_text()  # the file as it was run
     assert any((cache / "data").iterdir())  # the runs' data was built into the shared cache
 
+    data = (folder / runs[0] / "data").resolve()  # built by grid 1 into the shared cache
     planted = _write(
         tmp_path,
-        common + "runs:\n  - {seed: 0, models: [baseline:oracle]}\n  - {seed: 0, models: [baseline:random]}\n"
+        "notebooks: [03_run_model, 04_judge]\n"
+        f"fixed: {{judges: [rule], show: 0, kinds: [foundation, chat], manifest_dir: '{data}'}}\n"
+        "runs:\n  - {seed: 0, models: [baseline:oracle]}\n  - {seed: 0, models: [baseline:random]}\n"
         "  - {seed: 1, models: [baseline:does-not-exist]}\n  - {seed: 1, models: [baseline:random]}\n",
         "planted.yaml",
     )
@@ -509,6 +513,8 @@ def test_a_grid_killed_by_sigkill_is_settled_when_read_and_resumed_to_the_end(tm
             "--reports",
             str(tmp_path / "r"),
             "--no-html",
+            "--jobs",
+            "2",  # its two runs at once (the grid ran them one at a time)
         ],
         env=env,
         capture_output=True,

@@ -40,10 +40,10 @@ from typing import Any
 
 import pandas as pd
 
-from airbench_nb.builders.controls import CONTROL_OF_KEY
 from airbench_nb.judge.extract import official_extract
 from airbench_nb.manifests import read_manifest
 from airbench_nb.records import (
+    CONTROL_OF_KEY,
     LETTERS,
     PERTURBATION_OF_KEY,
     TIERED_KINDS,

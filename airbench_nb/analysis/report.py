@@ -341,7 +341,7 @@ class RunAnalysis:
             outcomes_from_frame,
             wer_controls_results,
         )
-        from airbench_nb.builders.controls import CONTROL_OF_KEY
+        from airbench_nb.records import CONTROL_OF_KEY
 
         if not any(CONTROL_OF_KEY in (i.meta or {}) for i in self.run.items.values()):
             return Section(

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from airbench_nb.builders.controls import CONTROL_OF_KEY
 from airbench_nb.judge.registry import scores_only
 from airbench_nb.manifests import DATA_DEFECT_TEXT
 from airbench_nb.records import (
+    CONTROL_OF_KEY,
     PERTURBATION_OF_KEY,
     REFERENCE_KINDS,
     AudioStatus,

@@ -15,8 +15,14 @@ import pandas as pd
 
 from airbench_nb.analysis.compare.common import SEPARATOR
 from airbench_nb.analysis.data import RunData
-from airbench_nb.builders.controls import CONTROL_OF_KEY
-from airbench_nb.records import PERTURBATION_OF_KEY, ChatItem, FoundationItem, ItemBase, SingleChoiceItem
+from airbench_nb.records import (
+    CONTROL_OF_KEY,
+    PERTURBATION_OF_KEY,
+    ChatItem,
+    FoundationItem,
+    ItemBase,
+    SingleChoiceItem,
+)
 
 logger = logging.getLogger(__name__)
 
