@@ -374,11 +374,33 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
         assert process.returncode == 0, stderr
     for name in ("foundation.jsonl", "chat.jsonl", *(f"{kind}.jsonl" for kind in REFERENCE_KINDS)):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    # mini's SSEU set: 3 utterances, each clean (transcription only) and at 7 SNRs (4 kinds, joint twice)
+    # mini's SSEU set: 3 utterances, each clean (transcription only) and at 7 SNRs (4 kinds, joint twice); the clean
+    # transcripts' controls (4 of the first 2) and perturbed copies (4 of all 3) come after them
+    derived = ("clean_uid", "rotation_of", "control_of", "perturbation_of")
     sseu = {kind: read_manifest(tmp_path / f"a/{kind}.jsonl") for kind in ("transcription", "scene", "events", "joint")}
-    assert {k: len(v) for k, v in sseu.items()} == {"transcription": 24, "scene": 21, "events": 21, "joint": 42}
+    assert {k: len(v) for k, v in sseu.items()} == {
+        "transcription": 24 + 8 + 12,
+        "scene": 21,
+        "events": 21,
+        "joint": 42,
+    }
+    transcripts = sseu["transcription"]
+    assert Counter(i.meta.get("control") for i in transcripts if "control_of" in i.meta) == dict.fromkeys(
+        ("silence", "noise", "mismatched", "no_audio"), 2
+    )
+    assert Counter(i.meta.get("perturbation") for i in transcripts if "perturbation_of" in i.meta) == {
+        "codec:mp3": 6,
+        "reverb": 6,
+    }
     written = read_manifest(tmp_path / "a/foundation.jsonl")
-    items = [i for i in written if "clean_uid" not in i.meta and "rotation_of" not in i.meta]
+    items = [i for i in written if not any(k in i.meta for k in derived)]
+    # mini's "does the model listen?" set: every control of 2 items per task (no description: Foundation items have
+    # none), 2 MP3 bitrates and 2 reverberation times of 4 items per task, and 2 rewrites of those 4 questions
+    tasks = len(FOUNDATION_MAKERS)
+    controls = Counter(i.meta["control"] for i in written if "control_of" in i.meta)
+    assert controls == dict.fromkeys(("silence", "noise", "mismatched", "no_audio"), 2 * tasks)
+    perturbed = Counter(i.meta["perturbation"] for i in written if "perturbation_of" in i.meta)
+    assert perturbed == {"codec:mp3": 8 * tasks, "reverb": 8 * tasks, "paraphrase": 8 * tasks}
     counts = Counter(i.task for i in items)
     rotated = Counter(i.meta["rotation_of"] for i in written if "rotation_of" in i.meta)
     assert len(rotated) == 4 * len(FOUNDATION_MAKERS)  # mini: 4 items per task in every rotation
@@ -388,8 +410,11 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     four = [i.answer_letter for i in items if len(i.choices) == 4]
     for letter in "ABCD":
         assert abs(four.count(letter) / len(four) - 0.25) <= 0.05, Counter(four)
-    chat_counts = Counter(i.task for i in read_manifest(tmp_path / "a/chat.jsonl"))
+    chat = read_manifest(tmp_path / "a/chat.jsonl")
+    chat_counts = Counter(i.task for i in chat if "control_of" not in i.meta)
     assert len(chat_counts) == 9 and all(10 <= n <= 20 for n in chat_counts.values())  # 8 official + kit_followup_QA
+    chat_controls = Counter(i.meta["control"] for i in chat if "control_of" in i.meta)  # description: the meta_info
+    assert chat_controls == dict.fromkeys(("silence", "noise", "mismatched", "no_audio", "description"), 2 * 9)
     assert json.loads((tmp_path / "a/dataset.json").read_text())["counts"]["failures"] == 0
     # mini's UG-Bench set: 4 translations per direction, 6 audio and 6 music captions, 12 tts, 4 spoken answers
     ug = Counter(

@@ -340,6 +340,16 @@ def serves(model: object, kind: str) -> bool:
     return kinds is None or kind in kinds
 
 
+def reads_audio(model: object) -> bool:
+    """Whether a backend reads the samples of its prompts' clips (its ``reads_audio`` attribute; True when it has none).
+
+    A baseline that answers from the item alone (``oracle``, ``random``, ``first``, ``text-prior``) does not: the
+    runner then gives it empty arrays in place of the decoded clips (the files are still probed, so an unusable clip
+    is still a data defect), which saves decoding every clip once per such model.
+    """
+    return bool(getattr(model, "reads_audio", True))
+
+
 WITHOUT_AUDIO_REASON = "cannot be prompted without audio"
 """Why a backend that cannot prompt text alone does not answer a ``no_audio`` or ``description`` control (after its
 spec)."""

@@ -100,6 +100,8 @@ class Baseline:
         self.text_alone = name != "dsp"
         """Whether it answers a prompt without audio: every baseline but ``dsp`` (which measures the audio) never
         reads the clip."""
+        self.reads_audio = name == "dsp"
+        """Whether it reads the clips' samples (``dsp`` only): the runner decodes no clip for the others."""
 
     def _answer(self, prompt: Prompt) -> str:
         if self.name == "oracle":

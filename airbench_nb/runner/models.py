@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from airbench_nb.audio import AudioError, load_audio
 from airbench_nb.manifests import AnyItem, check_audio, resolve_audio
 from airbench_nb.models.base import (
@@ -24,6 +26,7 @@ from airbench_nb.models.base import (
     GenerationParams,
     Prompt,
     not_applicable_reason,
+    reads_audio,
     serves,
 )
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
@@ -541,14 +544,18 @@ class _Asking:
                 setattr(self, name, (getattr(self, name) or 0) + int(value))
 
 
-def _load_clips(root: Path, item: AnyItem) -> tuple[list[Any], list[Path]]:
-    """Every clip of an item, loaded in order; raises naming the clip when one cannot be read."""
+def _load_clips(root: Path, item: AnyItem, decode: bool = True) -> tuple[list[Any], list[Path]]:
+    """Every clip of an item, loaded in order; raises naming the clip when one cannot be read.
+
+    With ``decode`` False (a backend that does not read the samples, :func:`~airbench_nb.models.base.reads_audio`)
+    each clip is an empty array: the files were probed already (their status decides what is a data defect).
+    """
     audios, paths = [], []
     clips = item.clips
     for number, clip in enumerate(clips, start=1):
         try:
             path = resolve_audio(root, clip)
-            audios.append(load_audio(path))
+            audios.append(load_audio(path) if decode else np.zeros(0, dtype=np.float32))
         except (AudioError, ValueError) as exc:
             if len(clips) == 1:
                 raise
@@ -614,6 +621,7 @@ def _answer(
     pending.sort(key=lambda i: _duration_key(root, i))
     batch_size = max(1, int(getattr(model, "batch_size", 1)))
     prompt_set = prompt_set_name(prompts)
+    decode = reads_audio(model)  # a baseline answering from the item alone is given no samples
 
     def count(records: list[Response]) -> None:
         for record in records:
@@ -650,7 +658,7 @@ def _answer(
                         records.append(response(item, item_params, error=defect))
                         continue
                     try:
-                        audios, paths = _load_clips(root, item)
+                        audios, paths = _load_clips(root, item, decode)
                     except (AudioError, ValueError) as exc:
                         records.append(response(item, item_params, error=f"audio unreadable: {exc}"))
                         continue
