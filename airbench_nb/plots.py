@@ -1029,10 +1029,29 @@ def perturbation_curves(frame: pd.DataFrame) -> Any:
             ax = axes[r, c]
             part = frame[(frame["metric"] == metric) & (frame["curve"] == curve)]
             ax.axhline(0.0, color="grey", linestyle="--", linewidth=0.9)
+            categorical = curve == "paraphrase"  # rewrites are numbered, not a scale: points and bars, no line
             for model, sub in part.groupby("model", sort=False):
                 sub = sub.sort_values("parameter")
                 color = palette[model]
                 k = models.index(model)  # a marker of its own, larger for earlier models: equal values stay visible
+                if categorical:
+                    values = sub["difference"].astype(float) * 100
+                    low = (values - sub["ci_low"].astype(float) * 100).clip(lower=0)
+                    high = (sub["ci_high"].astype(float) * 100 - values).clip(lower=0)
+                    offset = (k - (len(models) - 1) / 2) * 0.06  # side by side within a rewrite
+                    ax.errorbar(
+                        sub["parameter"] + offset,
+                        values,
+                        yerr=[low, high],
+                        fmt="osD^v<>"[k % 7],
+                        markersize=max(3.0, 8.0 - 1.5 * k),
+                        fillstyle="full" if k == 0 else "none",
+                        color=color,
+                        capsize=2,
+                        label=_short(model),
+                    )
+                    ax.set_xticks(sorted({float(x) for x in sub["parameter"]}))
+                    continue
                 ax.plot(
                     sub["parameter"],
                     sub["difference"] * 100,
@@ -1069,7 +1088,8 @@ def perturbation_curves(frame: pd.DataFrame) -> Any:
                 labels.append(lab)
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     fig.suptitle(
-        "Score change under audio perturbations: perturbed − original on the same items (paired 95% bootstrap bands)",
+        "Score change under perturbations of the audio or the question: perturbed − original on the same items "
+        "(paired 95% bootstrap bands or bars)",
         fontsize=10,
     )
     fig.tight_layout()

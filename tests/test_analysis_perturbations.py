@@ -130,3 +130,18 @@ def test_frame_payload_and_figure():
     line = next(ln for ln in figure.axes[1].lines if ln.get_label() == "dsp")
     assert np.allclose(line.get_ydata(), [100 * -(40 + 60) / 400])
     assert plots.perturbation_curves(frame.iloc[0:0]) is None
+
+
+def test_paraphrases_are_drawn_as_numbered_points_not_a_curve():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from airbench_nb import plots
+
+    outcomes = _accuracy("prior", "t", 20, "paraphrase", 1.0) + _accuracy("prior", "t", 40, "paraphrase", 2.0)[1::2]
+    frame = perturbations_frame(perturbation_results(outcomes, reps=100))
+    (ax,) = plots.perturbation_curves(frame).axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"] and ax.get_xlabel() == "paraphrase (rewrite no.)"
+    (bars,) = [c for c in ax.containers if c.get_label() == "prior"]
+    points = bars.lines[0]  # the data line of the error bars: markers only, no line between the rewrites
+    assert points.get_linestyle() == "None" and np.allclose(points.get_ydata(), [-10.0, -20.0])
