@@ -441,11 +441,10 @@ def _pooled(tables: Sequence[_Table]) -> _Table:
 
 
 def _interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
-    finite = replicates[np.isfinite(replicates)]
-    if finite.size == 0:
-        return None, None
-    low, high = np.percentile(finite, [2.5, 97.5])
-    return float(low), float(high)
+    """The 95% percentile interval of replicates: the kit's :func:`~airbench_nb.scoring.wer.percentile_interval`."""
+    from airbench_nb.scoring.wer import percentile_interval
+
+    return percentile_interval(replicates)
 
 
 def _nanmean(x: np.ndarray, axis: int | None = None) -> np.ndarray:

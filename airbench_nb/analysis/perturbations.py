@@ -260,11 +260,10 @@ def wer_outcomes(items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]
 
 
 def _interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
-    finite = replicates[np.isfinite(replicates)]
-    if finite.size == 0:
-        return None, None
-    low, high = np.percentile(finite, [2.5, 97.5])
-    return float(low), float(high)
+    """The 95% percentile interval of replicates: the kit's :func:`~airbench_nb.scoring.wer.percentile_interval`."""
+    from airbench_nb.scoring.wer import percentile_interval
+
+    return percentile_interval(replicates)
 
 
 def _ratio(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
