@@ -994,6 +994,8 @@ def metric_panels(
 PERTURBATION_METRIC_LABELS = {
     "accuracy": "accuracy change (points)\nperturbed − original",
     "wer": "WER change (points)\nperturbed − original",
+    "bleu": "BLEU change (BLEU points)\nperturbed − original",
+    "map": "mAP change (points)\nperturbed − original",
 }
 """Y-axis label of each metric's row in :func:`perturbation_curves`."""
 
@@ -1002,7 +1004,7 @@ def perturbation_curves(frame: pd.DataFrame) -> Any:
     """The score change under each perturbation, per model: one column per curve, one row per metric.
 
     Each point is ``perturbed - original`` on the same items (points), its band the paired bootstrap 95% interval; the
-    dashed line at 0 is the original audio. For accuracy below 0 is a loss, for WER above 0 is.
+    dashed line at 0 is the original audio. For accuracy, BLEU and mAP below 0 is a loss, for WER above 0 is.
 
     Args:
         frame: :func:`airbench_nb.analysis.perturbations.headline_points` of
@@ -1018,7 +1020,7 @@ def perturbation_curves(frame: pd.DataFrame) -> Any:
     import matplotlib.pyplot as plt
 
     curves = list(dict.fromkeys(frame.sort_values("curve", kind="stable")["curve"]))
-    metrics = [m for m in ("accuracy", "wer") if (frame["metric"] == m).any()]
+    metrics = [m for m in PERTURBATION_METRIC_LABELS if (frame["metric"] == m).any()]
     models = list(dict.fromkeys(frame["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
     fig, axes = plt.subplots(

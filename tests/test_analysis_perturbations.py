@@ -24,9 +24,9 @@ def _accuracy(model: str, task: str, lost: int, curve: str = "reverb", parameter
     out = []
     for i in range(N):
         right = i < 180
-        out.append(PerturbOutcome(model, task, "accuracy", f"{task}-{i}", None, None, float(right)))
+        out.append(PerturbOutcome(model, task, "accuracy", f"{task}-{i}", None, None, (float(right), 1.0)))
         under = right and i >= lost
-        out.append(PerturbOutcome(model, task, "accuracy", f"{task}-{i}", curve, parameter, float(under), 1.0, 0.59))
+        out.append(PerturbOutcome(model, task, "accuracy", f"{task}-{i}", curve, parameter, (float(under), 1.0), 0.59))
     return out
 
 
@@ -48,11 +48,11 @@ def test_wer_is_a_corpus_ratio_paired_by_item():
     outcomes = []
     for i in range(40):
         words = 5.0 + i % 10  # items of different lengths: a corpus WER weights them by their words
-        outcomes.append(PerturbOutcome("asr", "sseu_transcription", "wer", f"u{i}", None, None, words * 0.1, words))
+        outcomes.append(PerturbOutcome("asr", "sseu_transcription", "wer", f"u{i}", None, None, (words * 0.1, words)))
         outcomes.append(
-            PerturbOutcome("asr", "sseu_transcription", "wer", f"u{i}", "codec:mp3", 24.0, words * 0.3, words, 24.1)
+            PerturbOutcome("asr", "sseu_transcription", "wer", f"u{i}", "codec:mp3", 24.0, (words * 0.3, words), 24.1)
         )
-    outcomes.append(PerturbOutcome("asr", "sseu_transcription", "wer", "lonely", None, None, 9.0, 10.0))  # no copy
+    outcomes.append(PerturbOutcome("asr", "sseu_transcription", "wer", "lonely", None, None, (9.0, 10.0)))  # no copy
     (point,) = perturbation_results(outcomes, reps=1000, seed=1)
     assert point.n == 40 and point.clean == pytest.approx(0.1) and point.perturbed == pytest.approx(0.3)
     assert point.difference.value == pytest.approx(0.2) and point.difference.excludes(0.0)
@@ -61,7 +61,7 @@ def test_wer_is_a_corpus_ratio_paired_by_item():
 
 def test_unanswered_pairs_are_left_out_and_tasks_are_pooled_per_metric():
     outcomes = _accuracy("m", "a", lost=20) + _accuracy("m", "b", lost=100)
-    outcomes.append(PerturbOutcome("m", "a", "accuracy", "a-extra", None, None, 1.0))
+    outcomes.append(PerturbOutcome("m", "a", "accuracy", "a-extra", None, None, (1.0, 1.0)))
     outcomes.append(PerturbOutcome("m", "a", "accuracy", "a-extra", "reverb", 0.6, None))  # not answered
     points = perturbation_results(outcomes, reps=300, seed=0)
     assert [(p.task, p.n) for p in points] == [("a", N), ("b", N), (None, 2 * N)]
@@ -76,12 +76,14 @@ def test_points_of_every_curve_come_sorted_and_bad_outcomes_are_refused():
     points = perturbation_results(outcomes, reps=50)
     assert [(p.curve, p.parameter) for p in points] == [("codec:mp3", 24.0), ("reverb", 0.3), ("reverb", 1.0)]
     assert [round(p.difference.value, 3) for p in points] == [-0.15, -0.025, -0.05]
-    with pytest.raises(ValueError, match="unknown metric 'bleu'"):
-        perturbation_results([PerturbOutcome("m", "t", "bleu", "u", None, None, 1.0)])
+    with pytest.raises(ValueError, match="unknown metric 'chrf'"):
+        perturbation_results([PerturbOutcome("m", "t", "chrf", "u", None, None, (1.0, 1.0))])
     with pytest.raises(ValueError, match="two outcomes of m on u"):
-        perturbation_results([PerturbOutcome("m", "t", "accuracy", "u", None, None, 1.0)] * 2)
-    with pytest.raises(ValueError, match="not a count"):
-        perturbation_results([PerturbOutcome("m", "t", "wer", "u", None, None, -1.0, 3.0)])
+        perturbation_results([PerturbOutcome("m", "t", "accuracy", "u", None, None, (1.0, 1.0))] * 2)
+    with pytest.raises(ValueError, match="not counts"):
+        perturbation_results([PerturbOutcome("m", "t", "wer", "u", None, None, (-1.0, 3.0))])
+    with pytest.raises(ValueError, match="not a count and a weight"):
+        perturbation_results([PerturbOutcome("m", "t", "wer", "u", None, None, (1.0, 0.0))])
     with pytest.raises(ValueError, match="reps must be >= 1"):
         perturbation_results([], reps=0)
 
@@ -92,13 +94,13 @@ def test_outcomes_read_the_copy_s_meta_and_skip_other_derived_items():
     meta = {"perturbation_of": "q-1", "perturbation": "codec:opus", "parameter": 16.0, "measured": {"value": 15.2}}
     copy = FoundationItem(uid="q-1@p-opus-16k", choices=["a", "b"], answer=0, meta=meta, **base)
     graded = FoundationItem(uid="q-1@snr+05", choices=["a", "b"], answer=0, meta={"clean_uid": "q-1"}, **base)
-    assert outcome_from_item(original, "m", "accuracy", 1.0) == PerturbOutcome(
-        "m", "Speaker_Gender_Recognition", "accuracy", "q-1", None, None, 1.0
+    assert outcome_from_item(original, "m", "accuracy", (1.0, 1.0)) == PerturbOutcome(
+        "m", "Speaker_Gender_Recognition", "accuracy", "q-1", None, None, (1.0, 1.0)
     )
-    assert outcome_from_item(copy, "m", "accuracy", 0.0) == PerturbOutcome(
-        "m", "Speaker_Gender_Recognition", "accuracy", "q-1", "codec:opus", 16.0, 0.0, 1.0, 15.2
+    assert outcome_from_item(copy, "m", "accuracy", (0.0, 1.0)) == PerturbOutcome(
+        "m", "Speaker_Gender_Recognition", "accuracy", "q-1", "codec:opus", 16.0, (0.0, 1.0), 15.2
     )
-    assert outcome_from_item(graded, "m", "accuracy", 1.0) is None
+    assert outcome_from_item(graded, "m", "accuracy", (1.0, 1.0)) is None
 
 
 def test_frame_payload_and_figure():

@@ -381,9 +381,18 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
     assert {k: len(v) for k, v in sseu.items()} == {
         "transcription": 24 + 8 + 12,
         "scene": 21,
-        "events": 21,
+        "events": 21 + 8 + 16,  # and the controls of the first 2 (4 each), perturbed copies of the first 4 (4 each)
         "joint": 42,
     }
+    translation = read_manifest(tmp_path / "a/translation.jsonl")
+    for kind, manifest in (("events", sseu["events"]), ("translation", translation)):
+        assert Counter(i.meta.get("control") for i in manifest if "control_of" in i.meta) == dict.fromkeys(
+            ("silence", "noise", "mismatched", "no_audio"), 2
+        ), kind
+        assert Counter(i.meta.get("perturbation") for i in manifest if "perturbation_of" in i.meta) == {
+            "codec:mp3": 8,
+            "reverb": 8,
+        }, kind
     transcripts = sseu["transcription"]
     assert Counter(i.meta.get("control") for i in transcripts if "control_of" in i.meta) == dict.fromkeys(
         ("silence", "noise", "mismatched", "no_audio"), 2
@@ -421,6 +430,7 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
         i.task
         for kind in ("translation", "caption", "speech_generation")
         for i in read_manifest(tmp_path / f"a/{kind}.jsonl")
+        if not any(k in i.meta for k in derived)
     )
     assert ug == {"speech_translation": 20, "audio_captioning": 6, "music_captioning": 6, "tts": 12, "spoken_answer": 4}
 

@@ -33,7 +33,8 @@ def built(tmp_path_factory):
     folder = RunFolder(tmp_path_factory.mktemp("wired") / "run")
     out = folder.data_dir
     options = {"controls_items_per_task": 2, "sseu_utterances": 2}
-    report = build("tiny", seed=0, out=out, tasks=[*TASKS, "sseu_transcription"], progress=False, options=options)
+    tasks = [*TASKS, "sseu_transcription", "sseu_events", "speech_translation"]
+    report = build("tiny", seed=0, out=out, tasks=tasks, progress=False, options=options)
     return out, report
 
 
@@ -42,7 +43,7 @@ def analysis(built):
     """The run answered by the oracle, DSP and text-prior baselines and judged by the rule judge, analysed."""
     out, _ = built
     folder = RunFolder(out.parent)
-    infer_run_folder(folder, MODELS, kinds=["foundation", "chat", "transcription"])
+    infer_run_folder(folder, MODELS, kinds=["foundation", "chat", "transcription", "events", "translation"])
     judge_run_folder(folder, ["rule"], kinds=["foundation"])
     return RunAnalysis(folder.path, reps=200)
 
@@ -70,7 +71,8 @@ def test_a_build_with_controls_writes_them_last(built):
     assert {i.meta[CONTROL_OF_KEY] for i in controls} == set(originals)
     uids = [i.uid for i in read_manifest(out / "foundation.jsonl")]
     assert uids[-len(controls) :] == [i.uid for i in controls]  # after the clean, graded and rotated items
-    assert report.parts["controls"].card["controls_not_eligible"] == 4 + 2  # and 2 transcripts without a description
+    # and 2 transcripts, 2 event lists and 2 translations without a description
+    assert report.parts["controls"].card["controls_not_eligible"] == 4 + 2 + 2 + 2
 
 
 def test_the_frames_keep_the_controls_apart(built, analysis):
@@ -90,7 +92,8 @@ def test_the_frames_keep_the_controls_apart(built, analysis):
 
 def test_the_controls_section_says_who_listens(built, analysis):
     section = analysis.controls()
-    assert section.reason is None and set(section.data) == {*MODELS, *(f"{m} (transcripts, WER)" for m in MODELS)}
+    labels = ("transcripts, WER", "translations, BLEU", "events, mAP")
+    assert section.reason is None and set(section.data) == {*MODELS, *(f"{m} ({x})" for m in MODELS for x in labels)}
     pooled: dict[str, ControlsRow] = {m: rows[-1] for m, rows in section.data.items() if m in MODELS}
     assert all(row.task is None for row in pooled.values())  # each model's tasks, then all of them
     prior, dsp, oracle = pooled["baseline:text-prior"], pooled["baseline:dsp"], pooled["baseline:oracle"]
@@ -130,6 +133,33 @@ def test_sseu_transcripts_are_controlled_and_scored_by_wer(built, analysis):
     read = outcomes_by_model(analysis.run.items.values(), analysis.run.responses)  # what the SSEU tables read
     assert read and not {o.uid for rows in read.values() for o in rows} & {i.uid for i in made}
     assert all(r.metric == "accuracy" for m, rows in data.items() if "(" not in m for r in rows)
+
+
+def test_translations_and_event_lists_are_controlled_and_scored_by_bleu_and_map(built, analysis):
+    _, report = built
+    translated, events = report.parts["controls"].items["translation"], report.parts["controls"].items["events"]
+    assert Counter(i.meta[CONTROL_KEY] for i in translated) == {c: 2 for c in CONTROLS if c != "description"}
+    assert Counter(i.meta[CONTROL_KEY] for i in events) == {c: 2 for c in CONTROLS if c != "description"}
+    assert {i.meta[CONTROL_OF_KEY] for i in translated} == {i.uid for i in report.ugbench.translation[:2]}
+    data = analysis.controls().data
+    bleu = data["baseline:oracle (translations, BLEU)"]
+    # one row per language pair, then both pairs together (one tokenizer)
+    assert [r.task for r in bleu] == ["speech_translation (de-en)", "speech_translation (fr-en)", None]
+    pooled = bleu[-1]
+    assert pooled.metric == "bleu" and pooled.n == 2 and pooled.score.value == pytest.approx(1.0)
+    assert [c.control for c in pooled.controls] == ["silence", "noise", "mismatched", "no_audio"]
+    assert all(c.difference.value == pytest.approx(0.0) for c in pooled.controls)  # the oracle reads its reference
+    assert pooled.audio_needed is None and "BLEU" in pooled.corrected_why
+    (events_row,) = data["baseline:oracle (events, mAP)"]
+    assert events_row.metric == "map" and events_row.task == "sseu_events" and events_row.score.value == 1
+    assert all(c.difference.value == 0 for c in events_row.controls)
+    assert list(data["baseline:dsp (events, mAP)"][0].not_answered) == ["no_audio"]
+    prior = data["baseline:text-prior (translations, BLEU)"][-1]
+    assert all(c.difference.value == 0 and c.difference.ci == [0, 0] for c in prior.controls)  # text only
+    from airbench_nb.analysis.ugtasks import ug_tasks
+
+    tables = ug_tasks(list(analysis.run.items.values()), analysis.run.responses, {}, reps=0)  # UG-Bench's tables
+    assert tables.translation["baseline:oracle"].n == len(report.ugbench.translation) == 2  # the originals only
 
 
 def test_analysis_json_and_the_landing_page_show_the_controls_after_the_main_table(analysis):

@@ -83,7 +83,7 @@ def test_the_perturb_part_writes_rewrites_of_every_task_that_pair_with_their_ori
         own = next(f for p in task_phrasings(copy.task, table) if (f := phrasing_of(original.question, p)))
         assert index == copy.meta["measured"]["phrasing"] and fills == own[1]  # the same slots, reworded
     # the perturbation curves pair each rewrite with its original: an oracle does not move
-    outcomes = [outcome_from_item(i, "oracle", "accuracy", 1.0) for i in [*originals.values(), *copies]]
+    outcomes = [outcome_from_item(i, "oracle", "accuracy", (1.0, 1.0)) for i in [*originals.values(), *copies]]
     points = perturbation_results([o for o in outcomes if o is not None], reps=50)
     pooled = [p for p in points if p.task is None]
     assert [(p.curve, p.parameter, p.n) for p in pooled] == [(CURVE, 1.0, len(tasks)), (CURVE, 2.0, len(tasks))]

@@ -1,8 +1,8 @@
-"""The perturbation builder part: perturbed copies of AIR-Bench and SSEU-Bench items, kept out of the scores.
+"""The perturbation builder part: perturbed copies of AIR-Bench, SSEU-Bench and UG-Bench items, kept out of the scores.
 
-One module fixture (a few seconds): the tiny preset's gender task and SSEU-Bench's transcription (2 utterances)
-with ``codec:mp3:24`` and ``reverb:0.6`` copies of the first 2 items of each task, answered by the oracle baseline
-in a run folder.
+One module fixture (a few seconds): the tiny preset's gender task, SSEU-Bench's transcription and events (2
+utterances) and UG-Bench's speech translation (2 items) with ``codec:mp3:24`` and ``reverb:0.6`` copies of the first
+2 items of each task, answered by the oracle baseline in a run folder.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from airbench_nb.runner import infer_run_folder
 from airbench_nb.scoring.run import score_run
 
 TASK = "Speaker_Gender_Recognition"
-TASKS = [TASK, "sseu_transcription"]
+TASKS = [TASK, "sseu_transcription", "sseu_events", "speech_translation"]
 PERTURBATIONS = "codec:mp3:24,reverb:0.6"
 OPTIONS = {"perturbations": PERTURBATIONS, "perturb_items_per_task": 2, "sseu_utterances": 2}
 
@@ -90,8 +90,20 @@ def test_uids_meta_and_order(built):
     assert uids[-len(foundation) :] == [i.uid for i in foundation] and len(uids) > len(foundation)
     uids = [i.uid for i in read_manifest(folder.data_dir / "transcription.jsonl")]
     assert uids[-len(transcription) :] == [i.uid for i in transcription]
+    for kind, originals in (("events", report.sseu.events[:2]), ("translation", report.ugbench.translation[:2])):
+        copies = _copies(report, kind)
+        assert len(originals) == 2 and [i.uid for i in copies] == [
+            perturbed_uid(o.uid, s) for o in originals for s in specs
+        ]
+        sources = [o.uid for o in originals for _ in specs]
+        assert [c.meta[PERTURBATION_OF_KEY] for c in copies] == sources
+        uids = [i.uid for i in read_manifest(folder.data_dir / f"{kind}.jsonl")]
+        assert uids[-len(copies) :] == [i.uid for i in copies]
+    translated = _copies(report, "translation")
+    assert [c.references for c in translated] == [o.references for o in report.ugbench.translation[:2] for _ in specs]
+    assert [c.labels for c in _copies(report, "events")] == [o.labels for o in report.sseu.events[:2] for _ in specs]
     card = report.parts["perturb"].card
-    assert (card["perturbed_items"], card["perturbed_originals"]) == (8, 4) and report.failures == []
+    assert (card["perturbed_items"], card["perturbed_originals"]) == (16, 8) and report.failures == []
 
 
 def test_measured_on_the_written_files(built):
@@ -197,7 +209,9 @@ def analysed(built):
 
     folder, _ = built
     infer_run_folder(
-        folder, ["baseline:oracle", "baseline:dsp", "baseline:text-prior"], kinds=["foundation", "transcription"]
+        folder,
+        ["baseline:oracle", "baseline:dsp", "baseline:text-prior"],
+        kinds=["foundation", "transcription", "events", "translation"],
     )
     judge_run_folder(folder, ["rule"], kinds=["foundation"])
     return RunAnalysis(folder.path, reps=200)
@@ -211,18 +225,20 @@ def test_the_perturbations_section_pairs_each_copy_with_its_original(built, anal
     payload = PerturbationsPayload.model_validate(section.data)
     oracle = payload.models["baseline:oracle"]
     assert {(r.metric, r.curve, r.parameter) for r in oracle} == {
-        ("accuracy", "codec:mp3", 24.0),
-        ("accuracy", "reverb", 0.6),
-        ("wer", "codec:mp3", 24.0),
-        ("wer", "reverb", 0.6),
+        (metric, curve, parameter)
+        for metric in ("accuracy", "wer", "bleu", "map")
+        for curve, parameter in (("codec:mp3", 24.0), ("reverb", 0.6))
     }
     for row in oracle:  # right on every item, original or perturbed: nothing moves
-        assert row.n == 2 and row.difference == 0 and row.ci == [0, 0]
-        assert row.clean == row.perturbed == (1 if row.metric == "accuracy" else 0)
+        assert row.n == (1 if row.metric == "bleu" and row.task else 2) and row.difference == 0 and row.ci == [0, 0]
+        assert row.clean == pytest.approx(row.perturbed) == (0 if row.metric == "wer" else 1)
+    bleu_tasks = {r.task for r in oracle if r.metric == "bleu"}
+    assert bleu_tasks == {"speech_translation (de-en)", "speech_translation (fr-en)", None}  # per pair, then pooled
     codec = next(r for r in oracle if r.curve == "codec:mp3" and r.metric == "wer")
     assert codec.unit == "kbit/s" and 19 < codec.measured < 29  # the bitrate read from the written files
     prior = payload.models["baseline:text-prior"]
-    assert {r.metric for r in prior} == {"accuracy", "wer"} and all(r.difference == 0 for r in prior)  # text only
+    assert {r.metric for r in prior} == {"accuracy", "wer", "bleu", "map"}
+    assert all(r.difference == 0 for r in prior)  # it answers from the text only
     assert {r.curve for r in payload.models["baseline:dsp"] if r.metric == "accuracy"} == {"codec:mp3", "reverb"}
     assert payload.protocol == analysed.protocol and payload.reps == 200
 

@@ -156,8 +156,9 @@ class ControlsResult:
     """Controls the run holds for these items that the model answered none of, with why (:func:`not_answered_why`):
     a backend that cannot be prompted without audio is ``n/a`` on ``no_audio`` and ``description``."""
     metric: str = "accuracy"
-    """What ``score`` is: ``accuracy`` (Foundation), ``judge score / 10`` (Chat) or ``wer`` (transcripts: corpus WER,
-    a rise under a control is a loss; no audio-needed share, text prior or corrected score)."""
+    """What ``score`` is: ``accuracy`` (Foundation), ``judge score / 10`` (Chat), ``wer`` (transcripts: corpus WER, a
+    rise under a control is a loss), ``bleu`` (translations: corpus BLEU as a fraction) or ``map`` (event lists); the
+    last three have no audio-needed share, text prior or corrected score (:data:`REFERENCE_METRICS`)."""
     reps: int = DEFAULT_REPS
     """Bootstrap replicates."""
     seed: int = 0
@@ -253,104 +254,150 @@ CHAT_SCALE = 10.0
 """A Chat answer's judge score (1-10) is divided by this to be an outcome in [0, 1] (right at 5 and over)."""
 
 
-WER_LABEL = "transcripts, WER"
-"""What the controls' results add to a model's name for its transcription rows (:func:`wer_controls_results`)."""
-WER_WHY = (
-    "WER: no audio-needed share, text prior or corrected score (a transcript cannot be guessed from the question; "
-    "each control's WER change is the measure)"
+REFERENCE_METRICS: tuple[str, ...] = ("wer", "bleu", "map")
+"""The reference-scored metrics of the controls' rows (:func:`reference_controls_results`)."""
+REFERENCE_LABELS: dict[str, str] = {
+    "wer": "transcripts, WER",
+    "bleu": "translations, BLEU",
+    "map": "events, mAP",
+}
+"""What the controls' results add to a model's name for its reference-scored rows (:func:`reference_label`):
+SSEU-Bench's clean transcripts (corpus WER), UG-Bench's translations (corpus BLEU per language pair) and SSEU-Bench's
+event lists (mAP)."""
+WER_LABEL = REFERENCE_LABELS["wer"]
+"""What the controls' results add to a model's name for its transcription rows."""
+REFERENCE_WHY = (
+    "{metric}: no audio-needed share, text prior or corrected score (a reference-scored answer is not right or wrong "
+    "item by item; each control's change of the metric is the measure)"
 )
+"""Why the reference-scored rows have no audio-needed share, text prior or corrected score."""
+WER_WHY = REFERENCE_WHY.format(metric="WER")
 """Why the WER rows have no audio-needed share, text prior or corrected score."""
+
+
+def reference_label(model: str, metric: str) -> str:
+    """What the controls' results call a model's reference-scored answers (``<model> (transcripts, WER)``, ...)."""
+    return f"{model} ({REFERENCE_LABELS[metric]})"
 
 
 def wer_label(model: str) -> str:
     """What the controls' results call a model's transcripts (``<model> (transcripts, WER)``)."""
-    return f"{model} ({WER_LABEL})"
+    return reference_label(model, "wer")
 
 
-def _wer_score(values: np.ndarray, weights: np.ndarray, reps: int, seed: int) -> Estimate:
-    """Corpus WER of items with its percentile bootstrap interval (items resampled)."""
-    n = values.size
-    idx = np.random.default_rng([seed, n, 7]).integers(0, n, size=(reps, n))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        replicates = values[idx].sum(axis=1) / weights[idx].sum(axis=1)
-    return Estimate(float(values.sum() / weights.sum()), *_interval(replicates), n)
+def reference_controls_results(
+    items: Iterable[Any],
+    responses: Mapping[str, Mapping[str, Any]],
+    *,
+    embedder: str | None = None,
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+) -> list[ControlsResult]:
+    """The controls of reference-scored items: transcripts (corpus WER), translations (BLEU) and event lists (mAP).
+
+    Per model, metric and task (a translation's with its language pair), and over all the metric's tasks when they
+    pool (``task`` None: one BLEU tokenizer, one class list): the metric with the audio over the
+    controlled originals (percentile bootstrap interval), and under each control the metric over the items answered
+    both ways with the paired bootstrap interval of the difference (control - audio: for WER a rise is a loss, for
+    BLEU and mAP a fall is), as :func:`airbench_nb.analysis.perturbations.perturbation_results` computes a point.
+    The items' statistics are read as the perturbation curves read them
+    (:func:`~airbench_nb.analysis.perturbations.reference_outcomes`: a failed transcript counts as all deletions, a
+    failed translation as ``""``, a failed event list scores every class 0); an item without a response is not
+    answered (a transcriber is not asked ``no_audio``: :func:`not_answered_why`). Keyed by :func:`reference_label`.
+
+    Args:
+        items: The run's items.
+        responses: Per model, its latest response per uid.
+        embedder: The embedding backend's spec for event lists (None: the default offline model).
+        reps: Bootstrap replicates.
+        seed: Bootstrap seed.
+    """
+    from airbench_nb.analysis.perturbations import perturbation_results, reference_outcomes
+
+    items = list(items)
+    outcomes = reference_outcomes(items, responses, embedder, sort="control")
+    present: dict[tuple[str, str], set[str]] = {}
+    for o in outcomes:
+        if o.curve is not None:
+            present.setdefault((o.metric, o.task), set()).add(o.curve)
+    results: list[ControlsResult] = []
+    for model in sorted({o.model for o in outcomes}):
+        own_outcomes = [o for o in outcomes if o.model == model]
+        points = perturbation_results(own_outcomes, reps=reps, seed=seed)
+        for metric in sorted({o.metric for o in own_outcomes}):
+            tasks = sorted({o.task for o in own_outcomes if o.metric == metric})
+            pooled = len(tasks) > 1 and any(p.metric == metric and p.task is None for p in points)
+            for task in [*tasks, *([None] if pooled else [])]:
+                originals = [
+                    o
+                    for o in own_outcomes
+                    if o.metric == metric and (task is None or o.task == task) and o.curve is None
+                ]
+                result = _reference_result(model, metric, task, originals, points, present, reps, seed)
+                if result is not None:
+                    results.append(result)
+    return results
+
+
+def _reference_result(
+    model: str,
+    metric: str,
+    task: str | None,
+    originals: Sequence[Any],
+    points: Sequence[Any],
+    present: Mapping[tuple[str, str], set[str]],
+    reps: int,
+    seed: int,
+) -> ControlsResult | None:
+    """One reference-scored row (a task's, or all the metric's tasks' for ``task`` None); None without an answer."""
+    from airbench_nb.analysis.perturbations import metric_estimate
+
+    answered = [o for o in originals if o.stats is not None]
+    if not answered:
+        return None
+    stats = np.array([o.stats for o in answered], float)
+    with_audio = metric_estimate(metric, stats, reps, np.random.default_rng([seed, len(answered), 7]))
+    own = {p.curve: p for p in points if (p.metric, p.task) == (metric, task)}
+    scores = [
+        ControlScore(
+            control=name,
+            n=own[name].n,
+            with_audio=own[name].clean,
+            score=own[name].perturbed,
+            difference=Estimate(
+                own[name].difference.value, own[name].difference.low, own[name].difference.high, own[name].n
+            ),
+        )
+        for name in CONTROLS
+        if name in own
+    ]
+    tasks = {o.task for o in originals}
+    run = set().union(*(present.get((metric, t), set()) for t in tasks))
+    return ControlsResult(
+        model=reference_label(model, metric),
+        task=task,
+        n=len(answered),
+        score=Estimate(with_audio.value, with_audio.low, with_audio.high, len(answered)),
+        controls=scores,
+        audio_needed=None,
+        audio_needed_of_right=None,
+        needed_under=[],
+        text_prior=None,
+        text_prior_control=None,
+        corrected=None,
+        corrected_why=REFERENCE_WHY.format(metric={"wer": "WER", "bleu": "BLEU", "map": "mAP"}[metric]),
+        not_answered={c: not_answered_why(c) for c in CONTROLS if c in run and c not in own},
+        metric=metric,
+        reps=reps,
+        seed=seed,
+    )
 
 
 def wer_controls_results(
     items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]], *, reps: int = DEFAULT_REPS, seed: int = 0
 ) -> list[ControlsResult]:
-    """The controls of transcription items, scored by corpus WER (SSEU-Bench's clean items' controls).
-
-    Per model and task: the corpus WER with the audio over the controlled originals, and under each control the WER
-    over the items answered both ways with the paired bootstrap interval of the difference (control - audio: a rise
-    is a loss), as :func:`airbench_nb.analysis.perturbations.perturbation_results` computes a point. An answer that
-    failed counts as all deletions; an item without a response is not answered (a transcriber is not asked
-    ``no_audio``: :func:`not_answered_why`). Keyed by :func:`wer_label`.
-    """
-    from airbench_nb.analysis.perturbations import PerturbOutcome, perturbation_results, transcript_errors
-
-    transcription = [i for i in items if getattr(i, "kind", None) == "transcription"]
-    controlled = {str(i.meta[CONTROL_OF_KEY]) for i in transcription if CONTROL_OF_KEY in (i.meta or {})}
-    wanted = [i for i in transcription if i.uid in controlled or CONTROL_OF_KEY in (i.meta or {})]
-    results: list[ControlsResult] = []
-    for model in sorted(responses):
-        by_uid = responses[model]
-        if not any(i.uid in by_uid for i in wanted if i.uid in controlled):
-            continue
-        outcomes: list[Any] = []
-        for item in wanted:
-            response = by_uid.get(item.uid)
-            counted = transcript_errors(item, response) if response is not None else None
-            if counted is None:
-                continue
-            meta = item.meta or {}
-            original, control = (
-                (meta[CONTROL_OF_KEY], meta.get(CONTROL_KEY)) if CONTROL_OF_KEY in meta else (item.uid, None)
-            )
-            parameter = None if control is None else 0.0
-            outcomes.append(PerturbOutcome(model, str(item.task), "wer", str(original), control, parameter, *counted))
-        points = perturbation_results(outcomes, reps=reps, seed=seed, pooled=False)
-        for task in sorted({o.task for o in outcomes}):
-            originals = [o for o in outcomes if o.task == task and o.curve is None]
-            score = _wer_score(
-                np.array([o.value for o in originals]), np.array([o.weight for o in originals]), reps, seed
-            )
-            own = {p.curve: p for p in points if p.task == task}
-            scores = [
-                ControlScore(
-                    control=name,
-                    n=own[name].n,
-                    with_audio=own[name].clean,
-                    score=own[name].perturbed,
-                    difference=Estimate(
-                        own[name].difference.value, own[name].difference.low, own[name].difference.high, own[name].n
-                    ),
-                )
-                for name in CONTROLS
-                if name in own
-            ]
-            present = {(i.meta or {}).get(CONTROL_KEY) for i in wanted if i.task == task and CONTROL_OF_KEY in i.meta}
-            results.append(
-                ControlsResult(
-                    model=wer_label(model),
-                    task=task,
-                    n=len(originals),
-                    score=score,
-                    controls=scores,
-                    audio_needed=None,
-                    audio_needed_of_right=None,
-                    needed_under=[],
-                    text_prior=None,
-                    text_prior_control=None,
-                    corrected=None,
-                    corrected_why=WER_WHY,
-                    not_answered={c: not_answered_why(c) for c in CONTROLS if c in present and c not in own},
-                    metric="wer",
-                    reps=reps,
-                    seed=seed,
-                )
-            )
-    return results
+    """The controls of transcription items, scored by corpus WER (:func:`reference_controls_results`' WER rows)."""
+    return [r for r in reference_controls_results(items, responses, reps=reps, seed=seed) if r.metric == "wer"]
 
 
 def chat_label(model: str, judge: str) -> str:

@@ -7,14 +7,27 @@ requested ``parameter`` and what was ``measured`` on the written file. This modu
 point of a curve, the metric on the perturbed copies with the metric on the same originals, paired by item. It is
 pure: it takes per-item outcomes (:class:`PerturbOutcome`) and returns typed results (:class:`PerturbPoint`).
 
-Metrics, each a ratio of sums over the items so that one formula serves both:
+Metrics (:data:`CURVE_METRICS`), each computed from per-item sufficient statistics (an outcome's ``stats``), so that
+one bootstrap serves all of them:
 
 ``accuracy`` (single-choice items)
-    ``sum(correct) / n``: each item's ``value`` is 1 or 0 (its ``weight`` 1). Higher is better.
+    ``sum(correct) / n``: each item's statistics are ``(1 or 0, 1)``. Higher is better.
 ``wer`` (transcription items)
     Corpus word error rate ``sum(errors) / sum(reference words)`` (SSEU-Bench's WER, as
     :func:`airbench_nb.scoring.wer.utterance_errors` counts them after Whisper's English normaliser): each item's
-    ``value`` is its word errors, its ``weight`` its reference words. Lower is better.
+    statistics are ``(word errors, reference words)``. Lower is better.
+``bleu`` (speech translation items, UG-Bench)
+    Corpus BLEU as sacrebleu computes it (:mod:`airbench_nb.scoring.translation`: the target language's tokenizer,
+    exponential smoothing), as a fraction (sacrebleu's 0-100 divided by 100): each item's statistics are sacrebleu's
+    sentence statistics (hypothesis and closest reference length, matched and total 1- to 4-grams), summed over the
+    items and turned into BLEU by sacrebleu itself, so that BLEU over any resample is a corpus BLEU, never a mean of
+    sentence BLEUs. Items are grouped by language pair (task ``speech_translation (de-en)``); pairs pool only when
+    their targets share a tokenizer (the n-gram counts of two tokenizations do not add up). Higher is better.
+``map`` (event tagging items, SSEU-Bench)
+    Mean average precision over the classes with a positive among the paired items (SSEU-Bench's mAP, as
+    :func:`airbench_nb.scoring.tagging.score_events` computes it: the answer's events mapped onto the classes by text
+    embeddings, or a tagger's own class scores): each item's statistics are its 0/1 gold label and its score per
+    class. Not a sum over items: each resample's mAP is computed again on the resampled items. Higher is better.
 
 What each point gives:
 
@@ -23,15 +36,15 @@ What each point gives:
 ``difference``
     ``perturbed - clean`` with a paired bootstrap 95% interval: the paired items are resampled with replacement
     (each keeps both its outcomes), ``reps`` times, seeded, the metric recomputed on each side of every replicate,
-    and the interval is the 2.5th and 97.5th percentiles of the replicates' differences. For accuracy a negative
-    difference is a loss; for WER a positive one is.
+    and the interval is the 2.5th and 97.5th percentiles of the replicates' differences. For accuracy, BLEU and mAP
+    a negative difference is a loss; for WER a positive one is.
 ``measured``
     The mean over the paired items of the measured value of the perturbation (``meta.measured.value``: the codec's
     bitrate read from the encoded file, the RT60 of the RIR by Schroeder's method, the duration ratio, the pitch
     ratio, the share of clipped samples, the integrated loudness), beside the requested ``parameter``.
 
 Pooled points (``task`` None) put together every task of one metric of a model (its Foundation tasks, say), as the
-controls' analysis does.
+controls' analysis does, when the tasks share an outcome ``group`` (BLEU: one tokenizer; mAP: one class list).
 """
 
 from __future__ import annotations
@@ -49,14 +62,71 @@ import pandas as pd
 from airbench_nb.analysis.registry import register_analysis_section
 from airbench_nb.analysis.section import Section
 from airbench_nb.analysis_report import Interval, Number, Payload
-from airbench_nb.records import PERTURBATION_OF_KEY
+from airbench_nb.records import CONTROL_KEY, CONTROL_OF_KEY, PERTURBATION_OF_KEY
 
 if TYPE_CHECKING:
     from airbench_nb.analysis.report import RunAnalysis
 
 logger = logging.getLogger(__name__)
 
-METRICS: dict[str, bool] = {"accuracy": True, "wer": False}
+
+def _ratio(stats: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``sum(w * numerator) / sum(w * denominator)`` per row of ``weights`` (accuracy, WER)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (weights @ stats[:, 0]) / (weights @ stats[:, 1])
+
+
+def _bleu(stats: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Corpus BLEU (sacrebleu's, as a fraction) of the weighted sums of its sentence statistics, per row."""
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU()  # the statistics are already tokenized: only the smoothing and the brevity penalty are used
+    sums = np.rint(weights @ stats).astype(int)
+    return np.array([bleu._compute_score_from_stats(row.tolist()).score / 100.0 for row in sums])
+
+
+def _map(stats: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Mean over the classes with a positive of the weighted average precision, per row (NaN: no positive drawn)."""
+    from airbench_nb.scoring.tagging import weighted_average_precision
+
+    k = stats.shape[1] // 2
+    truth, scores = stats[:, :k], stats[:, k:]
+    columns = [j for j in range(k) if truth[:, j].any()]
+    if not columns:
+        return np.full(weights.shape[0], np.nan)
+    aps = np.stack([weighted_average_precision(truth[:, j], scores[:, j], weights) for j in columns], axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a replicate that drew no positive of any class
+        return np.nanmean(aps, axis=1)
+
+
+@dataclass(frozen=True)
+class CurveMetric:
+    """A metric a point can be of: how it reads an item's statistics and whether higher is better."""
+
+    name: str
+    """``accuracy``, ``wer``, ``bleu`` or ``map``."""
+    higher_is_better: bool
+    """Whether a rise is a gain."""
+    statistics: str
+    """What an item's ``stats`` hold."""
+    combine: Any
+    """``(stats (n, s), weights (rows, n)) -> (rows,)``: the metric over the items weighted by each row (a bootstrap
+    row counts how often each item was drawn; a row of ones is the metric itself)."""
+
+    def of(self, stats: np.ndarray) -> float:
+        """The metric over every item once."""
+        return float(self.combine(stats, np.ones((1, stats.shape[0])))[0])
+
+
+CURVE_METRICS: dict[str, CurveMetric] = {
+    "accuracy": CurveMetric("accuracy", True, "(1 when right else 0, 1)", _ratio),
+    "wer": CurveMetric("wer", False, "(word errors, reference words)", _ratio),
+    "bleu": CurveMetric("bleu", True, "sacrebleu's sentence statistics (lengths, matched and total 1-4-grams)", _bleu),
+    "map": CurveMetric("map", True, "the gold label (0/1) per class, then the score per class", _map),
+}
+"""The metrics a point can be of (see the module docstring)."""
+METRICS: dict[str, bool] = {name: m.higher_is_better for name, m in CURVE_METRICS.items()}
 """The metrics a point can be of, and whether higher is better."""
 DEFAULT_REPS = 2000
 """Bootstrap replicates."""
@@ -81,21 +151,27 @@ class PerturbOutcome:
     model: str
     """The model's spec."""
     task: str
-    """The item's task."""
+    """The item's task (a translation item's with its language pair: ``speech_translation (de-en)``)."""
     metric: str
-    """``accuracy`` or ``wer`` (:data:`METRICS`)."""
+    """``accuracy``, ``wer``, ``bleu`` or ``map`` (:data:`CURVE_METRICS`)."""
     uid: str
     """The original item's uid (a copy's ``meta.perturbation_of``)."""
     curve: str | None
     """The copy's curve (``codec:mp3``, ``reverb``, ...); None for the original."""
     parameter: float | None
     """The copy's requested parameter; None for the original."""
-    value: float | None
-    """The item's numerator (1/0 when right/wrong; its word errors); None when not answered (the pair is left out)."""
-    weight: float = 1.0
-    """The item's denominator (1; its reference words)."""
+    stats: tuple[float, ...] | None
+    """The item's statistics for the metric (:attr:`CurveMetric.statistics`: ``(1, 1)`` right, ``(errors, words)``,
+    ...); None when not answered (the pair is left out)."""
     measured: float | None = None
     """The copy's measured value (``meta.measured.value``); None for the original or when not recorded."""
+    group: str = ""
+    """Tasks of one metric pool only when their outcomes share it (BLEU: the tokenizer; mAP: the class list)."""
+
+
+def ratio_stats(value: float | None, weight: float = 1.0) -> tuple[float, float] | None:
+    """The statistics of a ratio metric (accuracy, WER): ``(value, weight)``, or None when not answered."""
+    return None if value is None else (float(value), float(weight))
 
 
 @dataclass(frozen=True)
@@ -123,7 +199,7 @@ class PerturbPoint:
     task: str | None
     """The task; None for every task of the metric together."""
     metric: str
-    """``accuracy`` or ``wer``."""
+    """``accuracy``, ``wer``, ``bleu`` or ``map``."""
     curve: str
     """The curve (``codec:mp3``, ``reverb``, ...)."""
     parameter: float
@@ -140,36 +216,54 @@ class PerturbPoint:
     """``perturbed - clean`` with its paired bootstrap interval."""
 
 
+DERIVED_KEYS = ("clean_uid", "rotation_of", CONTROL_OF_KEY, PERTURBATION_OF_KEY)
+"""``meta`` keys of a derived item (graded, rotated, control, perturbed copy)."""
+
+
+def derived_from(item: Any, sort: str = "perturbation") -> tuple[str, str | None, float | None, float | None] | None:
+    """``(original uid, curve, parameter, measured)`` of an original (curve None) or a copy of ``sort``; else None.
+
+    Args:
+        item: The item (its ``uid`` and ``meta`` are read).
+        sort: ``perturbation``: a perturbed copy (``meta.perturbation_of``; curve ``meta.perturbation``, its
+            ``parameter`` and ``measured.value``); ``control``: an audio-reliance control (``meta.control_of``; curve
+            the control's name, parameter 0). Any other derived item (graded, rotated, the other sort) is None.
+    """
+    meta = getattr(item, "meta", None) or {}
+    key = PERTURBATION_OF_KEY if sort == "perturbation" else CONTROL_OF_KEY
+    if key in meta:
+        if sort == "control":
+            return str(meta[key]), str(meta.get(CONTROL_KEY)), 0.0, None
+        measured = (meta.get("measured") or {}).get("value") if isinstance(meta.get("measured"), dict) else None
+        return str(meta[key]), str(meta.get("perturbation")), float(meta["parameter"]), _float_or_none(measured)
+    if any(k in meta for k in DERIVED_KEYS):
+        return None
+    return str(item.uid), None, None, None
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def outcome_from_item(
-    item: Any, model: str, metric: str, value: float | None, weight: float = 1.0
+    item: Any, model: str, metric: str, stats: tuple[float, ...] | None, group: str = "", task: str | None = None
 ) -> PerturbOutcome | None:
     """An item's outcome, as an original or as a perturbed copy (read from its ``meta``); None for other derived items.
 
     Args:
         item: The item (any kind; ``task`` and ``meta`` are read).
         model: The model's spec.
-        metric: ``accuracy`` or ``wer``.
-        value: Its numerator, or None when not answered.
-        weight: Its denominator.
+        metric: A metric of :data:`CURVE_METRICS`.
+        stats: Its statistics (:func:`ratio_stats` for accuracy and WER), or None when not answered.
+        group: The outcome's pooling group.
+        task: The task to file it under (the item's ``task`` when None).
     """
-    meta = getattr(item, "meta", None) or {}
-    if any(k in meta for k in ("clean_uid", "rotation_of", "control_of")):
+    of = derived_from(item, "perturbation")
+    if of is None:
         return None
-    task = str(getattr(item, "task", getattr(item, "kind", "")))
-    if PERTURBATION_OF_KEY not in meta:
-        return PerturbOutcome(model, task, metric, str(item.uid), None, None, value, weight)
-    measured = (meta.get("measured") or {}).get("value") if isinstance(meta.get("measured"), dict) else None
-    return PerturbOutcome(
-        model,
-        task,
-        metric,
-        str(meta[PERTURBATION_OF_KEY]),
-        str(meta.get("perturbation")),
-        float(meta["parameter"]),
-        value,
-        weight,
-        None if measured is None else float(measured),
-    )
+    uid, curve, parameter, measured = of
+    task = task if task is not None else str(getattr(item, "task", getattr(item, "kind", "")))
+    return PerturbOutcome(model, task, metric, uid, curve, parameter, stats, measured, group)
 
 
 def accuracy_outcomes(frame: pd.DataFrame, items: Mapping[str, Any]) -> list[PerturbOutcome]:
@@ -200,7 +294,7 @@ def accuracy_outcomes(frame: pd.DataFrame, items: Mapping[str, Any]) -> list[Per
         if PERTURBATION_OF_KEY not in meta and str(uid) not in perturbed_of:
             continue
         value = None if pd.isna(correct) else float(bool(correct))
-        outcome = outcome_from_item(item, str(model), "accuracy", value)
+        outcome = outcome_from_item(item, str(model), "accuracy", ratio_stats(value))
         if outcome is not None:
             out.append(outcome)
     return out
@@ -222,7 +316,23 @@ def transcript_errors(item: Any, response: Any) -> tuple[float, float] | None:
     return float(u.errors), float(u.ref_words)
 
 
-def wer_outcomes(items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]]) -> list[PerturbOutcome]:
+def _wanted(items: Iterable[Any], kind: str, sort: str) -> list[Any]:
+    """The items of ``kind`` that are originals with a copy of ``sort``, or such copies, in order."""
+    key = PERTURBATION_OF_KEY if sort == "perturbation" else CONTROL_OF_KEY
+    own = [i for i in items if getattr(i, "kind", None) == kind]
+    originals = {str(i.meta[key]) for i in own if key in (getattr(i, "meta", None) or {})}
+    return [i for i in own if (i.uid in originals or key in (i.meta or {})) and derived_from(i, sort) is not None]
+
+
+def _outcome(item: Any, model: str, metric: str, stats: Any, sort: str, group: str = "", task: str | None = None):
+    uid, curve, parameter, measured = derived_from(item, sort)  # type: ignore[misc]
+    task = task if task is not None else str(item.task)
+    return PerturbOutcome(model, task, metric, uid, curve, parameter, stats, measured, group)
+
+
+def wer_outcomes(
+    items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]], sort: str = "perturbation"
+) -> list[PerturbOutcome]:
     """WER outcomes of every model's transcription answers, for the originals that have a copy and their copies.
 
     An item the model has no response to is not answered (None); an answer that failed or cannot be read counts as
@@ -232,30 +342,141 @@ def wer_outcomes(items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]
     Args:
         items: The run's items (any kinds: the transcription items are read).
         responses: Per model, its latest response per uid.
+        sort: The copies: ``perturbation`` or ``control`` (:func:`derived_from`).
     """
-    transcription = [i for i in items if getattr(i, "kind", None) == "transcription"]
-    originals = {
-        str(i.meta[PERTURBATION_OF_KEY])
-        for i in transcription
-        if PERTURBATION_OF_KEY in (getattr(i, "meta", None) or {})
-    }
-    wanted = [i for i in transcription if i.uid in originals or PERTURBATION_OF_KEY in (i.meta or {})]
+    wanted = _wanted(items, "transcription", sort)
     out: list[PerturbOutcome] = []
     for model, by_uid in responses.items():
         if not any(i.uid in by_uid for i in wanted):
             continue
         for item in wanted:
             response = by_uid.get(item.uid)
-            if response is None:
-                value, weight = None, 1.0
-            else:
-                counted = transcript_errors(item, response)
-                if counted is None:
-                    continue
-                value, weight = counted
-            outcome = outcome_from_item(item, model, "wer", value, weight)
-            if outcome is not None:
-                out.append(outcome)
+            counted = transcript_errors(item, response) if response is not None else None
+            if response is not None and counted is None:
+                continue  # the reference normalises to nothing
+            out.append(_outcome(item, model, "wer", counted, sort))
+    return out
+
+
+def translation_task(item: Any) -> str:
+    """The task a translation item's outcomes are filed under: its task with its language pair."""
+    from airbench_nb.scoring.wer import language_code
+
+    pair = f"{language_code(item.source_language)}-{language_code(item.target_language)}"
+    return f"{item.task} ({pair})"
+
+
+def bleu_outcomes(
+    items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]], sort: str = "perturbation"
+) -> list[PerturbOutcome]:
+    """BLEU outcomes of every model's translations, for the originals that have a copy and their copies.
+
+    Each answered item's statistics are sacrebleu's sentence statistics of its answer (as written, stripped; a failed
+    or empty answer is ``""``, as :mod:`airbench_nb.scoring.translation` keeps it) against its references, with the
+    target language's tokenizer (:func:`~airbench_nb.scoring.translation.tokenizer_for`, the outcome's ``group``); an
+    item the model has no response to is not answered. A target whose tokenizer is not installed (``ja-mecab``) is
+    left out with a warning.
+
+    Args:
+        items: The run's items (the translation items are read).
+        responses: Per model, its latest response per uid.
+        sort: The copies: ``perturbation`` or ``control``.
+    """
+    from sacrebleu.metrics import BLEU
+
+    from airbench_nb.scoring.text_answers import answer_text
+    from airbench_nb.scoring.translation import MissingTokenizerError, tokenizer_for
+
+    wanted = _wanted(items, "translation", sort)
+    tokenizers: dict[str, Any] = {}
+    kept = []
+    for item in wanted:
+        try:
+            name = tokenizer_for(item.target_language)
+        except MissingTokenizerError as exc:
+            logger.warning("%s: left out of the BLEU curves: %s", item.uid, exc)
+            continue
+        if name not in tokenizers:
+            tokenizers[name] = BLEU(tokenize=name)
+        kept.append((item, name))
+    out: list[PerturbOutcome] = []
+    for model, by_uid in responses.items():
+        if not any(i.uid in by_uid for i, _ in kept):
+            continue
+        for item, name in kept:
+            response = by_uid.get(item.uid)
+            stats = None
+            if response is not None:
+                hypothesis = answer_text(response).text or ""
+                refs = [[r] for r in item.references]
+                (row,) = tokenizers[name]._extract_corpus_statistics([hypothesis], refs)
+                stats = tuple(float(x) for x in row)
+            out.append(_outcome(item, model, "bleu", stats, sort, group=name, task=translation_task(item)))
+    return out
+
+
+def map_outcomes(
+    items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]], embedder: Any, sort: str = "perturbation"
+) -> list[PerturbOutcome]:
+    """The mAP outcomes of every model's event lists, for the originals that have a copy and their copies.
+
+    Each answered item's statistics are its gold label per class, then its score per class, as SSEU-Bench's mAP reads
+    them (:func:`~airbench_nb.scoring.tagging.score_events`: the listed events mapped onto the classes by
+    ``embedder``, or a tagger's own class scores; a failed answer scores every class 0); the class list is the
+    outcome's ``group``. An item the model has no response to is not answered.
+
+    Args:
+        items: The run's items (the events items are read).
+        responses: Per model, its latest response per uid.
+        embedder: The embedding backend (:func:`airbench_nb.embeddings.load_embedder`).
+        sort: The copies: ``perturbation`` or ``control``.
+    """
+    from airbench_nb.scoring.reference import read_part
+    from airbench_nb.scoring.tagging import score_events
+
+    wanted = _wanted(items, "events", sort)
+    out: list[PerturbOutcome] = []
+    for model, by_uid in responses.items():
+        answered = [i for i in wanted if i.uid in by_uid]
+        if not answered:
+            continue
+        parts = [read_part(i, by_uid[i.uid], "events") for i in answered]
+        by_classes: dict[tuple[str, ...], list[int]] = {}
+        for k, part in enumerate(parts):
+            by_classes.setdefault(tuple(part.classes), []).append(k)
+        rows: dict[str, tuple[float, ...]] = {}
+        for classes, ks in by_classes.items():
+            answers = [list(parts[k].answer) if isinstance(parts[k].answer, tuple) else None for k in ks]
+            golds = [list(parts[k].gold or ()) for k in ks]
+            ranked = [dict(parts[k].class_scores) if parts[k].class_scores else None for k in ks]
+            result = score_events(answers, golds, classes, embedder, reps=0, class_scores=ranked)
+            for row, k, gold in zip(np.asarray(result.scores, float), ks, golds, strict=True):
+                truth = [1.0 if c in gold else 0.0 for c in classes]
+                rows[answered[k].uid] = (*truth, *(float(x) for x in row))
+        for item in wanted:
+            classes = tuple(item.classes)
+            out.append(_outcome(item, model, "map", rows.get(item.uid), sort, group="\x1f".join(classes)))
+    return out
+
+
+def reference_outcomes(
+    items: Iterable[Any], responses: Mapping[str, Mapping[str, Any]], embedder: str | None, sort: str = "perturbation"
+) -> list[PerturbOutcome]:
+    """WER, BLEU and mAP outcomes of the transcription, translation and events items with copies of ``sort``.
+
+    Args:
+        items: The run's items.
+        responses: Per model, its latest response per uid.
+        embedder: The embedding backend's spec for events (:func:`airbench_nb.embeddings.load_embedder`; None: the
+            default offline model), loaded only when events items have copies.
+        sort: ``perturbation`` or ``control`` (:func:`derived_from`).
+    """
+    items = list(items)
+    out = wer_outcomes(items, responses, sort) + bleu_outcomes(items, responses, sort)
+    if _wanted(items, "events", sort):
+        from airbench_nb.embeddings import load_embedder
+
+        out += map_outcomes(items, responses, load_embedder(embedder), sort)
     return out
 
 
@@ -266,29 +487,39 @@ def _interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
     return percentile_interval(replicates)
 
 
-def _ratio(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return values.sum(axis=-1) / weights.sum(axis=-1)
+def bootstrap_weights(n: int, reps: int, rng: np.random.Generator) -> Any:
+    """Chunks of bootstrap rows ``(rows, n)``: how often each of ``n`` items is drawn, ``reps`` rows in all."""
+    from airbench_nb.scoring.tagging import bootstrap_weight_rows
+
+    return bootstrap_weight_rows(n, reps, rng)
+
+
+def metric_estimate(metric: str, stats: np.ndarray, reps: int, rng: np.random.Generator) -> Estimate:
+    """A metric over items with its percentile bootstrap interval (items resampled)."""
+    m = CURVE_METRICS[metric]
+    n = stats.shape[0]
+    replicates = np.concatenate([m.combine(stats, w) for w in bootstrap_weights(n, reps, rng)])
+    return Estimate(m.of(stats), *_interval(replicates))
 
 
 @dataclass
 class _Pairs:
     clean: np.ndarray
     perturbed: np.ndarray
-    weights: np.ndarray
     measured: list[float]
 
 
 def _point(
     model: str, task: str | None, metric: str, curve: str, parameter: float, pairs: _Pairs, reps: int, seed: int
 ):
-    n = pairs.clean.size
-    clean = float(_ratio(pairs.clean, pairs.weights))
-    perturbed = float(_ratio(pairs.perturbed, pairs.weights))
+    m = CURVE_METRICS[metric]
+    n = pairs.clean.shape[0]
+    clean = m.of(pairs.clean)
+    perturbed = m.of(pairs.perturbed)
     rng = np.random.default_rng([seed, n, int(round(abs(parameter) * 1000))])
-    idx = rng.integers(0, n, size=(reps, n))
-    w = pairs.weights[idx]
-    diffs = _ratio(pairs.perturbed[idx], w) - _ratio(pairs.clean[idx], w)
+    diffs = np.concatenate(
+        [m.combine(pairs.perturbed, w) - m.combine(pairs.clean, w) for w in bootstrap_weights(n, reps, rng)]
+    )
     measured = float(np.mean(pairs.measured)) if pairs.measured else None
     return PerturbPoint(
         model=model,
@@ -304,6 +535,19 @@ def _point(
     )
 
 
+def _check(o: PerturbOutcome) -> None:
+    if o.metric not in CURVE_METRICS:
+        raise ValueError(
+            f"outcome of {o.model} on {o.uid}: unknown metric {o.metric!r}; known: {', '.join(CURVE_METRICS)}"
+        )
+    if o.stats is None:
+        return
+    if not o.stats or any(not math.isfinite(x) or x < 0 for x in o.stats):
+        raise ValueError(f"outcome of {o.model} on {o.uid}: statistics {o.stats} are not counts")
+    if o.metric in ("accuracy", "wer") and (len(o.stats) != 2 or not o.stats[1] > 0):
+        raise ValueError(f"outcome of {o.model} on {o.uid}: statistics {o.stats} are not a count and a weight > 0")
+
+
 def perturbation_results(
     outcomes: Iterable[PerturbOutcome], *, reps: int = DEFAULT_REPS, seed: int = 0, pooled: bool = True
 ) -> list[PerturbPoint]:
@@ -314,31 +558,28 @@ def perturbation_results(
         reps: Bootstrap replicates (1 or more).
         seed: Bootstrap seed.
         pooled: Add, per model, metric and point, the pooled point over the metric's tasks (``task`` None) when the
-            model has several such tasks.
+            model has several such tasks and they share one ``group``.
 
     Returns:
         Points sorted by model, metric, task (pooled last), curve and parameter; a point without a paired item is
         left out.
 
     Raises:
-        ValueError: For an unknown metric, a negative value or weight, two outcomes of one item and condition, or
-            ``reps`` < 1.
+        ValueError: For an unknown metric, statistics that are not counts, two outcomes of one item and condition,
+            or ``reps`` < 1.
     """
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps}")
     cells: dict[tuple[str, str, str], dict[str, dict[tuple[str, float] | None, PerturbOutcome]]] = {}
+    groups: dict[tuple[str, str], set[str]] = {}
     for o in outcomes:
-        if o.metric not in METRICS:
-            raise ValueError(
-                f"outcome of {o.model} on {o.uid}: unknown metric {o.metric!r}; known: {', '.join(METRICS)}"
-            )
-        if (o.value is not None and (not math.isfinite(o.value) or o.value < 0)) or not o.weight > 0:
-            raise ValueError(f"outcome of {o.model} on {o.uid}: value {o.value} / weight {o.weight} is not a count")
+        _check(o)
         key = None if o.curve is None else (o.curve, float(o.parameter if o.parameter is not None else math.nan))
         row = cells.setdefault((o.model, o.metric, o.task), {}).setdefault(o.uid, {})
         if key in row:
             raise ValueError(f"two outcomes of {o.model} on {o.uid} under {key or 'the original audio'}")
         row[key] = o
+        groups.setdefault((o.model, o.metric), set()).add(o.group)
     results: list[PerturbPoint] = []
     for model in sorted({m for m, _, _ in cells}):
         for metric in sorted({x for m, x, _ in cells if m == model}):
@@ -348,31 +589,31 @@ def perturbation_results(
                 rows = cells[(model, metric, task)]
                 points = sorted({k for r in rows.values() for k in r if k is not None})
                 for curve, parameter in points:
-                    clean, perturbed, weights, measured = [], [], [], []
+                    clean, perturbed, measured = [], [], []
                     for r in rows.values():
                         original, copy = r.get(None), r.get((curve, parameter))
-                        if original is None or copy is None or original.value is None or copy.value is None:
+                        if original is None or copy is None or original.stats is None or copy.stats is None:
                             continue
-                        clean.append(original.value)
-                        perturbed.append(copy.value)
-                        weights.append(original.weight)
+                        if len(original.stats) != len(copy.stats):
+                            raise ValueError(f"outcomes of {model} on {original.uid}: statistics of other lengths")
+                        clean.append(original.stats)
+                        perturbed.append(copy.stats)
                         if copy.measured is not None:
                             measured.append(copy.measured)
                     if clean:
                         per_point.setdefault((curve, parameter), {})[task] = _Pairs(
-                            np.array(clean), np.array(perturbed), np.array(weights), measured
+                            np.array(clean, float), np.array(perturbed, float), measured
                         )
             for task in tasks:
                 for (curve, parameter), by_task in sorted(per_point.items()):
                     if task in by_task:
                         results.append(_point(model, task, metric, curve, parameter, by_task[task], reps, seed))
-            if pooled and len(tasks) > 1:
+            if pooled and len(tasks) > 1 and len(groups[(model, metric)]) == 1:
                 for (curve, parameter), by_task in sorted(per_point.items()):
                     parts = list(by_task.values())
                     joined = _Pairs(
                         np.concatenate([p.clean for p in parts]),
                         np.concatenate([p.perturbed for p in parts]),
-                        np.concatenate([p.weights for p in parts]),
                         [m for p in parts for m in p.measured],
                     )
                     results.append(_point(model, None, metric, curve, parameter, joined, reps, seed))
@@ -385,7 +626,7 @@ class PerturbPointRow(Payload):
     task: str | None
     """The task; None for every task of the metric together."""
     metric: str
-    """``accuracy`` (higher is better) or ``wer`` (lower is better)."""
+    """``accuracy``, ``bleu``, ``map`` (higher is better) or ``wer`` (lower is better)."""
     curve: str
     """The curve: ``codec:mp3``, ``codec:opus``, ``reverb``, ``speed``, ``pitch``, ``clipping``, ``loudness``."""
     parameter: Number
@@ -446,7 +687,8 @@ def perturbations_payload(
 
 
 SCOPE = (
-    "single-choice items (accuracy) and transcription items (corpus WER) that have perturbed copies "
+    "single-choice items (accuracy), transcription items (corpus WER), speech translation items (corpus BLEU, per "
+    "language pair) and event tagging items (mAP) that have perturbed copies "
     "(meta.perturbation_of), each copy paired with its original; SNR-graded, rotated and control copies left out"
 )
 """Which items the ``perturbations`` section reads."""
@@ -524,7 +766,7 @@ def perturbations_section(analysis: RunAnalysis) -> Section:
         )
     frame = analysis.run.foundation_frame(analysis.protocol, perturbations=True)
     outcomes = accuracy_outcomes(frame, items) if not frame.empty else []
-    outcomes += wer_outcomes(items.values(), analysis.run.responses)
+    outcomes += reference_outcomes(items.values(), analysis.run.responses, analysis.embedder)
     points = perturbation_results(outcomes, reps=analysis.reps, seed=analysis.seed)
     if not points:
         return Section("perturbations", {}, reason="no model answered an item and one of its perturbed copies")

@@ -332,6 +332,7 @@ class RunAnalysis:
         the reason, when the run holds no control (the section is then left out of ``analysis.json``).
         """
         from airbench_nb.analysis.controls import (
+            REFERENCE_METRICS,
             chat_outcomes,
             controls_detail,
             controls_frame,
@@ -339,7 +340,7 @@ class RunAnalysis:
             controls_plot_frame,
             controls_results,
             outcomes_from_frame,
-            wer_controls_results,
+            reference_controls_results,
         )
         from airbench_nb.records import CONTROL_OF_KEY
 
@@ -364,9 +365,11 @@ class RunAnalysis:
             for r in controls_results(outcomes, reps=self.reps, seed=self.seed)
             if r.controls
         ]
-        results += [  # transcripts: corpus WER under each control
+        results += [  # transcripts (corpus WER), translations (BLEU), event lists (mAP) under each control
             r
-            for r in wer_controls_results(self.run.items.values(), self.run.responses, reps=self.reps, seed=self.seed)
+            for r in reference_controls_results(
+                self.run.items.values(), self.run.responses, embedder=self.embedder, reps=self.reps, seed=self.seed
+            )
             if r.controls
         ]
         if not results:
@@ -375,7 +378,7 @@ class RunAnalysis:
             "controls",
             controls_payload(results),
             frame=controls_frame(results),
-            figure=plots.controls_chart(controls_plot_frame([r for r in results if r.metric != "wer"])),
+            figure=plots.controls_chart(controls_plot_frame([r for r in results if r.metric not in REFERENCE_METRICS])),
             figure_key="controls",
             extra_data=controls_detail(self.protocol, self.reps, self.seed),
         )

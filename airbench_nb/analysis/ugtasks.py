@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from airbench_nb.analysis_report import Captioning, SpeechOutput, Translation
-from airbench_nb.records import Response, Verdict, is_perturbed
+from airbench_nb.records import Response, Verdict, is_control, is_perturbed
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def ug_tasks(
         reps: Bootstrap replicates of the intervals.
         seed: Seed of the bootstraps.
         perturbations: Keep the perturbed copies (``meta.perturbation_of``); left out by default, as the score
-            tables leave them out.
+            tables leave them out. Audio-reliance controls (``meta.control_of``) are always left out.
     """
     from airbench_nb.scoring.captioning import CiderD, caption_summary
     from airbench_nb.scoring.outcomes import asked_items
@@ -253,8 +253,12 @@ def ug_tasks(
     from airbench_nb.scoring.translation import Bleu, translation_summary
 
     def scored_by(metric: str) -> list[Any]:
-        # the items that name the family's metric (what the score tables score with it)
-        return [i for i in items if metric in getattr(i, "METRICS", ()) and (perturbations or not is_perturbed(i))]
+        # the items that name the family's metric (what the score tables score with it); controls never
+        return [
+            i
+            for i in items
+            if metric in getattr(i, "METRICS", ()) and (perturbations or not is_perturbed(i)) and not is_control(i)
+        ]
 
     translation = scored_by(Bleu.name)
     captions = scored_by(CiderD.name)

@@ -404,15 +404,16 @@ def _one_control(
 
 
 class ControlsPart:
-    """A builder part making the controls of the first items of each task the ``airbench`` and ``sseu`` parts built.
+    """A builder part making the controls of the first items of each task the earlier parts built (see below).
 
     Registered last (:data:`airbench_nb.builders.BUILTIN_PARTS`), owned by the AIR-Bench benchmark: the controls
     follow the graded and rotated copies in ``foundation.jsonl`` and ``chat.jsonl``. Off by default: with
     ``controls_items_per_task`` 0 (the presets' default) it makes nothing, and every preset builds what it built
     before the part was registered. ``build(options={"controls_items_per_task": 4})`` (notebook 01's
     ``build_options``, ``airbench-nb build --option controls_items_per_task=4``) makes every control of
-    :data:`CONTROLS` of the first 4 items of each Foundation and Chat task and of SSEU-Bench's clean transcription
-    items (``snr_db`` None: their transcripts are scored by WER); ``controls`` picks some of them.
+    :data:`CONTROLS` of the first 4 items of each Foundation and Chat task, of SSEU-Bench's clean transcription items
+    (``snr_db`` None: their transcripts are scored by WER) and events items (mAP), and of UG-Bench's speech
+    translation items (BLEU); ``controls`` picks some of them.
     """
 
     name = "controls"
@@ -422,9 +423,10 @@ class ControlsPart:
     options: tuple[str, ...] = ("controls", "controls_items_per_task")
     """Which controls (all of :data:`CONTROLS` when not given); items of each task to control (0, none, when not
     given; None for all)."""
-    requires: tuple[str, ...] = ("airbench", "sseu")
-    """It controls the ``airbench`` part's Foundation and Chat items and the ``sseu`` part's clean transcription items
-    (``snr_db`` None; their controls are scored by WER)."""
+    requires: tuple[str, ...] = ("airbench", "sseu", "ugbench")
+    """It controls the ``airbench`` part's Foundation and Chat items, the ``sseu`` part's clean transcription items
+    (``snr_db`` None; their controls are scored by WER) and events items (mAP), and the ``ugbench`` part's speech
+    translation items (BLEU)."""
     manifests: tuple[str, ...] = ()
     """``foundation.jsonl`` and ``chat.jsonl`` are the ``airbench`` part's."""
 
@@ -446,8 +448,15 @@ class ControlsPart:
         """The controls of the first items of each task (a control that cannot be made is counted and skipped)."""
         names, per_task = context.options["controls"], context.options["controls_items_per_task"]
         earlier = context.earlier["airbench"].items
-        sseu = context.earlier["sseu"].items.get("transcription", []) if "sseu" in context.earlier else []
-        groups = [earlier.get("foundation", []), earlier.get("chat", []), [i for i in sseu if i.snr_db is None]]
+        sseu = context.earlier["sseu"].items if "sseu" in context.earlier else {}
+        ug = context.earlier["ugbench"].items if "ugbench" in context.earlier else {}
+        groups = [
+            earlier.get("foundation", []),
+            earlier.get("chat", []),
+            [i for i in sseu.get("transcription", []) if i.snr_db is None],
+            list(sseu.get("events", [])),
+            list(ug.get("translation", [])),
+        ]
         chosen: list[ItemBase] = []
         for group in groups:
             seen: dict[str, int] = {}
@@ -463,7 +472,7 @@ class ControlsPart:
         )
         items: dict[str, list[Any]] = {"foundation": [], "chat": []}
         for item in made.items:
-            items.setdefault(item.kind, []).append(item)  # transcription: SSEU-Bench's clean items' controls
+            items.setdefault(item.kind, []).append(item)  # transcription, events, translation: their own manifests
         failures = [{"task": f.task, "index": -1, "uid": f.uid, "error": f.error} for f in made.failures]
         card = {**context.options, "controls_not_eligible": len(made.not_eligible), "control_items": len(made.items)}
         return PartResult(items=items, failures=failures, card=card, report={})

@@ -197,12 +197,13 @@ def _first_per_task(items: Sequence[Any], per_task: int | None) -> list[Any]:
 
 
 class PerturbPart:
-    """A builder part making perturbed copies of the first items of each task of AIR-Bench and SSEU-Bench.
+    """A builder part making perturbed copies of the first items of each task of AIR-Bench, SSEU-Bench and UG-Bench.
 
     Registered last (:data:`airbench_nb.builders.BUILTIN_PARTS`, after the controls), owned by the AIR-Bench
-    benchmark: the copies follow every other item in ``foundation.jsonl`` and ``transcription.jsonl``. It perturbs
-    AIR-Bench's Foundation items (the ``airbench`` part's) and SSEU-Bench's clean transcription items (the ``sseu``
-    part's, ``snr_db`` None: the mixed clips already carry their noise). Off by default: with
+    benchmark: the copies follow every other item in their manifests. It perturbs AIR-Bench's Foundation items (the
+    ``airbench`` part's), SSEU-Bench's clean transcription items (the ``sseu`` part's, ``snr_db`` None: the mixed
+    clips already carry their noise) and its events items (mAP), and UG-Bench's speech translation items (the
+    ``ugbench`` part's; BLEU). Off by default: with
     ``perturb_items_per_task`` 0 (the presets' default) or no ``perturbations`` it makes nothing, and every preset
     builds what it built before the part was registered. ``build(options={"perturbations": "codec:mp3:24,reverb:0.6",
     "perturb_items_per_task": 2})`` (``airbench-nb build --option perturbations=codec:mp3:24,reverb:0.6 --option
@@ -217,10 +218,11 @@ class PerturbPart:
     """Which perturbations (none when not given); items of each task to perturb (0, none, when not given; None for
     all); paraphrased questions per Foundation item perturbed (0, none, when not given:
     :mod:`airbench_nb.builders.paraphrase`)."""
-    requires: tuple[str, ...] = ("airbench", "sseu")
-    """It perturbs those parts' Foundation and clean transcription items."""
+    requires: tuple[str, ...] = ("airbench", "sseu", "ugbench")
+    """It perturbs those parts' Foundation, clean transcription, events and speech translation items."""
     manifests: tuple[str, ...] = ()
-    """``foundation.jsonl`` is the ``airbench`` part's; ``transcription.jsonl`` is written when it has items."""
+    """``foundation.jsonl`` is the ``airbench`` part's; ``transcription.jsonl``, ``events.jsonl`` and
+    ``translation.jsonl`` are written when they have items."""
 
     def resolve(self, preset: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
         """The perturbations (as texts) and ``perturb_items_per_task``: given, else the preset's, else none and 0.
@@ -242,9 +244,11 @@ class PerturbPart:
         """The perturbed copies of the first items of each task (a copy that cannot be made is counted, skipped)."""
         texts, per_task = context.options["perturbations"], context.options["perturb_items_per_task"]
         foundation = context.earlier["airbench"].items.get("foundation", [])
-        sseu = context.earlier["sseu"].items.get("transcription", []) if "sseu" in context.earlier else []
-        clean = [i for i in sseu if i.snr_db is None]
-        chosen = [*_first_per_task(foundation, per_task), *_first_per_task(clean, per_task)] if texts else []
+        sseu = context.earlier["sseu"].items if "sseu" in context.earlier else {}
+        ug = context.earlier["ugbench"].items if "ugbench" in context.earlier else {}
+        clean = [i for i in sseu.get("transcription", []) if i.snr_db is None]
+        groups = [foundation, clean, sseu.get("events", []), ug.get("translation", [])]
+        chosen = [i for group in groups for i in _first_per_task(group, per_task)] if texts else []
         made = build_perturbations(chosen, context.out, seed=context.seed, perturbations=texts)
         paraphrased = ParaphraseBuild()
         if context.options.get("paraphrases"):

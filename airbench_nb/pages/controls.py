@@ -28,7 +28,9 @@ difference (points); <b>audio needed</b>: items right with the audio and wrong u
 prior</b>: the best score under the controls that tell nothing of the audio; <b>corrected</b>: (score − prior) / (1
 − prior), a dash when the prior is 100. Per task in <code>analysis/analysis.json</code> (<code>controls</code>) and
 notebook 05. Rows named <i>(transcripts, WER)</i>: the corpus WER of SSEU-Bench's clean transcripts, where a rise
-under a control is a loss (no audio-needed share, text prior or corrected score).</p>
+under a control is a loss; <i>(translations, BLEU)</i>: UG-Bench's corpus BLEU over the language pairs;
+<i>(events, mAP)</i>: SSEU-Bench's event tagging (these have no audio-needed share, text prior or corrected
+score).</p>
 <div class="wide">{{ table | safe }}</div>
 {% for model, why in not_answered %}<p class="meta"><b>n/a</b> ({{ model }}): {{ why }}</p>
 {% endfor %}"""

@@ -21,7 +21,8 @@ TEMPLATE = """\
 <p class="meta">Does the score survive the audio being coded, reverberated, sped up, pitched, clipped or made louder
 or quieter, or the question being reworded (<b>paraphrase k</b>: the k-th other phrasing of its task)? Each cell is
 the change of the metric on the same items, perturbed − original, in points with its paired 95% bootstrap interval
-({{ protocol }} protocol for accuracy; corpus WER for transcripts, where a rise is a loss). <b>original</b>: the
+({{ protocol }} protocol for accuracy; corpus WER for transcripts, where a rise is a loss; corpus BLEU for
+translations, over the language pairs that share a tokenizer; mAP for event lists). <b>original</b>: the
 metric on the original audio of those items; <b>n</b>: items per point. The figure
 <code>figures/score-change-under-perturbations.png</code> draws the curves; per task in
 <code>analysis/analysis.json</code> (<code>perturbations</code>) and notebook 05.</p>

@@ -93,7 +93,15 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _resample_weights(n: int, reps: int, seed: int, key: str) -> Any:
     """Chunks of bootstrap weights: arrays (rows, n) of how often each item is drawn, ``reps`` rows in all."""
-    rng = _key_rng(seed, key)
+    return bootstrap_weight_rows(n, reps, _key_rng(seed, key))
+
+
+def bootstrap_weight_rows(n: int, reps: int, rng: np.random.Generator) -> Any:
+    """Chunks of bootstrap weights drawn from ``rng``: arrays (rows, n) of how often each of ``n`` items is drawn.
+
+    ``reps`` rows in all, at most :data:`BOOTSTRAP_CHUNK` cells a chunk; row ``r`` is resample ``r`` (the items drawn
+    ``rng.integers(0, n, n)``), so that a statistic weighted by a row is the statistic of that resample.
+    """
     step = max(1, BOOTSTRAP_CHUNK // max(n, 1))
     for start in range(0, reps, step):
         rows = min(step, reps - start)
