@@ -393,6 +393,9 @@ def test_mini_preset_letter_balance_and_determinism_via_cli(tmp_path):
             "codec:mp3": 8,
             "reverb": 8,
         }, kind
+    events_of = {i.meta["perturbation_of"] for i in sseu["events"] if "perturbation_of" in i.meta}
+    scenes = {i.uid: i.clip_id.split("@")[0] for i in sseu["events"]}
+    assert len({scenes[u] for u in events_of}) == 3  # cleanest first: each of the 3 utterances' scenes, not one's
     transcripts = sseu["transcription"]
     assert Counter(i.meta.get("control") for i in transcripts if "control_of" in i.meta) == dict.fromkeys(
         ("silence", "noise", "mismatched", "no_audio"), 2

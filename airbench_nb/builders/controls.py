@@ -61,7 +61,7 @@ import numpy as np
 
 from airbench_nb.audio import AudioError, load_audio, loudness, sha256_file, write_wav
 from airbench_nb.builders.core import item_rng
-from airbench_nb.builders.parts import BuildContext, PartResult
+from airbench_nb.builders.parts import BuildContext, PartResult, cleanest_first
 from airbench_nb.records import (  # the control marks live with the records, so that every layer reads them
     CONTROL_KEY,
     CONTROL_OF_KEY,
@@ -412,7 +412,8 @@ class ControlsPart:
     before the part was registered. ``build(options={"controls_items_per_task": 4})`` (notebook 01's
     ``build_options``, ``airbench-nb build --option controls_items_per_task=4``) makes every control of
     :data:`CONTROLS` of the first 4 items of each Foundation and Chat task, of SSEU-Bench's clean transcription items
-    (``snr_db`` None: their transcripts are scored by WER) and events items (mAP), and of UG-Bench's speech
+    (``snr_db`` None: their transcripts are scored by WER) and events items (mAP; cleanest mix first, so that the first
+    ones span different scenes: :func:`~airbench_nb.builders.parts.cleanest_first`), and of UG-Bench's speech
     translation items (BLEU); ``controls`` picks some of them.
     """
 
@@ -454,7 +455,7 @@ class ControlsPart:
             earlier.get("foundation", []),
             earlier.get("chat", []),
             [i for i in sseu.get("transcription", []) if i.snr_db is None],
-            list(sseu.get("events", [])),
+            cleanest_first(sseu.get("events", [])),  # one mix per utterance first: different scenes
             list(ug.get("translation", [])),
         ]
         chosen: list[ItemBase] = []

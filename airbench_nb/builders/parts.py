@@ -27,7 +27,8 @@ A new part is registered with :func:`register_part`; no core module is edited (s
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -168,3 +169,14 @@ __all__ = [
     "register_part",
     "whole_number",
 ]
+
+
+def cleanest_first(items: Sequence[Any]) -> list[Any]:
+    """Mixed items ordered cleanest mix first (highest ``snr_db``; None, unmixed, before any), in order otherwise.
+
+    SSEU-Bench writes each utterance's mixes one after the other (same scene, same gold events at every SNR), so that
+    its first N event items are one scene's: an mAP over them is 1 for any answer. Taken cleanest first, the first N
+    are one mix per utterance (different scenes) before a second SNR of any of them, as the controls and perturbed
+    copies of the events items need.
+    """
+    return sorted(items, key=lambda i: -math.inf if getattr(i, "snr_db", None) is None else -float(i.snr_db))

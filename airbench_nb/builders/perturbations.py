@@ -40,7 +40,7 @@ from typing import Any
 
 from airbench_nb.builders.core import item_rng
 from airbench_nb.builders.paraphrase import ParaphraseBuild, paraphrase_items
-from airbench_nb.builders.parts import BuildContext, PartResult, whole_number
+from airbench_nb.builders.parts import BuildContext, PartResult, cleanest_first, whole_number
 from airbench_nb.perturb import PERTURBATION_META_KEYS, Perturbation, perturb_file, perturbed_uid
 from airbench_nb.perturb.spec import parse_perturbations
 from airbench_nb.records import AudioStatus, ItemBase
@@ -202,7 +202,8 @@ class PerturbPart:
     Registered last (:data:`airbench_nb.builders.BUILTIN_PARTS`, after the controls), owned by the AIR-Bench
     benchmark: the copies follow every other item in their manifests. It perturbs AIR-Bench's Foundation items (the
     ``airbench`` part's), SSEU-Bench's clean transcription items (the ``sseu`` part's, ``snr_db`` None: the mixed
-    clips already carry their noise) and its events items (mAP), and UG-Bench's speech translation items (the
+    clips already carry their noise) and its events items (mAP; cleanest mix first, one per utterance before a second
+    SNR: :func:`~airbench_nb.builders.parts.cleanest_first`), and UG-Bench's speech translation items (the
     ``ugbench`` part's; BLEU). Off by default: with
     ``perturb_items_per_task`` 0 (the presets' default) or no ``perturbations`` it makes nothing, and every preset
     builds what it built before the part was registered. ``build(options={"perturbations": "codec:mp3:24,reverb:0.6",
@@ -247,7 +248,8 @@ class PerturbPart:
         sseu = context.earlier["sseu"].items if "sseu" in context.earlier else {}
         ug = context.earlier["ugbench"].items if "ugbench" in context.earlier else {}
         clean = [i for i in sseu.get("transcription", []) if i.snr_db is None]
-        groups = [foundation, clean, sseu.get("events", []), ug.get("translation", [])]
+        events = cleanest_first(sseu.get("events", []))  # one mix per utterance first: different scenes
+        groups = [foundation, clean, events, ug.get("translation", [])]
         chosen = [i for group in groups for i in _first_per_task(group, per_task)] if texts else []
         made = build_perturbations(chosen, context.out, seed=context.seed, perturbations=texts)
         paraphrased = ParaphraseBuild()
