@@ -861,6 +861,12 @@ class SseuScores(Payload):
     """Answers that could not be read."""
     failures_by_task: dict[str, int] = {}
     """Failures per task."""
+    clusters: int | None = None
+    """Utterances the intervals resampled when clips share one (each utterance's mixes at every SNR: the interval is
+    the union of the clip and the utterance bootstrap's); None when every clip is its own utterance."""
+    design_effects: dict[str, Number | None] = {}
+    """Per metric (``wer``, ``macc``, ``map``), the variance of the utterance bootstrap over that of the clip
+    bootstrap; empty without clusters."""
 
 
 class SseuDifference(Payload):

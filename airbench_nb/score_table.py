@@ -100,6 +100,13 @@ class ScoreEntry(_ScoreModel):
     """Per-turn entries: the turn, from 0."""
     conversations: int | None = None
     """Per-turn entries: conversations that reached the turn."""
+    clusters: int | None = None
+    """Clusters the interval resampled when the units are clustered (the mixes of one utterance, ...); unset when
+    every unit is its own (:mod:`airbench_nb.scoring.resample`)."""
+    cluster_unit: str | None = None
+    """What a cluster is, in words; unset without clusters."""
+    design_effect: float | None = None
+    """Variance of the clustered bootstrap over that of the unit bootstrap; unset without clusters."""
 
     @property
     def ci(self) -> tuple[float | None, float | None]:

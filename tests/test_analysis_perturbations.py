@@ -95,10 +95,10 @@ def test_outcomes_read_the_copy_s_meta_and_skip_other_derived_items():
     copy = FoundationItem(uid="q-1@p-opus-16k", choices=["a", "b"], answer=0, meta=meta, **base)
     graded = FoundationItem(uid="q-1@snr+05", choices=["a", "b"], answer=0, meta={"clean_uid": "q-1"}, **base)
     assert outcome_from_item(original, "m", "accuracy", (1.0, 1.0)) == PerturbOutcome(
-        "m", "Speaker_Gender_Recognition", "accuracy", "q-1", None, None, (1.0, 1.0)
+        "m", "Speaker_Gender_Recognition", "accuracy", "q-1", None, None, (1.0, 1.0), cluster="audio:a.wav"
     )
     assert outcome_from_item(copy, "m", "accuracy", (0.0, 1.0)) == PerturbOutcome(
-        "m", "Speaker_Gender_Recognition", "accuracy", "q-1", "codec:opus", 16.0, (0.0, 1.0), 15.2
+        "m", "Speaker_Gender_Recognition", "accuracy", "q-1", "codec:opus", 16.0, (0.0, 1.0), 15.2, "", "audio:a.wav"
     )
     assert outcome_from_item(graded, "m", "accuracy", (1.0, 1.0)) is None
 
@@ -147,3 +147,26 @@ def test_paraphrases_are_drawn_as_numbered_points_not_a_curve():
     (bars,) = [c for c in ax.containers if c.get_label() == "prior"]
     points = bars.lines[0]  # the data line of the error bars: markers only, no line between the rewrites
     assert points.get_linestyle() == "None" and np.allclose(points.get_ydata(), [-10.0, -20.0])
+
+
+def test_pairs_of_one_cluster_are_resampled_together_and_only_widen_the_interval():
+    # 40 sentences, each in 5 items (directions, SNRs): a perturbation breaks whole sentences, not items at random
+    outcomes, plain = [], []
+    for k in range(200):
+        sentence = k // 5
+        lost = sentence % 4 == 0  # 10 of the 40 sentences lose every item
+        for target, cluster in ((outcomes, f"sentence:{sentence}"), (plain, "")):
+            target.append(PerturbOutcome("m", "t", "accuracy", f"u{k}", None, None, (1.0, 1.0), cluster=cluster))
+            target.append(
+                PerturbOutcome(
+                    "m", "t", "accuracy", f"u{k}", "reverb", 0.6, (0.0 if lost else 1.0, 1.0), cluster=cluster
+                )
+            )
+    (clustered,) = perturbation_results(outcomes, reps=2000, seed=0)
+    (items,) = perturbation_results(plain, reps=2000, seed=0)
+    assert clustered.difference.value == items.difference.value == pytest.approx(-0.25)  # the point stays
+    assert clustered.clusters == 40 and items.clusters is None and items.design_effect is None
+    assert clustered.design_effect == pytest.approx(5.0, rel=0.25)  # 1 + (5 - 1) x 1: the sentence is the unit
+    width = clustered.difference.high - clustered.difference.low
+    assert width > 1.8 * (items.difference.high - items.difference.low)
+    assert clustered.difference.low <= items.difference.low and clustered.difference.high >= items.difference.high

@@ -356,7 +356,7 @@ def _reference_result(
     if not answered:
         return None
     stats = np.array([o.stats for o in answered], float)
-    with_audio = metric_estimate(metric, stats, reps, np.random.default_rng([seed, len(answered), 7]))
+    with_audio = metric_estimate(metric, stats, reps, [seed, len(answered), 7], [o.cluster for o in answered])
     own = {p.curve: p for p in points if (p.metric, p.task) == (metric, task)}
     scores = [
         ControlScore(

@@ -62,7 +62,7 @@ import pandas as pd
 from airbench_nb.analysis.registry import register_analysis_section
 from airbench_nb.analysis.section import Section
 from airbench_nb.analysis_report import Interval, Number, Payload
-from airbench_nb.records import CONTROL_KEY, CONTROL_OF_KEY, PERTURBATION_OF_KEY
+from airbench_nb.records import CONTROL_KEY, CONTROL_OF_KEY, PERTURBATION_OF_KEY, cluster_of
 
 if TYPE_CHECKING:
     from airbench_nb.analysis.report import RunAnalysis
@@ -167,6 +167,9 @@ class PerturbOutcome:
     """The copy's measured value (``meta.measured.value``); None for the original or when not recorded."""
     group: str = ""
     """Tasks of one metric pool only when their outcomes share it (BLEU: the tokenizer; mAP: the class list)."""
+    cluster: str = ""
+    """The item's cluster (:func:`airbench_nb.records.cluster_of`); a pair is resampled with its original's cluster
+    (the pairs of one utterance or sentence together); empty: the item on its own."""
 
 
 def ratio_stats(value: float | None, weight: float = 1.0) -> tuple[float, float] | None:
@@ -214,6 +217,11 @@ class PerturbPoint:
     """The metric on their perturbed copies."""
     difference: Estimate
     """``perturbed - clean`` with its paired bootstrap interval."""
+    clusters: int | None = None
+    """Clusters the interval resampled when pairs share one (the union of the clustered and the pair-level intervals:
+    :mod:`airbench_nb.scoring.resample`); None when every pair is its own."""
+    design_effect: float | None = None
+    """Variance of the clustered bootstrap of the difference over the pair-level one; None without clusters."""
 
 
 DERIVED_KEYS = ("clean_uid", "rotation_of", CONTROL_OF_KEY, PERTURBATION_OF_KEY)
@@ -263,7 +271,7 @@ def outcome_from_item(
         return None
     uid, curve, parameter, measured = of
     task = task if task is not None else str(getattr(item, "task", getattr(item, "kind", "")))
-    return PerturbOutcome(model, task, metric, uid, curve, parameter, stats, measured, group)
+    return PerturbOutcome(model, task, metric, uid, curve, parameter, stats, measured, group, cluster_of(item))
 
 
 def accuracy_outcomes(frame: pd.DataFrame, items: Mapping[str, Any]) -> list[PerturbOutcome]:
@@ -327,7 +335,7 @@ def _wanted(items: Iterable[Any], kind: str, sort: str) -> list[Any]:
 def _outcome(item: Any, model: str, metric: str, stats: Any, sort: str, group: str = "", task: str | None = None):
     uid, curve, parameter, measured = derived_from(item, sort)  # type: ignore[misc]
     task = task if task is not None else str(item.task)
-    return PerturbOutcome(model, task, metric, uid, curve, parameter, stats, measured, group)
+    return PerturbOutcome(model, task, metric, uid, curve, parameter, stats, measured, group, cluster_of(item))
 
 
 def wer_outcomes(
@@ -487,19 +495,35 @@ def _interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
     return percentile_interval(replicates)
 
 
-def bootstrap_weights(n: int, reps: int, rng: np.random.Generator) -> Any:
-    """Chunks of bootstrap rows ``(rows, n)``: how often each of ``n`` items is drawn, ``reps`` rows in all."""
-    from airbench_nb.scoring.tagging import bootstrap_weight_rows
+def metric_estimate(
+    metric: str, stats: np.ndarray, reps: int, seed: Sequence[int], clusters: Sequence[str] | None = None
+) -> Estimate:
+    """A metric over items with its percentile bootstrap interval.
 
-    return bootstrap_weight_rows(n, reps, rng)
+    Items are resampled; with ``clusters`` whole clusters too, and the interval is the union of both
+    (:mod:`airbench_nb.scoring.resample`).
 
+    Args:
+        metric: A metric of :data:`CURVE_METRICS`.
+        stats: The items' statistics (items, statistics).
+        reps: Replicates.
+        seed: The generator's seed (each bootstrap starts from it).
+        clusters: Each item's cluster key; None: items on their own.
+    """
+    from airbench_nb.scoring.resample import clustering, union, weight_rows
 
-def metric_estimate(metric: str, stats: np.ndarray, reps: int, rng: np.random.Generator) -> Estimate:
-    """A metric over items with its percentile bootstrap interval (items resampled)."""
     m = CURVE_METRICS[metric]
     n = stats.shape[0]
-    replicates = np.concatenate([m.combine(stats, w) for w in bootstrap_weights(n, reps, rng)])
-    return Estimate(m.of(stats), *_interval(replicates))
+
+    def draw(codes: np.ndarray | None) -> np.ndarray:
+        rng = np.random.default_rng(list(seed))
+        return np.concatenate([m.combine(stats, w) for w in weight_rows(n, reps, rng, codes)])
+
+    low, high = _interval(draw(None))
+    codes, count, _ = clustering(clusters if clusters and all(clusters) else None, n)
+    if count < n:
+        low, high = union(_interval(draw(codes)), (low, high))
+    return Estimate(m.of(stats), low, high)
 
 
 @dataclass
@@ -507,6 +531,7 @@ class _Pairs:
     clean: np.ndarray
     perturbed: np.ndarray
     measured: list[float]
+    clusters: list[str]
 
 
 def _point(
@@ -516,10 +541,22 @@ def _point(
     n = pairs.clean.shape[0]
     clean = m.of(pairs.clean)
     perturbed = m.of(pairs.perturbed)
-    rng = np.random.default_rng([seed, n, int(round(abs(parameter) * 1000))])
-    diffs = np.concatenate(
-        [m.combine(pairs.perturbed, w) - m.combine(pairs.clean, w) for w in bootstrap_weights(n, reps, rng)]
-    )
+    from airbench_nb.scoring.resample import clustering, design_effect, union, weight_rows
+
+    def diffs(codes: np.ndarray | None) -> np.ndarray:
+        rng = np.random.default_rng([seed, n, int(round(abs(parameter) * 1000))])
+        return np.concatenate(
+            [m.combine(pairs.perturbed, w) - m.combine(pairs.clean, w) for w in weight_rows(n, reps, rng, codes)]
+        )
+
+    codes, count, _ = clustering(pairs.clusters if all(pairs.clusters) else None, n)
+    units = diffs(None)
+    low, high = _interval(units)
+    effect = None
+    if count < n:  # pairs share clusters: whole clusters drawn, the interval never narrower than the pairs'
+        clustered = diffs(codes)
+        low, high = union(_interval(clustered), (low, high))
+        effect = design_effect(clustered, units)
     measured = float(np.mean(pairs.measured)) if pairs.measured else None
     return PerturbPoint(
         model=model,
@@ -531,7 +568,9 @@ def _point(
         n=n,
         clean=clean,
         perturbed=perturbed,
-        difference=Estimate(perturbed - clean, *_interval(diffs)),
+        difference=Estimate(perturbed - clean, low, high),
+        clusters=count if count < n else None,
+        design_effect=effect,
     )
 
 
@@ -589,7 +628,7 @@ def perturbation_results(
                 rows = cells[(model, metric, task)]
                 points = sorted({k for r in rows.values() for k in r if k is not None})
                 for curve, parameter in points:
-                    clean, perturbed, measured = [], [], []
+                    clean, perturbed, measured, clusters = [], [], [], []
                     for r in rows.values():
                         original, copy = r.get(None), r.get((curve, parameter))
                         if original is None or copy is None or original.stats is None or copy.stats is None:
@@ -598,11 +637,12 @@ def perturbation_results(
                             raise ValueError(f"outcomes of {model} on {original.uid}: statistics of other lengths")
                         clean.append(original.stats)
                         perturbed.append(copy.stats)
+                        clusters.append(original.cluster)
                         if copy.measured is not None:
                             measured.append(copy.measured)
                     if clean:
                         per_point.setdefault((curve, parameter), {})[task] = _Pairs(
-                            np.array(clean, float), np.array(perturbed, float), measured
+                            np.array(clean, float), np.array(perturbed, float), measured, clusters
                         )
             for task in tasks:
                 for (curve, parameter), by_task in sorted(per_point.items()):
@@ -615,6 +655,7 @@ def perturbation_results(
                         np.concatenate([p.clean for p in parts]),
                         np.concatenate([p.perturbed for p in parts]),
                         [m for p in parts for m in p.measured],
+                        [c for p in parts for c in p.clusters],
                     )
                     results.append(_point(model, None, metric, curve, parameter, joined, reps, seed))
     return results
@@ -645,6 +686,11 @@ class PerturbPointRow(Payload):
     """``perturbed - clean``, as a fraction."""
     ci: Interval
     """Paired bootstrap 95% interval of the difference."""
+    clusters: int | None = None
+    """Clusters the interval resampled when pairs share one (a sentence's directions, an utterance's mixes); None
+    when every pair is its own."""
+    design_effect: Number | None = None
+    """Variance of the clustered bootstrap of the difference over the pair-level one; None without clusters."""
 
 
 class PerturbationsPayload(Payload):
@@ -681,6 +727,8 @@ def perturbations_payload(
                 perturbed=p.perturbed,
                 difference=p.difference.value,
                 ci=[p.difference.low, p.difference.high],
+                clusters=p.clusters,
+                design_effect=p.design_effect,
             )
         )
     return PerturbationsPayload(models=models, reps=reps, seed=seed, protocol=protocol, scope=SCOPE)

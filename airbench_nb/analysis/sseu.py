@@ -151,6 +151,14 @@ class TaskScores:
         """Items."""
         return len(self.clips)
 
+    @property
+    def clusters(self) -> list[str]:
+        """Each item's cluster: its utterance, or the item itself without a clip id.
+
+        The utterance is the clip id before ``@``, as :func:`airbench_nb.records.cluster_of` keys SSEU-Bench's items.
+        """
+        return [f"utterance:{c.split('@', 1)[0]}" if c else f"item:{i}" for i, c in enumerate(self.clips)]
+
 
 def _weights(n: int, reps: int, seed: int, key: str) -> np.ndarray:
     """Bootstrap weights (reps, n): how often each unit is drawn in each replicate."""
@@ -173,14 +181,43 @@ def _value(x: float) -> float | None:
 
 
 def estimate(scores: TaskScores, reps: int, seed: int, key: str) -> tuple[float | None, float | None, float | None]:
-    """The headline metric over the items and its 95% percentile bootstrap interval (items resampled)."""
+    """The headline metric over the items and its 95% percentile bootstrap interval (:func:`clustered_estimate`)."""
+    value, low, high, _ = clustered_estimate(scores, reps, seed, key)
+    return value, low, high
+
+
+def clustered_estimate(
+    scores: TaskScores, reps: int, seed: int, key: str
+) -> tuple[float | None, float | None, float | None, Any]:
+    """The headline metric, its 95% percentile bootstrap interval and how its items were clustered.
+
+    Items are resampled; when several are mixes of one utterance (:attr:`TaskScores.clusters`), whole utterances
+    are resampled too and the interval is the union of both (never narrower:
+    :mod:`airbench_nb.scoring.resample`), with the design effect. The clustering is None without replicates.
+    """
     if not scores.n:
-        return None, None, None
+        return None, None, None, None
     point = _value(float(scores.statistic(np.ones((1, scores.n)))[0]))
     if not reps:
-        return point, None, None
-    low, high = _interval(scores.statistic(_weights(scores.n, reps, seed, key)))
-    return point, low, high
+        return point, None, None, None
+    units = scores.statistic(_weights(scores.n, reps, seed, key))
+    low, high = _interval(units)
+    return (point, *_with_clusters(scores, units, (low, high), reps, seed, key))
+
+
+def _with_clusters(
+    scores: TaskScores, units: np.ndarray, interval: tuple[float | None, float | None], reps: int, seed: int, key: str
+) -> tuple[float | None, float | None, Any]:
+    """``(low, high, clustering)``: the interval widened by the utterance bootstrap when items share utterances."""
+    from airbench_nb.scoring.resample import Clustering, clustering, design_effect, union, weight_rows
+    from airbench_nb.scoring.wer import _key_rng
+
+    codes, count, unit = clustering(scores.clusters, scores.n)
+    if count == scores.n:
+        return (*interval, Clustering(scores.n, count, unit, None))
+    clustered = scores.statistic(np.concatenate(list(weight_rows(scores.n, reps, _key_rng(seed, key), codes))))
+    low, high = union(_interval(clustered), interval)
+    return low, high, Clustering(scores.n, count, unit, design_effect(clustered, units))
 
 
 def task_scores(task: str, outcomes: Sequence[ReferenceOutcome], embedder: Any) -> TaskScores:
@@ -300,9 +337,16 @@ def paired_difference(
     ones = np.ones((1, len(shared)))
     va, vb = float(pa.statistic(ones)[0]), float(pb.statistic(ones)[0])
     low = high = None
-    if reps:
+    if reps:  # the same draws for both modes: clips, then utterances (the interval the union of both)
+        from airbench_nb.scoring.resample import clustering, union, weight_rows
+        from airbench_nb.scoring.wer import _key_rng
+
         w = _weights(len(shared), reps, seed, key)
         low, high = _interval(pa.statistic(w) - pb.statistic(w))
+        codes, count, _ = clustering(pa.clusters, len(shared))
+        if count < len(shared):
+            w = np.concatenate(list(weight_rows(len(shared), reps, _key_rng(seed, key), codes)))
+            low, high = union(_interval(pa.statistic(w) - pb.statistic(w)), (low, high))
     metric = METRIC_OF_TASK[a.task]
     sign = 1.0 if metric in LOWER_IS_BETTER else -1.0  # a positive signed difference is a loss
     value = _value(va - vb)
@@ -335,7 +379,9 @@ class SseuAnalysis:
     table: dict[str, dict[str, dict[str, Any]]]
     """``table[model][mode] = {wer, wer_ci, macc, macc_ci, map, map_ci, n, failures, failures_by_task}``, with
     ``wer_detail`` (per-utterance mean and median, S/D/I, ``ref_words``, ``empty_share``, ``hallucination_rate``),
-    ``macc_exact`` (exact-label accuracy) and ``map_exact`` (exact-label micro F1), the embedding-free views."""
+    ``macc_exact`` (exact-label accuracy) and ``map_exact`` (exact-label micro F1), the embedding-free views, and, when
+    clips share utterances, ``clusters`` (the utterances the intervals resampled too) and ``design_effects`` per
+    metric (:func:`clustered_estimate`)."""
     curves: dict[str, dict[str, list[dict[str, Any]]]]
     """``curves[model][task] = [{mode, snr_db, n, value, ci_low, ci_high}]`` (WER as a fraction)."""
     comparisons: dict[str, list[ModeComparison]]
@@ -575,8 +621,11 @@ def _table_rows(primitives: Mapping[tuple[str, str], TaskScores], reps: int, see
         for task, scores in present.items():
             mixed = _mixed(scores)
             metric = METRIC_OF_TASK[task]
-            value, low, high = estimate(mixed, reps, seed, f"sseu/{model}/{mode}/{task}")
+            value, low, high, grouping = clustered_estimate(mixed, reps, seed, f"sseu/{model}/{mode}/{task}")
             row[metric], row[f"{metric}_ci"] = value, [low, high]
+            if grouping is not None and grouping.clustered:
+                row["clusters"] = max(row.get("clusters") or 0, grouping.clusters)
+                row.setdefault("design_effects", {})[metric] = grouping.design_effect
             if task == "transcription":
                 row["wer_detail"] = mixed.wer_profile()
             else:

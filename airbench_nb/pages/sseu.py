@@ -17,9 +17,19 @@ bootstrap interval, over the mixed clips. <b>event mAP floor</b>: the mAP an ans
 same clips (each class's share of clips), which a model must pass to do better than saying nothing.
 <b>independent</b> asks each task alone, <b>joint</b> all three in one prompt, <b>sseu-cot</b> in SSEU-Bench's five
 steps. A dash: the model does not serve that task (a transcriber has no scene) or was not asked. <b>failures</b>:
-answer parts that could not be read (kept in the scores).</p>
+answer parts that could not be read (kept in the scores). Each utterance is mixed at several SNRs, so that its
+clips are not independent: the intervals resample whole <b>utterances</b> too and are the union of both bootstraps
+(never narrower than the clips'); the <b>design effect</b> is how much the utterance bootstrap's variance exceeds the
+clips' (below 1: too few utterances, or utterances that balance each other, to estimate it).</p>
 <div class="wide">{{ sseu_table | safe }}</div>"""
 """Jinja2 template of the section (the table inserted as trusted HTML)."""
+
+
+def _effects(effects: dict[str, float | None]) -> str:
+    """The design effects of the three metrics, ``2.1 / 1.0 / 3.4`` (a dash for one not computed)."""
+    if not effects:
+        return "–"
+    return " / ".join("–" if effects.get(m) is None else f"{effects[m]:.1f}" for m in ("wer", "macc", "map"))
 
 
 def sseu_table_html(analysis: AnalysisReport | None) -> str:
@@ -38,6 +48,8 @@ def sseu_table_html(analysis: AnalysisReport | None) -> str:
             "event mAP %": interval_cell(row.map, row.map_ci, 100.0),
             "event mAP floor %": interval_cell(row.map_floor, None, 100.0),
             "clips": row.n,
+            "utterances": row.clusters if row.clusters is not None else "–",
+            "design effect (WER / mACC / mAP)": _effects(row.design_effects),
             "failures": row.failures,
         }
         for model, modes in table.items()

@@ -17,6 +17,8 @@ The package holds one module per kind of record; every public name is re-exporte
 - :mod:`~airbench_nb.records.mix`: :class:`MixMeta`.
 - :mod:`~airbench_nb.records.controls`: the ``meta`` keys marking an audio-reliance control (and a perturbed copy,
   :func:`is_perturbed`), and what prompts read from them (:func:`prompt_without_audio`, :func:`with_description`).
+- :mod:`~airbench_nb.records.clusters`: which items are not independent (:func:`cluster_of`: an item's cluster,
+  the unit a bootstrap resamples).
 - :mod:`~airbench_nb.records.item`: the bases of the item kinds (:class:`ItemBase`, :class:`SingleChoiceItem`,
   :class:`ReferenceItemBase`).
 - one module per benchmark's item kinds: :mod:`~airbench_nb.records.airbench` (Foundation, Chat),
@@ -80,6 +82,11 @@ from airbench_nb.records.choice_qa_rows import (
     mmar_item,
     mmau_item,
     mmsu_item,
+)
+from airbench_nb.records.clusters import (
+    CLUSTER_META_KEY,
+    cluster_of,
+    cluster_unit,
 )
 from airbench_nb.records.controls import (
     CONTROL_KEY,
@@ -189,6 +196,9 @@ __all__ = [
     "PERTURBATION_OF_KEY",
     "control_uid",
     "is_control",
+    "CLUSTER_META_KEY",
+    "cluster_of",
+    "cluster_unit",
     "is_perturbed",
     "prompt_without_audio",
     "control_text",

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from airbench_nb.records import ReferenceItem, Response, Verdict
+from airbench_nb.records import ReferenceItem, Response, Verdict, cluster_of
 from airbench_nb.score_table import ScoreEntry, ScoreSection
 from airbench_nb.scoring.metric_base import BaseMetric
 from airbench_nb.unify import UnifiedAnswer, unify
@@ -93,6 +93,8 @@ class ReferenceOutcome:
     of each class it ranks, which mAP reads instead of the text's embedding similarities; None for a text answer."""
     classes: tuple[str, ...] = ()
     """Scene and events parts: the class list."""
+    cluster: str = ""
+    """The item's cluster (:func:`airbench_nb.records.cluster_of`: its utterance), which the intervals resample."""
 
 
 def _part_gold(item: ReferenceItem, part: str) -> dict[str, Any]:
@@ -116,6 +118,7 @@ def read_part(item: ReferenceItem, response: Response | None, part: str) -> Refe
         "part": part,
         "clip_id": item.clip_id,
         "snr_db": item.snr_db,
+        "cluster": cluster_of(item),
         **_part_gold(item, part),
     }
     if response is None:
@@ -137,8 +140,14 @@ def read_part(item: ReferenceItem, response: Response | None, part: str) -> Refe
     )
 
 
-def _entry(value: float | None, n: int, failures: int, low: float | None, high: float | None) -> ScoreEntry:
-    return ScoreEntry(value=value, n=n, failures=failures, ci_low=low, ci_high=high)
+def _entry(
+    value: float | None, n: int, failures: int, low: float | None, high: float | None, grouping: Any = None
+) -> ScoreEntry:
+    entry = ScoreEntry(value=value, n=n, failures=failures, ci_low=low, ci_high=high)
+    if grouping is not None and grouping.clustered:  # set only when clustered: the JSON keeps its keys otherwise
+        entry.clusters, entry.cluster_unit = grouping.clusters, grouping.unit
+        entry.design_effect = grouping.design_effect
+    return entry
 
 
 class ReferenceMetric(BaseMetric):
@@ -230,8 +239,12 @@ class WordErrorRate(ReferenceMetric):
         """Corpus WER (a fraction) with its bootstrap interval over utterances."""
         from airbench_nb.scoring.wer import corpus_wer
 
-        summary = corpus_wer(self.utterances(outcomes), reps=reps, seed=seed)
-        return _entry(summary.wer, summary.n, summary.failed, summary.ci_low, summary.ci_high)
+        summary = corpus_wer(self.utterances(outcomes), reps=reps, seed=seed, clusters=[o.cluster for o in outcomes])
+        entry = _entry(summary.wer, summary.n, summary.failed, summary.ci_low, summary.ci_high)
+        if summary.clusters is not None:
+            entry.clusters, entry.cluster_unit = summary.clusters, summary.cluster_unit
+            entry.design_effect = summary.design_effect
+        return entry
 
     def skipped(self, outcomes: Sequence[ReferenceOutcome]) -> Counter[str]:
         """References that normalise to nothing, by reason."""
@@ -284,13 +297,17 @@ class SceneAccuracy(_Tagging):
 
         embedder = self.embedding_backend()
         values = []
+        groupings: list[Any] = []
         for classes, group in self.groups(outcomes).items():
             answers = [o.answer if isinstance(o.answer, str) else None for o in group]
             golds = [str(o.gold) for o in group]
-            result = score_scenes(answers, golds, classes, embedder, reps=reps, seed=seed)
+            clusters = [o.cluster for o in group]
+            result = score_scenes(answers, golds, classes, embedder, reps=reps, seed=seed, clusters=clusters)
             values.append((result.macc, result.n, result.ci_low, result.ci_high))
+            groupings.append(result.clustering)
         value, low, high = self.pooled(values)
-        return _entry(value, len(outcomes), sum(o.failure is not None for o in outcomes), low, high)
+        failures = sum(o.failure is not None for o in outcomes)
+        return _entry(value, len(outcomes), failures, low, high, groupings[0] if len(groupings) == 1 else None)
 
 
 class EventTagging(_Tagging):
@@ -306,14 +323,20 @@ class EventTagging(_Tagging):
 
         embedder = self.embedding_backend()
         values = []
+        groupings: list[Any] = []
         for classes, group in self.groups(outcomes).items():
             answers = [list(o.answer) if isinstance(o.answer, tuple) else None for o in group]
             golds = [list(o.gold or ()) for o in group]
             ranked = [dict(o.class_scores) if o.class_scores else None for o in group]
-            result = score_events(answers, golds, classes, embedder, reps=reps, seed=seed, class_scores=ranked)
+            clusters = [o.cluster for o in group]
+            result = score_events(
+                answers, golds, classes, embedder, reps=reps, seed=seed, class_scores=ranked, clusters=clusters
+            )
             values.append((result.map, result.n, result.ci_low, result.ci_high))
+            groupings.append(result.clustering)
         value, low, high = self.pooled(values)
-        return _entry(value, len(outcomes), sum(o.failure is not None for o in outcomes), low, high)
+        failures = sum(o.failure is not None for o in outcomes)
+        return _entry(value, len(outcomes), failures, low, high, groupings[0] if len(groupings) == 1 else None)
 
 
 def with_options(metric: Any, options: Mapping[str, Any] | None) -> Any:

@@ -50,7 +50,7 @@ import numpy as np
 
 from airbench_nb.embeddings import Embedder
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
-from airbench_nb.scoring.wer import BOOTSTRAP_CHUNK, _key_rng, percentile_interval
+from airbench_nb.scoring.wer import _key_rng, percentile_interval
 
 logger = logging.getLogger(__name__)
 
@@ -91,23 +91,47 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=float)))
 
 
-def _resample_weights(n: int, reps: int, seed: int, key: str) -> Any:
-    """Chunks of bootstrap weights: arrays (rows, n) of how often each item is drawn, ``reps`` rows in all."""
-    return bootstrap_weight_rows(n, reps, _key_rng(seed, key))
+def _resample_weights(n: int, reps: int, seed: int, key: str, codes: np.ndarray | None = None) -> Any:
+    """Chunks of bootstrap weights: arrays (rows, n) of how often each item counts, ``reps`` rows in all."""
+    return bootstrap_weight_rows(n, reps, _key_rng(seed, key), codes)
 
 
-def bootstrap_weight_rows(n: int, reps: int, rng: np.random.Generator) -> Any:
-    """Chunks of bootstrap weights drawn from ``rng``: arrays (rows, n) of how often each of ``n`` items is drawn.
+def _clustered_interval(
+    statistic: Any, n: int, reps: int, seed: int, key: str, clusters: Sequence[str] | None
+) -> tuple[float | None, float | None, Any]:
+    """The percentile interval of ``statistic(weights) -> replicates`` resampling clusters, and the clustering.
 
-    ``reps`` rows in all, at most :data:`BOOTSTRAP_CHUNK` cells a chunk; row ``r`` is resample ``r`` (the items drawn
-    ``rng.integers(0, n, n)``), so that a statistic weighted by a row is the statistic of that resample.
+    Every item its own cluster (or no clusters): the item bootstrap, no design effect. Otherwise the item-level
+    replicates are drawn too, for the design effect (:func:`airbench_nb.scoring.resample.design_effect`), and the
+    interval is the union of both (:func:`airbench_nb.scoring.resample.union`).
     """
-    step = max(1, BOOTSTRAP_CHUNK // max(n, 1))
-    for start in range(0, reps, step):
-        rows = min(step, reps - start)
-        idx = rng.integers(0, n, size=(rows, n))
-        flat = (np.arange(rows)[:, None] * n + idx).ravel()
-        yield np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(float)
+    from airbench_nb.scoring.resample import Clustering, clustering, design_effect, union
+
+    codes, count, unit = clustering(clusters, n)
+
+    def draw(by: np.ndarray | None) -> np.ndarray:
+        parts = [statistic(w) for w in _resample_weights(n, reps, seed, key, by)]
+        return np.concatenate(parts) if parts else np.array([])
+
+    if clusters is None or count == n:
+        low, high = percentile_interval(draw(None)) if reps else (None, None)
+        return low, high, Clustering(n, count, unit, None)
+    if not reps:
+        return None, None, Clustering(n, count, unit, None)
+    clustered, units = draw(codes), draw(None)
+    low, high = union(percentile_interval(clustered), percentile_interval(units))  # never narrower than the items'
+    return low, high, Clustering(n, count, unit, design_effect(clustered, units))
+
+
+def bootstrap_weight_rows(n: int, reps: int, rng: np.random.Generator, codes: np.ndarray | None = None) -> Any:
+    """Chunks of bootstrap weights drawn from ``rng``: arrays (rows, n) of how often each of ``n`` items counts.
+
+    :func:`airbench_nb.scoring.resample.weight_rows`: ``reps`` rows in all; with ``codes`` (each item's cluster) whole
+    clusters are drawn, else items (row ``r`` is then the items drawn ``rng.integers(0, n, n)``).
+    """
+    from airbench_nb.scoring.resample import weight_rows
+
+    return weight_rows(n, reps, rng, codes)
 
 
 def weighted_balanced_accuracy(gold: np.ndarray, correct: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -198,6 +222,9 @@ class SceneResult:
     """Seed of the bootstrap."""
     probabilities: np.ndarray = field(repr=False, compare=False)
     """Softmax over classes per item (n, classes); a failure's row is all NaN."""
+    clustering: Any = None
+    """How the interval's items were clustered (:class:`~airbench_nb.scoring.resample.Clustering`); None without
+    an interval."""
 
 
 @dataclass(frozen=True)
@@ -232,6 +259,9 @@ class EventsResult:
     """Sigmoid of the max-pooled cosine per item and class (n, classes); 0 for failures and empty answers."""
     map_floor: float | None = None
     """The mAP an all-empty answer set gets on these items (:func:`map_floor`); None when no class has a positive."""
+    clustering: Any = None
+    """How the interval's items were clustered (:class:`~airbench_nb.scoring.resample.Clustering`); None without
+    an interval."""
 
 
 def _check_gold(golds: Sequence[str], classes: Sequence[str], what: str) -> None:
@@ -248,6 +278,7 @@ def score_scenes(
     *,
     reps: int = DEFAULT_REPS,
     seed: int = 0,
+    clusters: Sequence[str] | None = None,
 ) -> SceneResult:
     """Map free-text scene answers onto ``classes`` and score them (see the module docstring).
 
@@ -258,6 +289,7 @@ def score_scenes(
         embedder: The embedding backend.
         reps: Bootstrap replicates (0: no interval).
         seed: Seed of the bootstrap.
+        clusters: Each item's cluster key (its utterance): the interval draws whole clusters; None: items.
 
     Raises:
         ValueError: Lengths differ, or a gold label is not a class.
@@ -280,19 +312,17 @@ def score_scenes(
     keys = {label_key(c): c for c in classes}
     exact = tuple(keys.get(label_key(t)) if t is not None else None for t in texts)
     correct = tuple(p == g for p, g in zip(predicted, golds, strict=True))
-    macc = low = high = exact_accuracy = None
+    macc = low = high = exact_accuracy = grouping = None
     if n:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "y_pred contains classes not in y_true" (failures)
             macc = float(balanced_accuracy_score(list(golds), [p if p is not None else NO_CLASS for p in predicted]))
         exact_accuracy = float(np.mean([e == g for e, g in zip(exact, golds, strict=True)]))
         gold_index = np.array([list(classes).index(g) for g in golds])
-        replicates = [
-            weighted_balanced_accuracy(gold_index, np.array(correct), w)
-            for w in _resample_weights(n, reps, seed, "scene_macc")
-        ]
-        if replicates:
-            low, high = percentile_interval(np.concatenate(replicates))
+        right = np.array(correct)
+        low, high, grouping = _clustered_interval(
+            lambda w: weighted_balanced_accuracy(gold_index, right, w), n, reps, seed, "scene_macc", clusters
+        )
     failures = n - len(given)
     logger.debug("scenes: n=%d failures=%d macc=%s", n, failures, macc)
     return SceneResult(
@@ -311,6 +341,7 @@ def score_scenes(
         reps=reps,
         seed=seed,
         probabilities=probabilities,
+        clustering=grouping,
     )
 
 
@@ -367,6 +398,7 @@ def score_events(
     reps: int = DEFAULT_REPS,
     seed: int = 0,
     class_scores: Sequence[Mapping[str, float] | None] | None = None,
+    clusters: Sequence[str] | None = None,
 ) -> EventsResult:
     """Map free-text event lists onto ``classes`` and score them (see the module docstring).
 
@@ -382,6 +414,7 @@ def score_events(
             class it does not rank) instead of the embedding similarities of its text. mAP is a ranking metric; a
             tagger is scored on its probabilities, as SSEU-Bench scores its specialist baselines. The exact-label F1
             still reads the listed events.
+        clusters: Each item's cluster key (its utterance): the interval draws whole clusters; None: items.
 
     Raises:
         ValueError: Lengths differ, or a gold label is not a class.
@@ -414,16 +447,16 @@ def score_events(
     per_class = {classes[j]: float(average_precision_score(truth[:, j], scores[:, j])) for j in with_positives}
     mean_ap = float(np.mean(list(per_class.values()))) if per_class else None
     micro_f1 = float(f1_score(truth, named, average="micro", zero_division=0)) if n else None
-    low = high = None
+    low = high = grouping = None
     if with_positives and n:
-        replicates = []
-        for w in _resample_weights(n, reps, seed, "event_map"):
+
+        def replicate(w: np.ndarray) -> np.ndarray:
             aps = np.stack([weighted_average_precision(truth[:, j], scores[:, j], w) for j in with_positives], axis=1)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # a replicate with no positive of any class
-                replicates.append(np.nanmean(aps, axis=1))
-        if replicates:
-            low, high = percentile_interval(np.concatenate(replicates))
+                return np.nanmean(aps, axis=1)
+
+        low, high, grouping = _clustered_interval(replicate, n, reps, seed, "event_map", clusters)
     failures = sum(a is None for a in answers)
     logger.debug("events: n=%d failures=%d map=%s", n, failures, mean_ap)
     return EventsResult(
@@ -441,4 +474,5 @@ def score_events(
         seed=seed,
         scores=scores,
         map_floor=map_floor(truth),
+        clustering=grouping,
     )

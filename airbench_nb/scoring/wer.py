@@ -52,6 +52,7 @@ from typing import Any, Literal
 import numpy as np
 
 from airbench_nb.scoring.aggregate import CONFIDENCE, DEFAULT_REPS
+from airbench_nb.scoring.resample import BOOTSTRAP_CHUNK  # the kit's chunk size (re-exported here)
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +67,6 @@ HALLUCINATION_INSERTION_SHARE = 0.5
 
 NORMALIZE_CACHE_SIZE = 262_144
 """Normalised strings kept per process (the least recently used go first)."""
-
-BOOTSTRAP_CHUNK = 1_000_000
-"""Upper bound on units x replicates drawn at once by a bootstrap (about 8 MB of indices per chunk)."""
 
 ZERO_WIDTH_CHARACTERS = "\u200b\u200c\u200d\u2060\ufeff"
 """Removed from both texts before normalising: zero-width space, non-joiner and joiner, word joiner, and the
@@ -392,6 +390,14 @@ class WerSummary:
     """Seed of the bootstrap."""
     hallucination_rule: str = field(default=HALLUCINATION_RULE)
     """The rule that made the hallucination count."""
+    clusters: int | None = None
+    """Clusters the interval resampled (utterances of one spoken sentence, ...); None when every utterance was its
+    own (the interval resampled utterances)."""
+    cluster_unit: str | None = None
+    """What a cluster is (:func:`airbench_nb.records.cluster_unit`); None without clusters."""
+    design_effect: float | None = None
+    """Variance of the clustered bootstrap over that of the utterance bootstrap (how much the clustering widens the
+    interval, squared); None without clusters."""
 
     def as_dict(self) -> dict[str, Any]:
         """The summary as a JSON-serialisable dict."""
@@ -403,7 +409,14 @@ def _key_rng(seed: int, key: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
 
 
-def bootstrap_ratio(numerators: np.ndarray, denominators: np.ndarray, reps: int, seed: int, key: str) -> np.ndarray:
+def bootstrap_ratio(
+    numerators: np.ndarray,
+    denominators: np.ndarray,
+    reps: int,
+    seed: int,
+    key: str,
+    clusters: Sequence[str] | None = None,
+) -> np.ndarray:
     """Replicates of ``sum(numerators) / sum(denominators)`` over units resampled with replacement.
 
     Vectorised and chunked (:data:`BOOTSTRAP_CHUNK` draws at a time): 20,000 units x 1,000 replicates take about
@@ -415,6 +428,8 @@ def bootstrap_ratio(numerators: np.ndarray, denominators: np.ndarray, reps: int,
         reps: Replicates.
         seed: The seed.
         key: What is resampled (seeds the generator with ``seed``).
+        clusters: Each unit's cluster key (:func:`airbench_nb.records.cluster_of`): whole clusters are drawn
+            (:func:`airbench_nb.scoring.resample.weight_rows`); None: every unit on its own.
 
     Returns:
         ``reps`` ratios.
@@ -426,6 +441,15 @@ def bootstrap_ratio(numerators: np.ndarray, denominators: np.ndarray, reps: int,
     rng = _key_rng(seed, key)
     num = np.asarray(numerators, dtype=float)
     den = np.asarray(denominators, dtype=float)
+    if clusters is not None:
+        from airbench_nb.scoring.resample import cluster_codes, weight_rows
+
+        start = 0
+        for w in weight_rows(n, reps, rng, cluster_codes(clusters, n)):
+            top, bottom = w @ num, w @ den
+            np.divide(top, bottom, out=out[start : start + len(w)], where=bottom > 0)
+            start += len(w)
+        return out
     step = max(1, BOOTSTRAP_CHUNK // n)
     for start in range(0, reps, step):
         rows = min(step, reps - start)
@@ -433,6 +457,28 @@ def bootstrap_ratio(numerators: np.ndarray, denominators: np.ndarray, reps: int,
         top, bottom = num[idx].sum(axis=1), den[idx].sum(axis=1)
         np.divide(top, bottom, out=out[start : start + rows], where=bottom > 0)
     return out
+
+
+def clustered_ratio_interval(
+    numerators: np.ndarray, denominators: np.ndarray, reps: int, seed: int, key: str, clusters: Sequence[str] | None
+) -> tuple[float | None, float | None, Any]:
+    """The percentile interval of a ratio of sums resampling clusters, and the :class:`~.resample.Clustering`.
+
+    Without clusters, or when every unit is its own cluster, the interval is :func:`bootstrap_ratio`'s over units and
+    the clustering says so (no design effect computed); otherwise the unit-level replicates are drawn too, for the
+    design effect, and the interval is the union of both (:func:`airbench_nb.scoring.resample.union`).
+    """
+    from airbench_nb.scoring.resample import Clustering, clustering, design_effect, union
+
+    n = len(numerators)
+    codes, count, unit = clustering(clusters, n)
+    if clusters is None or count == n:
+        low, high = percentile_interval(bootstrap_ratio(numerators, denominators, reps, seed, key))
+        return low, high, Clustering(n, count, unit, None)
+    clustered = bootstrap_ratio(numerators, denominators, reps, seed, key, clusters)
+    units = bootstrap_ratio(numerators, denominators, reps, seed, key)
+    low, high = union(percentile_interval(clustered), percentile_interval(units))
+    return low, high, Clustering(n, count, unit, design_effect(clustered, units) if reps else None)
 
 
 def percentile_interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
@@ -446,7 +492,10 @@ def percentile_interval(replicates: np.ndarray) -> tuple[float | None, float | N
 
 
 def corpus_wer(
-    utterances: Iterable[UtteranceErrors | SkippedUtterance], reps: int = DEFAULT_REPS, seed: int = 0
+    utterances: Iterable[UtteranceErrors | SkippedUtterance],
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+    clusters: Sequence[str] | None = None,
 ) -> WerSummary:
     """Corpus WER of scored utterances, with its bootstrap interval and error profile (skipped ones counted).
 
@@ -454,20 +503,31 @@ def corpus_wer(
         utterances: What :func:`utterance_errors` returned for each utterance.
         reps: Bootstrap replicates (0: no interval).
         seed: Seed of the bootstrap.
+        clusters: Each utterance's cluster key, in the same order (the interval draws whole clusters:
+            :func:`clustered_ratio_interval`); None: utterances on their own.
+
+    Raises:
+        ValueError: When ``clusters`` does not hold one key per utterance.
     """
+    given = list(utterances)
+    if clusters is not None and len(clusters) != len(given):
+        raise ValueError(f"{len(clusters)} cluster keys for {len(given)} utterances")
     scored: list[UtteranceErrors] = []
+    kept: list[str] = []
     reasons: Counter[str] = Counter()
-    for utterance in utterances:
+    for k, utterance in enumerate(given):
         if isinstance(utterance, SkippedUtterance):
             reasons[utterance.reason] += 1
         else:
             scored.append(utterance)
+            if clusters is not None:
+                kept.append(clusters[k])
     n = len(scored)
     errors = np.fromiter((u.errors for u in scored), dtype=float, count=n)
     words = np.fromiter((u.ref_words for u in scored), dtype=float, count=n)
     total_words = int(words.sum())
     wer = float(errors.sum() / total_words) if total_words else None
-    low, high = percentile_interval(bootstrap_ratio(errors, words, reps, seed, "wer"))
+    low, high, grouping = clustered_ratio_interval(errors, words, reps, seed, "wer", kept if clusters else None)
     units = {u.unit for u in scored}
     empty = sum(u.empty_hypothesis for u in scored)
     hallucinations = sum(u.hallucination for u in scored)
@@ -494,4 +554,7 @@ def corpus_wer(
         unit=units.pop() if len(units) == 1 else ("mixed" if units else "word"),
         reps=reps,
         seed=seed,
+        clusters=grouping.clusters if grouping.clustered else None,
+        cluster_unit=grouping.unit if grouping.clustered else None,
+        design_effect=grouping.design_effect,
     )

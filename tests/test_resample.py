@@ -1,0 +1,161 @@
+"""Cluster-aware bootstrap intervals on planted data with a known intra-class correlation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from airbench_nb.records import TranscriptionItem, TranslationItem, cluster_of, cluster_unit
+from airbench_nb.scoring.resample import cluster_codes, design_effect, union, weight_rows
+from airbench_nb.scoring.wer import bootstrap_ratio, clustered_ratio_interval, percentile_interval
+
+
+def _planted(clusters: int, size: int, icc: float, seed: int) -> tuple[np.ndarray, list[str]]:
+    """``clusters`` x ``size`` values ``u_c + e`` with var(u) = icc, var(e) = 1 - icc (true mean 0)."""
+    rng = np.random.default_rng(seed)
+    u = rng.normal(0.0, np.sqrt(icc), clusters)
+    values = np.repeat(u, size) + rng.normal(0.0, np.sqrt(1.0 - icc), clusters * size)
+    return values, [f"c{c}" for c in np.repeat(np.arange(clusters), size)]
+
+
+def test_singleton_clusters_draw_exactly_the_unit_bootstrap():
+    n = 37
+    plain = np.concatenate(list(weight_rows(n, 500, np.random.default_rng(3))))
+    singletons = np.concatenate(
+        list(weight_rows(n, 500, np.random.default_rng(3), cluster_codes([str(i) for i in range(n)], n)))
+    )
+    assert np.array_equal(plain, singletons) and plain.shape == (500, n) and set(plain.sum(axis=1)) == {n}
+    values = np.random.default_rng(0).random(n)
+    a = bootstrap_ratio(values, np.ones(n), 300, 1, "k")
+    b = bootstrap_ratio(values, np.ones(n), 300, 1, "k", clusters=[f"u{i}" for i in range(n)])
+    assert np.allclose(a, b, rtol=0, atol=1e-12)
+    low, high, grouping = clustered_ratio_interval(values, np.ones(n), 300, 1, "k", [f"u{i}" for i in range(n)])
+    assert (low, high) == percentile_interval(a) and not grouping.clustered and grouping.design_effect is None
+
+
+def test_whole_clusters_are_drawn_together():
+    keys = ["a", "a", "b", "c", "c", "c"]
+    codes = cluster_codes(keys, 6)
+    assert list(codes) == [0, 0, 1, 2, 2, 2]  # in the order clusters first appear
+    for row in np.concatenate(list(weight_rows(6, 200, np.random.default_rng(0), codes))):
+        assert row[0] == row[1] and row[3] == row[4] == row[5]
+        assert row[0] + row[2] + row[3] == 3  # three clusters drawn per replicate
+    with pytest.raises(ValueError, match="2 cluster keys for 3 units"):
+        cluster_codes(["a", "b"], 3)
+
+
+@pytest.mark.parametrize(("size", "icc"), [(5, 0.3), (10, 0.1), (4, 0.6)])
+def test_the_clustered_interval_widens_by_the_analytic_design_effect(size, icc):
+    values, keys = _planted(1500, size, icc, seed=size)
+    n = values.size
+    clustered = bootstrap_ratio(values, np.ones(n), 2000, 0, "mean", clusters=keys)
+    units = bootstrap_ratio(values, np.ones(n), 2000, 0, "mean")
+    kish = 1.0 + (size - 1) * icc
+    assert design_effect(clustered, units) == pytest.approx(kish, rel=0.15)
+    width = np.subtract(*percentile_interval(clustered)[::-1]) / np.subtract(*percentile_interval(units)[::-1])
+    assert width == pytest.approx(np.sqrt(kish), rel=0.15)
+    low, high, grouping = clustered_ratio_interval(values, np.ones(n), 2000, 0, "mean", keys)
+    assert grouping.clustered and grouping.clusters == 1500 and grouping.units == n
+    assert grouping.design_effect == pytest.approx(kish, rel=0.15)
+    assert (low, high) == union(percentile_interval(clustered), percentile_interval(units))
+
+
+def test_the_unit_bootstrap_under_covers_clustered_data_and_the_cluster_bootstrap_does_not():
+    covered = {"units": 0, "clusters": 0}
+    sims = 300
+    for seed in range(sims):
+        values, keys = _planted(20, 10, 0.5, seed=1000 + seed)  # design effect 5.5
+        n = values.size
+        for name, clusters in (("units", None), ("clusters", keys)):
+            low, high = percentile_interval(bootstrap_ratio(values, np.ones(n), 400, seed, "m", clusters=clusters))
+            covered[name] += low <= 0.0 <= high
+    units, clusters = covered["units"] / sims, covered["clusters"] / sims
+    assert units < 0.7  # nominal 95%: items resampled as if independent
+    assert clusters > 0.85 and clusters - units > 0.25
+
+
+def test_design_effect_is_undefined_without_variance():
+    assert design_effect(np.zeros(10), np.zeros(10)) is None
+    assert design_effect(np.array([1.0]), np.array([1.0, 2.0])) is None
+    assert union((0.2, 0.4), (0.25, 0.5)) == (0.2, 0.5) and union((None, None), (0.1, 0.2)) == (0.1, 0.2)
+
+
+def test_cluster_keys_by_kind():
+    base = dict(dataset="synthetic", question="q", audio="audio/x.wav")
+    at_0 = TranscriptionItem(
+        uid="sseu-002@snr+0-transcription", task="sseu_transcription", reference="r", clip_id="sseu-002@snr+0", **base
+    )
+    clean = at_0.model_copy(update={"uid": "c", "clip_id": "sseu-002@clean", "audio": "audio/y.wav"})
+    assert cluster_of(at_0) == cluster_of(clean) == "utterance:sseu-002"
+    given = at_0.model_copy(update={"meta": {"cluster": "speaker-7"}})
+    assert cluster_of(given) == "given:speaker-7"
+    de = TranslationItem(
+        uid="de",
+        task="speech_translation",
+        source_language="de",
+        target_language="en",
+        references=["r"],
+        meta={"sentence_id": "t31"},
+        **base,
+    )
+    fr = de.model_copy(update={"uid": "fr", "source_language": "fr", "audio": "audio/z.wav"})
+    assert cluster_of(de) == cluster_of(fr) == "sentence:t31"
+    assert cluster_of(de.model_copy(update={"meta": {}})) == "audio:audio/x.wav"
+    assert "utterance" in cluster_unit(["utterance:a"]) and cluster_unit([]) == "item"
+
+
+SENTENCES = ["the cat sat on the mat today", "a dog barks at the moon", "rain falls on the old roof"]
+
+
+def _transcripts(utterances: int, dropped) -> tuple[list[TranscriptionItem], dict[str, object]]:
+    """``utterances`` utterances each mixed at -5, 0 and +5 dB; the answer drops ``dropped(u, snr)`` final words."""
+    from airbench_nb.records import Response
+
+    items, responses = [], {}
+    for u in range(utterances):
+        text = SENTENCES[u % len(SENTENCES)]
+        for snr in (-5.0, 0.0, 5.0):
+            uid = f"sseu-{u:03d}@snr{snr:+g}-transcription"
+            clip = f"sseu-{u:03d}@snr{snr:+g}"
+            items.append(
+                TranscriptionItem(
+                    uid=uid,
+                    dataset="synthetic",
+                    question="q",
+                    audio=f"audio/{uid}.wav",
+                    task="sseu_transcription",
+                    reference=text,
+                    clip_id=clip,
+                    snr_db=snr,
+                )
+            )
+            words = text.split()
+            responses[uid] = Response(uid=uid, model="m", text=" ".join(words[: len(words) - dropped(u, snr)]))
+    return items, responses
+
+
+def test_sseu_wer_entries_resample_utterances_and_keep_their_point_value():
+    from airbench_nb.scoring.reference import WordErrorRate, read_part
+    from airbench_nb.scoring.wer import corpus_wer, utterance_errors
+
+    items, responses = _transcripts(6, lambda u, snr: {-5.0: 3, 0.0: 2, 5.0: 0}[snr] + u % 2)
+    outcomes = [read_part(i, responses[i.uid], "transcript") for i in items]
+    entry = WordErrorRate().score(outcomes, reps=500, seed=0, key="wer")
+    plain = corpus_wer([utterance_errors(o.reference, o.answer, o.language, o.uid) for o in outcomes], reps=500)
+    assert entry.value == pytest.approx(plain.wer) and entry.n == 18
+    assert entry.clusters == 6 and "utterance" in entry.cluster_unit and entry.design_effect is not None
+    assert entry.ci_low <= plain.ci_low and entry.ci_high >= plain.ci_high  # never narrower than the utterances'
+    assert {"clusters", "cluster_unit", "design_effect"} <= set(entry.as_dict())
+
+
+def test_sseu_table_resamples_utterances_and_the_page_says_so():
+    from airbench_nb.analysis.sseu import outcomes_by_model, sseu_analysis
+    from airbench_nb.analysis_report import SseuScores
+    from airbench_nb.pages.sseu import _effects
+
+    # 9 utterances; every third goes badly at every SNR: whole utterances, not clips, differ
+    items, responses = _transcripts(9, lambda u, snr: (4 if u % 3 == 0 else 0) + (snr < 0))
+    result = sseu_analysis(outcomes_by_model(items, {"m": responses}), reps=500, seed=0)
+    row = SseuScores.model_validate(result.table["m"]["independent"])
+    assert row.n == 27 and row.clusters == 9 and row.design_effects["wer"] > 1.5
+    assert _effects(row.design_effects).startswith(f"{row.design_effects['wer']:.1f} / –")
