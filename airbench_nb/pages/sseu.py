@@ -20,16 +20,33 @@ steps. A dash: the model does not serve that task (a transcriber has no scene) o
 answer parts that could not be read (kept in the scores). Each utterance is mixed at several SNRs, so that its
 clips are not independent: the intervals resample whole <b>utterances</b> too and are the union of both bootstraps
 (never narrower than the clips'); the <b>design effect</b> is how much the utterance bootstrap's variance exceeds the
-clips' (below 1: too few utterances, or utterances that balance each other, to estimate it).</p>
+clips' (below 1: too few utterances, or utterances that balance each other, to estimate it). <b>(few)</b>: fewer
+than 10 utterances, whose bootstrap is rough: with 3, a metric can swing from 0 to 100 between resamples.</p>
 <div class="wide">{{ sseu_table | safe }}</div>"""
 """Jinja2 template of the section (the table inserted as trusted HTML)."""
 
 
+FEW_CLUSTERS = 10
+"""Below this many utterances the page marks the count as few: a cluster bootstrap over them is rough."""
+
+
+def _effect(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.1f}" if value < 100 else ">100"
+
+
 def _effects(effects: dict[str, float | None]) -> str:
-    """The design effects of the three metrics, ``2.1 / 1.0 / 3.4`` (a dash for one not computed)."""
+    """The design effects of the three metrics, ``2.1 / 1.0 / 3.4`` (a dash for one not computed, >100 past it)."""
     if not effects:
         return "–"
-    return " / ".join("–" if effects.get(m) is None else f"{effects[m]:.1f}" for m in ("wer", "macc", "map"))
+    return " / ".join(_effect(effects.get(m)) for m in ("wer", "macc", "map"))
+
+
+def _utterances(clusters: int | None) -> str:
+    if clusters is None:
+        return "–"
+    return f"{clusters} (few)" if clusters < FEW_CLUSTERS else str(clusters)
 
 
 def sseu_table_html(analysis: AnalysisReport | None) -> str:
@@ -48,7 +65,7 @@ def sseu_table_html(analysis: AnalysisReport | None) -> str:
             "event mAP %": interval_cell(row.map, row.map_ci, 100.0),
             "event mAP floor %": interval_cell(row.map_floor, None, 100.0),
             "clips": row.n,
-            "utterances": row.clusters if row.clusters is not None else "–",
+            "utterances": _utterances(row.clusters),
             "design effect (WER / mACC / mAP)": _effects(row.design_effects),
             "failures": row.failures,
         }
