@@ -85,6 +85,8 @@ from airbench_nb.records.choice_qa_rows import (
 )
 from airbench_nb.records.clusters import (
     CLUSTER_META_KEY,
+    CLUSTER_UNITS,
+    UTTERANCE_KINDS,
     cluster_of,
     cluster_unit,
 )
@@ -197,6 +199,8 @@ __all__ = [
     "control_uid",
     "is_control",
     "CLUSTER_META_KEY",
+    "CLUSTER_UNITS",
+    "UTTERANCE_KINDS",
     "cluster_of",
     "cluster_unit",
     "is_perturbed",
