@@ -591,6 +591,15 @@ class PairDifference(Payload):
     """Holm-corrected P value."""
     verdict: str
     """The comparison in words."""
+    mde: Number | None = None
+    """Minimal detectable difference of the paired test's items at alpha 0.05 and 80% power
+    (:mod:`airbench_nb.analysis.power`); None with fewer than 2 items or no spread."""
+    design_effect: Number | None = None
+    """Cluster-robust over naive variance of the mean difference (1: no item shares a cluster)."""
+    items_needed: int | None = None
+    """Paired items needed to detect a gap the size of ``diff`` at the same level and power."""
+    size: str | None = None
+    """``not distinguishable at this size`` when the test found nothing and ``|diff|`` is below the MDE."""
 
 
 class ItemOverlap(Payload):

@@ -548,8 +548,9 @@ def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
 
     Args:
         frame: :meth:`airbench_nb.analysis.compare.Comparison.comparison_frame` (``model_a, model_b, benchmark,
-            level, name, n, diff, ci_low, ci_high, verdict``); Foundation differences are accuracies in 0-1, drawn
-            in percentage points, Chat differences in judge-score points.
+            level, name, n, diff, ci_low, ci_high, verdict``, and ``size``: a difference below the minimal
+            detectable one is drawn hollow); Foundation differences are accuracies in 0-1, drawn in percentage
+            points, Chat differences in judge-score points.
         tasks: Draw task rows too (default: only when there are at most 4 panels; categories and the Average always).
 
     Returns:
@@ -588,7 +589,15 @@ def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
             colour = colours.get(row.verdict, colours["no detectable difference"])
             if not pd.isna(row.ci_low) and not pd.isna(row.ci_high):
                 ax.hlines(yi, row.ci_low * scale, row.ci_high * scale, color=colour, linewidth=1.4)
-            ax.plot(row.diff * scale, yi, marker=markers.get(row.level, "o"), color=colour, markersize=5.5)
+            small = getattr(row, "size", None) == "not distinguishable at this size"  # below the MDE: hollow
+            ax.plot(
+                row.diff * scale,
+                yi,
+                marker=markers.get(row.level, "o"),
+                color=colour,
+                markersize=5.5,
+                fillstyle="none" if small else "full",
+            )
         labels = [
             {"task": name, "category": f"{name} (category)"}.get(level, "Average")
             for level, name in zip(part["level"], part["name"], strict=True)
@@ -603,6 +612,10 @@ def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
         pair = f"A = {_short(model_a, 36)}  vs  B = {_short(model_b, 36)}"
         ax.set_title(f"{pair} · {benchmark.capitalize()} (n = {n_items} items)", fontsize=9)
     handles = [Line2D([], [], color=c, marker="o", linestyle="-", label=v) for v, c in colours.items()]
+    if "size" in shown.columns and (shown["size"] == "not distinguishable at this size").any():
+        grey = colours["no detectable difference"]
+        label = "hollow: below the MDE\n(not distinguishable\nat this size)"
+        handles.append(Line2D([], [], color=grey, marker="o", fillstyle="none", linestyle="", label=label))
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.98), fontsize=8, title="Holm, α = 0.05")
     which = "tasks, categories and Average" if show_tasks else "categories and Average"
     fig.suptitle(f"Paired differences with 95% bootstrap CIs ({which})", y=1.0)

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from typer.testing import CliRunner
@@ -243,6 +244,11 @@ def test_ten_points_better_is_found_with_mcnemar_and_a_paired_ci(better_run: Pat
     row = by_key(swapped, "foundation", "average", "average")
     assert row["diff"] == pytest.approx(-0.10) and row["verdict"] == B_BETTER
     assert row["p_value"] == pytest.approx(average["p_value"])
+    # power: the pooled items' paired differences (110 discordant of 500: sd 0.459), MDE 2.80 x sd / sqrt(500)
+    d = np.array([1.0] * 80 + [-1.0] * 30 + [0.0] * 390)
+    assert average["mde"] == pytest.approx(2.80 * d.std(ddof=1) / np.sqrt(500), rel=0.02)
+    assert average["design_effect"] == 1.0 and pd.isna(average["size"])  # found: nothing to say about its size
+    assert average["items_needed"] == pytest.approx((2.80 * d.std(ddof=1) / 0.10) ** 2, rel=0.05)
 
 
 def test_holm_in_the_table_matches_a_hand_computation(better_run: Path):
@@ -269,6 +275,9 @@ def test_equal_models_with_independent_errors_show_no_difference(tmp_path: Path)
     average = by_key(frame, "foundation", "average", "average")
     assert average["p_value"] > 0.05 and average["ci_low"] < 0 < average["ci_high"]
     assert set(frame["verdict"]) == {NO_DIFFERENCE}
+    small = frame[(frame["diff"].abs() < frame["mde"])]
+    assert len(small) and set(small["size"]) == {"not distinguishable at this size"}
+    assert frame[frame["diff"].abs() >= frame["mde"]]["size"].isna().all()
 
 
 def test_identical_models_have_a_zero_interval_and_p_one(better_run: Path, tmp_path: Path):

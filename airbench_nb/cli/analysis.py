@@ -126,6 +126,9 @@ def compare(
                 "p": "" if r["p_value"] is None else f"{r['p_value']:.3g}",
                 "p Holm": "" if r["p_holm"] is None else f"{r['p_holm']:.3g}",
                 "verdict": r["verdict"],
+                "MDE": number(r.get("mde")),
+                "items for this gap": "" if r.get("items_needed") is None else str(r["items_needed"]),
+                "size": r.get("size") or "",
             }
             for r in result.rows
             if (r["model_a"], r["model_b"]) == pair

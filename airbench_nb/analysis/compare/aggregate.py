@@ -97,8 +97,16 @@ def _pair_rows(
     task_of: Mapping[str, str],
     seed: int,
     reps: int,
+    clusters: Mapping[str, str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows of one pair on one benchmark over the uids of ``values_a`` (all scored on both sides)."""
+    """Rows of one pair on one benchmark over the uids of ``values_a`` (all scored on both sides).
+
+    Each row also gets the power of its paired comparison (:func:`airbench_nb.analysis.power.paired_power` of the
+    per-item differences its test reads, clustered by ``clusters`` per uid): ``mde``, ``design_effect`` and
+    ``items_needed`` (paired items to detect a gap the size of this ``diff``).
+    """
+    from airbench_nb.analysis.power import items_needed, paired_power
+
     table = ALL_FOUNDATION_TASKS if benchmark == "foundation" else ALL_CHAT_TASKS
     by_task: dict[str, list[str]] = {}
     for uid in sorted(values_a):
@@ -131,6 +139,8 @@ def _pair_rows(
     for (level, name, va, members), (_, _, vb, _) in zip(levels_a, levels_b, strict=True):
         a = np.concatenate([arrays[t][0] for t in members])
         b = np.concatenate([arrays[t][1] for t in members])
+        keys = [clusters[u] for t in members for u in by_task[t]] if clusters else None
+        power = paired_power(a - b, keys)
         diff = va - vb
         low, high = _interval(diff[1:])
         if benchmark == "foundation":
@@ -156,6 +166,10 @@ def _pair_rows(
                 "p_value": plain(p_value),
                 "p_holm": None,
                 "verdict": NO_DIFFERENCE,
+                "mde": plain(power.mde) if power.mde is not None else None,
+                "design_effect": plain(power.design_effect),
+                "items_needed": items_needed(power, float(diff[0])) if not np.isnan(diff[0]) else None,
+                "size": None,
                 "direction": float(np.mean(a - b)),
             }
         )

@@ -18,6 +18,8 @@ from airbench_nb.analysis.compare.frames import _RunFrames, parse_source
 from airbench_nb.analysis.compare.paired_tests import holm, verdict
 from airbench_nb.analysis.compare.records import Comparison, ItemMatch, ModelSource
 from airbench_nb.analysis.data import RunData, load_run
+from airbench_nb.analysis.power import size_note
+from airbench_nb.records import cluster_of
 
 logger = logging.getLogger(__name__)
 
@@ -52,13 +54,17 @@ def compare_models(
                     match.reason = "no item shared and scored on both sides"
                 else:
                     task_of = {u: (frames_a.items[u].task) for u in values_a}
-                    pair_rows, match.categories = _pair_rows(benchmark, a, b, values_a, values_b, task_of, seed, reps)
+                    clusters = {u: cluster_of(frames_a.items[u]) for u in values_a}
+                    pair_rows, match.categories = _pair_rows(
+                        benchmark, a, b, values_a, values_b, task_of, seed, reps, clusters
+                    )
                     rows.extend(pair_rows)
                 matches.append(match)
     corrected = holm([row["p_value"] for row in rows])
     for row, p in zip(rows, corrected, strict=True):
         row["p_holm"] = p
         row["verdict"] = verdict(row["diff"], p, alpha, direction=row.pop("direction", None))
+        row["size"] = size_note(row["diff"], row["mde"], row["verdict"])
     logger.info("compared %d models: %d rows, %d tests", len(entries), len(rows), len(corrected))
     return Comparison(
         protocol=protocol,

@@ -91,6 +91,10 @@ FRAME_COLUMNS: tuple[str, ...] = (
     "p_value",
     "p_holm",
     "verdict",
+    "mde",
+    "design_effect",
+    "items_needed",
+    "size",
 )
 """Columns of :meth:`Comparison.comparison_frame` (and keys of every row of ``as_dict()["comparisons"]``)."""
 
