@@ -62,3 +62,14 @@ def test_small_or_flat_comparisons_and_the_size_note():
     assert size_note(0.01, 0.05, "no detectable difference") == NOT_DISTINGUISHABLE
     assert size_note(0.08, 0.05, "no detectable difference") is None
     assert size_note(0.01, 0.05, "A better") is None and size_note(0.01, None, "no detectable difference") is None
+
+
+def test_a_gap_many_spreads_wide_needs_only_the_few_items_that_reach_the_power():
+    from statsmodels.stats.power import TTestPower
+
+    result = paired_power(np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]))  # sd 0.35; the solver finds no root
+    for gap in (5.0, 100.0):
+        n = items_needed(result, gap)
+        assert n is not None and n >= 2
+        assert TTestPower().power(effect_size=gap / result.sd, nobs=n, alpha=0.05) >= 0.8
+        assert n == 2 or TTestPower().power(effect_size=gap / result.sd, nobs=n - 1, alpha=0.05) < 0.8

@@ -21,9 +21,12 @@ not a better model, would be needed to tell.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +64,14 @@ class Power:
     """The power."""
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence statsmodels' root finder (its ConvergenceWarning is shown past a warnings filter, on stderr)."""
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        yield
+
+
 def standardized_effect(n_effective: float, alpha: float = ALPHA, power: float = POWER) -> float | None:
     """The paired t-test's detectable effect in standard errors' units x sqrt(n): statsmodels' ``solve_power``.
 
@@ -70,8 +81,9 @@ def standardized_effect(n_effective: float, alpha: float = ALPHA, power: float =
 
     if n_effective < 2:
         return None
-    effect = TTestPower().solve_power(effect_size=None, nobs=n_effective, alpha=alpha, power=power)
-    return float(effect) * math.sqrt(n_effective)
+    with _quiet():  # statsmodels warns, and returns NaN, when it finds no root
+        effect = float(TTestPower().solve_power(effect_size=None, nobs=n_effective, alpha=alpha, power=power))
+    return effect * math.sqrt(n_effective) if math.isfinite(effect) else None
 
 
 def paired_power(
@@ -111,15 +123,22 @@ def paired_power(
 def items_needed(result: Power, gap: float) -> int | None:
     """Paired items needed to detect ``gap`` at the comparison's level and power, with its spread and clustering.
 
-    None when the spread is unknown or the gap is 0.
+    None when the spread is unknown or the gap is 0 (at least 2: a paired test needs two items).
     """
     from statsmodels.stats.power import TTestPower
 
     if not gap or not math.isfinite(result.sd) or result.sd <= 0:
         return None
     effect = abs(gap) / result.sd
-    n = TTestPower().solve_power(effect_size=effect, nobs=None, alpha=result.alpha, power=result.power)
-    return int(math.ceil(float(n) * result.design_effect))
+    solver = TTestPower()
+    with _quiet():  # statsmodels warns, and returns NaN, when its bracket holds no root
+        n = float(solver.solve_power(effect_size=effect, nobs=None, alpha=result.alpha, power=result.power))
+    if not math.isfinite(n):  # a gap many spreads wide: the solver's bracket starts above it; count up instead
+        for small in range(2, 1000):
+            if solver.power(effect_size=effect, nobs=small, alpha=result.alpha) >= result.power:
+                return int(math.ceil(small * result.design_effect))
+        return None
+    return max(2, int(math.ceil(n * result.design_effect)))
 
 
 def size_note(diff: float | None, mde: float | None, found: str) -> str | None:
