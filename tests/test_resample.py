@@ -159,3 +159,40 @@ def test_sseu_table_resamples_utterances_and_the_page_says_so():
     row = SseuScores.model_validate(result.table["m"]["independent"])
     assert row.n == 27 and row.clusters == 9 and row.design_effects["wer"] > 1.5
     assert _effects(row.design_effects).startswith(f"{row.design_effects['wer']:.1f} / –")
+
+
+def test_foundation_questions_about_one_recording_are_resampled_together():
+    from airbench_nb.judge.run import rule_verdict
+    from airbench_nb.records import FoundationItem, Response
+    from airbench_nb.scoring.run import score_run
+
+    def items(shared: bool) -> list[FoundationItem]:
+        # 40 recordings, 4 questions each; a model right on every question of half the recordings
+        return [
+            FoundationItem(
+                uid=f"q-{r}-{k}",
+                dataset="synthetic",
+                task="Speaker_Gender_Recognition",
+                question="Who speaks?",
+                choices=["a man", "a woman"],
+                answer=0,
+                audio=f"audio/rec-{r}.wav" if shared else f"audio/{r}-{k}.wav",
+            )
+            for r in range(40)
+            for k in range(4)
+        ]
+
+    def scored(shared: bool):
+        listed = items(shared)
+        responses = [Response(uid=i.uid, model="m", text="A" if int(i.uid.split("-")[1]) % 2 else "B") for i in listed]
+        verdicts = [rule_verdict(i, r) for i, r in zip(listed, responses, strict=True)]
+        return score_run(listed, responses, verdicts, protocol="strict", reps=2000).strict.foundation
+
+    clustered, alone = scored(True), scored(False)
+    task, single = clustered.tasks["Speaker_Gender_Recognition"], alone.tasks["Speaker_Gender_Recognition"]
+    assert task.value == single.value == 0.5 and task.n == single.n == 160
+    assert task.clusters == 40 and "recording" in task.cluster_unit and single.clusters is None
+    # the recording is the unit: the interval is about twice as wide (design effect 4, all questions agree)
+    ratio = (task.ci_high - task.ci_low) / (single.ci_high - single.ci_low)
+    assert ratio == pytest.approx(2.0, rel=0.2)
+    assert clustered.average.clusters == 40 and clustered.average.value == alone.average.value

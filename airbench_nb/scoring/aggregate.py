@@ -20,6 +20,7 @@ from airbench_nb.records import (
 )
 from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.outcomes import CHAT_ORDERS, PROTOCOLS, ChatOutcome, FoundationOutcome
+from airbench_nb.scoring.resample import cluster_codes
 
 logger = logging.getLogger(__name__)
 
@@ -77,11 +78,23 @@ class Score:
         return out
 
 
-def _resampled(values: np.ndarray, reps: int, seed: int, key: str) -> np.ndarray:
-    """Column sums of ``values`` (units x k): row 0 over all units, rows 1.. over bootstrap resamples."""
+def _resampled(values: np.ndarray, reps: int, seed: int, key: str, codes: np.ndarray | None = None) -> np.ndarray:
+    """Column sums of ``values`` (units x k): row 0 over all units, rows 1.. over bootstrap resamples.
+
+    With ``codes`` (each unit's cluster) whole clusters are drawn (:func:`airbench_nb.scoring.resample.weight_rows`).
+    """
     n, k = values.shape
     out = np.zeros((reps + 1, k))
     out[0] = values.sum(axis=0)
+    if reps and n and codes is not None:
+        from airbench_nb.scoring.resample import weight_rows
+
+        rng = np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
+        start = 1
+        for w in weight_rows(n, reps, rng, codes):
+            out[start : start + len(w)] = w @ values
+            start += len(w)
+        return out
     if reps and n:
         rng = np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
         idx = rng.integers(0, n, size=(reps, n))
@@ -123,7 +136,50 @@ def _task_order(task: str, table: dict[str, str]) -> tuple[int, str]:
 
 
 def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, reps: int, seed: int) -> dict[str, Any]:
-    """Aggregate Foundation outcomes of one protocol into subsets, tasks, categories and the Average."""
+    """Aggregate Foundation outcomes of one protocol into subsets, tasks, categories and the Average.
+
+    Items that share a cluster (:attr:`FoundationOutcome.cluster`: the questions about one recording) are not
+    independent: the aggregate is then bootstrapped a second time drawing whole clusters within each subset, and
+    every interval is the union of both (:mod:`airbench_nb.scoring.resample`; never narrower), the entries of a
+    level whose units share clusters getting ``clusters`` and ``cluster_unit``. Point values are the same.
+    """
+    section = _foundation_values(outcomes, protocol, reps, seed, clustered=False)
+    keys = [o.cluster or f"unit:{k}" for k, o in enumerate(outcomes)]
+    if reps and len(set(keys)) < len(keys):
+        _widen(section, _foundation_values(outcomes, protocol, reps, seed, clustered=True))
+    return section
+
+
+def _widen(section: dict[str, Any], clustered: dict[str, Any]) -> None:
+    """Union every interval of ``section`` with ``clustered``'s and name the clusters of the clustered levels."""
+    from airbench_nb.records.clusters import CLUSTER_UNITS
+    from airbench_nb.scoring.resample import union
+
+    if "ci_low" in section and "ci_low" in clustered:
+        low, high = union((clustered["ci_low"], clustered["ci_high"]), (section["ci_low"], section["ci_high"]))
+        section["ci_low"], section["ci_high"] = low, high
+        count, units = clustered.get("_clusters"), clustered.get("_units")
+        if count is not None and units is not None and count < units:
+            section["clusters"], section["cluster_unit"] = count, CLUSTER_UNITS["audio"]
+        return
+    for key, value in section.items():
+        if isinstance(value, dict) and isinstance(clustered.get(key), dict):
+            _widen(value, clustered[key])
+
+
+def _count(entry: dict[str, Any], keys: Sequence[str]) -> None:
+    """Record on a clustered pass's entry how many clusters and units its interval drew from."""
+    entry.update(_clusters=len(set(keys)), _units=len(keys))
+
+
+def _foundation_values(
+    outcomes: Sequence[FoundationOutcome], protocol: str, reps: int, seed: int, clustered: bool
+) -> dict[str, Any]:
+    """The Foundation section (see :func:`_foundation_section`).
+
+    With ``clustered`` each subset draws whole clusters, and every entry carries its ``_clusters`` and ``_units``
+    (what :func:`_widen` reads).
+    """
     size = reps + 1
     by_subset: dict[str, list[FoundationOutcome]] = defaultdict(list)
     for outcome in outcomes:
@@ -133,6 +189,7 @@ def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, re
     sums: dict[str, np.ndarray] = {}
     stats: dict[str, tuple[int, int, int]] = {}  # n, failures, correct
     subsets: dict[str, Any] = {}
+    cluster_keys: dict[str, list[str]] = {}  # each subset's units' cluster keys
     for subset in order:
         group = by_subset[subset]
         right = np.array([1.0 if o.correct else 0.0 for o in group])
@@ -140,10 +197,15 @@ def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, re
             counted = np.array([0.0 if o.correct is None else 1.0 for o in group])
         else:
             counted = np.ones(len(group))
-        sums[subset] = _resampled(np.column_stack([right, counted]), reps, seed, f"foundation/{subset}")
+        keys = [o.cluster or f"unit:{subset}:{k}" for k, o in enumerate(group)]
+        codes = cluster_codes(keys, len(group)) if clustered else None
+        sums[subset] = _resampled(np.column_stack([right, counted]), reps, seed, f"foundation/{subset}", codes)
         failures = sum(o.correct is None for o in group)
         stats[subset] = (int(counted.sum()), failures, int(right.sum()))
         subsets[subset] = _accuracy(_score(_ratio(sums[subset][:, 0], sums[subset][:, 1]), *stats[subset]))
+        cluster_keys[subset] = keys
+        if clustered:
+            subsets[subset].update(_clusters=len(set(keys)), _units=len(keys))
 
     task_of = {s: by_subset[s][0].task for s in order}
     tasks_order = list(dict.fromkeys(task_of[s] for s in order))
@@ -156,6 +218,8 @@ def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, re
         task_values[task] = _ratio(total[:, 0], total[:, 1])
         task_stats[task] = _sum_stats(stats[s] for s in members)
         tasks[task] = _accuracy(_score(task_values[task], *task_stats[task]))
+        if clustered:
+            _count(tasks[task], [k for m in members for k in cluster_keys[m]])
 
     categories: dict[str, Any] = {}
     category_values: list[np.ndarray] = []
@@ -167,8 +231,12 @@ def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, re
         if category in FOUNDATION_CATEGORIES:  # the kit's categories stay out of the official-shaped Average
             category_values.append(values)
         categories[category] = _accuracy(_score(values, *_sum_stats(task_stats[t] for t in members)))
+        if clustered:
+            _count(categories[category], [k for m in order if task_of[m] in members for k in cluster_keys[m]])
     known = [t for t in tasks_order if t in FOUNDATION_TASKS]
     average = _accuracy(_score(_nanmean(category_values, size), *_sum_stats(task_stats[t] for t in known)))
+    if clustered:
+        _count(average, [k for m in order if task_of[m] in known for k in cluster_keys[m]])
     _with_partial(average, categories, FOUNDATION_CATEGORIES)
     failures = sum(stats[s][1] for s in order)
     section: dict[str, Any] = {

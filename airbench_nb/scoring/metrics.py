@@ -37,7 +37,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
+from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict, cluster_of
 from airbench_nb.registries import lookup
 from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.aggregate import ValueOutcome, _chat_section, _foundation_section, mean_section
@@ -238,7 +238,8 @@ class ChoiceAccuracy(BaseMetric):
                 correct, reason = None, failed or "no response"
             else:
                 correct, reason = official_foundation_correct(response.text, len(item.choices), item.answer)
-        return [FoundationOutcome(item.task, item.dataset, correct, reason, **screened(chosen.get(item.uid)))]
+        screen = screened(chosen.get(item.uid))
+        return [FoundationOutcome(item.task, item.dataset, correct, reason, **screen, cluster=cluster_of(item))]
 
     def aggregate(self, outcomes: Sequence[FoundationOutcome], protocol: str, reps: int, seed: int) -> ScoreSection:
         """Subsets, tasks, categories and the Average (see :mod:`airbench_nb.scoring`)."""

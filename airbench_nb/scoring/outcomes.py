@@ -47,6 +47,9 @@ class FoundationOutcome:
     """The judge of the deciding verdict (None: no verdict)."""
     flags: tuple[str, ...] | None = None
     """The injection screen's flags on the answer (pattern names; empty: clean; None: the verdict was not screened)."""
+    cluster: str = ""
+    """The item's cluster (:func:`airbench_nb.records.cluster_of`: its recording); the score's interval draws whole
+    clusters too when items share one. Empty: the item on its own (an official result file names no audio)."""
 
     @property
     def subset(self) -> str:
