@@ -510,7 +510,7 @@ def metric_estimate(
         seed: The generator's seed (each bootstrap starts from it).
         clusters: Each item's cluster key; None: items on their own.
     """
-    from airbench_nb.scoring.resample import clustering, union, weight_rows
+    from airbench_nb.scoring.resample import clustered_interval, weight_rows
 
     m = CURVE_METRICS[metric]
     n = stats.shape[0]
@@ -519,10 +519,7 @@ def metric_estimate(
         rng = np.random.default_rng(list(seed))
         return np.concatenate([m.combine(stats, w) for w in weight_rows(n, reps, rng, codes)])
 
-    low, high = _interval(draw(None))
-    codes, count, _ = clustering(clusters if clusters and all(clusters) else None, n)
-    if count < n:
-        low, high = union(_interval(draw(codes)), (low, high))
+    low, high, _ = clustered_interval(draw, clusters if clusters and all(clusters) else None, n, reps)
     return Estimate(m.of(stats), low, high)
 
 
@@ -541,7 +538,7 @@ def _point(
     n = pairs.clean.shape[0]
     clean = m.of(pairs.clean)
     perturbed = m.of(pairs.perturbed)
-    from airbench_nb.scoring.resample import clustering, design_effect, union, weight_rows
+    from airbench_nb.scoring.resample import clustered_interval, weight_rows
 
     def diffs(codes: np.ndarray | None) -> np.ndarray:
         rng = np.random.default_rng([seed, n, int(round(abs(parameter) * 1000))])
@@ -549,14 +546,9 @@ def _point(
             [m.combine(pairs.perturbed, w) - m.combine(pairs.clean, w) for w in weight_rows(n, reps, rng, codes)]
         )
 
-    codes, count, _ = clustering(pairs.clusters if all(pairs.clusters) else None, n)
-    units = diffs(None)
-    low, high = _interval(units)
-    effect = None
-    if count < n:  # pairs share clusters: whole clusters drawn, the interval never narrower than the pairs'
-        clustered = diffs(codes)
-        low, high = union(_interval(clustered), (low, high))
-        effect = design_effect(clustered, units)
+    # pairs sharing clusters: whole clusters drawn too, the interval never narrower than the pairs'
+    low, high, grouping = clustered_interval(diffs, pairs.clusters if all(pairs.clusters) else None, n, reps)
+    count, effect = grouping.clusters, grouping.design_effect
     measured = float(np.mean(pairs.measured)) if pairs.measured else None
     return PerturbPoint(
         model=model,

@@ -161,13 +161,10 @@ class TaskScores:
 
 
 def _weights(n: int, reps: int, seed: int, key: str) -> np.ndarray:
-    """Bootstrap weights (reps, n): how often each unit is drawn in each replicate."""
-    from airbench_nb.scoring.wer import _key_rng
+    """Bootstrap weights (reps, n): how often each unit is drawn in each replicate (:func:`.resample.weight_rows`)."""
+    from airbench_nb.scoring.resample import key_rng, weight_rows
 
-    rng = _key_rng(seed, key)
-    idx = rng.integers(0, n, size=(reps, n))
-    flat = (np.arange(reps)[:, None] * n + idx).ravel()
-    return np.bincount(flat, minlength=reps * n).reshape(reps, n).astype(float)
+    return np.concatenate(list(weight_rows(n, reps, key_rng(seed, key)))) if n and reps else np.zeros((reps, n))
 
 
 def _interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
@@ -201,23 +198,19 @@ def clustered_estimate(
     if not reps:
         return point, None, None, None
     units = scores.statistic(_weights(scores.n, reps, seed, key))
-    low, high = _interval(units)
-    return (point, *_with_clusters(scores, units, (low, high), reps, seed, key))
+    return (point, *_with_clusters(scores, units, reps, seed, key))
 
 
 def _with_clusters(
-    scores: TaskScores, units: np.ndarray, interval: tuple[float | None, float | None], reps: int, seed: int, key: str
+    scores: TaskScores, units: np.ndarray, reps: int, seed: int, key: str
 ) -> tuple[float | None, float | None, Any]:
     """``(low, high, clustering)``: the interval widened by the utterance bootstrap when items share utterances."""
-    from airbench_nb.scoring.resample import Clustering, clustering, design_effect, union, weight_rows
-    from airbench_nb.scoring.wer import _key_rng
+    from airbench_nb.scoring.resample import clustered_interval, key_rng, weight_rows
 
-    codes, count, unit = clustering(scores.clusters, scores.n)
-    if count == scores.n:
-        return (*interval, Clustering(scores.n, count, unit, None))
-    clustered = scores.statistic(np.concatenate(list(weight_rows(scores.n, reps, _key_rng(seed, key), codes))))
-    low, high = union(_interval(clustered), interval)
-    return low, high, Clustering(scores.n, count, unit, design_effect(clustered, units))
+    def draw(codes: np.ndarray | None) -> np.ndarray:
+        return scores.statistic(np.concatenate(list(weight_rows(scores.n, reps, key_rng(seed, key), codes))))
+
+    return clustered_interval(draw, scores.clusters, scores.n, reps, units=units)
 
 
 def task_scores(task: str, outcomes: Sequence[ReferenceOutcome], embedder: Any) -> TaskScores:

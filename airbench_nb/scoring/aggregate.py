@@ -20,15 +20,13 @@ from airbench_nb.records import (
 )
 from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.outcomes import CHAT_ORDERS, PROTOCOLS, ChatOutcome, FoundationOutcome
+from airbench_nb.scoring.resample import CONFIDENCE as CONFIDENCE  # coverage of the intervals (re-exported)
 from airbench_nb.scoring.resample import cluster_codes
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_REPS = 1000
 """Bootstrap replicates per confidence interval."""
-
-CONFIDENCE = 0.95
-"""Coverage of the percentile bootstrap intervals."""
 
 FOUNDATION_CATEGORIES: tuple[str, ...] = ("speech", "sound", "music")
 """Foundation categories, in report order."""

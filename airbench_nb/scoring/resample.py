@@ -27,7 +27,8 @@ size ``m`` whose intra-class correlation is ``rho`` it is close to Kish's ``1 + 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,25 @@ logger = logging.getLogger(__name__)
 
 BOOTSTRAP_CHUNK = 1_000_000
 """Upper bound on units x replicates drawn at once by a bootstrap (about 8 MB of indices per chunk)."""
+
+CONFIDENCE = 0.95
+"""Coverage of every bootstrap interval of the kit (two-sided percentile interval)."""
+
+
+def key_rng(seed: int, key: str) -> np.random.Generator:
+    """The generator of one bootstrap: seeded by ``seed`` and the CRC-32 of ``key`` (what is resampled)."""
+    return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
+
+
+def percentile_interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
+    """The :data:`CONFIDENCE` percentile interval of bootstrap replicates (NaN ignored; None, None when none)."""
+    replicates = np.asarray(replicates, dtype=float)
+    finite = replicates[~np.isnan(replicates)]
+    if not finite.size:
+        return None, None
+    tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
+    low, high = np.percentile(finite, [tail, 100.0 - tail])
+    return float(low), float(high)
 
 
 def cluster_codes(keys: Sequence[str] | None, n: int) -> np.ndarray:
@@ -123,3 +143,41 @@ def clustering(keys: Sequence[str] | None, n: int) -> tuple[np.ndarray, int, str
     codes = cluster_codes(keys, n)
     clusters = int(codes.max()) + 1 if n else 0
     return codes, clusters, cluster_unit(keys or [])
+
+
+def clustered_interval(
+    draw: Callable[[np.ndarray | None], np.ndarray],
+    keys: Sequence[str] | None,
+    n: int,
+    reps: int,
+    *,
+    units: np.ndarray | None = None,
+) -> tuple[float | None, float | None, Clustering]:
+    """The kit's interval of one statistic: the unit bootstrap's, widened by the cluster bootstrap's where clustered.
+
+    Without keys, or when every unit is its own cluster, the interval is the unit-level percentile interval and the
+    clustering says so (no design effect). Otherwise both bootstraps are drawn, the interval is their :func:`union`
+    (never narrower than the units') and the :func:`design_effect` is computed.
+
+    Args:
+        draw: The statistic's replicates given the units' cluster codes (None: every unit on its own); it draws its
+            own weights (e.g. from :func:`weight_rows` with a :func:`key_rng`), so that the two bootstraps are
+            seeded alike.
+        keys: Each unit's cluster key (:func:`~airbench_nb.records.clusters.cluster_of`); None: no clusters.
+        n: Units.
+        reps: Replicates (0: no interval).
+        units: The unit-level replicates when the caller has them already (not drawn again).
+
+    Returns:
+        ``(low, high, clustering)``; the ends are None without replicates.
+    """
+    codes, count, unit = clustering(keys, n)
+    if not reps or not n:
+        return None, None, Clustering(n, count, unit, None)
+    if units is None:
+        units = draw(None)
+    if keys is None or count == n:
+        return (*percentile_interval(units), Clustering(n, count, unit, None))
+    clustered = draw(codes)
+    low, high = union(percentile_interval(clustered), percentile_interval(units))
+    return low, high, Clustering(n, count, unit, design_effect(clustered, units))

@@ -50,7 +50,7 @@ import numpy as np
 
 from airbench_nb.embeddings import Embedder
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
-from airbench_nb.scoring.wer import _key_rng, percentile_interval
+from airbench_nb.scoring.wer import _key_rng
 
 logger = logging.getLogger(__name__)
 
@@ -99,28 +99,14 @@ def _resample_weights(n: int, reps: int, seed: int, key: str, codes: np.ndarray 
 def _clustered_interval(
     statistic: Any, n: int, reps: int, seed: int, key: str, clusters: Sequence[str] | None
 ) -> tuple[float | None, float | None, Any]:
-    """The percentile interval of ``statistic(weights) -> replicates`` resampling clusters, and the clustering.
-
-    Every item its own cluster (or no clusters): the item bootstrap, no design effect. Otherwise the item-level
-    replicates are drawn too, for the design effect (:func:`airbench_nb.scoring.resample.design_effect`), and the
-    interval is the union of both (:func:`airbench_nb.scoring.resample.union`).
-    """
-    from airbench_nb.scoring.resample import Clustering, clustering, design_effect, union
-
-    codes, count, unit = clustering(clusters, n)
+    """The interval of ``statistic(weights) -> replicates``: :func:`airbench_nb.scoring.resample.clustered_interval`."""
+    from airbench_nb.scoring.resample import clustered_interval
 
     def draw(by: np.ndarray | None) -> np.ndarray:
         parts = [statistic(w) for w in _resample_weights(n, reps, seed, key, by)]
         return np.concatenate(parts) if parts else np.array([])
 
-    if clusters is None or count == n:
-        low, high = percentile_interval(draw(None)) if reps else (None, None)
-        return low, high, Clustering(n, count, unit, None)
-    if not reps:
-        return None, None, Clustering(n, count, unit, None)
-    clustered, units = draw(codes), draw(None)
-    low, high = union(percentile_interval(clustered), percentile_interval(units))  # never narrower than the items'
-    return low, high, Clustering(n, count, unit, design_effect(clustered, units))
+    return clustered_interval(draw, clusters, n, reps)
 
 
 def bootstrap_weight_rows(n: int, reps: int, rng: np.random.Generator, codes: np.ndarray | None = None) -> Any:

@@ -43,7 +43,6 @@ import logging
 import re
 import statistics
 import unicodedata
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -51,8 +50,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from airbench_nb.scoring.aggregate import CONFIDENCE, DEFAULT_REPS
+from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.resample import BOOTSTRAP_CHUNK  # the kit's chunk size (re-exported here)
+from airbench_nb.scoring.resample import percentile_interval as percentile_interval  # re-exported
 
 logger = logging.getLogger(__name__)
 
@@ -405,8 +405,10 @@ class WerSummary:
 
 
 def _key_rng(seed: int, key: str) -> np.random.Generator:
-    """The generator of one bootstrap: seeded by ``seed`` and the key's CRC-32, as in the aggregation module."""
-    return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
+    """The generator of one bootstrap: :func:`airbench_nb.scoring.resample.key_rng`."""
+    from airbench_nb.scoring.resample import key_rng
+
+    return key_rng(seed, key)
 
 
 def bootstrap_ratio(
@@ -464,31 +466,15 @@ def clustered_ratio_interval(
 ) -> tuple[float | None, float | None, Any]:
     """The percentile interval of a ratio of sums resampling clusters, and the :class:`~.resample.Clustering`.
 
-    Without clusters, or when every unit is its own cluster, the interval is :func:`bootstrap_ratio`'s over units and
-    the clustering says so (no design effect computed); otherwise the unit-level replicates are drawn too, for the
-    design effect, and the interval is the union of both (:func:`airbench_nb.scoring.resample.union`).
+    :func:`airbench_nb.scoring.resample.clustered_interval` over :func:`bootstrap_ratio`'s replicates: the unit-level
+    interval, widened to the union with the clustered one where units share clusters.
     """
-    from airbench_nb.scoring.resample import Clustering, clustering, design_effect, union
+    from airbench_nb.scoring.resample import clustered_interval
 
-    n = len(numerators)
-    codes, count, unit = clustering(clusters, n)
-    if clusters is None or count == n:
-        low, high = percentile_interval(bootstrap_ratio(numerators, denominators, reps, seed, key))
-        return low, high, Clustering(n, count, unit, None)
-    clustered = bootstrap_ratio(numerators, denominators, reps, seed, key, clusters)
-    units = bootstrap_ratio(numerators, denominators, reps, seed, key)
-    low, high = union(percentile_interval(clustered), percentile_interval(units))
-    return low, high, Clustering(n, count, unit, design_effect(clustered, units) if reps else None)
+    def draw(codes: np.ndarray | None) -> np.ndarray:
+        return bootstrap_ratio(numerators, denominators, reps, seed, key, None if codes is None else clusters)
 
-
-def percentile_interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
-    """The :data:`~airbench_nb.scoring.aggregate.CONFIDENCE` percentile interval of replicates (NaN ignored)."""
-    finite = replicates[~np.isnan(replicates)]
-    if not finite.size:
-        return None, None
-    tail = (1.0 - CONFIDENCE) / 2.0 * 100.0
-    low, high = np.percentile(finite, [tail, 100.0 - tail])
-    return float(low), float(high)
+    return clustered_interval(draw, clusters, len(numerators), reps)
 
 
 def corpus_wer(
