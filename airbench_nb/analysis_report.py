@@ -596,6 +596,9 @@ class PairDifference(Payload):
     (:mod:`airbench_nb.analysis.power`); None with fewer than 2 items or no spread."""
     design_effect: Number | None = None
     """Cluster-robust over naive variance of the mean difference (1: no item shares a cluster)."""
+    clusters: int | None = None
+    """Clusters the items form when some share one (the interval then also resampled whole clusters within each task,
+    the same for both models, and is the union of both intervals); None when every item is its own."""
     items_needed: int | None = None
     """Paired items needed to detect a gap the size of ``diff`` at the same level and power."""
     size: str | None = None

@@ -493,3 +493,35 @@ def test_cli_compare_json_and_exit_codes(better_run: Path, tmp_path: Path):
     unknown = runner.invoke(app, ["compare", f"{better_run}::m:nope", str(better_run)])
     assert unknown.exit_code == 2 and "m:nope" in unknown.output
     assert runner.invoke(app, ["compare", str(better_run), "--protocol", "lenient"]).exit_code == 2
+
+
+def test_clustered_items_widen_the_paired_interval_and_both_models_draw_the_same_clusters():
+    from airbench_nb.analysis.compare.aggregate import _pair_rows
+
+    # 60 recordings x 5 questions; on each recording A and B either agree or one of them gets all 5 right
+    rng = np.random.default_rng(3)
+    kinds = rng.choice(3, size=60, p=[0.3, 0.2, 0.5])  # 0: A right, 1: B right, 2: the same answers
+    values_a, values_b, clusters = {}, {}, {}
+    for r, kind in enumerate(kinds):
+        same = float(rng.integers(0, 2))
+        for q in range(5):
+            uid = f"r{r:02d}q{q}"
+            values_a[uid] = 1.0 if kind == 0 else (0.0 if kind == 1 else same)
+            values_b[uid] = 1.0 if kind == 1 else (0.0 if kind == 0 else same)
+            clusters[uid] = f"rec{r}"
+    task_of = dict.fromkeys(values_a, "Sound_AQA")
+    plain_rows, _ = _pair_rows("foundation", "a", "b", values_a, values_b, task_of, 0, 4000)
+    rows, _ = _pair_rows("foundation", "a", "b", values_a, values_b, task_of, 0, 4000, clusters)
+    naive = next(r for r in plain_rows if r["level"] == "task")
+    clustered = next(r for r in rows if r["level"] == "task")
+    assert clustered["diff"] == naive["diff"] and clustered["a"] == naive["a"]  # point values unchanged
+    assert naive["clusters"] is None and clustered["clusters"] == 60
+    width = clustered["ci_high"] - clustered["ci_low"]
+    naive_width = naive["ci_high"] - naive["ci_low"]
+    # 5 perfectly agreeing questions per recording: design effect 5, the interval about sqrt(5) times as wide
+    assert clustered["design_effect"] == pytest.approx(5.0, rel=0.03)  # (with its G / (G - 1) correction)
+    assert width / naive_width == pytest.approx(np.sqrt(5.0), rel=0.15)
+    # paired: identical models drawn over the same clusters differ by exactly 0 in every replicate
+    same_rows, _ = _pair_rows("foundation", "a", "a2", values_a, dict(values_a), task_of, 0, 500, clusters)
+    same = next(r for r in same_rows if r["level"] == "task")
+    assert same["ci_low"] == same["ci_high"] == 0.0

@@ -127,6 +127,9 @@ def compare(
                 "p Holm": "" if r["p_holm"] is None else f"{r['p_holm']:.3g}",
                 "verdict": r["verdict"],
                 "MDE": number(r.get("mde")),
+                "clusters (design effect)": ""
+                if r.get("clusters") is None
+                else f"{r['clusters']} ({number(r.get('design_effect'), 1)})",
                 "items for this gap": "" if r.get("items_needed") is None else str(r["items_needed"]),
                 "size": r.get("size") or "",
             }

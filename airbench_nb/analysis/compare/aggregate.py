@@ -88,6 +88,41 @@ def _interval(replicates: np.ndarray) -> tuple[float | None, float | None]:
     return float(low), float(high)
 
 
+def _paired_sums(
+    benchmark: str,
+    tasks: Sequence[str],
+    arrays: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    seed: int,
+    reps: int,
+    keys: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Each task's sums of both models' item values (row 0: all items; rows 1..: paired bootstrap replicates).
+
+    Each replicate draws one set of items (or, with ``keys``, whole clusters within the task:
+    :func:`airbench_nb.scoring.resample.weight_rows`) and sums both models over it, so that the differences are
+    paired. Without keys the draws are the item bootstrap's as before.
+    """
+    from airbench_nb.scoring.resample import cluster_codes, key_rng, weight_rows
+
+    sums_a: dict[str, np.ndarray] = {}
+    sums_b: dict[str, np.ndarray] = {}
+    for task in tasks:
+        a, b = arrays[task]
+        sums_a[task], sums_b[task] = np.empty(reps + 1), np.empty(reps + 1)
+        sums_a[task][0], sums_b[task][0] = a.sum(), b.sum()
+        if not reps:
+            continue
+        if keys is None:
+            rng = np.random.default_rng([seed, zlib.crc32(f"{benchmark}/{task}".encode())])
+            idx = rng.integers(0, len(a), size=(reps, len(a)))
+            sums_a[task][1:], sums_b[task][1:] = a[idx].sum(axis=1), b[idx].sum(axis=1)
+            continue
+        codes = cluster_codes(keys[task], len(a))
+        weights = np.concatenate(list(weight_rows(len(a), reps, key_rng(seed, f"{benchmark}/{task}/clusters"), codes)))
+        sums_a[task][1:], sums_b[task][1:] = weights @ a, weights @ b
+    return sums_a, sums_b
+
+
 def _pair_rows(
     benchmark: str,
     label_a: str,
@@ -106,43 +141,49 @@ def _pair_rows(
     ``items_needed`` (paired items to detect a gap the size of this ``diff``).
     """
     from airbench_nb.analysis.power import items_needed, paired_power
+    from airbench_nb.scoring.resample import union
 
     table = ALL_FOUNDATION_TASKS if benchmark == "foundation" else ALL_CHAT_TASKS
     by_task: dict[str, list[str]] = {}
     for uid in sorted(values_a):
         by_task.setdefault(task_of[uid], []).append(uid)
     tasks = sorted(by_task, key=lambda t: _task_order(t, table))
-    sums_a: dict[str, np.ndarray] = {}
-    sums_b: dict[str, np.ndarray] = {}
     counts: dict[str, int] = {}
     arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for task in tasks:
         uids = by_task[task]
-        a = np.array([values_a[u] for u in uids], dtype=float)
-        b = np.array([values_b[u] for u in uids], dtype=float)
-        arrays[task] = (a, b)
+        arrays[task] = (
+            np.array([values_a[u] for u in uids], dtype=float),
+            np.array([values_b[u] for u in uids], dtype=float),
+        )
         counts[task] = len(uids)
-        sums_a[task] = np.empty(reps + 1)
-        sums_b[task] = np.empty(reps + 1)
-        sums_a[task][0], sums_b[task][0] = a.sum(), b.sum()
-        if reps:
-            rng = np.random.default_rng([seed, zlib.crc32(f"{benchmark}/{task}".encode())])
-            idx = rng.integers(0, len(uids), size=(reps, len(uids)))
-            sums_a[task][1:] = a[idx].sum(axis=1)
-            sums_b[task][1:] = b[idx].sum(axis=1)
+    sums_a, sums_b = _paired_sums(benchmark, tasks, arrays, seed, reps)
+    keys_of = {t: [clusters[u] for u in by_task[t]] for t in tasks} if clusters else {}
+    shared = [t for t in tasks if keys_of and len(set(keys_of[t])) < counts[t]]
+    clustered = _paired_sums(benchmark, tasks, arrays, seed, reps, keys_of) if shared and reps else None
     uncategorised = [t for t in tasks if t not in table]
     if uncategorised:
         logger.warning("%s tasks outside the official list, left out of categories: %s", benchmark, uncategorised)
     rows: list[dict[str, Any]] = []
     levels_a = _levels(benchmark, tasks, sums_a, counts)
     levels_b = _levels(benchmark, tasks, sums_b, counts)
-    for (level, name, va, members), (_, _, vb, _) in zip(levels_a, levels_b, strict=True):
+    clustered_diffs = [None] * len(levels_a)
+    if clustered is not None:
+        clustered_a = _levels(benchmark, tasks, clustered[0], counts)
+        clustered_b = _levels(benchmark, tasks, clustered[1], counts)
+        clustered_diffs = [
+            ca[2] - cb[2] if any(t in shared for t in ca[3]) else None
+            for ca, cb in zip(clustered_a, clustered_b, strict=True)
+        ]
+    for (level, name, va, members), (_, _, vb, _), cdiff in zip(levels_a, levels_b, clustered_diffs, strict=True):
         a = np.concatenate([arrays[t][0] for t in members])
         b = np.concatenate([arrays[t][1] for t in members])
         keys = [clusters[u] for t in members for u in by_task[t]] if clusters else None
         power = paired_power(a - b, keys)
         diff = va - vb
         low, high = _interval(diff[1:])
+        if cdiff is not None:  # items share clusters: the same clusters drawn for both models, never narrower
+            low, high = union(_interval(cdiff[1:]), (low, high))
         if benchmark == "foundation":
             test = MCNEMAR if level == "task" else MCNEMAR_POOLED
             p_value = mcnemar_exact(a > 0.5, b > 0.5)
@@ -168,6 +209,7 @@ def _pair_rows(
                 "verdict": NO_DIFFERENCE,
                 "mde": plain(power.mde) if power.mde is not None else None,
                 "design_effect": plain(power.design_effect),
+                "clusters": power.clusters if power.clusters < a.size else None,
                 "items_needed": items_needed(power, float(diff[0])) if not np.isnan(diff[0]) else None,
                 "size": None,
                 "direction": float(np.mean(a - b)),

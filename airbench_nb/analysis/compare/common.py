@@ -93,6 +93,7 @@ FRAME_COLUMNS: tuple[str, ...] = (
     "verdict",
     "mde",
     "design_effect",
+    "clusters",
     "items_needed",
     "size",
 )
