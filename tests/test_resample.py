@@ -195,4 +195,7 @@ def test_foundation_questions_about_one_recording_are_resampled_together():
     # the recording is the unit: the interval is about twice as wide (design effect 4, all questions agree)
     ratio = (task.ci_high - task.ci_low) / (single.ci_high - single.ci_low)
     assert ratio == pytest.approx(2.0, rel=0.2)
+    assert task.design_effect == pytest.approx(4.0, rel=0.2) and single.design_effect is None
     assert clustered.average.clusters == 40 and clustered.average.value == alone.average.value
+    assert clustered.average.design_effect == pytest.approx(4.0, rel=0.2)
+    assert "_var" not in clustered.model_dump_json() and "_var" not in alone.model_dump_json()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import sacrebleu
 
@@ -341,3 +343,55 @@ def test_the_offline_caption_metrics_load_without_aac_metrics_init_and_equal_the
     assert light["cider_d"] == pytest.approx(float(aac.cider_d(cands, refs)[0]["cider_d"]))
     assert light["rouge_l"] == pytest.approx(float(aac.rouge_l(cands, refs)[0]["rouge_l"]))
     assert light["bleu_4"] == pytest.approx(float(aac.bleu(cands, refs, n=4)[0]["bleu_4"]))
+
+
+def test_directions_of_one_sentence_widen_the_pooled_interval() -> None:
+    import numpy as np
+
+    from airbench_nb.scoring.translation import score_translations, translation_outcome
+
+    # 40 sentences, each spoken in 4 source languages into English; a model gets a sentence right in every
+    # direction or in none, so the 4 directions of one sentence are one unit of information, not four
+    rng = np.random.default_rng(5)
+    words = "the a cat dog sat ran on under mat tree house river small big red blue".split()
+    items, responses = [], []
+    for s in range(40):
+        reference = " ".join(rng.choice(words, size=8)) + "."
+        right = bool(rng.random() < 0.5)
+        for source in ("de", "fr", "es", "it"):
+            uid = f"s{s:02d}-{source}"
+            items.append(
+                TranslationItem(
+                    uid=uid,
+                    task="speech_translation",
+                    source_language=source,
+                    target_language="en",
+                    references=[reference],
+                    meta={"sentence_id": f"sent{s}"},
+                    **COMMON,
+                )
+            )
+            responses.append(Response(uid=uid, model=MODEL, text=reference if right else "no idea at all."))
+    latest = {r.uid: r for r in responses}
+    outcomes = [translation_outcome(i, latest[i.uid]) for i in items]
+    assert outcomes[0].cluster == "sentence:sent0"
+    clustered = score_translations(outcomes, reps=1000, seed=1)
+    alone = score_translations([replace(o, cluster="") for o in outcomes], reps=1000, seed=1)
+    # point values unchanged and equal to sacrebleu's corpus BLEU; unclustered: sacrebleu's own interval, as before
+    assert clustered.bleu == alone.bleu
+    assert clustered.bleu == pytest.approx(
+        sacrebleu.corpus_bleu([latest[i.uid].text for i in items], [[i.references[0] for i in items]]).score
+    )
+    assert alone.bleu_clustering is None and clustered.bleu_clustering.clusters == 40
+    # within a pair each sentence is once: nothing to widen there
+    assert clustered.by_pair["de-en"].bleu.ci == alone.by_pair["de-en"].bleu.ci
+    # pooled over the 4 directions: a design effect near 4 and an interval about twice as wide, never narrower
+    assert clustered.bleu_clustering.design_effect == pytest.approx(4.0, rel=0.25)
+    width = clustered.bleu_ci[1] - clustered.bleu_ci[0]
+    assert width / (alone.bleu_ci[1] - alone.bleu_ci[0]) == pytest.approx(2.0, rel=0.25)
+    assert clustered.bleu_ci[0] <= alone.bleu_ci[0] and clustered.bleu_ci[1] >= alone.bleu_ci[1]
+    assert clustered.chrf_clustering.clusters == 40 and clustered.chrf_clustering.design_effect > 2.5
+    # and the score table's entry names them
+    table = score_run(items, responses, protocol="strict", reps=300).strict
+    average = table.metric_sections["translation"].average
+    assert average.clusters == 40 and average.cluster_unit.startswith("sentence") and average.design_effect > 2.5

@@ -145,7 +145,24 @@ def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, re
     keys = [o.cluster or f"unit:{k}" for k, o in enumerate(outcomes)]
     if reps and len(set(keys)) < len(keys):
         _widen(section, _foundation_values(outcomes, protocol, reps, seed, clustered=True))
+    _strip(section)
     return section
+
+
+def _strip(section: dict[str, Any]) -> None:
+    """Drop the private keys (``_var``) the passes leave on their entries."""
+    for key in [k for k in section if k.startswith("_")]:
+        del section[key]
+    for value in section.values():
+        if isinstance(value, dict):
+            _strip(value)
+
+
+def _spread(entry: dict[str, Any], values: np.ndarray) -> dict[str, Any]:
+    """Record on an entry the variance of its bootstrap replicates (``_var``, for the design effect)."""
+    replicates = values[1:][~np.isnan(values[1:])]
+    entry["_var"] = float(np.var(replicates, ddof=1)) if replicates.size > 1 else None
+    return entry
 
 
 def _widen(section: dict[str, Any], clustered: dict[str, Any]) -> None:
@@ -159,6 +176,8 @@ def _widen(section: dict[str, Any], clustered: dict[str, Any]) -> None:
         count, units = clustered.get("_clusters"), clustered.get("_units")
         if count is not None and units is not None and count < units:
             section["clusters"], section["cluster_unit"] = count, CLUSTER_UNITS["audio"]
+            var_c, var_u = clustered.get("_var"), section.get("_var")
+            section["design_effect"] = var_c / var_u if var_c is not None and var_u else None
         return
     for key, value in section.items():
         if isinstance(value, dict) and isinstance(clustered.get(key), dict):
@@ -200,7 +219,8 @@ def _foundation_values(
         sums[subset] = _resampled(np.column_stack([right, counted]), reps, seed, f"foundation/{subset}", codes)
         failures = sum(o.correct is None for o in group)
         stats[subset] = (int(counted.sum()), failures, int(right.sum()))
-        subsets[subset] = _accuracy(_score(_ratio(sums[subset][:, 0], sums[subset][:, 1]), *stats[subset]))
+        ratio = _ratio(sums[subset][:, 0], sums[subset][:, 1])
+        subsets[subset] = _spread(_accuracy(_score(ratio, *stats[subset])), ratio)
         cluster_keys[subset] = keys
         if clustered:
             subsets[subset].update(_clusters=len(set(keys)), _units=len(keys))
@@ -215,7 +235,7 @@ def _foundation_values(
         total = sum(sums[s] for s in members)
         task_values[task] = _ratio(total[:, 0], total[:, 1])
         task_stats[task] = _sum_stats(stats[s] for s in members)
-        tasks[task] = _accuracy(_score(task_values[task], *task_stats[task]))
+        tasks[task] = _spread(_accuracy(_score(task_values[task], *task_stats[task])), task_values[task])
         if clustered:
             _count(tasks[task], [k for m in members for k in cluster_keys[m]])
 
@@ -228,11 +248,12 @@ def _foundation_values(
         values = _nanmean([task_values[t] for t in members], size)
         if category in FOUNDATION_CATEGORIES:  # the kit's categories stay out of the official-shaped Average
             category_values.append(values)
-        categories[category] = _accuracy(_score(values, *_sum_stats(task_stats[t] for t in members)))
+        categories[category] = _spread(_accuracy(_score(values, *_sum_stats(task_stats[t] for t in members))), values)
         if clustered:
             _count(categories[category], [k for m in order if task_of[m] in members for k in cluster_keys[m]])
     known = [t for t in tasks_order if t in FOUNDATION_TASKS]
-    average = _accuracy(_score(_nanmean(category_values, size), *_sum_stats(task_stats[t] for t in known)))
+    average_values = _nanmean(category_values, size)
+    average = _spread(_accuracy(_score(average_values, *_sum_stats(task_stats[t] for t in known))), average_values)
     if clustered:
         _count(average, [k for m in order if task_of[m] in known for k in cluster_keys[m]])
     _with_partial(average, categories, FOUNDATION_CATEGORIES)

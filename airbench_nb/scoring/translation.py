@@ -18,6 +18,12 @@ The rules, stated once:
   sacrebleu's ``SACREBLEU_SEED`` with the kit's seed): the bootstrap mean plus and minus half the width of its 95%
   range, as sacrebleu prints it (``μ = x ± y``), clipped to 0-100. Its signature (with ``bs`` and ``rs``) is
   stored with every score.
+- **Clusters.** When items of one score share a sentence (the directions of one spoken sentence pooled over the
+  pairs: :func:`airbench_nb.records.cluster_of`), a second percentile bootstrap draws whole sentences
+  (:mod:`airbench_nb.scoring.resample`) over sacrebleu's sentence statistics, summed per replicate and turned into
+  a corpus score by sacrebleu itself; the interval is the union of both (never narrower than sacrebleu's), and the
+  entry names the sentences and the design effect (variance of the clustered replicates over that of the same
+  bootstrap drawing items).
 """
 
 from __future__ import annotations
@@ -89,10 +95,14 @@ class TranslationOutcome:
     """Whether the model has a response for the item."""
     failure: str | None
     """Why there is no answer; None when there is one."""
+    cluster: str = ""
+    """The item's cluster key (its sentence: :func:`airbench_nb.records.cluster_of`); empty: the item on its own."""
 
 
 def translation_outcome(item: TranslationItem, response: Response | None) -> TranslationOutcome:
     """The outcome of one item (see the module docstring for how failures are kept)."""
+    from airbench_nb.records import cluster_of
+
     answer = answer_text(response)
     return TranslationOutcome(
         uid=item.uid,
@@ -102,6 +112,7 @@ def translation_outcome(item: TranslationItem, response: Response | None) -> Tra
         references=tuple(item.references),
         answered=response is not None,
         failure=answer.failure,
+        cluster=cluster_of(item),
     )
 
 
@@ -117,6 +128,9 @@ class CorpusScore:
     """sacrebleu's signature of the score (how to reproduce it)."""
     error: str | None = None
     """Why there is no value (a missing tokenizer); None when there is one."""
+    clustering: Any = None
+    """How the interval's items were clustered (:class:`~airbench_nb.scoring.resample.Clustering`) when some share a
+    sentence (the interval is then the union with the clustered bootstrap's); None otherwise."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +173,10 @@ class TranslationSummary:
     """Failures by reason, most common first."""
     by_pair: dict[str, PairScores] = field(default_factory=dict)
     """Scores per ``<source>-<target>`` pair."""
+    bleu_clustering: Any = None
+    """How the overall BLEU interval's items were clustered when some share a sentence (see ``CorpusScore``)."""
+    chrf_clustering: Any = None
+    """The same for the overall chrF interval."""
 
 
 @contextlib.contextmanager
@@ -182,7 +200,12 @@ def reference_streams(references: Sequence[Sequence[str]]) -> list[list[str | No
 
 
 def corpus_score(
-    metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]], reps: int, seed: int
+    metric: Any,
+    hypotheses: Sequence[str],
+    references: Sequence[Sequence[str]],
+    reps: int,
+    seed: int,
+    clusters: Sequence[str] | None = None,
 ) -> CorpusScore:
     """A sacrebleu metric's corpus score, its bootstrap interval (``reps`` > 1) and its signature.
 
@@ -192,6 +215,8 @@ def corpus_score(
         references: The references of each item (one or more).
         reps: Bootstrap replicates (``n_bootstrap``; 0 or 1: no interval).
         seed: Seed of sacrebleu's bootstrap.
+        clusters: Each item's cluster key; where items share one, the interval is widened by the cluster bootstrap
+            (:func:`clustered_corpus_interval`).
     """
     streams = reference_streams(references)
     with _sacrebleu_seed(seed):
@@ -205,7 +230,43 @@ def corpus_score(
             ci = (max(0.0, float(mean - half)), min(100.0, float(mean + half)))
         else:  # every replicate scored 0
             ci = (0.0, 0.0)
-    return CorpusScore(value=float(score.score), ci=ci, signature=signature)
+    grouping = None
+    if ci is not None and clusters is not None and len(set(clusters)) < len(hypotheses):
+        low, high, grouping = clustered_corpus_interval(metric, hypotheses, streams, reps, seed, clusters)
+        if low is not None and high is not None:
+            ci = (min(ci[0], low), max(ci[1], high))
+    return CorpusScore(value=float(score.score), ci=ci, signature=signature, clustering=grouping)
+
+
+def clustered_corpus_interval(
+    metric: Any, hypotheses: Sequence[str], streams: Sequence[Sequence[str | None]], reps: int, seed: int, keys: Any
+) -> tuple[float | None, float | None, Any]:
+    """The percentile interval of a corpus score drawing whole clusters, and the clustering with its design effect.
+
+    Each item's sacrebleu sentence statistics (``_extract_corpus_statistics``: lengths and n-gram counts for BLEU,
+    character and word n-gram counts for chrF) are summed with each replicate's weights
+    (:func:`airbench_nb.scoring.resample.weight_rows`) and scored by the metric itself
+    (``_compute_score_from_stats``), so that every replicate is a corpus score, never a mean of sentence scores.
+
+    Returns:
+        ``(low, high, clustering)`` on 0-100 (:func:`airbench_nb.scoring.resample.clustered_interval`).
+    """
+    import numpy as np
+
+    from airbench_nb.scoring.resample import clustered_interval, key_rng, weight_rows
+
+    stats = np.array(metric._extract_corpus_statistics(list(hypotheses), [list(s) for s in streams]), dtype=float)
+    n = stats.shape[0]
+
+    def draw(codes: Any) -> Any:
+        rows = weight_rows(n, reps, key_rng(seed, f"{type(metric).__name__}/clusters"), codes)
+        out = []
+        for weights in rows:
+            for row in np.rint(weights @ stats).astype(int):
+                out.append(float(metric._compute_score_from_stats(row.tolist()).score))
+        return np.array(out)
+
+    return clustered_interval(draw, list(keys), n, reps)
 
 
 def _chrf() -> Any:
@@ -229,9 +290,10 @@ def _scores(outcomes: Sequence[TranslationOutcome], tokenize: str, reps: int, se
 
     hypotheses = [o.hypothesis for o in outcomes]
     references = [o.references for o in outcomes]
+    keys = [o.cluster or o.uid for o in outcomes]
     return PairScores(
-        bleu=corpus_score(BLEU(tokenize=tokenize), hypotheses, references, reps, seed),
-        chrf=corpus_score(_chrf(), hypotheses, references, reps, seed),
+        bleu=corpus_score(BLEU(tokenize=tokenize), hypotheses, references, reps, seed, keys),
+        chrf=corpus_score(_chrf(), hypotheses, references, reps, seed, keys),
         n=len(outcomes),
         failures=sum(o.failure is not None for o in outcomes),
         tokenize=tokenize,
@@ -292,6 +354,8 @@ def score_translations(outcomes: Sequence[TranslationOutcome], reps: int = 1000,
         failures=sum(o.failure is not None for o in outcomes),
         failure_reasons=dict(reasons.most_common()),
         by_pair=pairs,
+        bleu_clustering=bleu.clustering,
+        chrf_clustering=chrf.clustering,
     )
 
 
@@ -313,7 +377,12 @@ def translation_summary(
 
 def _entry(score: CorpusScore, n: int, failures: int) -> ScoreEntry:
     low, high = score.ci if score.ci is not None else (None, None)
-    return ScoreEntry(value=score.value, n=n, failures=failures, ci_low=low, ci_high=high)
+    entry = ScoreEntry(value=score.value, n=n, failures=failures, ci_low=low, ci_high=high)
+    if score.clustering is not None and score.clustering.clustered:
+        entry.clusters = score.clustering.clusters
+        entry.cluster_unit = score.clustering.unit
+        entry.design_effect = score.clustering.design_effect
+    return entry
 
 
 class _SacreMetric(NoJudge):
@@ -344,6 +413,7 @@ class _SacreMetric(NoJudge):
             value=getattr(summary, self.score_field),
             ci=getattr(summary, f"{self.score_field}_ci"),
             signature=None,
+            clustering=getattr(summary, f"{self.score_field}_clustering"),
         )
         signature = summary.signature if self.score_field == "bleu" else summary.chrf_signature
         pair_signatures = [getattr(s, self.score_field).signature for s in summary.by_pair.values()]
