@@ -179,3 +179,46 @@ def test_score_still_refuses_kinds_no_metric_scores(tmp_path, monkeypatch):
     monkeypatch.setattr(SoundSourceItem, "METRICS", ())
     args = ["score", "--manifest", str(closed), "--responses", str(responses)]
     _refused(args, str(closed), "cannot score sound_source items", "no metric of the score table reads them")
+
+
+def test_weighted_macro_f1_is_sklearns_with_and_without_weights():
+    import numpy as np
+    from sklearn.metrics import f1_score
+
+    from airbench_nb.scoring.tier_intervals import weighted_macro_f1
+
+    rng = np.random.default_rng(2)
+    labels = ["a", "b", "c", "d", "e"]  # "e" never occurs: F1 0, as sklearn counts it over `labels`
+    y_true = list(rng.choice(labels[:4], size=60))
+    y_pred = [t if rng.random() < 0.6 else str(rng.choice([*labels[:4], "(no answer)"])) for t in y_true]
+    weights = np.vstack([np.ones(60), rng.integers(0, 3, size=60).astype(float)])
+    got = weighted_macro_f1(labels, y_true, y_pred, weights)
+    for row, value in zip(weights, got, strict=True):
+        expected = f1_score(y_true, y_pred, labels=labels, average="macro", sample_weight=row, zero_division=0)
+        assert value == pytest.approx(expected, abs=1e-12)
+
+
+def test_tier_intervals_hold_the_value_and_widen_where_clips_share_a_recording():
+    closed, opened = _items()
+    closed = [c.model_copy(update={"uid": f"{c.uid}-{r}", "audio": f"r{r}-{c.uid}.wav"}) for r in range(6) for c in closed]
+    model = "baseline:first"
+    responses = [Response(uid=i.uid, model=model, text="X") for i in closed]
+    # right on c0 and c1 of every recording group, wrong on c2, unanswered on c3
+    verdicts = [
+        Verdict(uid=i.uid, model=model, judge="rule", choice=_choice(i, FINE[0]))
+        for i in closed
+        if not i.uid.startswith("c3")
+    ]
+    section = score_run(closed, responses, verdicts, protocol="strict", reps=500).strict.metric_sections["tier_A"]
+    for name in ("fine accuracy", "coarse accuracy", "fine macro_f1", "coarse macro_f1"):
+        entry = section.measures[name]
+        assert entry.ci_low <= entry.value <= entry.ci_high and entry.clusters is None, name
+    assert section.average.ci_low == section.measures["fine accuracy"].ci_low
+    assert section.measures["fine macro_precision"].ci_low is None  # no interval claimed for the others
+    # every answer about one recording agrees: group the clips by recording and the interval widens
+    grouped = [c.model_copy(update={"meta": {"cluster": c.uid.split("-")[0]}}) for c in closed]
+    clustered = score_run(grouped, responses, verdicts, protocol="strict", reps=500).strict.metric_sections["tier_A"]
+    wide, narrow = clustered.measures["fine accuracy"], section.measures["fine accuracy"]
+    assert wide.value == narrow.value and wide.clusters == 4 and wide.design_effect > 2
+    assert wide.ci_low <= narrow.ci_low and wide.ci_high >= narrow.ci_high
+    assert (wide.ci_high - wide.ci_low) > (narrow.ci_high - narrow.ci_low)

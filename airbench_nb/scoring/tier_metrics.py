@@ -19,9 +19,12 @@ Each section holds, per granularity (``coarse``, ``fine``), the entries ``accura
 ``macro_recall``, ``macro_f1``, ``macro_fnr`` and (ranked tiers) ``top-<k> recall``, under ``measures``, named
 ``"<granularity> <measure>"``; a measure that is n/a in a tier (tier D's F1) is left out. The Average is the fine
 accuracy. ``n`` is the items scored and ``failures`` the ones without a usable answer (an error, an abstention, no
-deciding verdict, an empty ranking: counted wrong, inside ``n``, as the analysis counts them). The macro
-measures have no bootstrap interval. A section is keyed ``tier_<tier>`` in ``metric_sections``; the two metrics
-compute no protocol of their own (both protocols get the same section).
+deciding verdict, an empty ranking: counted wrong, inside ``n``, as the analysis counts them). The accuracy
+entries (and the Average) and, in the closed-set tiers, the macro F1 entries have the kit's bootstrap interval
+(:mod:`airbench_nb.scoring.tier_intervals`: clusters drawn whole where items share a recording, with ``clusters``,
+``cluster_unit`` and ``design_effect`` on the entry); the other macro measures and top-k recall have none. A
+section is keyed ``tier_<tier>`` in ``metric_sections``; the two metrics compute no protocol of their own (both
+protocols get the same section).
 """
 
 from __future__ import annotations
@@ -34,13 +37,16 @@ from typing import Any, ClassVar
 from airbench_nb.judge.registry import deciding_judges, names_sources
 from airbench_nb.judge.sources import named_sources
 from airbench_nb.models.specs import closed_set_tier
-from airbench_nb.records import OpenSourceItem, Response, SoundSourceItem, Verdict
+from airbench_nb.records import OpenSourceItem, Response, SoundSourceItem, Verdict, cluster_of
 from airbench_nb.score_table import ScoreEntry, ScoreSection
 from airbench_nb.scoring.metric_base import BaseMetric
+from airbench_nb.scoring.tier_intervals import TierInterval, accuracy_interval, macro_f1_interval
 from airbench_nb.scoring.tiered import (
     RANKED_TIERS,
     GranularityMetrics,
+    Hierarchy,
     SystemMetrics,
+    closed_predictions,
     score_closed_set,
     score_open_vocabulary,
 )
@@ -135,6 +141,8 @@ class TierOutcome:
     """Tiers A, B, C: the answer's prediction."""
     opened: OpenAnswer | None = None
     """Tier D: the answer's hits."""
+    cluster: str = ""
+    """The item's cluster key (:func:`airbench_nb.records.cluster_of`); empty: the item on its own."""
 
 
 def _entry(value: float | None, n: int, failures: int, correct: int | None = None) -> ScoreEntry:
@@ -148,7 +156,24 @@ def _correct(metrics: GranularityMetrics) -> int:
     return round(sum(score.recall * score.support for score in metrics.per_class.values()))
 
 
-def tier_section(result: SystemMetrics, judges: Sequence[str], failures: int) -> ScoreSection:
+def _with_interval(entry: ScoreEntry, interval: TierInterval | None) -> ScoreEntry:
+    """The entry with the interval's ends (and its clusters, where some items share one)."""
+    if interval is None:
+        return entry
+    entry.ci_low, entry.ci_high = interval.low, interval.high
+    if interval.clustering.clustered:
+        entry.clusters = interval.clustering.clusters
+        entry.cluster_unit = interval.clustering.unit
+        entry.design_effect = interval.clustering.design_effect
+    return entry
+
+
+def tier_section(
+    result: SystemMetrics,
+    judges: Sequence[str],
+    failures: int,
+    intervals: Mapping[str, TierInterval] | None = None,
+) -> ScoreSection:
     """A tier's :class:`~airbench_nb.score_table.ScoreSection` from one system's metrics (module docstring).
 
     Args:
@@ -156,18 +181,25 @@ def tier_section(result: SystemMetrics, judges: Sequence[str], failures: int) ->
             :func:`~airbench_nb.scoring.tiered.score_open_vocabulary`).
         judges: What its scores rest on (the deciding judges, or ``ranking``).
         failures: Items with no usable answer (counted wrong).
+        intervals: Bootstrap intervals by measure name (``"fine accuracy"``, ``"coarse macro_f1"``, ...).
     """
+    intervals = intervals or {}
     measures: dict[str, ScoreEntry] = {}
     accuracy: dict[str, ScoreEntry] = {}
     for granularity in ("coarse", "fine"):
         metrics: GranularityMetrics = getattr(result, granularity)
         correct = _correct(metrics)
-        accuracy[granularity] = _entry(correct / metrics.n if metrics.n else None, metrics.n, failures, correct)
+        accuracy[granularity] = _with_interval(
+            _entry(correct / metrics.n if metrics.n else None, metrics.n, failures, correct),
+            intervals.get(f"{granularity} accuracy"),
+        )
         measures[f"{granularity} accuracy"] = accuracy[granularity]
         for name in ("macro_precision", "macro_recall", "macro_f1", "macro_fnr"):
             value = getattr(metrics, name)
             if value is not None:
-                measures[f"{granularity} {name}"] = _entry(float(value), metrics.n, failures)
+                measures[f"{granularity} {name}"] = _with_interval(
+                    _entry(float(value), metrics.n, failures), intervals.get(f"{granularity} {name}")
+                )
         for k, value in metrics.top_k.items():
             measures[f"{granularity} top-{k} recall"] = _entry(float(value), metrics.n, failures)
     extra = {"reason": result.fine.reason} if result.fine.reason else {}
@@ -180,6 +212,11 @@ def tier_section(result: SystemMetrics, judges: Sequence[str], failures: int) ->
         source=list(judges),
         **extra,
     )
+
+
+def _keys(outcomes: Sequence[TierOutcome]) -> list[str]:
+    """Each outcome's cluster key (its position when it has none)."""
+    return [o.cluster or f"unit:{k}" for k, o in enumerate(outcomes)]
 
 
 class _TierMetric(BaseMetric):
@@ -224,7 +261,8 @@ class ClosedSetTiers(_TierMetric):
         """One outcome: the item's gold class and the answer's prediction in the model's tier."""
         tier = closed_set_tier(response.model) if response is not None else "A"
         answer = closed_answer(item, response, chosen.get(item.uid) if tier == "A" else None, tier)
-        return [TierOutcome(response.model if response else "", tier, item.fine, item.hierarchy(), closed=answer)]
+        system = response.model if response else ""
+        return [TierOutcome(system, tier, item.fine, item.hierarchy(), closed=answer, cluster=cluster_of(item))]
 
     def aggregate(self, outcomes: Sequence[TierOutcome], protocol: str, reps: int, seed: int) -> ScoreSection:
         """:func:`~airbench_nb.scoring.tiered.score_closed_set` over the items, as a section."""
@@ -242,7 +280,22 @@ class ClosedSetTiers(_TierMetric):
             ranked=[a.ranked or [] for a in answers] if ranked else None,
         )
         judges = [RANKING_JUDGE] if ranked else sorted({a.judge for a in answers if a.judge})
-        return tier_section(result, judges, sum(a.predicted is None for a in answers))
+        y_fine, y_coarse = closed_predictions(
+            outcomes[0].hierarchy, [a.predicted for a in answers], [a.ranked or [] for a in answers] if ranked else None
+        )
+        h = Hierarchy.of(outcomes[0].hierarchy)
+        gold = {"fine": [o.gold for o in outcomes], "coarse": [h.fine_to_coarse[o.gold] for o in outcomes]}
+        said = {"fine": y_fine, "coarse": y_coarse}
+        keys = _keys(outcomes)
+        intervals: dict[str, TierInterval] = {}
+        for granularity in ("coarse", "fine"):
+            where = f"tier/{system}/{granularity}"
+            right = [g == p for g, p in zip(gold[granularity], said[granularity], strict=True)]
+            intervals[f"{granularity} accuracy"] = accuracy_interval(right, keys, reps, seed, f"{where}/accuracy")
+            intervals[f"{granularity} macro_f1"] = macro_f1_interval(
+                h.labels(granularity), gold[granularity], said[granularity], keys, reps, seed, f"{where}/macro_f1"
+            )
+        return tier_section(result, judges, sum(a.predicted is None for a in answers), intervals)
 
 
 class OpenVocabularyTier(_TierMetric):
@@ -257,7 +310,8 @@ class OpenVocabularyTier(_TierMetric):
     ) -> list[TierOutcome]:
         """One outcome: the item's gold class and the answer's hits."""
         answer = open_answer(item, response, chosen.get(item.uid))
-        return [TierOutcome(response.model if response else "", "D", item.fine, item.hierarchy(), opened=answer)]
+        system = response.model if response else ""
+        return [TierOutcome(system, "D", item.fine, item.hierarchy(), opened=answer, cluster=cluster_of(item))]
 
     def aggregate(self, outcomes: Sequence[TierOutcome], protocol: str, reps: int, seed: int) -> ScoreSection:
         """:func:`~airbench_nb.scoring.tiered.score_open_vocabulary` over the items, as a section."""
@@ -272,7 +326,14 @@ class OpenVocabularyTier(_TierMetric):
             named=[a.named for a in answers],
         )
         judges = sorted({a.judge for a in answers if a.judge})
-        return tier_section(result, judges, sum(a.category_hit is None for a in answers))
+        fine = [bool(a.subclass_hit) for a in answers]
+        hits = {"fine": fine, "coarse": [bool(a.category_hit) or f for a, f in zip(answers, fine, strict=True)]}
+        keys = _keys(outcomes)
+        intervals = {
+            f"{g} accuracy": accuracy_interval(hits[g], keys, reps, seed, f"tier/{system}/{g}/accuracy")
+            for g in ("coarse", "fine")
+        }
+        return tier_section(result, judges, sum(a.category_hit is None for a in answers), intervals)
 
 
 __all__ = [

@@ -360,6 +360,31 @@ def _dedup(values: Iterable[str | None]) -> list[str]:
     return [v for v in dict.fromkeys(values) if v is not None]
 
 
+def _taken(predicted: Sequence[str | None], fine_ranked: Sequence[Sequence[str]] | None) -> list[str | None]:
+    """The predictions, a ranked system's None taking the first class of its (deduplicated) ranking."""
+    if fine_ranked is None:
+        return list(predicted)
+    return [p if p is not None else (row[0] if row else None) for p, row in zip(predicted, fine_ranked, strict=True)]
+
+
+def closed_predictions(
+    hierarchy: Hierarchy | Mapping[str, str],
+    predicted: Sequence[str | None],
+    ranked: Sequence[Sequence[str]] | None = None,
+) -> tuple[list[str], list[str]]:
+    """Each item's fine and coarse prediction as :func:`score_closed_set` reads them (:data:`NO_ANSWER` for none).
+
+    A ranked system's None takes the first class of its ranking; a string that is no class is unanswered.
+    """
+    h = Hierarchy.of(hierarchy)
+    fine_ranked = None
+    if ranked is not None:
+        fine_ranked = [_dedup(c if c in h.fine_to_coarse else None for c in row) for row in ranked]
+    taken = _taken(list(predicted) if predicted else [None] * len(ranked or []), fine_ranked)
+    y_fine = [p if p in h.fine_to_coarse else NO_ANSWER for p in taken]
+    return y_fine, [h.coarse_of(p) or NO_ANSWER for p in y_fine]
+
+
 def score_closed_set(
     hierarchy: Hierarchy | Mapping[str, str],
     gold: Sequence[str],
@@ -408,14 +433,10 @@ def score_closed_set(
     if ranked is not None:
         fine_ranked = [_dedup(c if c in h.fine_to_coarse else None for c in row) for row in ranked]
         coarse_ranked = [_dedup(h.coarse_of(c) for c in row) for row in fine_ranked]
-        predicted = [
-            p if p is not None else (row[0] if row else None) for p, row in zip(predicted, fine_ranked, strict=True)
-        ]
-    outside = sum(1 for p in predicted if p and p not in h.fine_to_coarse)
+    outside = sum(1 for p in _taken(predicted, fine_ranked) if p and p not in h.fine_to_coarse)
     if outside:
         logger.warning("%s: %d prediction(s) name no class of the hierarchy: counted as unanswered", system, outside)
-    y_fine = [p if p in h.fine_to_coarse else NO_ANSWER for p in predicted]
-    y_coarse = [h.coarse_of(p) or NO_ANSWER for p in y_fine]
+    y_fine, y_coarse = closed_predictions(h, predicted, ranked)
     gold_coarse = [h.fine_to_coarse[g] for g in gold]
     return SystemMetrics(
         system=system,
