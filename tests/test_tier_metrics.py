@@ -200,7 +200,9 @@ def test_weighted_macro_f1_is_sklearns_with_and_without_weights():
 
 def test_tier_intervals_hold_the_value_and_widen_where_clips_share_a_recording():
     closed, opened = _items()
-    closed = [c.model_copy(update={"uid": f"{c.uid}-{r}", "audio": f"r{r}-{c.uid}.wav"}) for r in range(6) for c in closed]
+    closed = [
+        c.model_copy(update={"uid": f"{c.uid}-{r}", "audio": f"r{r}-{c.uid}.wav"}) for r in range(6) for c in closed
+    ]
     model = "baseline:first"
     responses = [Response(uid=i.uid, model=model, text="X") for i in closed]
     # right on c0 and c1 of every recording group, wrong on c2, unanswered on c3
