@@ -199,3 +199,53 @@ def test_foundation_questions_about_one_recording_are_resampled_together():
     assert clustered.average.clusters == 40 and clustered.average.value == alone.average.value
     assert clustered.average.design_effect == pytest.approx(4.0, rel=0.2)
     assert "_var" not in clustered.model_dump_json() and "_var" not in alone.model_dump_json()
+
+
+def test_chat_questions_about_one_recording_are_resampled_together():
+    from airbench_nb.records import ChatItem, Response, Verdict
+    from airbench_nb.scoring.run import score_run
+
+    def scored(shared: bool):
+        # 40 recordings, 4 questions each; the judge gives the model 8 on every question of half the recordings, 2 on
+        # the other half (the reference always 10): the questions about one recording agree
+        items, responses, verdicts = [], [], []
+        for r in range(40):
+            for k in range(4):
+                uid = f"c-{r}-{k}"
+                items.append(
+                    ChatItem(
+                        uid=uid,
+                        task="speech_QA",
+                        meta_info="a clip",
+                        dataset="synthetic",
+                        audio=f"audio/rec-{r}.wav" if shared else f"audio/{r}-{k}.wav",
+                        question="What is said?",
+                        reference="Something.",
+                    )
+                )
+                responses.append(Response(uid=uid, model="m", text="An answer."))
+                score = 8 if r % 2 else 2
+                for order, (first, second) in (("reference_first", (10, score)), ("hypothesis_first", (score, 10))):
+                    verdicts.append(
+                        Verdict(
+                            uid=uid,
+                            model="m",
+                            judge="openai:judge",
+                            order=order,
+                            raw=f"{first} {second}",
+                            score_hypothesis=float(score),
+                            score_reference=10.0,
+                        )
+                    )
+        return score_run(items, responses, verdicts, protocol="strict", reps=2000).strict.chat
+
+    clustered, alone = scored(True), scored(False)
+    task, single = clustered.tasks["speech_QA"], alone.tasks["speech_QA"]
+    assert task.value == single.value == 5.0
+    assert task.clusters == 40 and "recording" in task.cluster_unit and single.clusters is None
+    assert task.design_effect == pytest.approx(4.0, rel=0.2) and single.design_effect is None
+    ratio = (task.ci_high - task.ci_low) / (single.ci_high - single.ci_low)
+    assert ratio == pytest.approx(2.0, rel=0.2)
+    # the relative score's interval is widened too; the Average names the clusters
+    assert task.relative.ci_high - task.relative.ci_low > 1.5 * (single.relative.ci_high - single.relative.ci_low)
+    assert clustered.average.clusters == 40 and clustered.average.value == alone.average.value

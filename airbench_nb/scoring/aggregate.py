@@ -178,7 +178,6 @@ def _widen(section: dict[str, Any], clustered: dict[str, Any]) -> None:
             section["clusters"], section["cluster_unit"] = count, CLUSTER_UNITS["audio"]
             var_c, var_u = clustered.get("_var"), section.get("_var")
             section["design_effect"] = var_c / var_u if var_c is not None and var_u else None
-        return
     for key, value in section.items():
         if isinstance(value, dict) and isinstance(clustered.get(key), dict):
             _widen(value, clustered[key])
@@ -362,6 +361,25 @@ class _ChatSums:
 
 
 def _chat_section(outcomes: Sequence[ChatOutcome], protocol: str, reps: int, seed: int) -> dict[str, Any]:
+    """Aggregate Chat outcomes of one protocol into tasks, categories and the Average (:func:`_chat_values`).
+
+    Items that share a cluster (:attr:`ChatOutcome.cluster`: the questions about one recording) are bootstrapped a
+    second time drawing whole clusters within each task, and every interval is the union of both, as the Foundation
+    table's (:func:`_foundation_section`). Point values are the same.
+    """
+    section = _chat_values(outcomes, protocol, reps, seed, clustered=False)
+    clusters: dict[str, str] = {}
+    for o in outcomes:
+        clusters.setdefault(o.unit, o.cluster or f"unit:{o.unit}")
+    if reps and len(set(clusters.values())) < len(clusters):
+        _widen(section, _chat_values(outcomes, protocol, reps, seed, clustered=True))
+    _strip(section)
+    return section
+
+
+def _chat_values(
+    outcomes: Sequence[ChatOutcome], protocol: str, reps: int, seed: int, clustered: bool
+) -> dict[str, Any]:
     """Aggregate Chat outcomes of one protocol into tasks, categories and the Average.
 
     ``official``: every task group (a task, a category) is the mean of its per-order means, as if the official
@@ -390,22 +408,39 @@ def _chat_section(outcomes: Sequence[ChatOutcome], protocol: str, reps: int, see
                 k = 3 * CHAT_ORDERS.index(outcome.order)
                 row[k : k + 3] += (outcome.model, outcome.reference, 1.0)
     order = sorted(by_task, key=lambda t: _task_order(t, ALL_CHAT_TASKS))
+    cluster_of_unit: dict[str, str] = {}
+    for outcome in outcomes:
+        cluster_of_unit.setdefault(outcome.unit, outcome.cluster or f"unit:{outcome.unit}")
+
+    def codes(units: Iterable[str]) -> np.ndarray | None:
+        keys = [cluster_of_unit[u] for u in units]
+        return cluster_codes(keys, len(keys)) if clustered else None
+
+    def counted(entry: dict[str, Any], units: Iterable[str], values: np.ndarray) -> dict[str, Any]:
+        _spread(entry, values)
+        if clustered:
+            _count(entry, [cluster_of_unit[u] for u in units])
+        return entry
 
     sums: dict[str, _ChatSums] = {}
     task_values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     tasks: dict[str, Any] = {}
     for task in order:
-        sums[task] = _ChatSums(_resampled(np.vstack(list(by_task[task].values())), reps, seed, f"chat/{task}"))
+        values = np.vstack(list(by_task[task].values()))
+        sums[task] = _ChatSums(_resampled(values, reps, seed, f"chat/{task}", codes(by_task[task])))
         task_values[task] = sums[task].values(protocol)
         tasks[task] = _chat_entry(*task_values[task], sums[task].n, sums[task].failures, sums[task].orders)
+        counted(tasks[task], by_task[task], task_values[task][0])
 
     turns: dict[str, Any] = {}
     for task, turn in sorted(by_turn, key=lambda k: (order.index(k[0]), k[1])):
         stratum = f"chat/{task}/turn {turn + 1}"
-        turn_sums = _ChatSums(_resampled(np.vstack(list(by_turn[(task, turn)].values())), reps, seed, stratum))
-        entry = _chat_entry(*turn_sums.values(protocol), turn_sums.n, turn_sums.failures, turn_sums.orders)
-        entry.update(task=task, turn=turn, conversations=len(by_turn[(task, turn)]))
-        turns[f"{task} turn {turn + 1}"] = entry
+        units = by_turn[(task, turn)]
+        turn_sums = _ChatSums(_resampled(np.vstack(list(units.values())), reps, seed, stratum, codes(units)))
+        turn_values = turn_sums.values(protocol)
+        entry = _chat_entry(*turn_values, turn_sums.n, turn_sums.failures, turn_sums.orders)
+        entry.update(task=task, turn=turn, conversations=len(units))
+        turns[f"{task} turn {turn + 1}"] = counted(entry, units, turn_values[0])
 
     categories: dict[str, Any] = {}
     model_values: list[np.ndarray] = []
@@ -424,6 +459,7 @@ def _chat_section(outcomes: Sequence[ChatOutcome], protocol: str, reps: int, see
             model_values.append(model)
             reference_values.append(reference)
         categories[category] = _chat_entry(model, reference, pooled.n, pooled.failures, pooled.orders)
+        counted(categories[category], [u for t in members for u in by_task[t]], model)
     zero = np.zeros((size, _CHAT_COLUMNS))
     official = _ChatSums(sum((sums[t].sums for t in order if t not in KIT_CHAT_TASKS), zero))
     everything = _ChatSums(sum((sums[t].sums for t in order), zero))
@@ -434,6 +470,7 @@ def _chat_section(outcomes: Sequence[ChatOutcome], protocol: str, reps: int, see
         official.failures,
         official.orders,
     )
+    counted(average, [u for t in order if t not in KIT_CHAT_TASKS for u in by_task[t]], _nanmean(model_values, size))
     section: dict[str, Any] = {
         "tasks": tasks,
         "categories": categories,

@@ -80,6 +80,9 @@ class ChatOutcome:
     """The judge of the verdict (None: no verdict)."""
     flags: tuple[str, ...] | None = None
     """The injection screen's flags on the answer (pattern names; empty: clean; None: the verdict was not screened)."""
+    cluster: str = ""
+    """The item's cluster (:func:`airbench_nb.records.cluster_of`: its recording); the score's interval draws whole
+    clusters too when items share one. Empty: the item on its own (an official result file names no audio)."""
 
 
 STALE_WHY = (
@@ -360,7 +363,7 @@ def chat_outcomes_of(
             verdict = verdicts.get((item.uid, order, None))
             m, r, reason = parse(response, verdict)
             out.append(ChatOutcome(item.task, item.uid, order, m, r, reason, **screened(verdict)))
-        return out
+        return _clustered(item, out)
     out = []
     for turn in range(len(item.turns)):
         for order in CHAT_ORDERS:
@@ -376,7 +379,17 @@ def chat_outcomes_of(
                 else ChatOutcome(o.task, o.unit, o.order, None, None, INCOMPLETE_CONVERSATION, o.turn, o.judge, o.flags)
                 for o in out
             ]
-    return out
+    return _clustered(item, out)
+
+
+def _clustered(item: Any, outcomes: list[ChatOutcome]) -> list[ChatOutcome]:
+    """The outcomes with the item's cluster (:func:`airbench_nb.records.cluster_of`)."""
+    from dataclasses import replace
+
+    from airbench_nb.records import cluster_of
+
+    key = cluster_of(item)
+    return [replace(o, cluster=key) for o in outcomes]
 
 
 def asked_group(item: Any) -> tuple[str, ...]:
