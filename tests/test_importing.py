@@ -420,3 +420,18 @@ def test_a_csv_field_holding_a_line_separator_stays_in_its_row(tmp_path):
     assert result.rows == 1 and not result.rejected
     (item,) = read_manifest(tmp_path / "out" / "transcription.jsonl")
     assert item.reference == "one\u2028two\u2029three\u0085four"
+
+
+def test_a_recipe_names_the_column_that_clusters_its_items(tmp_path):
+    from airbench_nb.records import cluster_of
+
+    _asr_parquet(tmp_path / "hf" / "data" / "test-00000-of-00001.parquet")
+    spec = ASR.model_copy(update={"name": "mini-asr-clustered", "cluster": "speaker"})
+    run_import(ImportRequest(recipe=TableRecipe(spec), out=tmp_path / "out", positional=[tmp_path / "hf"]))
+    items = read_manifest(tmp_path / "out" / "transcription.jsonl")
+    assert [i.meta["cluster"] for i in items] == ["s1", "s2", "s3"]
+    assert [cluster_of(i) for i in items] == ["given:s1", "given:s2", "given:s3"]
+    # without it each imported clip is its own file, so its own cluster
+    run_import(ImportRequest(recipe=TableRecipe(ASR), out=tmp_path / "plain", positional=[tmp_path / "hf"]))
+    plain = read_manifest(tmp_path / "plain" / "transcription.jsonl")
+    assert len({cluster_of(i) for i in plain}) == 3 and all("cluster" not in i.meta for i in plain)

@@ -30,6 +30,9 @@ Where the parts come from:
 - ``fields``: item field to column (a list of columns makes a list: ``references: [caption_1, ..., caption_5]``),
   ``values``: item field to a constant, ``list_fields``: fields whose single value becomes a one-element list,
   ``meta``: columns copied into the item's ``meta``.
+- ``cluster``: a column naming the item's cluster, the unit the bootstrap resamples (its source recording, its
+  conversation, its sentence: :mod:`airbench_nb.records.clusters`), written to ``meta["cluster"]``. Imported clips
+  are written one file per item, so without it every item is its own cluster; an empty cell leaves the item alone.
 
 Every row the spec cannot map is rejected with its file, row and field, and the import goes on.
 """
@@ -125,6 +128,9 @@ class TableSpec(BaseModel):
     """Fields whose single value becomes a one-element list (``references`` from one column)."""
     meta: list[str] = Field(default_factory=list)
     """Columns copied into the item's ``meta``."""
+    cluster: str | None = None
+    """Column naming the item's cluster (its source recording, conversation or sentence), written to
+    ``meta["cluster"]`` (:data:`airbench_nb.records.CLUSTER_META_KEY`); None: the kind's rule."""
 
     @field_validator("kind")
     @classmethod
@@ -489,6 +495,12 @@ class TableRecipe(Recipe):
                 data[name] = [data[name]]
         if spec.meta:
             data["meta"] = {c: _jsonable(row.values.get(c)) for c in spec.meta}
+        if spec.cluster is not None:
+            value = _column(row, spec.cluster)
+            if value is not None and str(value).strip():
+                from airbench_nb.records import CLUSTER_META_KEY
+
+                data.setdefault("meta", {})[CLUSTER_META_KEY] = _text(value, spec.cluster)
         return data
 
     def check_row(self, ctx: ImportContext, table: Table, row: SourceRow) -> ItemBase | None:
