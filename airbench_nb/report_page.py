@@ -24,7 +24,7 @@ from airbench_nb.benchmarks import BENCHMARKS
 from airbench_nb.manifests import DATASET_CARD
 from airbench_nb.markup import md_code, md_link, md_text
 from airbench_nb.models.specs import is_baseline
-from airbench_nb.pages import PAGE_CSS, PAGE_SECTIONS, PageInputs, PageSection, render_template
+from airbench_nb.pages import KIT_PAGE_SECTIONS, PAGE_CSS, PAGE_SECTIONS, PageInputs, PageSection, render_template
 from airbench_nb.pages.real_models import real_models_html, real_models_markdown
 from airbench_nb.records import NotebookStatus, RunInfo
 from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
@@ -358,7 +358,9 @@ def _figures(run: RunFolder) -> list[dict[str, str]]:
 
 
 def declared_sections() -> list[PageSection]:
-    """The registered page sections the benchmarks declare, in :data:`~airbench_nb.benchmarks.BENCHMARKS` order.
+    """The registered page sections: the benchmarks' in :data:`~airbench_nb.benchmarks.BENCHMARKS` order, then ours.
+
+    The kit's own are :data:`~airbench_nb.pages.KIT_PAGE_SECTIONS` (about every benchmark's scores).
 
     Raises:
         KeyError: When a benchmark names a page section that is not registered (the message names the benchmark,
@@ -375,6 +377,7 @@ def declared_sections() -> list[PageSection]:
                     f"{', '.join(PAGE_SECTIONS) or 'none'}"
                 )
             out.append(section)
+    out.extend(PAGE_SECTIONS[title] for title in KIT_PAGE_SECTIONS if title in PAGE_SECTIONS)
     return out
 
 

@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from airbench_nb.benchmarks import BENCHMARKS, SHARED_PAGE_SECTIONS, Benchmark, register_benchmark
-from airbench_nb.pages import PAGE_CSS, PAGE_SECTIONS, PageInputs, PageSection, page_section_for, register_page_section
+from airbench_nb.pages import (
+    KIT_PAGE_SECTIONS,
+    PAGE_CSS,
+    PAGE_SECTIONS,
+    PageInputs,
+    PageSection,
+    page_section_for,
+    register_page_section,
+)
 from airbench_nb.pages.cells import interval_cell
 from airbench_nb.records import RunInfo
 from airbench_nb.report_page import write_report_page
@@ -96,6 +104,7 @@ def test_the_fixture_restored_the_registries():
         "MMAU",
         "MMAR",
         "MMSU",
+        "Clustered intervals",
     ]
 
 
@@ -118,7 +127,9 @@ def test_the_example_run_shows_every_built_in_section_and_the_shared_css(tmp_pat
         if t not in SECTIONS_NOT_IN_EXAMPLE
     ]
     shared = list(SHARED_PAGE_SECTIONS)
-    assert _headings(html) == shared[:2] + sections + shared[2:]
+    # then the kit's own: the example's SSEU-Bench items share utterances, so its intervals were clustered
+    assert _headings(html) == shared[:2] + sections + list(KIT_PAGE_SECTIONS) + shared[2:]
+    assert "utterance (every SNR and prompting mode of one spoken sentence)" in html
     assert PAGE_CSS in html and "Tier A: LALMs choosing one lettered class" in html
     assert json.loads((folder / "run.json").read_text())["run_id"] in html
 

@@ -3,12 +3,13 @@
 :mod:`~airbench_nb.pages.base` holds :class:`PageInputs`, :class:`PageSection` and the registry
 (:data:`PAGE_SECTIONS`); importing this package registers the kit's sections: :mod:`~airbench_nb.pages.airbench`
 (``Main table``), :mod:`~airbench_nb.pages.controls` (``Controls``) and :mod:`~airbench_nb.pages.perturbations`
-(``Perturbations``), AIR-Bench's; :mod:`~airbench_nb.pages.sseu`
-(``SSEU-Bench``), :mod:`~airbench_nb.pages.ugbench` (``UG-Bench``), :mod:`~airbench_nb.pages.tiered` (``Tiered sound
-sources``) and :mod:`~airbench_nb.pages.choice_qa` (``MMAU``, ``MMAR``, ``MMSU``). :mod:`~airbench_nb.pages.style`
-holds the CSS both landing pages share, :mod:`~airbench_nb.pages.cells` the formatting of their table cells. A new
-benchmark's section is one more module that calls :func:`register_page_section`, imported here, and named in its
-benchmark's ``page_sections``; :func:`airbench_nb.report_page.write_report_page` places it in the benchmarks' order.
+(``Perturbations``), AIR-Bench's; :mod:`~airbench_nb.pages.sseu` (``SSEU-Bench``), :mod:`~airbench_nb.pages.ugbench`
+(``UG-Bench``), :mod:`~airbench_nb.pages.tiered` (``Tiered sound sources``) and :mod:`~airbench_nb.pages.choice_qa`
+(``MMAU``, ``MMAR``, ``MMSU``); :mod:`~airbench_nb.pages.clusters` (``Clustered intervals``) is the kit's own, after
+every benchmark's (:data:`KIT_PAGE_SECTIONS`). :mod:`~airbench_nb.pages.style` holds the CSS both landing pages
+share, :mod:`~airbench_nb.pages.cells` the formatting of their table cells. A new benchmark's section is one more
+module that calls :func:`register_page_section`, imported here, and named in its benchmark's ``page_sections``;
+:func:`airbench_nb.report_page.write_report_page` places it in the benchmarks' order.
 """
 
 # isort: off
@@ -20,9 +21,11 @@ from airbench_nb.pages.sseu import SSEU_SECTION
 from airbench_nb.pages.ugbench import UGBENCH_SECTION
 from airbench_nb.pages.tiered import TIERED_SECTION
 from airbench_nb.pages.choice_qa import MMAR_SECTION, MMAU_SECTION, MMSU_SECTION
+from airbench_nb.pages.clusters import CLUSTERS_SECTION
 
 # isort: on
 from airbench_nb.pages.base import (
+    KIT_PAGE_SECTIONS,
     PAGE_SECTIONS,
     PageInputs,
     PageSection,
@@ -33,7 +36,9 @@ from airbench_nb.pages.base import (
 from airbench_nb.pages.style import PAGE_CSS
 
 __all__ = [
+    "CLUSTERS_SECTION",
     "CONTROLS_SECTION",
+    "KIT_PAGE_SECTIONS",
     "MAIN_TABLE",
     "MMAR_SECTION",
     "MMAU_SECTION",

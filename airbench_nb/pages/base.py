@@ -57,6 +57,9 @@ class PageSection:
 PAGE_SECTIONS: dict[str, PageSection] = {}
 """Registered page sections by title, in registration order."""
 
+KIT_PAGE_SECTIONS: tuple[str, ...] = ("Clustered intervals",)
+"""Titles of the sections no benchmark declares (about every benchmark's scores), placed after the benchmarks'."""
+
 
 def register_page_section(section: PageSection) -> PageSection:
     """Register a page section (replacing one of that title, in its place), and return it.
