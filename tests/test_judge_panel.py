@@ -185,6 +185,21 @@ def test_a_run_judged_by_two_judges_gets_the_section_and_one_judged_once_does_no
     html = render_judge_panel(SimpleNamespace(analysis=report))
     assert html is not None and "panel median" in html and "planted:skilled" in html and "item x judge" in html
     assert "disagree on most" in html and payload.disagreements[0].uid in html
+    # the answers judges disagree on most, drawn for annotation
+    from typer.testing import CliRunner
+
+    from airbench_nb.analysis.judge_panel import disagreement_pairs
+    from airbench_nb.annotate import draw_sample
+    from airbench_nb.cli import app
+
+    pairs = disagreement_pairs(run)
+    assert pairs[0] == f"{payload.disagreements[0].model}|{payload.disagreements[0].uid}"
+    drawn = draw_sample(run, 5, kind="chat", only=set(pairs))
+    assert len(drawn.pairs) == 5 and {p.pair_id for p in drawn.pairs} <= set(pairs)
+    args = ["sample-annotation", str(run), "--n", "3", "--out", str(tmp_path / "s.jsonl"), "--disagreements"]
+    assert CliRunner().invoke(app, args).exit_code == 2  # Chat answers only: --kind chat
+    shown = CliRunner().invoke(app, [*args, "--kind", "chat"])
+    assert shown.exit_code == 0, shown.output
     # one judge, one judgement: nothing to show, and the optional section leaves no key in analysis.json
     for path in (run / "verdicts").rglob("chat.planted-judge.jsonl"):
         path.unlink()
@@ -194,3 +209,5 @@ def test_a_run_judged_by_two_judges_gets_the_section_and_one_judged_once_does_no
     saved = report.model_dump()
     assert "judge_panel" not in saved.get("reasons", {}) and "judge_panel" not in (report.model_extra or {})
     assert render_judge_panel(SimpleNamespace(analysis=report)) is None
+    with pytest.raises(FileNotFoundError, match="no judge panel"):
+        disagreement_pairs(run)

@@ -51,6 +51,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -544,6 +545,32 @@ def disagreements_frame(payload: JudgePanelPayload) -> pd.DataFrame:
     return pd.DataFrame(
         [{k: v for k, v in row.model_dump().items() if k != "scores"} | row.scores for row in payload.disagreements]
     )
+
+
+def disagreement_pairs(run_dir: str | Path) -> list[str]:
+    """The answers the judges of a run disagree on most, as annotation pair ids (``model|uid``), largest spread first.
+
+    Read from the run's ``analysis.json`` (``judge_panel.disagreements``); multi-turn answers are left out (an
+    annotation pair shows one answer). For ``airbench-nb sample-annotation --disagreements``.
+
+    Raises:
+        FileNotFoundError: When the run has no readable ``analysis.json`` or it holds no judge panel (analyse the run
+            first, with two judges or judge repeats).
+    """
+    from airbench_nb.run_folder import RunFolder
+
+    folder = RunFolder(run_dir)
+    report = folder.read_analysis()
+    try:
+        payload = report.extra_section("judge_panel", JudgePanelPayload) if report is not None else None
+    except KeyError:
+        payload = None
+    if payload is None:
+        raise FileNotFoundError(
+            f"{folder.analysis_json}: no judge panel (analyse the run after judging its Chat answers with two judges "
+            "or with --judge-repeats)"
+        )
+    return list(dict.fromkeys(f"{d.model}|{d.uid}" for d in payload.disagreements if d.turn is None))
 
 
 def deterministic_judges(specs: Sequence[str]) -> list[str]:
