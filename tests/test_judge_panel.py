@@ -200,6 +200,7 @@ def test_a_run_judged_by_two_judges_gets_the_section_and_one_judged_once_does_no
     assert CliRunner().invoke(app, args).exit_code == 2  # Chat answers only: --kind chat
     shown = CliRunner().invoke(app, [*args, "--kind", "chat"])
     assert shown.exit_code == 0, shown.output
+    assert judge_panel_section(RunAnalysis(run, reps=20, judges=["fair-judge"])).reason  # analyze --judge: one
     # one judge, one judgement: nothing to show, and the optional section leaves no key in analysis.json
     for path in (run / "verdicts").rglob("chat.planted-judge.jsonl"):
         path.unlink()

@@ -582,7 +582,10 @@ def deterministic_judges(specs: Sequence[str]) -> list[str]:
 
 
 def judge_panel_section(analysis: RunAnalysis) -> Section:
-    """The ``judge_panel`` section of a run: per model its panel (left out when no model has two judges or repeats)."""
+    """The ``judge_panel`` section of a run: per model its panel (left out when no model has two judges or repeats).
+
+    The Chat judges are the run's, or those ``analyze --judge`` chose.
+    """
     from airbench_nb.scoring import official_chat, strict_chat
 
     run = analysis.run
@@ -590,8 +593,9 @@ def judge_panel_section(analysis: RunAnalysis) -> Section:
     reps = analysis.reps
     models: dict[str, ModelPanel] = {}
     found: list[Disagreement] = []
+    chosen = set(analysis.judges) if getattr(analysis, "judges_given", False) else None  # analyze --judge J ...
     for model in run.models:
-        verdicts = run.repeated_verdicts(model)
+        verdicts = [v for v in run.repeated_verdicts(model) if chosen is None or v.judge in chosen]
         deterministic = deterministic_judges(sorted({v.judge for v in verdicts}))
         panel = panel_scores(model, run.items, run.responses.get(model, {}), verdicts, read, deterministic)
         if panel is None:
