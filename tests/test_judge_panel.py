@@ -212,3 +212,15 @@ def test_a_run_judged_by_two_judges_gets_the_section_and_one_judged_once_does_no
     assert render_judge_panel(SimpleNamespace(analysis=report)) is None
     with pytest.raises(FileNotFoundError, match="no judge panel"):
         disagreement_pairs(run)
+
+
+def test_a_bootstrap_draw_equals_the_breakdown_of_the_answers_drawn():
+    """The replicates weight answers by their counts: the same as decomposing the resampled array itself."""
+    from airbench_nb.analysis.judge_panel import _moments, _stats
+
+    y = _planted(30, 2, seed=9)
+    counts = np.random.default_rng(1).multinomial(30, np.full(30, 1 / 30))
+    weighted = _moments(_stats(y), counts[None, :].astype(float), 4, 2)[0]
+    drawn = np.repeat(y, counts, axis=0)
+    direct = _moments(_stats(drawn), np.ones((1, drawn.shape[0])), 4, 2)[0]
+    assert np.allclose(weighted, direct)
