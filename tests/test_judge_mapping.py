@@ -124,6 +124,18 @@ def test_map_run_judges_writes_json_csv_and_figure(tmp_path):
     assert 0.0 < linear.slope < 1.5  # the two planted judges draw their own noise around the same quality
     with pytest.raises(MappingError, match="no Chat score"):
         map_run_judges(run, "fair-judge", "openai:nobody", reps=0)
+    # the landing page names every mapped score as mapped
+    from types import SimpleNamespace
+
+    from airbench_nb.pages.judge_mapping import render_judge_mapping
+    from airbench_nb.run_folder import RunFolder
+
+    html = render_judge_mapping(SimpleNamespace(folder=RunFolder(run)))
+    assert html is not None and "MAPPED (isotonic)" in html and "MAPPED (linear)" in html
+    assert "Mapped, not judged by" in html and "not comparable with the published table" in html
+    assert "planted:skilled" in html and files["figure"].name in html
+    files["json"].unlink()
+    assert render_judge_mapping(SimpleNamespace(folder=RunFolder(run))) is None
 
 
 def test_the_judge_map_command_prints_mapped_scores_and_refuses_an_absent_judge(tmp_path):

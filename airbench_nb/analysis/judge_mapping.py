@@ -404,6 +404,24 @@ def map_judges(
     return result, fits
 
 
+MAPPING_GLOB = "judge-mapping.*-onto-*.json"
+"""The files :func:`map_run_judges` writes into a run's ``analysis/`` folder (read back by the landing page)."""
+
+
+def read_mappings(folder: str | Path) -> list[JudgeMappingResult]:
+    """The judge mappings written into ``folder`` (a run's ``analysis/``), sorted by file name.
+
+    An unreadable one is skipped with a warning naming the file.
+    """
+    out = []
+    for path in sorted(Path(folder).glob(MAPPING_GLOB)):
+        try:
+            out.append(JudgeMappingResult.model_validate_json(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            logger.warning("%s: not a judge mapping (%s); left out", path, str(exc).splitlines()[0])
+    return out
+
+
 def mapping_figure(result: JudgeMappingResult, pairs: tuple[np.ndarray, np.ndarray]) -> Any:
     """The shared answers (substitute vs reference score) with both mappings and their 95% bands (seaborn)."""
     from airbench_nb import plots
@@ -481,7 +499,7 @@ def map_run_judges(
     result, _ = map_judges(scored[reference], scored[substitute], protocol=protocol, reps=reps, seed=seed)
     folder = Path(out) if out is not None else RunFolder(run_dir).analysis_dir
     folder.mkdir(parents=True, exist_ok=True)
-    stem = f"judge-mapping.{file_slug(substitute)}-onto-{file_slug(reference)}"
+    stem = f"judge-mapping.{file_slug(substitute)}-onto-{file_slug(reference)}"  # matches MAPPING_GLOB
     files = {"json": folder / f"{stem}.json", "csv": folder / f"{stem}.csv", "figure": folder / f"{stem}.png"}
     files["json"].write_text(result.model_dump_json(indent=1), encoding="utf-8")
     pd.DataFrame([a.model_dump() for a in result.answers]).to_csv(files["csv"], index=False)

@@ -3,7 +3,8 @@
 :mod:`~airbench_nb.pages.base` holds :class:`PageInputs`, :class:`PageSection` and the registry
 (:data:`PAGE_SECTIONS`); importing this package registers the kit's sections: :mod:`~airbench_nb.pages.airbench`
 (``Main table``), :mod:`~airbench_nb.pages.controls` (``Controls``), :mod:`~airbench_nb.pages.perturbations`
-(``Perturbations``) and :mod:`~airbench_nb.pages.judge_panel` (``Judge panel``), AIR-Bench's;
+(``Perturbations``), :mod:`~airbench_nb.pages.judge_panel` (``Judge panel``) and
+:mod:`~airbench_nb.pages.judge_mapping` (``Mapped Chat scores``), AIR-Bench's;
 :mod:`~airbench_nb.pages.sseu` (``SSEU-Bench``), :mod:`~airbench_nb.pages.ugbench` (``UG-Bench``),
 :mod:`~airbench_nb.pages.tiered` (``Tiered sound sources``) and :mod:`~airbench_nb.pages.choice_qa` (``MMAU``,
 ``MMAR``, ``MMSU``). :mod:`~airbench_nb.pages.style` holds the CSS both landing pages share,
@@ -18,6 +19,7 @@ from airbench_nb.pages.airbench import MAIN_TABLE
 from airbench_nb.pages.controls import CONTROLS_SECTION
 from airbench_nb.pages.perturbations import PERTURBATIONS_SECTION
 from airbench_nb.pages.judge_panel import JUDGE_PANEL_SECTION
+from airbench_nb.pages.judge_mapping import JUDGE_MAPPING_SECTION
 from airbench_nb.pages.sseu import SSEU_SECTION
 from airbench_nb.pages.ugbench import UGBENCH_SECTION
 from airbench_nb.pages.tiered import TIERED_SECTION
@@ -36,6 +38,7 @@ from airbench_nb.pages.style import PAGE_CSS
 
 __all__ = [
     "CONTROLS_SECTION",
+    "JUDGE_MAPPING_SECTION",
     "JUDGE_PANEL_SECTION",
     "MAIN_TABLE",
     "MMAR_SECTION",
