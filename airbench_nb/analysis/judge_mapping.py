@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from airbench_nb.analysis.judge_panel import ChatReader
 from airbench_nb.analysis_report import Interval, Number, Payload
 from airbench_nb.records import ChatItem, Response, Verdict, cluster_of
 from airbench_nb.scoring.resample import clustering, weight_rows
@@ -83,7 +84,7 @@ def judge_scores(
     items: Mapping[str, Any],
     responses: Mapping[str, Mapping[str, Response]],
     verdicts: Mapping[str, Sequence[Verdict]],
-    read: Any,
+    read: ChatReader,
 ) -> JudgeScores:
     """One judge's Chat score of every answer it scored in both orders.
 

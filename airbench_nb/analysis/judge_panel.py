@@ -49,7 +49,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -245,7 +245,7 @@ def panel_means(
         ``({judge: its mean}, {"mean": ..., "median": ...})``; one bootstrap draw serves them all.
     """
     per_judge = panel.scores.mean(axis=2)  # (I, J): each judge's score of the answer, averaged over repeats
-    columns = {**{j: per_judge[:, k] for k, j in enumerate(panel.judges)}}
+    columns = {j: per_judge[:, k] for k, j in enumerate(panel.judges)}
     columns["mean"] = per_judge.mean(axis=1)
     columns["median"] = np.median(per_judge, axis=1)
     matrix = np.column_stack(list(columns.values()))
@@ -301,7 +301,7 @@ def disagreements(panel: PanelScores, top: int = TOP_DISAGREEMENTS) -> list[Disa
     ]
 
 
-ChatReader = Any
+ChatReader = Callable[[Response | None, Verdict | None, int | None], tuple[float | None, float | None, str]]
 """``(response, verdict, turn) -> (model score, reference score, reason)``: :func:`~airbench_nb.scoring.strict_chat`
 or :func:`~airbench_nb.scoring.official_chat`."""
 
