@@ -29,6 +29,7 @@ from airbench_nb.pages.real_models import real_models_html, real_models_markdown
 from airbench_nb.records import NotebookStatus, RunInfo
 from airbench_nb.run_folder import INDEX_HTML, README_MD, RunFolder
 from airbench_nb.score_table import PROXY_SHORT
+from airbench_nb.scoring.provenance import NOT_COMPARABLE, PUBLISHED_CHAT_MODEL, published_judge
 
 logger = logging.getLogger(__name__)
 
@@ -305,7 +306,25 @@ def _warnings(
         if row.get("unusable_items"):
             out.append(("warn", f"{row['unusable_items']} items with missing, empty or corrupt audio were left out"))
     if any(row.get("chat_judge") == PROXY_SHORT for row in summary):
-        out.append(("warn", f"Chat scored by the {PROXY_SHORT}: a similarity proxy, not comparable with an LLM judge"))
+        out.append(
+            (
+                "warn",
+                f"Chat scored by the {PROXY_SHORT}: a similarity proxy, not comparable with an LLM judge nor with "
+                "the published table",
+            )
+        )
+    others = {
+        str(row.get("chat_judge")) for row in summary if row.get("chat_judge") not in (None, "", "-", PROXY_SHORT)
+    }
+    for judge in sorted(j for j in others if not published_judge(j)):
+        out.append(
+            (
+                "warn",
+                f"Chat scored by {judge}: {NOT_COMPARABLE} (AIR-Bench's Chat scores were judged by "
+                f"{PUBLISHED_CHAT_MODEL}; a substitute judge's scores can be mapped onto its scale: "
+                "docs/judge-panels.md)",
+            )
+        )
     order_bias = (analysis.order_bias if analysis is not None else None) or {}
     for judge, by_model in order_bias.items():
         for model, bias in by_model.items():

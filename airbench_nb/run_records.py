@@ -11,7 +11,10 @@ record counts live here only:
 - **current verdict** (:func:`current_verdicts`): the last verdict per (model, uid, judge, order, turn) wins, and it
   counts only if it judged the model's latest response: a verdict whose ``response_hash`` differs from that response's
   :meth:`~airbench_nb.records.Response.content_hash` is *stale* (left out, counted; the item is unjudged until the
-  judge runs again). Verdicts without the field (files written before it existed) count.
+  judge runs again). Verdicts without the field (files written before it existed) count. Repeats of a judgement
+  (``Verdict.repeat`` 1, 2, ...: ``judge --judge-repeats``) are left out: every score reads the first judgement
+  (``repeat`` None), so a run judged with repeats scores as it would without them; the judge-panel analysis reads them
+  (``current_verdicts(..., repeats=True)``: the key gains the repeat).
 
 A response file is ``responses/<model>/<kind>.jsonl``, a verdict file ``verdicts/<model>/<kind>.<judge>.jsonl``
 (:meth:`RunFolder.verdicts_file <airbench_nb.run_folder.RunFolder.verdicts_file>`): a record's kind is its file's.
@@ -57,7 +60,7 @@ def latest_responses(responses: Iterable[Response]) -> tuple[dict[str, Response]
 
 
 def current_verdicts(
-    verdicts: Iterable[Verdict], responses: Mapping[str, Response]
+    verdicts: Iterable[Verdict], responses: Mapping[str, Response], *, repeats: bool = False
 ) -> tuple[list[Verdict], dict[str, int]]:
     """The verdicts that count: the latest per (model, uid, judge, order, turn), if it judged the latest response.
 
@@ -68,16 +71,20 @@ def current_verdicts(
     Args:
         verdicts: Verdicts of one model, in file order.
         responses: That model's latest response per uid (:func:`latest_responses`).
+        repeats: Keep the repeats too (the latest per (model, uid, judge, order, turn, repeat)); by default only the
+            first judgement (``repeat`` None) counts, the repeats are neither kept nor counted as superseded.
 
     Returns:
         ``(verdicts, counts)``: the verdicts that count, in first-seen key order, and
         ``{"verdicts": records superseded, "stale_verdicts": latest verdicts left out as stale}``.
     """
-    latest: dict[tuple[str, str, str, str, int | None], Verdict] = {}
+    latest: dict[tuple[str, str, str, str, int | None, int | None], Verdict] = {}
     seen = 0
     for verdict in verdicts:
+        if verdict.repeat is not None and not repeats:
+            continue
         seen += 1
-        latest[(verdict.model, verdict.uid, verdict.judge, verdict.order, verdict.turn)] = verdict
+        latest[(verdict.model, verdict.uid, verdict.judge, verdict.order, verdict.turn, verdict.repeat)] = verdict
     hashes: dict[str, str] = {}
     kept: list[Verdict] = []
     stale = 0
@@ -265,6 +272,8 @@ class RunRecords:
         responses: Mapping[str, Response],
         kinds: Sequence[str] | None = None,
         judges: Sequence[str] | None = None,
+        *,
+        repeats: bool = False,
     ) -> CurrentVerdicts:
         """The verdicts that count of a model folder's verdict files, against its latest ``responses``.
 
@@ -273,8 +282,9 @@ class RunRecords:
             responses: The model's latest response per uid (:meth:`latest`).
             kinds: Verdict files of these kinds (None: every kind).
             judges: Verdict files of these judges (None: every judge).
+            repeats: Keep the judges' repeats too (:func:`current_verdicts`); by default the first judgements only.
         """
-        kept, counts = current_verdicts(self.verdicts(model_dir, kinds, judges), responses)
+        kept, counts = current_verdicts(self.verdicts(model_dir, kinds, judges), responses, repeats=repeats)
         return CurrentVerdicts(kept, counts["verdicts"], counts["stale_verdicts"])
 
     def deciding(

@@ -154,6 +154,14 @@ class RunData:
         kept, _ = current_verdicts(self.verdicts.get(model, []), self.responses.get(model, {}))
         return kept
 
+    def repeated_verdicts(self, model: str) -> list[Verdict]:
+        """The verdicts of ``model`` that count, the judges' repeats included (for the judge-panel analysis).
+
+        The latest per (judge, uid, order, turn, repeat), stale ones left out (:func:`current_verdicts`).
+        """
+        kept, _ = current_verdicts(self.verdicts.get(model, []), self.responses.get(model, {}), repeats=True)
+        return kept
+
     def resolved_counts(self) -> dict[str, dict[str, int]]:
         """Per model: verdict records superseded by later ones and stale verdicts left out."""
         return {m: current_verdicts(self.verdicts.get(m, []), self.responses.get(m, {}))[1] for m in self.models}

@@ -930,9 +930,11 @@ class RunAnalysis:
 for _name in KIT_SECTIONS:
     register_analysis_section(_name, getattr(RunAnalysis, _name), kit=True, optional=_name in OPTIONAL_SECTIONS)
 
-# The benchmarks' own sections register after the kit's (report order): MMAU's, MMAR's and MMSU's, then the
-# perturbation curves (optional: a run without perturbed copies writes no key).
+# The benchmarks' own sections register after the kit's (report order): MMAU's, MMAR's and MMSU's, the judge panel
+# (optional: a run with one judgement of one judge per answer writes no key), then the perturbation curves (optional:
+# a run without perturbed copies writes no key).
 import airbench_nb.analysis.choice_qa  # noqa: E402, F401 - imported for its registrations
+import airbench_nb.analysis.judge_panel  # noqa: E402, F401 - imported for its registration (optional: judge panels)
 import airbench_nb.analysis.perturbations  # noqa: E402, F401 - imported for its registration
 
 

@@ -41,6 +41,7 @@ from airbench_nb.scoring import (
     PROXY_SHORT,
     RULE_JUDGE,
 )
+from airbench_nb.scoring.provenance import provenance_text
 
 if TYPE_CHECKING:
     from airbench_nb.score_table import ProtocolScores, RunScores, ScoreEntry, ScoreSection
@@ -541,6 +542,9 @@ def write_tables(
             f"Chat judge `{PROXY_SHORT}`: {PROXY_LABEL}. Its scores are a similarity proxy, not comparable with "
             "an LLM judge's."
         )
+    provenance = provenance_text(sorted(str(j) for j in judges))
+    if provenance:
+        notes.append(provenance)
     unusable = {k: v for k, v in _unusable(results).items() if v}
     if unusable:
         counts = ", ".join(f"{kind} {count}" for kind, count in unusable.items())

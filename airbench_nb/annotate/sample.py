@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import singledispatch
 from pathlib import Path
@@ -184,6 +184,7 @@ def draw_sample(
     seed: int = 0,
     show_judge: bool = False,
     models: Sequence[str] | None = None,
+    only: Collection[str] | None = None,
 ) -> SampleReport:
     """Draw a reproducible stratified sample of (item, model response) pairs to label from a run folder.
 
@@ -195,6 +196,8 @@ def draw_sample(
         seed: Seed of the draw, the display order and the Chat answer order.
         show_judge: Let the tool show the judges' verdicts to the annotator.
         models: Model specs to sample from (default: every model of the run).
+        only: Pair ids (``model|uid``) to draw from, the others not eligible (not counted as excluded): the answers
+            the judges disagree on most (:func:`airbench_nb.analysis.judge_panel.disagreement_pairs`); None: all.
 
     Returns:
         The :class:`SampleReport` (nothing is written; see :func:`sample_annotation`).
@@ -255,6 +258,8 @@ def draw_sample(
                 continue
             if response.error is not None or not (response.text or "").strip():
                 excluded["error_or_empty_response"] += 1
+                continue
+            if only is not None and f"{model}|{item.uid}" not in only:
                 continue
             stratum = item.category_label if stratify == "category" else item.task
             eligible.setdefault(stratum, []).append((f"{model}|{item.uid}", model, item, response.text or ""))
@@ -361,6 +366,7 @@ def sample_annotation(
     seed: int = 0,
     show_judge: bool = False,
     models: Sequence[str] | None = None,
+    only: Collection[str] | None = None,
 ) -> SampleReport:
     """Draw a sample with :func:`draw_sample` and write it to ``out`` (``airbench-nb sample-annotation``).
 
@@ -373,6 +379,7 @@ def sample_annotation(
         seed: Seed of the draw.
         show_judge: Let the tool show the judges' verdicts.
         models: Model specs to sample from (default all).
+        only: Pair ids (``model|uid``) to draw from (see :func:`draw_sample`); None: all.
 
     Returns:
         The :class:`SampleReport`, with ``path`` set when pairs were written (an empty draw writes nothing).
@@ -380,7 +387,9 @@ def sample_annotation(
     Raises:
         ValueError, FileNotFoundError, FileExistsError: As :func:`draw_sample` and :func:`write_sample`.
     """
-    report = draw_sample(run_dir, n, kind=kind, stratify=stratify, seed=seed, show_judge=show_judge, models=models)
+    report = draw_sample(
+        run_dir, n, kind=kind, stratify=stratify, seed=seed, show_judge=show_judge, models=models, only=only
+    )
     if report.pairs:
         report.path = write_sample(out, report.pairs)
     return report

@@ -91,6 +91,10 @@ class ChatRequest:
     """OpenAI chat messages (content may be a string or a list of ``text``/``input_audio`` parts)."""
     params: dict[str, Any] = field(default_factory=dict)
     """Other body fields (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ...); None values are dropped."""
+    repeat: int | None = None
+    """Which repeat of the same request this is (a judge asked ``R`` times: 1 .. R-1); None for the first. It is not
+    sent: it enters the cache key (only when set, so that the keys of first requests, and every cache written before
+    repeats existed, are unchanged), so that a cached reply is never reused as another repeat."""
     _key: str | None = field(default=None, init=False, repr=False, compare=False)
     """Memoised :meth:`key`."""
 
@@ -102,11 +106,15 @@ class ChatRequest:
     def key(self) -> str:
         """The sha256 (hex) of the canonical JSON of (model, messages, params): the cache key and batch custom_id.
 
+        :attr:`repeat` enters the JSON only when set.
+
         Strings longer than 4096 characters (base64 audio) enter as their own sha256, so that a big request is
         hashed once, not copied into a big JSON string first.
         """
         if self._key is None:
             payload = {"v": _KEY_VERSION, "model": self.model, "messages": self.messages, "params": self.params}
+            if self.repeat is not None:
+                payload["repeat"] = self.repeat
             text = json.dumps(_canonical(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             self._key = hashlib.sha256(text.encode()).hexdigest()
         return self._key

@@ -35,8 +35,9 @@ AIRBENCH = register_benchmark(
             "comparison",
             "multi_clip",
             "multi_turn",
+            "judge_panel",
         ),
-        page_sections=("Main table", "Controls", "Perturbations"),
+        page_sections=("Main table", "Controls", "Perturbations", "Judge panel", "Mapped Chat scores"),
         capability_tasks=(*ALL_FOUNDATION_TASKS, *CHAT_CAPABILITY_TASKS),
         doc="docs/data.md",
     )

@@ -29,6 +29,7 @@ for _name, _command in (
     ("analyze", analysis.analyze),
     ("compare", analysis.compare),
     ("agreement", analysis.agreement_cmd),
+    ("judge-map", analysis.judge_map),
     ("sample-annotation", annotation.sample_annotation_cmd),
     ("sample-listening", annotation.sample_listening_cmd),
     ("mos", annotation.mos_cmd),

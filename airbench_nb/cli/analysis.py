@@ -201,3 +201,58 @@ def agreement_cmd(
     console.print(f"{len(result.disagreements)} (judge, pair) disagreements; notebook 06 lists them with audio")
     for key, why in result["reasons"].items():
         console.print(f"[yellow]{key}:[/yellow] {why}", soft_wrap=True)
+
+
+def judge_map(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder whose Chat answers both judges scored.")],
+    reference: Annotated[
+        str, typer.Option("--reference", help="The judge whose scale scores are mapped onto (openai:gpt-4-0125-...).")
+    ],
+    substitute: Annotated[str, typer.Option("--substitute", help="The judge whose scores are mapped.")],
+    protocol: Annotated[
+        str, typer.Option(help="strict or official: how verdicts are read.", callback=STRICT_OR_OFFICIAL)
+    ] = "strict",
+    reps: Annotated[
+        int,
+        typer.Option(
+            help=f"Bootstrap replicates of the bands (at most {MAX_REPS:,}).", callback=within(0, MAX_REPS, REPS_BOUND)
+        ),
+    ] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default RUN_DIR/analysis).", callback=out_folder)
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Map a substitute Chat judge's scores onto a reference judge's scale (isotonic and linear, bootstrap bands).
+
+    Fitted on the answers both judges scored in both orders; writes judge-mapping.<substitute>-onto-<reference>.json,
+    .csv (every answer, mapped by both fits) and .png (the fits with their 95% bands). Every mapped score is flagged
+    mapped, never the reference judge's own. Exits 2 when a judge has no Chat score or they share too few answers.
+    """
+    from airbench_nb.analysis.judge_mapping import map_run_judges
+
+    if not run_dir.is_dir():
+        raise refuse("no such run folder", file=run_dir)
+    with refusing(FileNotFoundError, ValueError):  # MappingError and ManifestError are ValueErrors
+        result, files = map_run_judges(run_dir, reference, substitute, protocol=protocol, reps=reps, seed=seed, out=out)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=1))
+        return
+    rows = [
+        {
+            "model": m.model,
+            "method": m.method,
+            f"{substitute} (own)": m.substitute_score,
+            "mapped": f"{m.mapped_score:.2f} [{m.ci[0]:.2f}, {m.ci[1]:.2f}]" if m.ci else f"{m.mapped_score:.2f}",
+            f"{reference} (own, same answers)": "-" if m.reference_score is None else m.reference_score,
+            "n": m.n,
+        }
+        for m in result.models
+    ]
+    console.print(
+        rows_table(f"MAPPED scores: {substitute} onto {reference}'s scale ({result.shared} shared answers)", rows)
+    )
+    console.print("Mapped scores are the substitute judge's, expressed on the reference's scale: not its judgement.")
+    for name, path in files.items():
+        console.print(f"{name}: {path}")

@@ -31,6 +31,13 @@ def sample_annotation_cmd(
     seed: Annotated[int, typer.Option(help="Seed of the draw, the order shown and the Chat answer order.")] = 0,
     show_judge: Annotated[bool, typer.Option("--show-judge", help="Let the tool show the judges' verdicts.")] = False,
     model: Annotated[list[str] | None, typer.Option(help="Sample only this model spec (repeatable).")] = None,
+    disagreements: Annotated[
+        bool,
+        typer.Option(
+            "--disagreements",
+            help="Draw only from the Chat answers the judges disagree on most (the run's analysed judge panel).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
     """Draw a reproducible stratified sample of (item, model response) pairs to label with notebook 06."""
@@ -44,9 +51,16 @@ def sample_annotation_cmd(
         raise refuse(f"--stratify must be {' or '.join(STRATIFY)}, got {stratify!r}")
     if not run_dir.is_dir():
         raise refuse("no such run folder", file=run_dir)
+    if disagreements and kind != "chat":
+        raise refuse("--disagreements draws from Chat answers the judges disagree on: add --kind chat")
     with refusing(FileNotFoundError, FileExistsError, ValueError):  # ManifestError is a ValueError
+        only = None
+        if disagreements:
+            from airbench_nb.analysis.judge_panel import disagreement_pairs
+
+            only = set(disagreement_pairs(run_dir))
         report = sample_annotation(
-            run_dir, out, n, kind=kind, stratify=stratify, seed=seed, show_judge=show_judge, models=model
+            run_dir, out, n, kind=kind, stratify=stratify, seed=seed, show_judge=show_judge, models=model, only=only
         )
     if not report.pairs:
         raise refuse(f"no {kind} pair to sample (no answered items); nothing written", file=run_dir)

@@ -64,6 +64,15 @@ def judge(
     ] = False,
     prices: Annotated[Path | None, typer.Option(help="JSON price table: {model: [USD per 1M in, per 1M out]}.")] = None,
     api_key_env: Annotated[str | None, typer.Option(help=API_KEY_ENV_HELP)] = None,
+    judge_repeats: Annotated[
+        int,
+        typer.Option(
+            "--judge-repeats",
+            min=1,
+            help="Judge each (answer, order) R times, each repeat cached on its own (scores read the first; the "
+            "judge-panel analysis reads all); a deterministic judge (rule, proxy, hf:) is judged once.",
+        ),
+    ] = 1,
 ) -> None:
     """Judge responses into verdicts: Foundation choice extraction, Chat scores in both orders.
 
@@ -96,6 +105,7 @@ def judge(
             prices=price_table,
             api_key_env=api_key_env,
             run_folder=responses_run_folder(responses),
+            repeats=judge_repeats,
         )
     if summary.dry_run is not None:
         console.print(f"dry run: {summary.dry_run}")
@@ -177,9 +187,16 @@ def _print_scores(result: RunScores, as_json: bool) -> None:
     rounded = shown.round(4).astype(object)
     rows = rounded.where(rounded.notna(), "").to_dict("records")
     console.print(rows_table("scores (95% bootstrap CI; n = denominator; failures counted)", rows))
-    labels = {table.judges.chat_label for table in result.protocols() if table.judges is not None}
-    for label in sorted(filter(None, labels)):
-        console.print(f"Chat scores by: {label}")
+    from airbench_nb.scoring.provenance import NOT_COMPARABLE, published_judge
+
+    judged = {
+        (table.judges.chat_label, spec)
+        for table in result.protocols()
+        if table.judges is not None
+        for spec in table.judges.chat or [None]
+    }
+    for label, spec in sorted(((label, spec) for label, spec in judged if label), key=lambda p: (p[0], p[1] or "")):
+        console.print(f"Chat scores by: {label}" + ("" if published_judge(spec) else f" ({NOT_COMPARABLE})"))
 
 
 def score(

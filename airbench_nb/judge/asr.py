@@ -185,6 +185,7 @@ class ASRJudge(BaseJudge):
     takes_argument: ClassVar[bool] = True
     usage_text: ClassVar[str] = "asr:<model spec>"
     kinds: ClassVar[frozenset[str]] = frozenset({"speech_generation"})
+    deterministic: ClassVar[bool] = True
     needs_audio: ClassVar[bool] = True
 
     def __init__(self, spec: str, *, batch_size: int = 8, device: str | None = None) -> None:

@@ -63,6 +63,9 @@ class Task:
     too; its reading becomes the verdict's :attr:`~airbench_nb.records.Verdict.fenced`."""
     turn: int | None = None
     """Multi-turn Chat: index of the turn judged (0 for the first); None for one-turn items and Foundation."""
+    repeat: int | None = None
+    """Which judgement of the task this is (:attr:`~airbench_nb.records.Verdict.repeat`): None for the first, 1 ..
+    R-1 for the repeats of ``--judge-repeats R``; an LLM judge's request is cached per repeat."""
     run_folder: RunFolder | None = None
     """The run folder the response's spoken answer is found in (:attr:`~airbench_nb.records.Response.audio`), for
     judges that listen (:attr:`BaseJudge.needs_audio`); None otherwise."""
@@ -99,6 +102,8 @@ class Task:
         fields.setdefault("response_hash", self.response.content_hash())
         if self.turn is not None:
             fields["turn"] = self.turn
+        if self.repeat is not None:
+            fields["repeat"] = self.repeat
         return Verdict(uid=self.item.uid, model=self.response.model, judge=judge, order=self.order, **fields)
 
 
@@ -165,6 +170,11 @@ class BaseJudge:
     ``sources`` rule); for another judge's verdicts, tier D's precision reads the names with the rule again."""
     labels_reasoning: ClassVar[bool] = False
     """Whether its verdicts label the reasoning strategy of answers (``strategy:``) instead of judging them."""
+    deterministic: ClassVar[bool] = False
+    """Whether asking it again gives the same verdict (the rule, the proxy, greedy local models, the offline
+    transcriber): the loop judges each task once whatever ``repeats`` asks, and the judge-panel analysis reports its
+    repeat variance as 0 (deterministic). False for judges behind an API (``openai:``), which vary between calls
+    even at temperature 0."""
 
     def __init__(self, spec: str) -> None:
         """Keep the spec (checked by the registry)."""

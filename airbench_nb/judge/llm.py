@@ -16,7 +16,9 @@ registered per item kind (:func:`ask_about`, :func:`reply_verdict`).
 
 ``openai:`` judges go through :class:`~airbench_nb.api_client.APIClient` (cached, retried, concurrent, costed;
 Batch API on request). The request of a task is ``ChatRequest(model, messages, {"temperature": 0.0, "max_tokens":
-JUDGE_MAX_TOKENS})``: its SQLite cache key follows from it, so a rerun over an old cache sends nothing.
+JUDGE_MAX_TOKENS})``: its SQLite cache key follows from it, so a rerun over an old cache sends nothing. A repeat of
+a task (``judge --judge-repeats R``) is the same request keyed with its repeat index (``ChatRequest.repeat``): each
+repeat is asked once and cached on its own, the first keeps the key it always had.
 """
 
 from __future__ import annotations
@@ -302,11 +304,17 @@ class OpenAIJudge(LLMJudge):
             raise JudgeSpecError(f"judge {exc}") from None
 
     def requests(self, tasks: Sequence[Task]) -> list[Any]:
-        """The chat requests of the tasks (their messages at temperature 0, :data:`JUDGE_MAX_TOKENS`)."""
+        """The chat requests of the tasks (their messages at temperature 0, :data:`JUDGE_MAX_TOKENS`).
+
+        A repeat (:attr:`~airbench_nb.judge.base.Task.repeat`) is the same request cached under its own key, so that
+        asking again reaches the server rather than the first reply in the cache.
+        """
         from airbench_nb.api_client import ChatRequest
 
         return [
-            ChatRequest(self.model, t.messages or [], {"temperature": 0.0, "max_tokens": JUDGE_MAX_TOKENS})
+            ChatRequest(
+                self.model, t.messages or [], {"temperature": 0.0, "max_tokens": JUDGE_MAX_TOKENS}, repeat=t.repeat
+            )
             for t in tasks
         ]
 
@@ -342,6 +350,8 @@ class HFJudge(LLMJudge):
 
     name: ClassVar[str] = "hf"
     usage_text: ClassVar[str] = "hf:<path>"
+    deterministic: ClassVar[bool] = True
+    """Greedy decoding: asked again, it replies the same."""
 
     def __init__(self, spec: str, foundation_mode: Literal["abstentions", "all"] = "abstentions") -> None:
         """Load the model."""

@@ -119,6 +119,7 @@ class ProxyJudge(BaseJudge):
     name: ClassVar[str] = "proxy"
     usage_text: ClassVar[str] = "proxy"
     kinds: ClassVar[frozenset[str]] = frozenset({"chat"})
+    deterministic: ClassVar[bool] = True
     scores_only: ClassVar[bool] = True
     """Its ``raw`` explains the similarity scores: it is no judge's reply."""
 

@@ -111,6 +111,7 @@ class RuleJudge(BaseJudge):
     name: ClassVar[str] = "rule"
     usage_text: ClassVar[str] = "rule"
     kinds: ClassVar[frozenset[str]] = frozenset({"foundation", "sound_source", "mmau", "mmar", "mmsu"})
+    deterministic: ClassVar[bool] = True
     decides_tiers: ClassVar[frozenset[str]] = frozenset({"A"})
     """It reads the option a tier A answer chose."""
 

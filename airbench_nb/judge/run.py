@@ -17,9 +17,9 @@ The judge prompts live in :mod:`airbench_nb.prompts`; their builders are importa
 Verdicts are appended to a JSONL file and flushed per chunk; the output is checked, locked and repaired as the
 model runs' are (:mod:`airbench_nb.runner`). Responses are read latest-wins per (uid, model): a retried answer
 supersedes its error. Every verdict records the :meth:`~airbench_nb.records.Response.content_hash` of the response
-it judged. A rerun skips a (uid, model, judge, order, turn) whose latest verdict judged the model's latest response
-and did not fail; it judges again (appending) when the response changed since (a re-inferred answer: the old verdict
-is stale), when the judge call failed (failures heal on rerun), or when a spoken answer's file was missing,
+it judged. A rerun skips a (uid, model, judge, order, turn, repeat) whose latest verdict judged the model's latest
+response and did not fail; it judges again (appending) when the response changed since (a re-inferred answer: the old
+verdict is stale), when the judge call failed (failures heal on rerun), or when a spoken answer's file was missing,
 unreadable or changed when it was judged (:data:`~airbench_nb.judge.base.AUDIO_GONE`). Before a judge's verdict is
 written, the injection screen (:func:`~airbench_nb.judge.screen.screen_answer`) is run over the answer it judged and
 recorded on it (``Verdict.screen``), whatever the judge; the summary counts the flagged verdicts. Abstentions and
@@ -34,6 +34,15 @@ items (``ChatItem.turns``) are judged turn by turn: one verdict per (turn, order
 ``Response.turns[k]``; a turn the model did not answer (a later turn failed, and ``Response.error`` names it) gets a
 ``no response`` verdict without a judge call, and the turns before it are judged. A one-turn item is judged exactly
 as before: two verdicts with ``turn`` None.
+
+Repeats (``repeats=R``, ``airbench-nb judge --judge-repeats R``): each (uid, model, order, turn) is judged ``R`` times,
+the first judgement with ``Verdict.repeat`` None (as always: files and caches written before repeats existed keep
+their meaning), the others with ``repeat`` 1 .. R-1; each repeat is pending on its own (a rerun asks only the missing
+ones, a rerun with a larger ``R`` only the new ones) and an LLM judge's repeat is cached under its own key
+(``ChatRequest.repeat``). A deterministic judge (:attr:`~airbench_nb.judge.base.BaseJudge.deterministic`: the rule,
+the proxy, ``hf:``) is judged once whatever ``R``: asking again would copy its verdict (the summary says so, and the
+judge-panel analysis gives it repeat variance 0). Scores read the first judgement only; the repeats feed
+:mod:`airbench_nb.analysis.judge_panel`.
 """
 
 from __future__ import annotations
@@ -102,7 +111,7 @@ class JudgeSummary:
     judge: str
     """Judge spec."""
     tasks: int = 0
-    """Verdicts needed (responses × orders, × turns for multi-turn Chat items) for the given items."""
+    """Verdicts needed (responses × orders, × turns for multi-turn Chat items, × repeats) for the given items."""
     skipped_existing: int = 0
     """Verdicts already in the output that judged the latest response and did not fail (resumed)."""
     written: int = 0
@@ -123,7 +132,7 @@ class JudgeSummary:
     """Responses given that a later response of the same (uid, model) superseded (latest wins)."""
     duplicate_verdicts: int = 0
     """Verdict records already in the output superseded by a later one of the same (uid, model, judge, order,
-    turn)."""
+    turn, repeat)."""
     flagged: int = 0
     """Of ``written``: verdicts whose answer the injection screen flagged (:mod:`airbench_nb.judge.screen`)."""
     repaired_lines: int = 0
@@ -134,6 +143,11 @@ class JudgeSummary:
     """Wall-clock time."""
     dry_run: str | None = None
     """The estimate printed instead of judging, for dry runs."""
+    repeats: int = 1
+    """Judgements asked per (response, order, turn): the ``repeats`` given, or 1 for a deterministic judge."""
+    deterministic: bool = False
+    """Whether the judge is deterministic (:attr:`~airbench_nb.judge.base.BaseJudge.deterministic`): repeats were not
+    asked of it."""
 
     @property
     def failed_every_item(self) -> bool:
@@ -168,6 +182,8 @@ class JudgeSummary:
                 "usage",
                 "seconds",
                 "dry_run",
+                "repeats",
+                "deterministic",
             )
         }
 
@@ -190,6 +206,7 @@ def judge_responses(
     batch_poll_s: float = 30.0,
     progress: bool = True,
     run_folder: RunFolder | None = None,
+    repeats: int = 1,
 ) -> JudgeSummary:
     """Judge responses into ``out`` (resumable): one verdict per Foundation response, two per Chat turn.
 
@@ -217,19 +234,23 @@ def judge_responses(
         progress: Show a progress bar.
         run_folder: The run folder the responses' spoken answers are in; needed by judges that listen
             (``asr:...``, :attr:`~airbench_nb.judge.base.BaseJudge.needs_audio`).
+        repeats: Judgements per (response, order, turn) (see the module docstring); a deterministic judge is judged
+            once whatever it says.
 
     Returns:
         A :class:`JudgeSummary`.
 
     Raises:
         JudgeSpecError: For a spec that names no judge.
-        ValueError: For a judge that listens and no ``run_folder`` (nothing is written).
+        ValueError: For a judge that listens and no ``run_folder``, or ``repeats`` below 1 (nothing is written).
         OutputError: When ``out`` is not a verdicts file or another process is writing it; nothing is written.
         ManifestError: When a line of ``out`` is JSON but not a valid verdict (naming file, line and field).
         Exception: A fatal API error (see :func:`~airbench_nb.runner.is_fatal_api_error`), after keeping what was
             judged.
     """
     spec = parse_judge_spec(judge) if isinstance(judge, str) else judge.spec
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a whole number >= 1 (judgements per task), got {repeats!r}")
     if run_folder is None and getattr(judge_class(spec) if isinstance(judge, str) else judge, "needs_audio", False):
         raise ValueError(f"judge {spec} listens to spoken answers: give run_folder, the run folder they are in")
     out = Path(out)
@@ -239,7 +260,14 @@ def judge_responses(
         existing = _read_verdicts(out, dry_run)
         t0 = time.perf_counter()
         kinds = judge_class(spec).kinds if isinstance(judge, str) else judge.kinds
-        summary, tasks = _pending(spec, kinds, items, responses, existing, run_folder)
+        deterministic = bool(getattr(judge_class(spec) if isinstance(judge, str) else judge, "deterministic", False))
+        if deterministic and repeats > 1:
+            logger.info(
+                "judge %s is deterministic: judged once per task, not %d times (repeats would copy it)", spec, repeats
+            )
+        rounds = 1 if deterministic else repeats
+        summary, tasks = _pending(spec, kinds, items, responses, existing, run_folder, rounds)
+        summary.repeats, summary.deterministic = rounds, deterministic
         summary.repaired_lines = repaired
         if isinstance(judge, str):
             judge = load_judge(
@@ -276,6 +304,7 @@ def _pending(
     responses: Sequence[Response],
     existing: Sequence[Verdict],
     run_folder: RunFolder | None = None,
+    repeats: int = 1,
 ) -> tuple[JudgeSummary, list[Task]]:
     """The summary so far (tasks, skipped, stale, retried, duplicates) and the tasks to judge, in response order.
 
@@ -286,9 +315,10 @@ def _pending(
         responses: The responses (latest wins per (uid, model)).
         existing: The verdicts already written.
         run_folder: Where spoken answers are found (set on every task).
+        repeats: Judgements per (response, order, turn): repeat None, then 1 .. ``repeats`` - 1.
     """
     by_uid = {i.uid: i for i in items}
-    latest_verdicts = {(v.uid, v.model, v.judge, v.order, v.turn): v for v in existing}
+    latest_verdicts = {(v.uid, v.model, v.judge, v.order, v.turn, v.repeat): v for v in existing}
     latest_responses = {(r.uid, r.model): r for r in responses}
     summary = JudgeSummary(
         judge=spec,
@@ -304,18 +334,19 @@ def _pending(
         judged = response.content_hash()
         for turn in item.judged_turns:
             for order in orders:
-                summary.tasks += 1
-                previous = latest_verdicts.get((item.uid, response.model, spec, order, turn))
-                if previous is None:
-                    pass
-                elif previous.response_hash is not None and previous.response_hash != judged:
-                    summary.stale += 1
-                elif _call_failed(previous) or (previous.parse_error or "").startswith(AUDIO_GONE):
-                    summary.retried += 1
-                else:
-                    summary.skipped_existing += 1
-                    continue
-                tasks.append(Task(item, response, order, turn=turn, run_folder=run_folder))
+                for repeat in [None, *range(1, repeats)]:
+                    summary.tasks += 1
+                    previous = latest_verdicts.get((item.uid, response.model, spec, order, turn, repeat))
+                    if previous is None:
+                        pass
+                    elif previous.response_hash is not None and previous.response_hash != judged:
+                        summary.stale += 1
+                    elif _call_failed(previous) or (previous.parse_error or "").startswith(AUDIO_GONE):
+                        summary.retried += 1
+                    else:
+                        summary.skipped_existing += 1
+                        continue
+                    tasks.append(Task(item, response, order, turn=turn, repeat=repeat, run_folder=run_folder))
     if summary.stale or summary.retried:
         logger.info(
             "judge %s: %d verdict(s) of a changed response judged again, %d failed call(s) retried",
@@ -375,6 +406,8 @@ def _judge(
                     judged = task.response.content_hash()
                     if verdict.response_hash != judged:  # judges that build their own verdicts (the proxy)
                         verdict = verdict.model_copy(update={"response_hash": judged})
+                    if verdict.repeat != task.repeat:  # verdicts built without the task (the rule's, first)
+                        verdict = verdict.model_copy(update={"repeat": task.repeat})
                     if task.answer is not None:  # every judge's verdict records the screen (it changes no score)
                         verdict = verdict.model_copy(update={"screen": screen_answer(task.answer)})
                     ordered.append(verdict)

@@ -121,6 +121,7 @@ class SourcesJudge(BaseJudge):
     name: ClassVar[str] = "sources"
     usage_text: ClassVar[str] = "sources"
     kinds: ClassVar[frozenset[str]] = frozenset({"sound_source_open"})
+    deterministic: ClassVar[bool] = True
     decides_tiers: ClassVar[frozenset[str]] = frozenset({"D"})
     """Its hits decide tier D answers (the offline rule, a proxy)."""
     names_sources: ClassVar[bool] = True

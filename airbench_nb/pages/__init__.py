@@ -2,13 +2,15 @@
 
 :mod:`~airbench_nb.pages.base` holds :class:`PageInputs`, :class:`PageSection` and the registry
 (:data:`PAGE_SECTIONS`); importing this package registers the kit's sections: :mod:`~airbench_nb.pages.airbench`
-(``Main table``), :mod:`~airbench_nb.pages.controls` (``Controls``) and :mod:`~airbench_nb.pages.perturbations`
-(``Perturbations``), AIR-Bench's; :mod:`~airbench_nb.pages.sseu` (``SSEU-Bench``), :mod:`~airbench_nb.pages.ugbench`
-(``UG-Bench``), :mod:`~airbench_nb.pages.tiered` (``Tiered sound sources``) and :mod:`~airbench_nb.pages.choice_qa`
-(``MMAU``, ``MMAR``, ``MMSU``); :mod:`~airbench_nb.pages.clusters` (``Clustered intervals``) is the kit's own, after
-every benchmark's (:data:`KIT_PAGE_SECTIONS`). :mod:`~airbench_nb.pages.style` holds the CSS both landing pages
-share, :mod:`~airbench_nb.pages.cells` the formatting of their table cells. A new benchmark's section is one more
-module that calls :func:`register_page_section`, imported here, and named in its benchmark's ``page_sections``;
+(``Main table``), :mod:`~airbench_nb.pages.controls` (``Controls``), :mod:`~airbench_nb.pages.perturbations`
+(``Perturbations``), :mod:`~airbench_nb.pages.judge_panel` (``Judge panel``) and
+:mod:`~airbench_nb.pages.judge_mapping` (``Mapped Chat scores``), AIR-Bench's; :mod:`~airbench_nb.pages.sseu`
+(``SSEU-Bench``), :mod:`~airbench_nb.pages.ugbench` (``UG-Bench``), :mod:`~airbench_nb.pages.tiered` (``Tiered sound
+sources``) and :mod:`~airbench_nb.pages.choice_qa` (``MMAU``, ``MMAR``, ``MMSU``); :mod:`~airbench_nb.pages.clusters`
+(``Clustered intervals``) is the kit's own, after every benchmark's (:data:`KIT_PAGE_SECTIONS`).
+:mod:`~airbench_nb.pages.style` holds the CSS both landing pages share, :mod:`~airbench_nb.pages.cells` the
+formatting of their table cells. A new benchmark's section is one more module that calls
+:func:`register_page_section`, imported here, and named in its benchmark's ``page_sections``;
 :func:`airbench_nb.report_page.write_report_page` places it in the benchmarks' order.
 """
 
@@ -17,6 +19,8 @@ module that calls :func:`register_page_section`, imported here, and named in its
 from airbench_nb.pages.airbench import MAIN_TABLE
 from airbench_nb.pages.controls import CONTROLS_SECTION
 from airbench_nb.pages.perturbations import PERTURBATIONS_SECTION
+from airbench_nb.pages.judge_panel import JUDGE_PANEL_SECTION
+from airbench_nb.pages.judge_mapping import JUDGE_MAPPING_SECTION
 from airbench_nb.pages.sseu import SSEU_SECTION
 from airbench_nb.pages.ugbench import UGBENCH_SECTION
 from airbench_nb.pages.tiered import TIERED_SECTION
@@ -39,6 +43,8 @@ __all__ = [
     "CLUSTERS_SECTION",
     "CONTROLS_SECTION",
     "KIT_PAGE_SECTIONS",
+    "JUDGE_MAPPING_SECTION",
+    "JUDGE_PANEL_SECTION",
     "MAIN_TABLE",
     "MMAR_SECTION",
     "MMAU_SECTION",

@@ -16,6 +16,7 @@ TEMPLATE = """\
 <b>multi-clip</b> and <b>multi-turn</b> columns, when present, are the kit's own tasks (several clips, follow-up
 questions): no Average includes them.</p>
 {% if main_table %}<div class="wide">{{ main_table | safe }}</div>
+{% if provenance %}<p class="meta">{{ provenance }}</p>{% endif %}
 {% else %}<p>No scores (the judging stage did not finish).</p>{% endif %}"""
 """Jinja2 template of the section (the main table inserted as trusted HTML)."""
 
@@ -42,7 +43,14 @@ def render_main_table(inputs: PageInputs) -> str | None:
     table = main_table_html(inputs.scores)
     if not table and inputs.scores:
         return None
-    return render_template(TEMPLATE, main_table=table)
+    return render_template(TEMPLATE, main_table=table, provenance=chat_provenance(inputs.scores))
+
+
+def chat_provenance(scores: ScoreTable | None) -> str:
+    """The sentence under the main table naming its Chat judges and whether they are AIR-Bench's (or "")."""
+    from airbench_nb.scoring.provenance import provenance_text
+
+    return provenance_text([str(row.get("chat_judge") or "") for row in scores.summary_rows()]) if scores else ""
 
 
 MAIN_TABLE = register_page_section(PageSection(title="Main table", render=render_main_table))

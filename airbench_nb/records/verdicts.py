@@ -129,6 +129,19 @@ class Verdict(Record):
     """True when the reply came from the judge cache rather than a new request."""
     turn: StrictInteger | None = None
     """Multi-turn Chat: index of the turn judged (0 for the first); None for one-turn items and Foundation."""
+    repeat: StrictInteger | None = None
+    """Which judgement of the same (uid, model, judge, order, turn) this is, when the judge was asked several times
+    (``judge --judge-repeats R``): None for the first (or only) one, as in every file written before repeats
+    existed; 1 .. R-1 for the repeats. Scores read the first judgement only; the judge-panel analysis
+    (:mod:`airbench_nb.analysis.judge_panel`) reads them all."""
+
+    @field_validator("repeat")
+    @classmethod
+    def _repeat_counts_from_one(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError(f"repeat must be None (the first judgement) or 1, 2, ... (a repeat), got {value}")
+        return value
+
     response_hash: str | None = None
     """:meth:`Response.content_hash` of the response judged; a verdict whose hash is not that of the model's
     latest response for the item is stale (re-judged, never scored). None in files written before the field
