@@ -41,8 +41,8 @@ import numpy as np
 from airbench_nb.analysis.judge_panel import ChatReader
 from airbench_nb.analysis_report import Interval, Number, Payload
 from airbench_nb.records import ChatItem, Response, Verdict, cluster_of
-from airbench_nb.scoring.resample import clustering, weight_rows
-from airbench_nb.scoring.wer import _key_rng, percentile_interval
+from airbench_nb.scoring.resample import clustering, percentile_interval, weight_rows
+from airbench_nb.scoring.resample import key_rng as _key_rng
 
 logger = logging.getLogger(__name__)
 

@@ -61,8 +61,8 @@ from airbench_nb.analysis.registry import register_analysis_section
 from airbench_nb.analysis.section import Section
 from airbench_nb.analysis_report import Interval, Number, Payload
 from airbench_nb.records import ChatItem, Response, Verdict, cluster_of
-from airbench_nb.scoring.resample import clustering, weight_rows
-from airbench_nb.scoring.wer import _key_rng, percentile_interval
+from airbench_nb.scoring.resample import clustering, percentile_interval, weight_rows
+from airbench_nb.scoring.resample import key_rng as _key_rng
 
 if TYPE_CHECKING:
     from airbench_nb.analysis.report import RunAnalysis

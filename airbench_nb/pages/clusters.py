@@ -62,7 +62,7 @@ def _effect(value: float | None) -> str:
 def clustered_sections(scores: ScoreTable | None) -> list[ClusteredSection]:
     """Every (model, section) of the strict protocol (else the official) with a clustered score, in table order."""
     out: list[ClusteredSection] = []
-    for key, run_scores in (scores.items() if scores else []):
+    for key, run_scores in scores.items() if scores else []:
         table = run_scores.strict or run_scores.official
         if table is None:
             continue
