@@ -34,6 +34,9 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
 - injection (``injection``): every model's current verdicts, of the judges analysed and ``rule``: the answers the
   injection screen flagged, and for those the scores of the verbatim and the fenced judge prompt
   (:mod:`airbench_nb.analysis.injection`).
+- decoding stability (``stability``): the choice items' main and sampled answers of ``infer --samples K``, read by
+  the rule extractor (:mod:`airbench_nb.analysis.stability`); left out of ``analysis.json`` when no model has
+  samples.
 """
 
 from __future__ import annotations
@@ -931,9 +934,11 @@ for _name in KIT_SECTIONS:
     register_analysis_section(_name, getattr(RunAnalysis, _name), kit=True, optional=_name in OPTIONAL_SECTIONS)
 
 # The benchmarks' own sections register after the kit's (report order): MMAU's, MMAR's and MMSU's, then the
-# perturbation curves (optional: a run without perturbed copies writes no key).
+# perturbation curves (optional: a run without perturbed copies writes no key), then decoding stability (optional: a
+# run without sampled answers writes no key).
 import airbench_nb.analysis.choice_qa  # noqa: E402, F401 - imported for its registrations
 import airbench_nb.analysis.perturbations  # noqa: E402, F401 - imported for its registration
+import airbench_nb.analysis.stability  # noqa: E402, F401 - imported for its registration
 
 
 def _json_default(value: Any) -> Any:

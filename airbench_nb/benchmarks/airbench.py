@@ -36,7 +36,7 @@ AIRBENCH = register_benchmark(
             "multi_clip",
             "multi_turn",
         ),
-        page_sections=("Main table", "Controls", "Perturbations"),
+        page_sections=("Main table", "Controls", "Perturbations", "Stability"),
         capability_tasks=(*ALL_FOUNDATION_TASKS, *CHAT_CAPABILITY_TASKS),
         doc="docs/data.md",
     )
