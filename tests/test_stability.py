@@ -303,3 +303,64 @@ def test_cli_samples_option(tmp_path):
     ] * 2
     assert all(r.generation["greedy"] for r in read_records(out, Response))  # the main answer stays greedy
     assert os.path.getsize(out) > 0
+
+
+def _hand_written(folder: RunFolder, spec: str, rows: list[Response]) -> None:
+    """Write a model's main and sampled records where a run folder keeps them."""
+    out = folder.responses_file(spec, "foundation")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(r.model_dump_json() + "\n" for r in rows if r.sample is None))
+    samples_file(out).write_text("".join(r.model_dump_json() + "\n" for r in rows if r.sample is not None))
+
+
+def test_a_larger_k_on_some_items_uses_the_first_k_every_item_has_and_a_sampled_main_answer_is_labelled(tmp_path):
+    _write_run(tmp_path, n=3)
+    folder = RunFolder(tmp_path)
+    spec = "test:sampler"
+    rows = [Response(uid=f"item-{i}", model=spec, text="A", generation={"greedy": False}) for i in range(3)]
+    for i in range(3):
+        for k in range(5 if i < 2 else 3):  # a rerun with --samples 5 reached items 0 and 1 only
+            asked = 5 if k >= 3 else 3
+            rows.append(
+                Response(uid=f"item-{i}", model=spec, text="B", sample=k, generation={"sampling": {"samples": asked}})
+            )
+    _hand_written(folder, spec, rows)
+    (run,) = read_model_samples(folder)
+    assert sorted(i.uid for i in run.items) == ["item-0", "item-1", "item-2"]
+    assert {len(i.samples) for i in run.items} == {3} and not run.main_greedy
+    (row, pooled) = stability_results([run], reps=50)[spec]
+    assert pooled.samples == 3 and not pooled.main_greedy and row.task == TASK
+    assert stability_frame({spec: [pooled]})["sampling"].iloc[0].endswith("main answer not greedy")
+    # item-1's gold is B (index 1): every sample right, the main answer (A) wrong
+    assert pooled.expected.value == pytest.approx(1 / 3) and pooled.greedy.value == pytest.approx(1 / 3)
+
+
+def test_a_run_without_samples_has_no_stability_section():
+    from types import SimpleNamespace
+
+    from airbench_nb.analysis.registry import SECTIONS
+    from airbench_nb.analysis.stability import stability_section
+
+    empty = SimpleNamespace(folder=RunFolder(Path("/nonexistent-run")), run=SimpleNamespace(models=[]), reps=10, seed=0)
+    section = stability_section(empty)  # type: ignore[arg-type]
+    assert section.reason is not None and "--samples K" in section.reason and not section.data
+    assert SECTIONS["stability"].optional  # so analysis.json leaves it out
+
+
+def test_the_analysis_and_the_landing_page_show_the_samples(tmp_path):
+    from airbench_nb.analysis.report import RunAnalysis
+    from airbench_nb.analysis.stability import FIGURE_STEM, StabilityPayload
+    from airbench_nb.pages.stability import stability_table_html
+
+    manifest = _write_run(tmp_path, n=4)
+    folder = RunFolder(tmp_path)
+    for spec in ("baseline:random", "baseline:oracle"):
+        infer(spec, manifest, folder.responses_file(spec, "foundation"), samples=3, temperature=1.0, progress=False)
+    report = RunAnalysis(tmp_path, reps=50).write()
+    payload = report.extra_section("stability", StabilityPayload)
+    assert set(payload.models) == {"baseline:random", "baseline:oracle"}
+    oracle = payload.models["baseline:oracle"][-1]
+    assert oracle.deterministic and oracle.greedy.value == oracle.expected.value == 1.0 and oracle.n == 4
+    assert f"figures/{FIGURE_STEM}.png" in report.files.figures
+    html = stability_table_html(report)
+    assert "deterministic (asked once)" in html and "100.0 [100.0, 100.0]" in html

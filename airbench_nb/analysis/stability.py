@@ -188,6 +188,9 @@ class StabilityRow(Payload):
     """K: the samples per item."""
     deterministic: bool
     """True for a deterministic backend, sampled once: consistency 1 and variance 0 by construction."""
+    main_greedy: bool = True
+    """Whether every main answer was decoded greedily; False: ``greedy`` is the accuracy of main answers decoded at a
+    temperature above 0 (kept from a run before ``--samples``)."""
     temperature: Number | None = None
     """The samples' temperature."""
     greedy: StabilityEstimate
@@ -241,6 +244,7 @@ def stability_row(
     reps: int,
     seed: int,
     key: str,
+    main_greedy: bool = True,
 ) -> StabilityRow:
     """The row of a set of items (one model, one task or all).
 
@@ -248,6 +252,7 @@ def stability_row(
         items: The items, each with the same number of samples.
         task: The task, None for all pooled.
         deterministic: Whether the backend is deterministic.
+        main_greedy: Whether every main answer was decoded greedily.
         temperature: The samples' temperature.
         reps: Bootstrap replicates.
         seed: Bootstrap seed.
@@ -280,6 +285,7 @@ def stability_row(
         design_effect=design,
         samples=ks.pop(),
         deterministic=deterministic,
+        main_greedy=main_greedy,
         temperature=temperature,
         **found,
     )
@@ -299,6 +305,9 @@ class ModelSamples:
     """The samples' temperature (the first record's)."""
     left_out: dict[str, int]
     """Items with samples left out, by reason."""
+    main_greedy: bool = True
+    """Whether every main answer used was decoded greedily (False: answered at a temperature above 0 before the samples
+    were asked; the ``greedy`` figure is then the main answer's accuracy, labelled so)."""
 
 
 def _extract(text: str | None, choices: list[str]) -> int | None:
@@ -326,29 +335,47 @@ def model_samples(
     records = [r for per in by_item.values() for r in per.values()]
     deterministic = any(r.generation.get("sampling", {}).get("samples_vary") is False for r in records)
     temperature = next((float(r.generation["temperature"]) for r in records if "temperature" in r.generation), None)
-    k = 1 + max((s for per in by_item.values() for s in per), default=-1)
     left: Counter[str] = Counter()
-    found: list[ItemSamples] = []
+    complete: dict[str, tuple[int, Response]] = {}  # uid -> (samples asked, main answer)
     for uid, per in by_item.items():
-        item = items[uid]
-        if any(per.get(s) is None or per[s].error is not None for s in range(k)):
+        asked = _asked(per, deterministic)
+        if any(per.get(s) is None or per[s].error is not None for s in range(asked)):
             left["a sample missing or failed"] += 1
             continue
         first = main_by_uid.get(uid)
         if first is None or first.error is not None:
             left["no usable main answer"] += 1
             continue
-        found.append(
-            ItemSamples(
-                uid=uid,
-                task=item.task,
-                cluster=cluster_of(item),
-                gold=int(item.answer),
-                greedy=_extract(first.text, list(item.choices)),
-                samples=tuple(_extract(per[s].text, list(item.choices)) for s in range(k)),
-            )
+        complete[uid] = (asked, first)
+    # items sampled different numbers of times (a later run with a larger K on one manifest): the first K samples of
+    # each, K the fewest any complete item has, so that every row has one K
+    k = min((asked for asked, _ in complete.values()), default=0)
+    found = [
+        ItemSamples(
+            uid=uid,
+            task=items[uid].task,
+            cluster=cluster_of(items[uid]),
+            gold=int(items[uid].answer),
+            greedy=_extract(first.text, list(items[uid].choices)),
+            samples=tuple(_extract(by_item[uid][s].text, list(items[uid].choices)) for s in range(k)),
         )
-    return ModelSamples(model, found, deterministic, temperature, dict(left))
+        for uid, (_, first) in complete.items()
+    ]
+    greedy = all(complete[i.uid][1].generation.get("greedy", True) is not False for i in found)
+    return ModelSamples(model, found, deterministic, temperature, dict(left), greedy)
+
+
+def _asked(per: Mapping[int, Response], deterministic: bool) -> int:
+    """How many samples an item was asked.
+
+    1 for a deterministic backend, else the K its records name (the largest, after a rerun with a larger K), else one
+    more than its largest index.
+    """
+    if deterministic:
+        return 1
+    named = [r.generation.get("sampling", {}).get("samples") for r in per.values()]
+    counts = [n for n in named if isinstance(n, int) and not isinstance(n, bool) and n > 0]
+    return max(counts) if counts else 1 + max(per)
 
 
 def stability_results(
@@ -360,7 +387,13 @@ def stability_results(
         if not run.items:
             continue
         tasks = list(dict.fromkeys(i.task for i in run.items))
-        common = {"deterministic": run.deterministic, "temperature": run.temperature, "reps": reps, "seed": seed}
+        common = {
+            "deterministic": run.deterministic,
+            "main_greedy": run.main_greedy,
+            "temperature": run.temperature,
+            "reps": reps,
+            "seed": seed,
+        }
         rows = [
             stability_row(
                 [i for i in run.items if i.task == task], task=task, key=f"stability:{run.model}:{task}", **common
@@ -413,6 +446,15 @@ def read_model_samples(folder: RunFolder, models: Sequence[str] | None = None) -
 # ---------------------------------------------------------------------------------------------------- presenting
 
 
+def sampling_text(row: StabilityRow) -> str:
+    """How a row's samples were drawn, in words, and whether its main answers were greedy."""
+    if row.deterministic:
+        text = "deterministic (sampled once)"
+    else:
+        text = "temperature not recorded" if row.temperature is None else f"temperature {row.temperature:g}"
+    return text if row.main_greedy else f"{text}; main answer not greedy"
+
+
 def stability_frame(results: Mapping[str, Sequence[StabilityRow]]) -> pd.DataFrame:
     """One row per model and task (``(all)`` pooled): n, K, whether deterministic, each figure with its interval."""
     rows = []
@@ -424,7 +466,7 @@ def stability_frame(results: Mapping[str, Sequence[StabilityRow]]) -> pd.DataFra
                 "n": r.n,
                 "clusters": r.clusters,
                 "K": r.samples,
-                "sampling": "deterministic (sampled once)" if r.deterministic else f"temperature {r.temperature:g}",
+                "sampling": sampling_text(r),
             }
             for measure in MEASURES:
                 estimate_ = getattr(r, measure)
@@ -463,7 +505,9 @@ def stability_figure(results: Mapping[str, Sequence[StabilityRow]]) -> Any:
         ax.bar(xs, ys, width=width, color=palette[j], label=MEASURE_LABELS[measure])
         ax.errorbar(xs, ys, yerr=[lows, highs], fmt="none", ecolor="black", capsize=2, linewidth=0.8)
     labels = [
-        f"{m if len(m) <= 28 else m[:27] + '…'}\nn={r.n}, K={r.samples}" + (" (det.)" if r.deterministic else "")
+        f"{m if len(m) <= 28 else m[:27] + '…'}\nn={r.n}, K={r.samples}"
+        + (" (det.)" if r.deterministic else "")
+        + ("" if r.main_greedy else "\nmain not greedy")
         for m, r in pooled.items()
     ]
     ax.set_xticks(range(len(pooled)), labels)

@@ -19,16 +19,17 @@ logger = logging.getLogger(__name__)
 
 TEMPLATE = """\
 <p class="meta">Does the answer survive sampling? Each model answered every choice item once greedily (the main
-answer) and K times at the temperature shown (<code>airbench-nb infer --samples K</code>, sample k seeded from the
-run's seed and k). <b>Samples are scored by the rule extractor</b>: {{ scoring }}. <b>greedy</b>: accuracy of the
-main answer; <b>expected</b>: the mean over items of the share of right samples; <b>majority</b>: accuracy of each
-item's most frequent sampled answer ({{ tie_rule }}); <b>consistent</b>: the share of items whose K samples all read
-as the same answer; <b>variance</b>: the mean over items of p(1 − p), p the item's share of right samples (from 0
-to 0.25, not in %). Cells in %, with the 95% bootstrap interval resampling the items' clusters (the union with the
-item-level interval where items share a recording; {{ reps }} replicates). A <b>deterministic</b> backend answers
-the same whatever the temperature and was asked once: its consistency is 1 and its variance 0 by construction, not
-measured. <b>n</b>: items with a main answer and every sample{{ left_out }}. Per task in
-<code>analysis/analysis.json</code> (<code>stability</code>) and notebook 05.</p>
+answer; "main answer not greedy" where it was kept from a run at a temperature above 0) and K times at the
+temperature shown (<code>airbench-nb infer --samples K</code>, sample k seeded from the run's seed and k).
+<b>Samples are scored by the rule extractor</b>: {{ scoring }}. <b>greedy</b>: accuracy of the main answer;
+<b>expected</b>: the mean over items of the share of right samples; <b>majority</b>: accuracy of each item's most
+frequent sampled answer ({{ tie_rule }}); <b>consistent</b>: the share of items whose K samples all read as the same
+answer; <b>variance</b>: the mean over items of p(1 − p), p the item's share of right samples (from 0 to 0.25, not
+in %). Cells in %, with the 95% bootstrap interval resampling the items' clusters (the union with the item-level
+interval where items share a recording; {{ reps }} replicates). A <b>deterministic</b> backend answers the same
+whatever the temperature and was asked once: its consistency is 1 and its variance 0 by construction, not measured.
+<b>n</b>: items with a main answer and every sample{{ left_out }}. Per task in <code>analysis/analysis.json</code>
+(<code>stability</code>) and notebook 05.</p>
 <div class="wide">{{ table | safe }}</div>"""
 """Jinja2 template of the section (the table inserted as trusted HTML)."""
 
@@ -63,7 +64,12 @@ def stability_table_html(analysis: AnalysisReport | None) -> str:
         pooled = next((r for r in rows if r.task is None), None)
         if pooled is None:
             continue
-        sampling = "deterministic (asked once)" if pooled.deterministic else f"T = {pooled.temperature:g}"
+        if pooled.deterministic:
+            sampling = "deterministic (asked once)"
+        else:
+            sampling = "T not recorded" if pooled.temperature is None else f"T = {pooled.temperature:g}"
+        if not pooled.main_greedy:
+            sampling += "; main answer not greedy"
         record: dict[str, object] = {
             "model": model,
             "tasks": sum(r.task is not None for r in rows),
