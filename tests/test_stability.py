@@ -364,3 +364,21 @@ def test_the_analysis_and_the_landing_page_show_the_samples(tmp_path):
     assert f"figures/{FIGURE_STEM}.png" in report.files.figures
     html = stability_table_html(report)
     assert "deterministic (asked once)" in html and "100.0 [100.0, 100.0]" in html
+
+
+def test_notebook_03_asks_samples_through_infer_run_folder_and_refuses_a_negative_count(tmp_path):
+    from airbench_nb.pipeline import PipelineError, check_parameter_values, notebook_parameters, notebooks_dir
+    from airbench_nb.runner import infer_run_folder
+
+    _write_run(tmp_path, n=2)
+    folder = RunFolder(tmp_path)
+    summaries = infer_run_folder(folder, ["baseline:first"], ["foundation"], samples=2, temperature=0.5)
+    (summary,) = list(summaries)
+    assert summary.samples is not None and summary.samples.taken == 1  # deterministic: asked once
+    assert summaries.rows()[0]["samples"]["asked"] == 2
+    assert samples_file(folder.responses_file("baseline:first", "foundation")).is_file()
+    declared = {"03_run_model": notebook_parameters(notebooks_dir() / "03_run_model.ipynb")}
+    assert declared["03_run_model"]["samples"]["default"] == "0"  # as papermill reads the cell
+    assert declared["03_run_model"]["temperature"]["default"] == "1.0"
+    with pytest.raises(PipelineError, match=r"parameter samples=-1 must be 0 or more"):
+        check_parameter_values({"samples": -1}, declared)
