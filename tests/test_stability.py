@@ -382,3 +382,16 @@ def test_notebook_03_asks_samples_through_infer_run_folder_and_refuses_a_negativ
     assert declared["03_run_model"]["temperature"]["default"] == "1.0"
     with pytest.raises(PipelineError, match=r"parameter samples=-1 must be 0 or more"):
         check_parameter_values({"samples": -1}, declared)
+
+
+def test_main_answers_and_samples_are_never_written_into_each_others_files(tmp_path):
+    from airbench_nb.runner import OutputError
+
+    manifest = _write_run(tmp_path, n=2)
+    out = tmp_path / "r.jsonl"
+    infer("baseline:first", manifest, out, samples=2, temperature=1.0, progress=False)
+    more = samples_file(out)
+    before = more.read_bytes()
+    with pytest.raises(OutputError, match=r"holds sampled answers .*first for 'item-0'.*choose the other file"):
+        infer("baseline:first", manifest, more, progress=False)  # the samples file given as the main output
+    assert more.read_bytes() == before

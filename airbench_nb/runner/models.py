@@ -355,8 +355,9 @@ def run_model(
         A :class:`RunSummary`.
 
     Raises:
-        OutputError: When ``out`` is not a responses file, holds another model's responses, or is being written
-            by another process (:class:`OutputLockedError`); nothing is written.
+        OutputError: When ``out`` is not a responses file, holds another model's responses, holds samples while
+            main answers are asked (or main answers while samples are), or is being written by another process
+            (:class:`OutputLockedError`); nothing is written.
         ManifestError: When a line of ``out`` is JSON but not a valid response (naming file, line and field).
         ValueError: For a negative ``limit`` (nothing is written).
         Exception: A fatal API error (see :func:`is_fatal_api_error`), after keeping what was answered.
@@ -379,7 +380,9 @@ def run_model(
                 "so this run would mix two models; choose another output (e.g. responses/<model>/<kind>.jsonl)"
             )
         repaired = repair_jsonl(out)
-        existing = [r for r in read_existing(out, Response) if r.sample == sample]
+        every = read_existing(out, Response)
+        _refuse_other_answers(out, every, sample)
+        existing = [r for r in every if r.sample == sample]
         latest = {r.uid: r for r in existing}
         summary = RunSummary(
             model=model.spec,
@@ -475,6 +478,22 @@ def run_model(
     if summary.replicas:
         logger.info("%s: requests per replica in this run:\n%s", model.spec, summary.replica_text())
     return summary
+
+
+def _refuse_other_answers(out: Path, records: Sequence[Response], sample: int | None) -> None:
+    """Refuse to write main answers into a samples file, or samples into a main responses file.
+
+    Raises:
+        OutputError: Naming the file and the first record of the other sort (nothing is written).
+    """
+    other = next((r for r in records if (r.sample is None) != (sample is None)), None)
+    if other is None:
+        return
+    held = "sampled answers (records with a sample index)" if sample is None else "main answers (no sample index)"
+    raise OutputError(
+        f"{out} holds {held}, first for {other.uid!r}: main answers and samples are kept apart (<kind>.jsonl and "
+        "<kind>.samples.jsonl, written by infer --samples K); choose the other file"
+    )
 
 
 def _made_with(
