@@ -93,7 +93,8 @@ class Response(Record):
     later turn fails, the answers so far are kept here and ``error`` says which turn failed."""
     generation: dict[str, Any] = Field(default_factory=dict)
     """The decoding settings the answer was made with (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``,
-    greedy when temperature is 0); empty in files written before the field existed."""
+    greedy when temperature is 0; for a sampled answer also ``sampling``: ``samples``, the K asked, and
+    ``samples_vary``, whether the backend samples); empty in files written before the field existed."""
     prompt_set: str | None = None
     """Name (or template file) of the prompt set the prompt was made from, so that it can be rebuilt from this
     record and the item (:func:`airbench_nb.prompts.item_prompt`); None in older files."""
