@@ -349,8 +349,9 @@ def test_a_run_without_samples_has_no_stability_section():
 
 def test_the_analysis_and_the_landing_page_show_the_samples(tmp_path):
     from airbench_nb.analysis.report import RunAnalysis
-    from airbench_nb.analysis.stability import FIGURE_STEM, StabilityPayload
+    from airbench_nb.analysis.stability import FIGURE_KEY, StabilityPayload
     from airbench_nb.pages.stability import stability_table_html
+    from airbench_nb.plots import FIGURE_NAMES
 
     manifest = _write_run(tmp_path, n=4)
     folder = RunFolder(tmp_path)
@@ -361,7 +362,7 @@ def test_the_analysis_and_the_landing_page_show_the_samples(tmp_path):
     assert set(payload.models) == {"baseline:random", "baseline:oracle"}
     oracle = payload.models["baseline:oracle"][-1]
     assert oracle.deterministic and oracle.greedy.value == oracle.expected.value == 1.0 and oracle.n == 4
-    assert f"figures/{FIGURE_STEM}.png" in report.files.figures
+    assert f"figures/{FIGURE_NAMES[FIGURE_KEY]}.png" in report.files.figures
     html = stability_table_html(report)
     assert "deterministic (asked once)" in html and "100.0 [100.0, 100.0]" in html
 

@@ -78,8 +78,9 @@ SCORING = (
 """How answers are scored, as the page and ``analysis.json`` say it."""
 TIE_RULE = "a tie goes to the tied answer sampled first (lowest sample index); an abstention is never right"
 """How a majority vote's tie is broken."""
-FIGURE_STEM = "greedy-expected-majority-accuracy"
-"""File stem of the figure (``figures/<stem>.png``)."""
+FIGURE_KEY = "stability"
+"""Key of :data:`airbench_nb.plots.FIGURE_NAMES` the figure is saved under
+(``figures/greedy-expected-majority-accuracy.png``)."""
 
 
 # ------------------------------------------------------------------------------------------------------------- items
@@ -514,7 +515,9 @@ def stability_figure(results: Mapping[str, Sequence[StabilityRow]]) -> Any:
     ax.set_ylim(0, 100)
     ax.set_ylabel("accuracy (%)")
     ax.set_xlabel("model (n items, K samples per item)")
-    ax.set_title("Greedy vs sampled accuracy (rule-extracted, 95% cluster bootstrap)")
+    sizes = sorted({r.n for r in pooled.values()})
+    n_text = f"n = {sizes[0]}" if len(sizes) == 1 else f"n = {sizes[0]}-{sizes[-1]}"
+    ax.set_title(f"Greedy vs sampled accuracy, {n_text} choice items per model (rule-extracted, 95% cluster CI)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=len(kinds), fontsize="small", frameon=False)
     fig.tight_layout()
     return fig
@@ -546,7 +549,7 @@ def stability_section(analysis: RunAnalysis) -> Section:
         payload.model_dump(mode="json"),
         frame=stability_frame(results),
         figure=stability_figure(results),
-        figure_key=FIGURE_STEM,
+        figure_key=FIGURE_KEY,
     )
 
 
