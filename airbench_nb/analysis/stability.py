@@ -517,7 +517,10 @@ def stability_figure(results: Mapping[str, Sequence[StabilityRow]]) -> Any:
     ax.set_xlabel("model (n items, K samples per item)")
     sizes = sorted({r.n for r in pooled.values()})
     n_text = f"n = {sizes[0]}" if len(sizes) == 1 else f"n = {sizes[0]}-{sizes[-1]}"
-    ax.set_title(f"Greedy vs sampled accuracy, {n_text} choice items per model (rule-extracted, 95% cluster CI)")
+    ax.set_title(
+        f"Greedy vs sampled accuracy ({n_text} choice items per model)\n"
+        "rule-extracted answers, 95% cluster bootstrap CI"
+    )
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=len(kinds), fontsize="small", frameon=False)
     fig.tight_layout()
     return fig
