@@ -396,3 +396,21 @@ def test_main_answers_and_samples_are_never_written_into_each_others_files(tmp_p
     with pytest.raises(OutputError, match=r"holds sampled answers .*first for 'item-0'.*choose the other file"):
         infer("baseline:first", manifest, more, progress=False)  # the samples file given as the main output
     assert more.read_bytes() == before
+
+
+def test_a_model_whose_samples_all_failed_is_counted_not_dropped(tmp_path):
+    from types import SimpleNamespace
+
+    from airbench_nb.analysis.stability import StabilityPayload, stability_section
+
+    _write_run(tmp_path, n=2)
+    folder = RunFolder(tmp_path)
+    spec = "test:sampler"
+    rows = [Response(uid=f"item-{i}", model=spec, text="A") for i in range(2)]
+    rows += [Response(uid=f"item-{i}", model=spec, error="backend: timeout", sample=0) for i in range(2)]
+    _hand_written(folder, spec, rows)
+    analysis = SimpleNamespace(folder=folder, run=SimpleNamespace(models=[spec]), reps=10, seed=0)
+    section = stability_section(analysis)  # type: ignore[arg-type]
+    assert section.reason is None  # kept in analysis.json, so that the failures are seen
+    payload = StabilityPayload.model_validate(section.data)
+    assert payload.models == {} and payload.left_out == {spec: {"a sample missing or failed": 2}}

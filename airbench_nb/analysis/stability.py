@@ -530,23 +530,24 @@ def stability_section(analysis: RunAnalysis) -> Section:
     """The ``stability`` section of a run: every model's samples (:func:`stability_results`).
 
     Computed with the run's ``reps`` and ``seed``; empty with the reason (and so left out of ``analysis.json``) when
-    no model has samples of a choice item.
+    no model has samples of a choice item. A model whose samples are all left out (a sample failed on every item)
+    has no rows, and its count in ``left_out`` says why, with a warning in the log.
     """
     runs = read_model_samples(analysis.folder, analysis.run.models)
     results = stability_results(runs, reps=analysis.reps, seed=analysis.seed)
-    if not results:
+    left_out = {run.model: run.left_out for run in runs if run.model in results or run.left_out}
+    for model, reasons in left_out.items():
+        if reasons:
+            counts = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
+            logger.warning("stability: %s: items with samples left out (%s); rerun infer to heal", model, counts)
+    if not left_out:
         return Section(
             "stability",
             {},
             reason="no sampled answers of choice items in the run: ask them with `airbench-nb infer --samples K "
             "--temperature 1.0` (docs/stability.md)",
         )
-    payload = StabilityPayload(
-        models=results,
-        left_out={run.model: run.left_out for run in runs if run.model in results},
-        reps=analysis.reps,
-        seed=analysis.seed,
-    )
+    payload = StabilityPayload(models=results, left_out=left_out, reps=analysis.reps, seed=analysis.seed)
     return Section(
         "stability",
         payload.model_dump(mode="json"),
