@@ -92,7 +92,14 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """What a run id may be: a single folder name under the reports folder (no separator, no ``..``, not absolute)."""
 
 
-PARAMETER_MINIMUMS: dict[str, int] = {"limit": 0, "batch_size": 0, "max_new_tokens": 0, "show": 0, "concurrency": 1}
+PARAMETER_MINIMUMS: dict[str, int] = {
+    "limit": 0,
+    "batch_size": 0,
+    "max_new_tokens": 0,
+    "show": 0,
+    "concurrency": 1,
+    "samples": 0,
+}
 """Smallest value of the counting parameters of the notebooks (03, 04): 0 means "all" or "the default" where the
 notebook says so; below it a value would do something nobody asked for (``limit=-1`` would answer every item but
 the last), so :func:`check_parameter_values` refuses it before anything runs."""

@@ -38,6 +38,7 @@ FIGURE_NAMES: dict[str, str] = {
     "tiered": "tiered-macro-f1-per-tier",
     "perturbations": "score-change-under-perturbations",
     "controls": "score-change-under-controls",
+    "stability": "greedy-expected-majority-accuracy",
 }
 """Caption-ready file stems of the analysis figures (``figures/<stem>.png``)."""
 

@@ -34,6 +34,9 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
 - injection (``injection``): every model's current verdicts, of the judges analysed and ``rule``: the answers the
   injection screen flagged, and for those the scores of the verbatim and the fenced judge prompt
   (:mod:`airbench_nb.analysis.injection`).
+- decoding stability (``stability``): the choice items' main and sampled answers of ``infer --samples K``, read by
+  the rule extractor (:mod:`airbench_nb.analysis.stability`); left out of ``analysis.json`` when no model has
+  samples.
 """
 
 from __future__ import annotations
@@ -932,10 +935,12 @@ for _name in KIT_SECTIONS:
 
 # The benchmarks' own sections register after the kit's (report order): MMAU's, MMAR's and MMSU's, the judge panel
 # (optional: a run with one judgement of one judge per answer writes no key), then the perturbation curves (optional:
-# a run without perturbed copies writes no key).
+# a run without perturbed copies writes no key), then decoding stability (optional: a run without sampled answers
+# writes no key).
 import airbench_nb.analysis.choice_qa  # noqa: E402, F401 - imported for its registrations
 import airbench_nb.analysis.judge_panel  # noqa: E402, F401 - imported for its registration (optional: judge panels)
 import airbench_nb.analysis.perturbations  # noqa: E402, F401 - imported for its registration
+import airbench_nb.analysis.stability  # noqa: E402, F401 - imported for its registration
 
 
 def _json_default(value: Any) -> Any:

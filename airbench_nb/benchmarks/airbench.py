@@ -37,7 +37,7 @@ AIRBENCH = register_benchmark(
             "multi_turn",
             "judge_panel",
         ),
-        page_sections=("Main table", "Controls", "Perturbations", "Judge panel", "Mapped Chat scores"),
+        page_sections=("Main table", "Controls", "Perturbations", "Stability", "Judge panel", "Mapped Chat scores"),
         capability_tasks=(*ALL_FOUNDATION_TASKS, *CHAT_CAPABILITY_TASKS),
         doc="docs/data.md",
     )

@@ -23,9 +23,10 @@ from airbench_nb.registries import lookup
 
 logger = logging.getLogger(__name__)
 
-SHARED_ANALYSIS_SECTIONS: tuple[str, ...] = ("agreement", "injection")
-"""Sections of ``analysis.json`` that no benchmark owns: judge-human agreement on an annotated sample, and the
-answers the injection screen flagged, over every kind."""
+SHARED_ANALYSIS_SECTIONS: tuple[str, ...] = ("agreement", "injection", "stability")
+"""Sections of ``analysis.json`` that no benchmark owns: judge-human agreement on an annotated sample, the
+answers the injection screen flagged, over every kind, and decoding stability over the sampled answers of every
+choice item (AIR-Bench's Foundation items and the choice-QA benchmarks'; its page section is AIR-Bench's)."""
 
 SHARED_PAGE_SECTIONS: tuple[str, ...] = (
     "What was run",

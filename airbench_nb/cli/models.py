@@ -103,6 +103,14 @@ def infer(
     ] = 0.0,
     prompt_set: Annotated[str, typer.Option(help="airbench, cot, or a JSON template file.")] = "airbench",
     seed: Annotated[int, typer.Option(help="Seed of baseline:random and of sampling.")] = 0,
+    samples: Annotated[
+        int | None,
+        typer.Option(
+            help="Also ask every item K times at --temperature (above 0), sample k seeded from --seed and k, into "
+            "<out stem>.samples.jsonl (resumed per sample; a deterministic backend is asked once); the main answer "
+            "is then greedy. For the stability analysis (docs/stability.md).",
+        ),
+    ] = None,
     official_out: Annotated[
         Path | None, typer.Option(help="Also write the official result format here.", callback=out_file)
     ] = None,
@@ -166,6 +174,7 @@ def infer(
                 seed=seed,
                 official_out=official_out,
                 api_key_env=api_key_env,
+                samples=samples,
                 model_options={
                     "device": device,
                     "dtype": dtype,
@@ -182,5 +191,9 @@ def infer(
         console.print(
             f"{summary.unusable} items have missing, empty or corrupt audio: data defects, left out of scoring"
         )
+    if summary.samples is not None:
+        console.print(summary.samples.text())
     if summary.failed:
         raise items_failed(summary.failure_text())
+    if summary.samples is not None and summary.samples.failed:
+        raise items_failed(f"{model}: {summary.samples.failed} sampled answers ended in error")

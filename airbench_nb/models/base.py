@@ -316,8 +316,10 @@ class AudioLM(Protocol):
     (beam size, device, compute type...), which the runner records in each response's ``generation["backend"]``,
     and ``applies(item) -> str | None``, which refuses single items of a kind it serves (a multilingual Whisper
     answers the Spoken_Language_Identification items of ``foundation``, not the others): the reason when it does
-    not answer the item, None when it does (:func:`not_applicable_reason`), and ``text_alone``, true when it can be
-    prompted without audio (:func:`text_alone`; the audio-reliance controls ``no_audio`` and ``description``)."""
+    not answer the item, None when it does (:func:`not_applicable_reason`), ``text_alone``, true when it can be
+    prompted without audio (:func:`text_alone`; the audio-reliance controls ``no_audio`` and ``description``), and
+    ``samples_vary``, false for a deterministic backend whose answer no temperature or seed changes
+    (:func:`samples_vary`: ``infer --samples K`` asks it once)."""
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer a batch of prompts."""
@@ -348,6 +350,18 @@ def reads_audio(model: object) -> bool:
     is still a data defect), which saves decoding every clip once per such model.
     """
     return bool(getattr(model, "reads_audio", True))
+
+
+def samples_vary(model: object) -> bool:
+    """Whether a backend's answers change with the temperature and seed (its ``samples_vary``; True when it has none).
+
+    A transformers or API model samples (True); a baseline, a classifier, CLAP or a TTS system answers the same
+    whatever the temperature (False): ``infer --samples K`` stores one sample of such a backend, not K copies, and the
+    stability analysis reports it as deterministic (:mod:`airbench_nb.runner.samples`,
+    :mod:`airbench_nb.analysis.stability`). A backend that does not say is sampled K times: its consistency is then
+    measured, never assumed.
+    """
+    return bool(getattr(model, "samples_vary", True))
 
 
 WITHOUT_AUDIO_REASON = "cannot be prompted without audio"

@@ -98,6 +98,9 @@ class Baseline:
         self.kinds: frozenset[str] | None = None
         """Every item kind (see the module docstring for what each baseline answers)."""
         self.text_alone = name != "dsp"
+        self.samples_vary = False
+        """Deterministic: every baseline ignores the temperature (``random`` draws from its own seed and the uid,
+        the same answer on every sample); ``infer --samples K`` stores one sample."""
         """Whether it answers a prompt without audio: every baseline but ``dsp`` (which measures the audio) never
         reads the clip."""
         self.reads_audio = name == "dsp"

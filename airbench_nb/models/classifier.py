@@ -116,6 +116,10 @@ class AudioClassifier:
     kinds: frozenset[str] | None = frozenset({"sound_source"})
     """Item kinds served: the tiered benchmark's closed-set items (the ``kinds`` option changes it per model)."""
 
+    samples_vary: bool = False
+    """Deterministic: a ranking by class probability, the same under every temperature and seed.
+    ``infer --samples K`` stores one sample."""
+
     def __init__(
         self,
         rest: str,

@@ -177,6 +177,10 @@ class FasterWhisperASR:
     and ``foundation`` (:data:`MULTILINGUAL_KINDS`; :meth:`applies` narrows them to X -> English and language
     identification)."""
 
+    samples_vary: bool = True
+    """Above temperature 0 CTranslate2 samples, seeded per call (``ctranslate2.set_random_seed``): sampled answers
+    change with the temperature and the seed (``infer --samples K``)."""
+
     def __init__(
         self,
         rest: str,

@@ -681,6 +681,8 @@ class HFAudioLM:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         check_hf_path(path)
         self.spec = f"hf:{path}"
+        self.samples_vary = True
+        """Sampled answers change with the temperature and the seed (``torch.manual_seed`` before each call)."""
         self.path = str(Path(path).expanduser()) if _is_local(path) else path
         path = self.path
         self.batch_size = batch_size

@@ -205,6 +205,9 @@ class OnnxTagger:
         threads: int = 0,
     ) -> None:
         self.spec = f"onnx:{rest}"
+        self.samples_vary = False
+        """Deterministic: a ranking by tag probability, the same under every temperature and seed; ``infer
+        --samples K`` stores one sample."""
         if batch_size < 1:
             raise SpecError(f"{self.spec}: batch_size must be at least 1, got {batch_size}")
         if match not in ("all", "exact"):

@@ -187,6 +187,8 @@ class OpenAIAudioLM:
         """Every item kind: a chat model answers them all through the prompt sets."""
         self.text_alone = True
         """A chat API takes a message without audio: the ``no_audio`` and ``description`` controls are asked."""
+        self.samples_vary = True
+        """Sampled answers change with the temperature and the ``seed`` sent (``infer --samples K``)."""
         self.base_urls = base_urls
         """Every base URL of the spec (empty without ``@``; several for replicas)."""
         self.client: APIClient | ReplicaPool

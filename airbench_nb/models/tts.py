@@ -73,6 +73,10 @@ class EspeakTTS:
     kinds: frozenset[str] | None = frozenset({"speech_generation"})
     """Item kinds served: a TTS system answers speech-generation items only (the others are not applicable)."""
 
+    samples_vary: bool = False
+    """Deterministic: espeak-ng speaks the same text the same way under every temperature and seed.
+    ``infer --samples K`` stores one sample."""
+
     def __init__(self, rest: str, *, batch_size: int = 8, speed: int = 175) -> None:
         check_tts_spec(rest)
         self.spec = f"tts:{rest}"

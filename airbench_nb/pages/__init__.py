@@ -3,7 +3,8 @@
 :mod:`~airbench_nb.pages.base` holds :class:`PageInputs`, :class:`PageSection` and the registry
 (:data:`PAGE_SECTIONS`); importing this package registers the kit's sections: :mod:`~airbench_nb.pages.airbench`
 (``Main table``), :mod:`~airbench_nb.pages.controls` (``Controls``), :mod:`~airbench_nb.pages.perturbations`
-(``Perturbations``), :mod:`~airbench_nb.pages.judge_panel` (``Judge panel``) and
+(``Perturbations``), :mod:`~airbench_nb.pages.stability` (``Stability``: decoding stability over sampled answers,
+of every choice item), :mod:`~airbench_nb.pages.judge_panel` (``Judge panel``) and
 :mod:`~airbench_nb.pages.judge_mapping` (``Mapped Chat scores``), AIR-Bench's; :mod:`~airbench_nb.pages.sseu`
 (``SSEU-Bench``), :mod:`~airbench_nb.pages.ugbench` (``UG-Bench``), :mod:`~airbench_nb.pages.tiered` (``Tiered sound
 sources``) and :mod:`~airbench_nb.pages.choice_qa` (``MMAU``, ``MMAR``, ``MMSU``); :mod:`~airbench_nb.pages.clusters`
@@ -19,6 +20,7 @@ formatting of their table cells. A new benchmark's section is one more module th
 from airbench_nb.pages.airbench import MAIN_TABLE
 from airbench_nb.pages.controls import CONTROLS_SECTION
 from airbench_nb.pages.perturbations import PERTURBATIONS_SECTION
+from airbench_nb.pages.stability import STABILITY_SECTION
 from airbench_nb.pages.judge_panel import JUDGE_PANEL_SECTION
 from airbench_nb.pages.judge_mapping import JUDGE_MAPPING_SECTION
 from airbench_nb.pages.sseu import SSEU_SECTION
@@ -53,6 +55,7 @@ __all__ = [
     "PAGE_SECTIONS",
     "PERTURBATIONS_SECTION",
     "SSEU_SECTION",
+    "STABILITY_SECTION",
     "TIERED_SECTION",
     "UGBENCH_SECTION",
     "PageInputs",

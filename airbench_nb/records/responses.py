@@ -6,7 +6,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from airbench_nb.records.base import Record, _now
 from airbench_nb.records.checks import StrictInteger, check_relative_audio_path, check_uid
@@ -93,7 +93,8 @@ class Response(Record):
     later turn fails, the answers so far are kept here and ``error`` says which turn failed."""
     generation: dict[str, Any] = Field(default_factory=dict)
     """The decoding settings the answer was made with (``max_new_tokens``, ``temperature``, ``top_p``, ``seed``,
-    greedy when temperature is 0); empty in files written before the field existed."""
+    greedy when temperature is 0; for a sampled answer also ``sampling``: ``samples``, the K asked, and
+    ``samples_vary``, whether the backend samples); empty in files written before the field existed."""
     prompt_set: str | None = None
     """Name (or template file) of the prompt set the prompt was made from, so that it can be rebuilt from this
     record and the item (:func:`airbench_nb.prompts.item_prompt`); None in older files."""
@@ -104,8 +105,19 @@ class Response(Record):
     """A ranked-list model's task classes, best first (tiers B and C: a classifier through its label mapping, CLAP
     over the item's choices); ``text`` is the first. Empty for text answers, and in files written before the field
     existed."""
+    sample: StrictInteger | None = Field(default=None, ge=0)
+    """Which of the K sampled answers this is (0 to K-1), for a record of ``<kind>.samples.jsonl`` written by
+    ``infer --samples K`` (:mod:`airbench_nb.runner.samples`); None for the run's main answer (every record of the
+    main responses file). Left out of the JSON line when None, so that main responses files read as before."""
     created: datetime = Field(default_factory=_now)
     """When the response was recorded (UTC)."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_sample(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if self.sample is None and isinstance(data, dict):
+            data.pop("sample", None)
+        return data
 
     @field_validator("ranking")
     @classmethod
@@ -113,9 +125,9 @@ class Response(Record):
         return check_ranking(value)
 
     def content_hash(self) -> str:
-        """SHA-256 of what a judge judges: uid, model, prompt hash, text, error, turns, audio hash, ranking.
+        """SHA-256 of what a judge judges: uid, model, prompt hash, text, error, turns, audio hash, ranking, sample.
 
-        Each turn's answer, the audio's hash and the ranking count only when there are some.
+        Each turn's answer, the audio's hash, the ranking and the sample index count only when there are some.
 
         Not the time, latency or settings. A verdict records it (:attr:`Verdict.response_hash`), so a re-inferred
         answer is re-judged and a verdict of an older answer never scores a newer one; the same answer given again
@@ -132,6 +144,8 @@ class Response(Record):
             fields.append({"audio_sha256": self.audio.sha256})
         if self.ranking:
             fields.append({"ranking": [[r.label, r.score] for r in self.ranking]})
+        if self.sample is not None:
+            fields.append({"sample": self.sample})
         return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     def turn_answer(self, turn: int | None) -> str | None:

@@ -54,9 +54,14 @@ written as a 16-bit wav where the run folder keeps it, and the response records 
 (:mod:`~airbench_nb.runner.response_audio`), never the samples. A resumed run keeps such an answer only while its file
 is there with the recorded hash (:attr:`RunSummary.audio_lost` counts the others, answered again).
 
+Samples. ``infer --samples K`` also asks every item K times at a temperature above 0, each sample seeded from the
+run's seed and its index, into ``<kind>.samples.jsonl`` beside the main responses file, resumed per item and sample;
+a deterministic backend is asked once (:mod:`~airbench_nb.runner.samples`).
+
 The package: :mod:`~airbench_nb.runner.outputs` (refusals, locks, repair, appending),
-:mod:`~airbench_nb.runner.response_audio` (spoken answers on disk) and :mod:`~airbench_nb.runner.models` (the model
-loop, its summary, ``infer``); the names below are its interface.
+:mod:`~airbench_nb.runner.response_audio` (spoken answers on disk), :mod:`~airbench_nb.runner.models` (the model
+loop, its summary, ``infer``) and :mod:`~airbench_nb.runner.samples` (sampled answers); the names below are its
+interface.
 """
 
 from airbench_nb.runner.models import (
@@ -89,6 +94,7 @@ from airbench_nb.runner.outputs import (
     same_file,
 )
 from airbench_nb.runner.response_audio import audio_problem, response_audio_file, write_response_audio
+from airbench_nb.runner.samples import SamplesSummary, run_samples, sample_seed, samples_file
 
 __all__ = [
     "DATA_DEFECTS",
@@ -119,4 +125,8 @@ __all__ = [
     "audio_problem",
     "response_audio_file",
     "write_response_audio",
+    "SamplesSummary",
+    "run_samples",
+    "sample_seed",
+    "samples_file",
 ]

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +52,9 @@ from airbench_nb.runner.outputs import (
     repair_jsonl,
 )
 from airbench_nb.runner.response_audio import audio_problem, spoken_bound_problem, write_response_audio
+
+if TYPE_CHECKING:
+    from airbench_nb.runner.samples import SamplesSummary
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +114,9 @@ class RunSummary:
     """Per replica of an ``openai:<model>@<url1>,<url2>,...`` model, what this run did there: ``url``, attempts
     ``sent``, ``succeeded``, ``failed``, requests ``retried_elsewhere``, times ``marked_down``, and whether it is
     ``down`` at the end (see :mod:`airbench_nb.api_client.replicas`); empty for other models."""
+    samples: SamplesSummary | None = None
+    """What ``infer --samples K`` did beside the main answer (a :class:`~airbench_nb.runner.samples.SamplesSummary`:
+    the K sampled answers per item in ``<kind>.samples.jsonl``); None when no samples were asked."""
 
     @property
     def failed(self) -> int:
@@ -177,6 +183,7 @@ class RunSummary:
             "not_applicable_kinds": dict(self.not_applicable),
             "served_kinds": dict(self.served),
             **({"replicas": [dict(r) for r in self.replicas]} if self.replicas else {}),
+            **({"samples": self.samples.as_dict()} if self.samples is not None else {}),
         }
 
     def replica_text(self) -> str:
@@ -272,7 +279,7 @@ def _storable(record: Response) -> Response:
         return record
     error = f"backend: the answer cannot be stored: its {problem}, which is not Unicode text"
     logger.error("%s: %s: %s", record.model, record.uid, error)
-    kept = record.model_dump(include={"uid", "model", "prompt_hash", "generation", "prompt_set", "latency_s"})
+    kept = record.model_dump(include={"uid", "model", "prompt_hash", "generation", "prompt_set", "latency_s", "sample"})
     return Response(**kept, error=error)
 
 
@@ -316,6 +323,8 @@ def run_model(
     limit: int | None = None,
     progress: bool = True,
     run_folder: RunFolder | None = None,
+    sample: int | None = None,
+    sampling: Mapping[str, Any] | None = None,
 ) -> RunSummary:
     """Answer every item of ``items`` that needs an answer with ``model``, appending :class:`Response` records.
 
@@ -335,13 +344,20 @@ def run_model(
         run_folder: Where spoken answers are written (:meth:`~airbench_nb.run_folder.RunFolder.response_audio_file`)
             and found again on resuming; None for a model that answers in text only (a spoken answer is then that
             item's error: there is nowhere to keep it).
+        sample: The sample index this pass answers (``infer --samples K``: :func:`~airbench_nb.runner.samples.
+            run_samples`), stamped on every record written (:attr:`~airbench_nb.records.Response.sample`); resuming
+            reads only the records of this index in ``out``, so each (item, sample) resumes and heals on its own.
+            None (the default): the main answer, records without a sample index.
+        sampling: How the samples were asked (``samples``: K asked, ``samples_vary``: whether the backend samples),
+            recorded in each response's ``generation["sampling"]``; None: nothing recorded.
 
     Returns:
         A :class:`RunSummary`.
 
     Raises:
-        OutputError: When ``out`` is not a responses file, holds another model's responses, or is being written
-            by another process (:class:`OutputLockedError`); nothing is written.
+        OutputError: When ``out`` is not a responses file, holds another model's responses, holds samples while
+            main answers are asked (or main answers while samples are), or is being written by another process
+            (:class:`OutputLockedError`); nothing is written.
         ManifestError: When a line of ``out`` is JSON but not a valid response (naming file, line and field).
         ValueError: For a negative ``limit`` (nothing is written).
         Exception: A fatal API error (see :func:`is_fatal_api_error`), after keeping what was answered.
@@ -364,7 +380,9 @@ def run_model(
                 "so this run would mix two models; choose another output (e.g. responses/<model>/<kind>.jsonl)"
             )
         repaired = repair_jsonl(out)
-        existing = read_existing(out, Response)
+        every = read_existing(out, Response)
+        _refuse_other_answers(out, every, sample)
+        existing = [r for r in every if r.sample == sample]
         latest = {r.uid: r for r in existing}
         summary = RunSummary(
             model=model.spec,
@@ -438,7 +456,21 @@ def run_model(
         before = replica_counts(model)
         try:
             _answer(
-                model, pending, root, out, texts, hashes, params, prompts, system, summary, progress, tqdm, run_folder
+                model,
+                pending,
+                root,
+                out,
+                texts,
+                hashes,
+                params,
+                prompts,
+                system,
+                summary,
+                progress,
+                tqdm,
+                run_folder,
+                sample,
+                sampling,
             )
         finally:
             summary.replicas = _replica_delta(before, replica_counts(model))
@@ -446,6 +478,22 @@ def run_model(
     if summary.replicas:
         logger.info("%s: requests per replica in this run:\n%s", model.spec, summary.replica_text())
     return summary
+
+
+def _refuse_other_answers(out: Path, records: Sequence[Response], sample: int | None) -> None:
+    """Refuse to write main answers into a samples file, or samples into a main responses file.
+
+    Raises:
+        OutputError: Naming the file and the first record of the other sort (nothing is written).
+    """
+    other = next((r for r in records if (r.sample is None) != (sample is None)), None)
+    if other is None:
+        return
+    held = "sampled answers (records with a sample index)" if sample is None else "main answers (no sample index)"
+    raise OutputError(
+        f"{out} holds {held}, first for {other.uid!r}: main answers and samples are kept apart (<kind>.jsonl and "
+        "<kind>.samples.jsonl, written by infer --samples K); choose the other file"
+    )
 
 
 def _made_with(
@@ -608,6 +656,8 @@ def _answer(
     progress: bool,
     tqdm: Any,
     run_folder: RunFolder | None = None,
+    sample: int | None = None,
+    sampling: Mapping[str, Any] | None = None,
 ) -> None:
     """The batch loop of :func:`run_model`: answers ``pending`` into ``out`` and fills ``summary``.
 
@@ -633,6 +683,8 @@ def _answer(
 
     backend_settings = getattr(model, "settings", None)
     backend = {"backend": dict(backend_settings)} if isinstance(backend_settings, Mapping) else {}
+    if sampling:
+        backend["sampling"] = dict(sampling)
 
     def response(item: AnyItem, item_params: GenerationParams, **fields: Any) -> Response:
         return Response(
@@ -641,6 +693,7 @@ def _answer(
             prompt_hash=hashes[item.uid],
             generation={**item_params.as_record(), **backend},
             prompt_set=prompt_set,
+            sample=sample,
             **fields,
         )
 
@@ -780,6 +833,7 @@ def infer(
     progress: bool = True,
     model_options: dict[str, Any] | None = None,
     run_folder: RunFolder | None = None,
+    samples: int | None = None,
 ) -> RunSummary:
     """Load a model from its spec and answer a manifest into ``out`` (resumable); the CLI's ``infer``.
 
@@ -795,7 +849,8 @@ def infer(
         limit: Only the first ``limit`` items.
         max_new_tokens: Generation length bound per turn; None: each item's kind decides
             (:data:`~airbench_nb.models.base.DEFAULT_MAX_NEW_TOKENS`: Foundation 64, Chat 512, ``cot`` 512).
-        temperature: 0 for greedy decoding.
+        temperature: 0 for greedy decoding. With ``samples``, the temperature of the samples (above 0); the main
+            answer is then decoded greedily.
         prompt_set: ``airbench``, ``cot`` or a template file.
         seed: Seed of ``baseline:random`` and of sampling.
         official_out: Also write the official result format (meta fields + ``response``) here.
@@ -805,19 +860,29 @@ def infer(
             do not take them.
         run_folder: Where spoken answers are written; None: the run folder ``out`` lies in when it is where one puts
             this model's responses (``.../<model>/<kind>.jsonl``), else none (see :func:`run_model`).
+        samples: Also ask every item K times at ``temperature``, each sample seeded from ``seed`` and its index,
+            into ``<out stem>.samples.jsonl`` (:mod:`airbench_nb.runner.samples`; resumed per item and sample; a
+            deterministic backend is asked once); None: no samples.
 
     Returns:
-        The run's :class:`RunSummary`.
+        The run's :class:`RunSummary` (its ``samples``: what the samples did).
 
     Raises:
         OutputError: For an output refused (see above); nothing is written.
-        ValueError: For a negative ``limit`` (nothing is loaded or written).
+        ValueError: For a negative ``limit``, or ``samples`` below 1 or at temperature 0 (nothing is loaded or
+            written).
     """
     from airbench_nb.manifests import data_root, read_manifest
     from airbench_nb.models import load_model
+    from airbench_nb.runner.samples import check_samples, run_samples, samples_file
 
     check_limit(limit)
+    check_samples(samples, temperature)
     refuse_input_as_output(out, {"--manifest": manifest})
+    samples_out = samples_file(out) if samples is not None else None
+    if samples_out is not None:
+        refuse_input_as_output(samples_out, {"--manifest": manifest}, "--samples file")
+        check_output_file(samples_out, Response, "--samples file")
     if official_out is not None:
         refuse_input_as_output(official_out, {"--manifest": manifest, "--out": out}, "--official-out")
         check_official_output(official_out)
@@ -840,10 +905,24 @@ def infer(
                 out,
                 limit=limit,
                 progress=progress,
-                params=GenerationParams(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed),
+                params=GenerationParams(
+                    max_new_tokens=max_new_tokens, temperature=0.0 if samples is not None else temperature, seed=seed
+                ),
                 prompts=PromptSet.named(prompt_set),
                 run_folder=run_folder if run_folder is not None else _folder_of(spec, out),
             )
+            if samples_out is not None and samples is not None:
+                summary.samples = run_samples(
+                    model,
+                    items,
+                    data_root(manifest),
+                    samples_out,
+                    samples=samples,
+                    params=GenerationParams(max_new_tokens=max_new_tokens, temperature=temperature, seed=seed),
+                    prompts=PromptSet.named(prompt_set),
+                    limit=limit,
+                    progress=progress,
+                )
         finally:
             model.close()
         if official_out is not None:
