@@ -17,7 +17,7 @@ from airbench_nb.example_report import MARKER, RECORDED, RECORDED_MODELS, compar
 from airbench_nb.manifests import read_manifest, read_records
 from airbench_nb.records import Response
 from airbench_nb.run_folder import RunFolder
-from airbench_nb.runner.models import infer
+from airbench_nb.runner.infer import infer
 from airbench_nb.scoring.wer import corpus_wer, score_utterances
 
 COMMITTED = Path(__file__).resolve().parent.parent / "reports" / "example"

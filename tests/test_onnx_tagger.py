@@ -26,7 +26,7 @@ from airbench_nb.models.base import GenerationParams, Prompt
 from airbench_nb.models.label_mapping import read_label_mapping
 from airbench_nb.models.onnx_tagger import AUDIOSET_MAPPING, SSEU_MAPPING
 from airbench_nb.records import EventsItem, Response, SceneItem, SoundSourceItem, TranscriptionItem
-from airbench_nb.runner.models import infer
+from airbench_nb.runner.infer import infer
 from airbench_nb.runner.outputs import read_existing
 from airbench_nb.unify import unify
 

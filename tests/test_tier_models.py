@@ -24,7 +24,7 @@ from airbench_nb.models.tiny.audio_classifier import TINY_CLASSIFIER_MAPPING, bu
 from airbench_nb.models.tiny.clap import build_tiny_clap
 from airbench_nb.records import FoundationItem, RankedLabel, Response
 from airbench_nb.runner import run_model
-from airbench_nb.runner.models import infer
+from airbench_nb.runner.infer import infer
 from airbench_nb.runner.outputs import read_existing
 
 RATE = 16000

@@ -60,10 +60,11 @@ a deterministic backend is asked once (:mod:`~airbench_nb.runner.samples`).
 
 The package: :mod:`~airbench_nb.runner.outputs` (refusals, locks, repair, appending),
 :mod:`~airbench_nb.runner.response_audio` (spoken answers on disk), :mod:`~airbench_nb.runner.models` (the model
-loop, its summary, ``infer``) and :mod:`~airbench_nb.runner.samples` (sampled answers); the names below are its
-interface.
+loop, its summary), :mod:`~airbench_nb.runner.samples` (sampled answers) and :mod:`~airbench_nb.runner.infer`
+(``infer`` and ``infer_run_folder``, above both); the names below are its interface.
 """
 
+from airbench_nb.runner.infer import infer, infer_run_folder
 from airbench_nb.runner.models import (
     DATA_DEFECTS,
     NOT_APPLICABLE,
@@ -71,8 +72,6 @@ from airbench_nb.runner.models import (
     RunSummaries,
     RunSummary,
     check_official_output,
-    infer,
-    infer_run_folder,
     model_slug,
     models_failing_every_item,
     replica_counts,
