@@ -405,8 +405,8 @@ class ScoreInputs(BaseModel):
     """What a score table was computed from (``summary.inputs.json`` beside ``summary.json``).
 
     A stage that needs the run's scores reads the table written by notebook 04 when its inputs are these, and
-    computes it again only when they differ (the records changed since, another seed or number of replicates) or when
-    the table or this record is missing.
+    computes it again only when they differ (the records changed since, another seed or number of replicates, a kit
+    whose scoring code differs) or when the table or this record is missing.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -423,6 +423,9 @@ class ScoreInputs(BaseModel):
     """Bootstrap replicates."""
     embedder: str | None = None
     """Embedding backend of the scene and event metrics; None: the default offline model."""
+    code: str = ""
+    """SHA-256 of the scoring code's sources (:func:`airbench_nb.scoring.tables.scoring_code`), so that a table
+    computed by an older kit (other intervals, other rules) is computed again; empty in files written before it."""
 
 
 # A score table reads like the mapping of its keys to each model's scores: code that takes a Mapping takes it.

@@ -7,6 +7,7 @@ and options are unchanged, and computes it (the same numbers) when it is absent 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -93,4 +94,17 @@ def test_writing_a_table_without_inputs_forgets_the_old_ones(copy: RunFolder) ->
     assert copy.score_inputs_json.is_file()
     copy.write_scores(table)
     assert not copy.score_inputs_json.is_file() and copy.read_score_inputs() is None
+    assert copy.read_scores(score_inputs(RunRecords(copy), reps=REPS)) is None
+
+
+def test_a_table_from_another_kits_scoring_code_is_computed_again(copy: RunFolder) -> None:
+    from airbench_nb.scoring.tables import scoring_code
+
+    inputs = copy.read_score_inputs()
+    assert inputs is not None and inputs.code == scoring_code() and len(inputs.code) == 64
+    assert copy.read_scores(inputs) is not None
+    # a table written by an older kit (no code recorded, or another one) is not current
+    older = inputs.model_dump()
+    older.pop("code")
+    copy.score_inputs_json.write_text(json.dumps(older), encoding="utf-8")
     assert copy.read_scores(score_inputs(RunRecords(copy), reps=REPS)) is None

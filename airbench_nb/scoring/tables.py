@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from airbench_nb.records import ChatItem, FoundationItem, Response, Verdict
@@ -83,6 +86,23 @@ def score_run_folder(
     return score_models(items, runs, protocol=protocol, seed=seed, reps=reps, embedder=embedder)
 
 
+SCORING_SOURCES: tuple[str, ...] = ("scoring", "score_table.py", "records/clusters.py", "judge/chat_parse.py")
+"""The sources (package-relative files and folders of ``.py`` files) whose code decides a score table."""
+
+
+@functools.lru_cache(maxsize=1)
+def scoring_code() -> str:
+    """SHA-256 over the scoring sources' paths and bytes (:data:`SCORING_SOURCES`), computed once per process."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for name in SCORING_SOURCES:
+        path = root / name
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            digest.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
 def score_inputs(
     records: RunRecords,
     *,
@@ -109,6 +129,7 @@ def score_inputs(
         seed=seed,
         reps=reps,
         embedder=embedder or None,
+        code=scoring_code(),
     )
 
 
