@@ -36,6 +36,12 @@ checkpoint's own on CUDA, bfloat16 when it names none or the GPU lacks it; float
 ``attn_implementation``: ``sdpa``, ``flash_attention_2``, ``eager``; by default transformers picks SDPA where the
 model supports it).
 
+Option probabilities: for a single-choice item asked for a letter, the call also asks ``generate`` for the raw
+logits of each step (``output_logits=True, return_dict_in_generate=True``) and records the option letters'
+probabilities at the first generated position (:mod:`airbench_nb.models.option_probs`;
+:attr:`Generation.option_probs <airbench_nb.models.base.Generation.option_probs>`), for calibration. The decoded
+answer is the same as without them.
+
 Loading from a local folder reads nothing from the network (``HF_HUB_OFFLINE=1`` is honoured throughout).
 """
 
@@ -53,6 +59,7 @@ import numpy as np
 import torch
 
 from airbench_nb.models.base import Generation, GenerationParams, Prompt, chat_messages
+from airbench_nb.models.option_probs import from_logits, letter_token_ids, option_letters
 
 logger = logging.getLogger(__name__)
 
@@ -733,6 +740,7 @@ class HFAudioLM:
         self._generator = self.adapter.generator(self.model)
         self._tokenizer = self.adapter.tokenizer(self.processor)
         self._eos_ids = self._stop_ids()
+        self._letter_ids: dict[str, list[int]] | None = None  # the option letters' token ids, read when first needed
         logger.info(
             "%s: %s (%s) on %s in %s, attention %s, %.1fM parameters",
             self.spec,
@@ -802,16 +810,33 @@ class HFAudioLM:
         if not params.greedy and params.seed is not None:
             torch.manual_seed(params.seed)
         inputs = self.adapter.prepare(self._generator, inputs)
+        letters = [option_letters(p.item, p.turn) for p in prompts]
+        kwargs = self._generation_kwargs(params)
+        if any(letters):  # choice items: the first step's raw logits give the option probabilities
+            kwargs.update(output_logits=True, return_dict_in_generate=True)
         with torch.inference_mode():
-            output = self._generator.generate(**inputs, **self._generation_kwargs(params))
+            output = self._generator.generate(**inputs, **kwargs)
         sequences = output if isinstance(output, torch.Tensor) else output.sequences
+        first = self._first_logprobs(output) if any(letters) else None
         generations = []
-        for row, n_in in zip(self.adapter.new_tokens(sequences, inputs), input_tokens, strict=True):
+        rows = self.adapter.new_tokens(sequences, inputs)
+        for index, (row, n_in) in enumerate(zip(rows, input_tokens, strict=True)):
             stop = next((i for i, token in enumerate(row) if token in self._eos_ids), None)
             kept = row if stop is None else row[: stop + 1]
             text = self._tokenizer.decode(kept, skip_special_tokens=True).strip()
-            generations.append(Generation(text=text, input_tokens=n_in, output_tokens=len(kept)))
+            option = letters[index]
+            probs = from_logits(first[index], option, self._letter_ids or {}) if first is not None and option else None
+            generations.append(Generation(text=text, input_tokens=n_in, output_tokens=len(kept), option_probs=probs))
         return generations
+
+    def _first_logprobs(self, output: Any) -> torch.Tensor | None:
+        """Log-probabilities (rows, vocabulary) of the first generated step, or None when ``generate`` gave none."""
+        logits = getattr(output, "logits", None)
+        if not logits:
+            return None
+        if self._letter_ids is None:
+            self._letter_ids = letter_token_ids(self._tokenizer)
+        return torch.log_softmax(logits[0].float(), dim=-1).cpu()
 
     def _generate_one(self, prompt: Prompt, params: GenerationParams) -> Generation:
         """One prompt alone; any failure becomes this item's error."""
