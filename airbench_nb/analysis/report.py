@@ -931,9 +931,13 @@ for _name in KIT_SECTIONS:
     register_analysis_section(_name, getattr(RunAnalysis, _name), kit=True, optional=_name in OPTIONAL_SECTIONS)
 
 # The benchmarks' own sections register after the kit's (report order): MMAU's, MMAR's and MMSU's, then the
-# perturbation curves (optional: a run without perturbed copies writes no key).
+# perturbation curves (optional: a run without perturbed copies writes no key), then calibration (optional too).
+# isort: off
 import airbench_nb.analysis.choice_qa  # noqa: E402, F401 - imported for its registrations
 import airbench_nb.analysis.perturbations  # noqa: E402, F401 - imported for its registration
+import airbench_nb.analysis.calibration  # noqa: E402, F401 - imported for its registration
+
+# isort: on
 
 
 def _json_default(value: Any) -> Any:

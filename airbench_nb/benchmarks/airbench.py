@@ -27,6 +27,7 @@ AIRBENCH = register_benchmark(
             "circular",
             "controls",
             "perturbations",
+            "calibration",
             "order_bias",
             "classification",
             "answers",
@@ -36,7 +37,7 @@ AIRBENCH = register_benchmark(
             "multi_clip",
             "multi_turn",
         ),
-        page_sections=("Main table", "Controls", "Perturbations"),
+        page_sections=("Main table", "Controls", "Perturbations", "Calibration"),
         capability_tasks=(*ALL_FOUNDATION_TASKS, *CHAT_CAPABILITY_TASKS),
         doc="docs/data.md",
     )

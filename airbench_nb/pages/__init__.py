@@ -2,8 +2,9 @@
 
 :mod:`~airbench_nb.pages.base` holds :class:`PageInputs`, :class:`PageSection` and the registry
 (:data:`PAGE_SECTIONS`); importing this package registers the kit's sections: :mod:`~airbench_nb.pages.airbench`
-(``Main table``), :mod:`~airbench_nb.pages.controls` (``Controls``) and :mod:`~airbench_nb.pages.perturbations`
-(``Perturbations``), AIR-Bench's; :mod:`~airbench_nb.pages.sseu`
+(``Main table``), :mod:`~airbench_nb.pages.controls` (``Controls``), :mod:`~airbench_nb.pages.perturbations`
+(``Perturbations``) and :mod:`~airbench_nb.pages.calibration` (``Calibration``), AIR-Bench's;
+:mod:`~airbench_nb.pages.sseu`
 (``SSEU-Bench``), :mod:`~airbench_nb.pages.ugbench` (``UG-Bench``), :mod:`~airbench_nb.pages.tiered` (``Tiered sound
 sources``) and :mod:`~airbench_nb.pages.choice_qa` (``MMAU``, ``MMAR``, ``MMSU``). :mod:`~airbench_nb.pages.style`
 holds the CSS both landing pages share, :mod:`~airbench_nb.pages.cells` the formatting of their table cells. A new
@@ -16,6 +17,7 @@ benchmark's ``page_sections``; :func:`airbench_nb.report_page.write_report_page`
 from airbench_nb.pages.airbench import MAIN_TABLE
 from airbench_nb.pages.controls import CONTROLS_SECTION
 from airbench_nb.pages.perturbations import PERTURBATIONS_SECTION
+from airbench_nb.pages.calibration import CALIBRATION_SECTION
 from airbench_nb.pages.sseu import SSEU_SECTION
 from airbench_nb.pages.ugbench import UGBENCH_SECTION
 from airbench_nb.pages.tiered import TIERED_SECTION
@@ -33,6 +35,7 @@ from airbench_nb.pages.base import (
 from airbench_nb.pages.style import PAGE_CSS
 
 __all__ = [
+    "CALIBRATION_SECTION",
     "CONTROLS_SECTION",
     "MAIN_TABLE",
     "MMAR_SECTION",
