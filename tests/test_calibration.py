@@ -308,7 +308,34 @@ def _planted_run(root: Path, with_probs: bool) -> Path:
     path = folder.responses_file("hf:planted", "foundation")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(r.model_dump_json() + "\n" for r in responses), encoding="utf-8")
+    if with_probs:
+        _planted_tiered(folder, rng)
     return folder.path
+
+
+def _planted_tiered(folder, rng: np.random.Generator) -> None:
+    """Tier A items of the tiered benchmark answered by the same model, half of them hedged in words."""
+    from airbench_nb.builders.tiered import source_items
+    from airbench_nb.judge.run import judge_run_folder
+    from airbench_nb.manifests import write_manifest
+    from airbench_nb.synth.sources import hierarchy
+
+    tree = hierarchy()
+    items, responses = [], []
+    for k, fine in enumerate(list(tree.fine_names)[:10]):
+        item, _ = source_items(tree, fine, uid=f"t{k}", audio=f"t/{k}.wav", audio_sha256=None, meta={}, dataset="p")
+        items.append(item)
+        letters = [chr(65 + j) for j in range(len(item.choices))]
+        chosen = item.answer if k % 2 == 0 else (item.answer + 1) % len(letters)
+        probs = {letter: 0.2 / (len(letters) - 1) for letter in letters}
+        probs[letters[chosen]] = 0.8
+        text = f"Answer: {letters[chosen]}" if k < 5 else f"It might be, I am not sure.\nAnswer: {letters[chosen]}"
+        option = OptionProbs(probs=probs, mass=0.5, source="planted")
+        responses.append(Response(uid=item.uid, model="hf:planted", text=text, option_probs=option))
+    write_manifest(folder.manifest("sound_source"), items)
+    path = folder.responses_file("hf:planted", "sound_source")
+    path.write_text("".join(r.model_dump_json() + "\n" for r in responses), encoding="utf-8")
+    judge_run_folder(folder, ["rule"], kinds=["sound_source"])
 
 
 def test_the_section_is_written_for_a_run_with_probabilities_and_left_out_otherwise(tmp_path: Path) -> None:
@@ -321,17 +348,23 @@ def test_the_section_is_written_for_a_run_with_probabilities_and_left_out_otherw
     section = calibration_section(analysis)
     assert section.reason is None and section.figure is not None
     rows = section.data["models"]["hf:planted"]
-    assert [r["task"] for r in rows] == ["Music_AQA", "Speaker_Gender_Recognition", None]
+    tiered_task = rows[-2]["task"]
+    assert [r["task"] for r in rows] == ["Music_AQA", "Speaker_Gender_Recognition", tiered_task, None]
+    tiered = rows[-2]  # tier A: 10 answers at confidence 0.8, half right: ECE 0.3 exactly
+    assert tiered["n"] == 10 and tiered["accuracy"] == 0.5 and tiered["ece"] == pytest.approx(0.3)
     pooled = rows[-1]
-    assert pooled["n"] == 60 and pooled["argmax_agreement"] == 1.0 and len(pooled["bins"]) == 10
+    assert pooled["n"] == 70 and pooled["argmax_agreement"] == 1.0 and len(pooled["bins"]) == 10
     assert pooled["ece_ci"][0] <= pooled["ece"] <= pooled["ece_ci"][1]
-    assert section.data["counts"]["hf:planted"]["used"] == 60 and section.data["proxy"] == []
+    assert section.data["counts"]["hf:planted"]["used"] == 70
+    (proxy,) = section.data["proxy"]  # the tiered answers' wording: 5 confident (3 right), 5 hedged (2 right)
+    assert proxy["system"].startswith("hf:planted") and (proxy["confident"], proxy["hedged"]) == (5, 5)
+    assert proxy["accuracy_confident"] == pytest.approx(3 / 5) and proxy["accuracy_hedged"] == pytest.approx(2 / 5)
     report = analysis.write(tmp_path / "with-out", sections=[section])
     assert json.loads((tmp_path / "with-out" / "analysis.json").read_text())["calibration"] == section.data
     assert (tmp_path / "with-out" / "figures" / "calibration-reliability-diagrams.png").is_file()
     assert (tmp_path / "with-out" / "figures" / "calibration-risk-coverage.png").is_file()
     html = render_calibration(PageInputs(folder=None, run=None, analysis=report, scores=None))  # type: ignore[arg-type]
-    assert html is not None and "ECE" in html and "hf:planted" in html and "proxy" not in html
+    assert html is not None and "ECE" in html and "hf:planted" in html and "not a probability" in html
     import matplotlib.pyplot as plt
 
     plt.close("all")
@@ -342,3 +375,36 @@ def test_the_section_is_written_for_a_run_with_probabilities_and_left_out_otherw
     assert "calibration" not in json.loads((tmp_path / "out" / "analysis.json").read_text())
     assert "calibration" not in written.reasons  # optional: neither its key nor its reason
     assert render_calibration(PageInputs(folder=None, run=None, analysis=written, scores=None)) is None  # type: ignore[arg-type]
+
+
+def test_the_runner_writes_the_option_probabilities_of_an_openai_model_asked_for_logprobs(tmp_path: Path) -> None:
+    import soundfile as sf
+
+    from airbench_nb.manifests import read_records, write_manifest
+    from airbench_nb.runner.models import infer
+    from tests.openai_server import OpenAITestServer
+
+    data = tmp_path / "data"
+    items = [_item(f"r{k}", answer=k % 4, n=4) for k in range(3)]
+    for item in items:
+        (data / item.audio).parent.mkdir(parents=True, exist_ok=True)
+        sf.write(data / item.audio, 0.1 * np.sin(np.arange(4000) * 0.1).astype(np.float32), 16000)
+    write_manifest(data / "foundation.jsonl", items)
+    with OpenAITestServer() as server:
+        for name, options in (("asked", {"logprobs": True, "top_logprobs": 8}), ("plain", {})):
+            summary = infer(
+                f"openai:m@{server.base_url}",
+                data / "foundation.jsonl",
+                tmp_path / f"{name}.jsonl",
+                progress=False,
+                model_options=options,
+            )
+            assert summary.answered == 3
+    asked = read_records(tmp_path / "asked.jsonl", Response)
+    plain = read_records(tmp_path / "plain.jsonl", Response)
+    assert all(
+        r.option_probs is not None and r.text == max(r.option_probs.probs, key=r.option_probs.probs.get) for r in asked
+    )
+    assert all(r.option_probs is None for r in plain)
+    answers, counts = calibration_answers({i.uid: i for i in items}, {"m": {r.uid: r for r in asked}})
+    assert counts["m"].used == 3 and all(a.argmax_agrees for a in answers)

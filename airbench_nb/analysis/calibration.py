@@ -17,11 +17,11 @@ Which answer, which confidence
     the chosen option is also the most probable one is reported (``argmax_agreement``: near 1 for greedy decoding of
     a model that answers with the letter; lower when sampling, or when the answer does not begin with its letter).
 Which answers
-    Single-choice items asked for a letter (Foundation, MMSU-style lettered items; not those asked for an option's
-    text), answered with probabilities; audio-reliance controls and perturbed copies are left out (rotations and SNR
-    copies stay: their clusters keep them from counting as independent). Answers made under the ``cot`` prompt set
-    are left out and counted (``reasoning_first``): their first token begins the reasoning, not the answer, so the
-    letters' probabilities there are not the answer's.
+    Single-choice items asked for a letter (Foundation, the tiered benchmark's tier A, MMSU-style lettered items; not
+    those asked for an option's text), answered with probabilities; audio-reliance controls and perturbed copies are
+    left out (rotations and SNR copies stay: their clusters keep them from counting as independent). Answers made
+    under the ``cot`` prompt set are left out and counted (``reasoning_first``): their first token begins the
+    reasoning, not the answer, so the letters' probabilities there are not the answer's.
 Metrics (:mod:`airbench_nb.analysis.calibration_metrics` states the formulas)
     ECE over :data:`~airbench_nb.analysis.calibration_metrics.BINS` equal-width bins weighted by bin counts, the
     multi-class Brier score, the risk-coverage curve and its area (AURC), accuracy and mean confidence, each with a
@@ -558,6 +558,30 @@ NO_PROBS_REASON = (
 """Why the section is empty (and so left out of ``analysis.json``)."""
 
 
+def _run_answers(analysis: RunAnalysis) -> tuple[dict[str, Any], dict[str, dict[str, Response]]]:
+    """A run's items and latest responses: the analysis's own, and the tiered closed-set (tier A) ones it keeps apart.
+
+    A tiered manifest that cannot be read is logged and left out: the other answers are still analysed.
+    """
+    from airbench_nb.manifests import read_manifest
+
+    items: dict[str, Any] = dict(analysis.run.items)
+    responses = {model: dict(mine) for model, mine in analysis.run.responses.items()}
+    path = analysis.folder.manifest("sound_source")
+    if not path.is_file():
+        return items, responses
+    try:
+        tiered = {i.uid: i for i in read_manifest(path) if isinstance(i, SingleChoiceItem)}
+        latest = analysis.records.lenient().latest_by_model(["sound_source"])
+    except (OSError, ValueError) as exc:
+        logger.warning("calibration: %s left out: %s", path, exc)
+        return items, responses
+    items.update(tiered)
+    for model, mine in latest.items():
+        responses.setdefault(model, {}).update(mine.by_uid)
+    return items, responses
+
+
 def calibration_section(analysis: RunAnalysis) -> Section:
     """The ``calibration`` section of a run: results per model and task, the tiered proxy, the figures.
 
@@ -566,7 +590,8 @@ def calibration_section(analysis: RunAnalysis) -> Section:
     """
     from airbench_nb import plots_calibration
 
-    answers, counts = calibration_answers(analysis.run.items, analysis.run.responses)
+    items, responses = _run_answers(analysis)
+    answers, counts = calibration_answers(items, responses)
     results = calibration_results(answers, reps=analysis.reps, seed=analysis.seed)
     proxy = tiered_proxy(analysis, reps=analysis.reps, seed=analysis.seed)
     if not results and not proxy:
