@@ -405,6 +405,7 @@ def test_the_runner_writes_the_option_probabilities_of_an_openai_model_asked_for
     assert all(
         r.option_probs is not None and r.text == max(r.option_probs.probs, key=r.option_probs.probs.get) for r in asked
     )
-    assert all(r.option_probs is None for r in plain)
+    assert all(r.option_probs is None and "backend" not in r.generation for r in plain)
+    assert asked[0].generation["backend"] == {"name": "openai", "logprobs": True, "top_logprobs": 8}
     answers, counts = calibration_answers({i.uid: i for i in items}, {"m": {r.uid: r for r in asked}})
     assert counts["m"].used == 3 and all(a.argmax_agrees for a in answers)

@@ -287,10 +287,18 @@ class OpenAIAudioLM:
 
     @property
     def settings(self) -> dict[str, object] | None:
-        """What the runner records with each response (``generation["backend"]``); None unless audio is asked for."""
-        if not self.audio_output:
+        """What the runner records with each response (``generation["backend"]``); None unless asked for more.
+
+        More is audio (``audio_output``, ``audio_voice``) or logprobs (``logprobs``, ``top_logprobs``).
+        """
+        if not self.audio_output and not self.logprobs:
             return None
-        return {"name": "openai", "audio_output": True, "audio_voice": self.audio_voice}
+        out: dict[str, object] = {"name": "openai"}
+        if self.audio_output:
+            out.update(audio_output=True, audio_voice=self.audio_voice)
+        if self.logprobs:
+            out.update(logprobs=True, top_logprobs=self.top_logprobs)
+        return out
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer prompts concurrently; a prompt that fails (bad audio, HTTP error) gets its own error.
