@@ -252,20 +252,34 @@ class CalibrationResult:
     """The risk-coverage curve: ``(coverage, selective risk)``."""
 
 
-def _statistics(answers: Sequence[CalibrationAnswer], weights: np.ndarray | None) -> np.ndarray:
-    """(rows, :data:`STATISTICS`) for the answers under the weight rows."""
-    c = np.array([a.confidence for a in answers])
-    y = np.array([a.correct for a in answers], dtype=float)
-    b = brier_terms([a.probs for a in answers], [a.gold for a in answers])
-    return np.column_stack(
-        [
-            weighted_mean(y, weights),
-            weighted_mean(c, weights),
-            ece(c, y, weights),
-            weighted_mean(b, weights),
-            aurc(c, y, weights),
-        ]
-    )
+@dataclass(frozen=True)
+class _Arrays:
+    """The answers' per-answer values, computed once for every bootstrap replicate."""
+
+    confidence: np.ndarray
+    correct: np.ndarray
+    brier: np.ndarray
+
+    @classmethod
+    def of(cls, answers: Sequence[CalibrationAnswer]) -> _Arrays:
+        return cls(
+            confidence=np.array([a.confidence for a in answers], dtype=float),
+            correct=np.array([a.correct for a in answers], dtype=float),
+            brier=brier_terms([a.probs for a in answers], [a.gold for a in answers]),
+        )
+
+    def statistics(self, weights: np.ndarray | None) -> np.ndarray:
+        """(rows, :data:`STATISTICS`) under the weight rows (one row of ones when None)."""
+        c, y = self.confidence, self.correct
+        return np.column_stack(
+            [
+                weighted_mean(y, weights),
+                weighted_mean(c, weights),
+                ece(c, y, weights),
+                weighted_mean(self.brier, weights),
+                aurc(c, y, weights),
+            ]
+        )
 
 
 def _percentiles(replicates: np.ndarray) -> list[tuple[float | None, float | None]]:
@@ -290,12 +304,13 @@ def calibration_result(
     from airbench_nb.scoring.resample import clustering, design_effect, union, weight_rows
 
     n = len(answers)
-    point = _statistics(answers, None)[0]
+    arrays = _Arrays.of(answers)
+    point = arrays.statistics(None)[0]
     codes, count, unit = clustering([a.cluster for a in answers], n)
 
     def draw(clustered: bool) -> np.ndarray:
         rng = np.random.default_rng([seed, n, len(task or "")])
-        rows = [_statistics(answers, w) for w in weight_rows(n, reps, rng, codes if clustered else None)]
+        rows = [arrays.statistics(w) for w in weight_rows(n, reps, rng, codes if clustered else None)]
         return np.concatenate(rows) if rows else np.zeros((0, len(STATISTICS)))
 
     units = draw(False)
@@ -309,8 +324,7 @@ def calibration_result(
         name: Estimate(float(point[k]) if np.isfinite(point[k]) else None, *intervals[k])
         for k, name in enumerate(STATISTICS)
     }
-    c = np.array([a.confidence for a in answers])
-    y = np.array([a.correct for a in answers], dtype=float)
+    c, y = arrays.confidence, arrays.correct
     coverage, risk = risk_coverage(c, y)
     return CalibrationResult(
         model=model,
