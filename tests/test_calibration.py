@@ -223,6 +223,18 @@ def test_tiny_hf_model_gives_option_probabilities_that_follow_its_first_token(ti
     assert began_with_letter >= 2, "the planted letters should make greedy decoding begin with a letter"
     assert alone.option_probs is not None
     assert alone.option_probs.probs == pytest.approx(one_token[0].option_probs.probs, abs=1e-4)  # batched = alone
+    # the same probabilities by hand: a forward pass over the prompt, softmax at its last position, spellings summed
+    with torch.no_grad():
+        head[letter_rows] *= 60.0
+        try:
+            inputs = lm._to_device(lm.adapter.encode(lm.processor, [prompts[0]]))
+            logprobs = torch.log_softmax(lm._generator(**inputs).logits[0, -1].float(), dim=-1)
+        finally:
+            head[letter_rows] = saved
+    by_hand = {letter: sum(math.exp(float(logprobs[i])) for i in ids[letter]) for letter in "ABCD"}
+    mass = sum(by_hand.values())
+    assert alone.option_probs.probs == pytest.approx({k: v / mass for k, v in by_hand.items()}, abs=1e-4)
+    assert alone.option_probs.mass == pytest.approx(mass, rel=1e-3)
     chat = lm.generate(
         [Prompt(item=_item("t0"), text="Describe the sound.", audio=prompts[0].audio, audio_path=Path("a.wav"))],
         GenerationParams(max_new_tokens=2),
@@ -347,6 +359,9 @@ def test_the_section_is_written_for_a_run_with_probabilities_and_left_out_otherw
     analysis = RunAnalysis(_planted_run(tmp_path / "with", True), reps=100)
     section = calibration_section(analysis)
     assert section.reason is None and section.figure is not None
+    axes = section.figure.axes
+    assert axes[0].get_xlabel().startswith("confidence") and axes[0].get_ylabel() == "accuracy in bin"
+    assert "n = 70 answers" in section.figure.texts[0].get_text() and "n = 70 answers" in axes[0].get_title()
     rows = section.data["models"]["hf:planted"]
     tiered_task = rows[-2]["task"]
     assert [r["task"] for r in rows] == ["Music_AQA", "Speaker_Gender_Recognition", tiered_task, None]
