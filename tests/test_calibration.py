@@ -243,6 +243,19 @@ def test_tiny_hf_model_gives_option_probabilities_that_follow_its_first_token(ti
     assert len(set(json.dumps(g.option_probs.probs, sort_keys=True) for g in one_token)) > 1  # not degenerate
 
 
+def test_an_hf_model_told_not_to_gives_no_option_probabilities_and_the_same_answer(tiny_qwen) -> None:
+    off = load_model(f"hf:{tiny_qwen.path}", device="cpu", option_probs=False)
+    prompts = [_prompt(_item(f"q{k}", n=4), k) for k in range(2)]
+    params = GenerationParams(max_new_tokens=4)
+    try:
+        without = off.generate(prompts, params)
+    finally:
+        off.close()
+    with_probs = tiny_qwen.generate(prompts, params)
+    assert all(g.option_probs is None for g in without) and all(g.option_probs is not None for g in with_probs)
+    assert [g.text for g in without] == [g.text for g in with_probs]  # asking for the logits changes no answer
+
+
 def test_the_fixture_server_returns_logprobs_that_map_onto_the_options() -> None:
     from tests.openai_server import OpenAITestServer, fixture_first_token
 

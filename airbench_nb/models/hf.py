@@ -662,6 +662,9 @@ class HFAudioLM:
         trust_remote_code: Allow the checkpoint's own Python code (needed by some hub models).
         attn: Attention kernel (``sdpa``, ``flash_attention_2``, ``eager``...); None or ``auto``: transformers'
             choice (SDPA where the model supports it).
+        option_probs: Record the option letters' probabilities of single-choice items (see the module docstring).
+            ``generate`` then keeps every step's logits until the batch ends (rows x steps x vocabulary floats):
+            turn it off (``--model-option option_probs=false``) for long reasoning answers on a small GPU.
 
     Raises:
         SpecError: In one line naming the checkpoint and what to do: a hub id that cannot be fetched (offline or
@@ -679,6 +682,7 @@ class HFAudioLM:
         family: str | None = None,
         trust_remote_code: bool = False,
         attn: str | None = None,
+        option_probs: bool = True,
     ):
         from transformers import AutoConfig
 
@@ -692,6 +696,7 @@ class HFAudioLM:
         path = self.path
         self.batch_size = batch_size
         self._batch_cap: int | None = None
+        self.option_probs = bool(option_probs)
         try:
             config = AutoConfig.from_pretrained(
                 path, trust_remote_code=trust_remote_code, local_files_only=_is_local(path)
@@ -729,6 +734,7 @@ class HFAudioLM:
         self.adapter = adapter_for(None, family)
         self.family, self.model_type, self.attn = self.adapter.name, model.config.model_type, None
         self.processor, self.model, self.device_map = processor, model.eval(), None
+        self.option_probs = True
         self.device = model.get_input_embeddings().weight.device
         self.dtype = next(model.parameters()).dtype
         self._finish_setup()
@@ -810,7 +816,7 @@ class HFAudioLM:
         if not params.greedy and params.seed is not None:
             torch.manual_seed(params.seed)
         inputs = self.adapter.prepare(self._generator, inputs)
-        letters = [option_letters(p.item, p.turn) for p in prompts]
+        letters = [option_letters(p.item, p.turn) if self.option_probs else None for p in prompts]
         kwargs = self._generation_kwargs(params)
         if any(letters):  # choice items: the first step's raw logits give the option probabilities
             kwargs.update(output_logits=True, return_dict_in_generate=True)
