@@ -1,7 +1,7 @@
 """Is a model's confidence worth anything? Calibration of single-choice answers from option probabilities.
 
 Where a backend gives the option letters' probabilities at the answer's first position
-(:attr:`~airbench_nb.records.Response.option_probs`: ``hf:`` models always, ``openai:`` models asked with
+(:attr:`~airbench_nb.records.Response.option_probs`: ``hf:`` models by default, ``openai:`` models asked with
 ``logprobs=True``; :mod:`airbench_nb.models.option_probs`), this module asks whether they mean what they say, per
 model and task and pooled over a model's tasks (``task`` None). It is pure: :func:`calibration_answers` turns items
 and responses into :class:`CalibrationAnswer` rows, :func:`calibration_results` returns typed results
