@@ -57,7 +57,7 @@ def reliability_diagrams(results: Sequence[CalibrationResult]) -> Any:
         for x, y, b in zip(centres, accuracy, filled, strict=True):
             ax.text(x, min(y + 0.02, 0.97), f"{b.n}", ha="center", va="bottom", fontsize=6.5, color="0.25")
         ax.plot([0, 1], [0, 1], "--", color="0.5", linewidth=1, label="perfect calibration")
-        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence (probability of the chosen option)")
+        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="confidence")
         scope = "all tasks" if r.task is None else _short(r.task, 24)
         low, high = r.ece.low, r.ece.high
         ece = f"ECE {r.ece.value:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else "")
@@ -69,12 +69,16 @@ def reliability_diagrams(results: Sequence[CalibrationResult]) -> Any:
         f"Reliability diagrams: accuracy vs confidence, 10 equal-width bins (counts on bars), n = {n} answers",
         fontsize=9,
     )
+    fig.supxlabel("confidence: the probability of the option the answer chose", fontsize=8)
     fig.tight_layout()
     return fig
 
 
 def risk_coverage_curves(results: Sequence[CalibrationResult]) -> Any:
-    """Selective risk against coverage per model (answers taken most confident first), AURC in the legend."""
+    """Selective risk against coverage per model (answers taken most confident first), AURC in the legend.
+
+    One point per distinct confidence (equal confidences are kept or dropped together), joined by lines.
+    """
     shown = [r for r in results if r.n][:MAX_PANELS]
     if not shown:
         return None
@@ -86,7 +90,7 @@ def risk_coverage_curves(results: Sequence[CalibrationResult]) -> Any:
     for colour, r in zip(palette, shown, strict=True):
         coverage, risk = r.curve
         label = f"{_short(r.model, 30)} (n = {r.n}, AURC {r.aurc.value:.3f})"
-        ax.step([0.0, *coverage], [risk[0] if risk else 0.0, *risk], where="post", color=colour, label=label)
+        ax.plot(coverage, risk, color=colour, marker="." if len(coverage) < 40 else None, label=label)
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="coverage (share of answers kept, most confident first)")
     ax.set_ylabel("selective risk (error rate of the answers kept)")
     ax.legend(fontsize=6.5, loc="upper left")
