@@ -836,13 +836,20 @@ class HFAudioLM:
         return generations
 
     def _first_logprobs(self, output: Any) -> torch.Tensor | None:
-        """Log-probabilities (rows, vocabulary) of the first generated step, or None when ``generate`` gave none."""
+        """Log-probabilities (rows, vocabulary) of the first generated step, or None when ``generate`` gave none.
+
+        A failure here costs the option probabilities only (logged), never the answers.
+        """
         logits = getattr(output, "logits", None)
         if not logits:
             return None
-        if self._letter_ids is None:
-            self._letter_ids = letter_token_ids(self._tokenizer)
-        return torch.log_softmax(logits[0].float(), dim=-1).cpu()
+        try:
+            if self._letter_ids is None:
+                self._letter_ids = letter_token_ids(self._tokenizer)
+            return torch.log_softmax(logits[0].float(), dim=-1).cpu()
+        except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+            logger.warning("%s: no option probabilities for this batch: %s", self.spec, _describe(exc))
+            return None
 
     def _generate_one(self, prompt: Prompt, params: GenerationParams) -> Generation:
         """One prompt alone; any failure becomes this item's error."""
