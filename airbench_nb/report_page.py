@@ -64,6 +64,8 @@ FIGURE_CAPTIONS: dict[str, str] = {
     "tiered-macro-f1-per-tier": "Tiered sound sources: macro F1 at both granularities, one panel per tier.",
     "tiered-confident-language": "Tiered sound sources: share of wrong and right answers stated confidently.",
     "tiered-strategy-raw-vs-within-class": "Tiered sound sources: reasoning strategy vs accuracy, raw and per class.",
+    "calibration-reliability-diagrams": "Calibration: accuracy vs the chosen option's probability, 10 bins, with ECE.",
+    "calibration-risk-coverage": "Calibration: error rate of the answers kept, most confident first, with AURC.",
 }
 """Captions of the known figures of notebook 05, by file stem (others get their stem)."""
 

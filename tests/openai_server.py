@@ -24,6 +24,10 @@ listening and drops every open connection, held requests included, without an an
     with OpenAITestServer(latency_s=0.1) as server:
         client = APIClient(base_url=server.base_url)
 
+With ``logprobs: true`` (and ``top_logprobs: N``) a chat answer is its first token alone, with that token's top N
+candidates in ``choices[0].logprobs.content[0].top_logprobs`` (:func:`fixture_first_token`: for a prompt with
+lettered options, a letter, its probabilities planted from the prompt's hash).
+
 Run as a program (``python -m tests.openai_server``) it serves in its own process, as the benchmark uses it.
 """
 
@@ -145,6 +149,61 @@ def fixture_embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
 
 class BadRequest(Exception):
     """A request the server rejects with 400."""
+
+
+FIXTURE_LETTER_SHARE = 0.9
+"""With ``logprobs``, the first token's probability that goes to the option letters (the rest to ``The``)."""
+FIXTURE_BARE_SHARE = 0.75
+"""Of each letter's probability, the share of its bare spelling (``A``; the rest goes to `` A``)."""
+
+
+def fixture_first_token(text: str) -> list[tuple[str, float]]:
+    """The first token's candidates ``(token, logprob)``, best first, that the server gives with ``logprobs``.
+
+    For a prompt with lettered options (lines ``A. ...``) each letter gets a weight from the SHA-256 of the prompt
+    text (1 to 7), the letters share :data:`FIXTURE_LETTER_SHARE` in proportion, each split between its bare and
+    its space-prefixed spelling (:data:`FIXTURE_BARE_SHARE`), and ``The`` takes the rest; the answer is the best
+    letter. A prompt without options gets ``It`` (certain).
+    """
+    import hashlib
+    import math
+
+    letters = re.findall(r"(?m)^([A-Z])\. ", text)
+    if not letters:
+        return [("It", 0.0)]
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    weights = [1 + digest[k] % 7 for k in range(len(letters))]
+    total = sum(weights)
+    out = [("The", math.log(1 - FIXTURE_LETTER_SHARE))]
+    for letter, weight in zip(letters, weights, strict=True):
+        p = FIXTURE_LETTER_SHARE * weight / total
+        out += [(letter, math.log(p * FIXTURE_BARE_SHARE)), (" " + letter, math.log(p * (1 - FIXTURE_BARE_SHARE)))]
+    return sorted(out, key=lambda pair: (-pair[1], pair[0]))
+
+
+def _logprobs_reply(body: dict[str, Any], text: str) -> tuple[str, dict[str, Any]] | None:
+    """The content and ``logprobs`` of a request that asks for them (None when it does not)."""
+    if body.get("logprobs") in (None, False):
+        return None
+    if body.get("logprobs") is not True:
+        raise BadRequest(f"logprobs must be a boolean, got {body.get('logprobs')!r:.40}")
+    top = body.get("top_logprobs", 0)
+    if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 20:
+        raise BadRequest(f"top_logprobs must be an integer from 0 to 20, got {top!r:.40}")
+    candidates = fixture_first_token(text)
+    letters = [t for t, _ in candidates if len(t) == 1 and t.isupper() and t != "It"]
+    if letters:
+        best = max(letters, key=lambda t: sum(lp for tok, lp in candidates if tok.strip() == t))
+        token, logprob = best, next(lp for tok, lp in candidates if tok == best)
+    else:
+        token, logprob = candidates[0]
+    entry = {
+        "token": token,
+        "logprob": logprob,
+        "bytes": list(token.encode("utf-8")),
+        "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode("utf-8"))} for t, lp in candidates[:top]],
+    }
+    return token, {"content": [entry], "refusal": None}
 
 
 def prompt_text(body: dict[str, Any]) -> str:
@@ -385,15 +444,18 @@ class OpenAITestServer:
                         "expires_at": int(time.time()) + 3600,
                     },
                 }
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": "stop"}
+        with_logprobs = _logprobs_reply(body, text)
+        if with_logprobs is not None and message.get("content") is not None:  # the answer is the best first token
+            message["content"], choice["logprobs"] = with_logprobs
+            reply = message["content"]
         prompt_tokens = sum(len(json.dumps(m.get("content", ""))) // 4 for m in messages)
         return {
             "id": self._next_id("chatcmpl"),
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body["model"],
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": "stop"},
-            ],
+            "choices": [choice],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": len(reply.split()),

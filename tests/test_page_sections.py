@@ -27,9 +27,10 @@ from airbench_nb.report_page import write_report_page
 EXAMPLE = Path(__file__).resolve().parents[1] / "reports" / "example"
 NOT_IN_EXAMPLE = ("mmau", "mmar", "mmsu")
 """Benchmarks the committed example run has no items of."""
-SECTIONS_NOT_IN_EXAMPLE = ("Controls", "Perturbations", "Stability", "Judge panel", "Mapped Chat scores")
+SECTIONS_NOT_IN_EXAMPLE = ("Controls", "Perturbations", "Stability", "Calibration", "Judge panel", "Mapped Chat scores")
 """Sections of the benchmarks in the example whose items the example run was built without (no controls, no
-perturbed copies, no sampled answers, one judgement of one Chat judge per answer, no judge mapping)."""
+perturbed copies, no sampled answers, no model giving option probabilities and only baselines on the tiered tier A,
+one judgement of one Chat judge per answer, no judge mapping)."""
 
 
 @pytest.fixture
@@ -87,7 +88,7 @@ def test_an_unregistered_section_raises_and_names_the_benchmark(tmp_path: Path, 
     register_benchmark(Benchmark("ghost", "Ghost", (), (), (), (), ("Ghost table",), ()))
     with pytest.raises(KeyError, match=r"benchmark 'ghost' declares page section 'Ghost table', which is not regis"):
         write_report_page(_run(tmp_path / "run"))
-    registered = "Main table, Controls, Perturbations, Stability, Judge panel, Mapped Chat scores, SSEU-Bench"
+    registered = "Main table, Controls, Perturbations, Stability, Calibration, Judge panel, Mapped Chat scores"
     with pytest.raises(KeyError, match=f"no page section 'Ghost table'; registered: {registered}"):
         page_section_for("Ghost table")
 
@@ -99,6 +100,7 @@ def test_the_fixture_restored_the_registries():
         "Controls",
         "Perturbations",
         "Stability",
+        "Calibration",
         "Judge panel",
         "Mapped Chat scores",
         "SSEU-Bench",

@@ -935,12 +935,15 @@ for _name in KIT_SECTIONS:
 
 # The benchmarks' own sections register after the kit's (report order): MMAU's, MMAR's and MMSU's, the judge panel
 # (optional: a run with one judgement of one judge per answer writes no key), then the perturbation curves (optional:
-# a run without perturbed copies writes no key), then decoding stability (optional: a run without sampled answers
-# writes no key).
+# a run without perturbed copies writes no key), then decoding stability and calibration (optional too).
+# isort: off
 import airbench_nb.analysis.choice_qa  # noqa: E402, F401 - imported for its registrations
 import airbench_nb.analysis.judge_panel  # noqa: E402, F401 - imported for its registration (optional: judge panels)
 import airbench_nb.analysis.perturbations  # noqa: E402, F401 - imported for its registration
 import airbench_nb.analysis.stability  # noqa: E402, F401 - imported for its registration
+import airbench_nb.analysis.calibration  # noqa: E402, F401 - imported for its registration
+
+# isort: on
 
 
 def _json_default(value: Any) -> Any:

@@ -35,6 +35,7 @@ from airbench_nb.api_client.helpers import (
     check_completion,
     describe_error,
     distinct_requests,
+    first_token_logprobs,
     gather_all,
     is_retryable,
     parse_completion,
@@ -484,6 +485,7 @@ class APIClient:
                 f", refusal={self.scrub(str(refusal))[:200]!r})" if refusal else ")"
             )
         return ChatResult(
+            first_token_logprobs=first_token_logprobs(choice),
             text=content,
             error=error,
             input_tokens=input_tokens,

@@ -8,6 +8,7 @@ import email.utils
 import io
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -52,6 +53,28 @@ def check_completion(body: Any) -> dict[str, Any]:
     if content is not None and not isinstance(content, str):
         raise MalformedResponseError(f"malformed response: content is a {type(content).__name__}")
     return body
+
+
+def first_token_logprobs(choice: Mapping[str, Any]) -> list[tuple[str, float]] | None:
+    """The ``top_logprobs`` of a completion choice's first content token, ``[(token, logprob), ...]`` best first.
+
+    None when the choice holds no ``logprobs.content`` (not asked for, or a server that ignores the request);
+    entries that are not a token string with a finite number are skipped.
+    """
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, Mapping) else None
+    if not isinstance(content, list) or not content or not isinstance(content[0], Mapping):
+        return None
+    top = content[0].get("top_logprobs")
+    if not isinstance(top, list):
+        return None
+    out: list[tuple[str, float]] = []
+    for entry in top:
+        if isinstance(entry, Mapping) and isinstance(entry.get("token"), str):
+            value = entry.get("logprob")
+            if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+                out.append((entry["token"], float(value)))
+    return sorted(out, key=lambda pair: -pair[1])
 
 
 def retry_after_s(exc: BaseException) -> float | None:

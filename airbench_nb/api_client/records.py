@@ -60,6 +60,7 @@ _PARAM_RULES: dict[str, tuple[Any, str]] = {
     "max_completion_tokens": (lambda v: _is_int(v) and v >= 1, "a whole number >= 1"),
     "n": (lambda v: _is_int(v) and v >= 1, "a whole number >= 1"),
     "seed": (_is_int, "a whole number"),
+    "top_logprobs": (lambda v: _is_int(v) and 0 <= v <= 20, "a whole number in [0, 20]"),
     "presence_penalty": (lambda v: _is_number(v) and -2 <= v <= 2, "a number in [-2, 2]"),
     "frequency_penalty": (lambda v: _is_number(v) and -2 <= v <= 2, "a number in [-2, 2]"),
 }
@@ -153,6 +154,9 @@ class ChatResult:
     ``audio.data``, base64 of the encoded file as the server sent it; None when the reply holds none."""
     audio_transcript: str | None = None
     """The message's ``audio.transcript`` (what the model says it said), when the reply holds audio."""
+    first_token_logprobs: list[tuple[str, float]] | None = None
+    """A request that asked for ``logprobs``: the ``top_logprobs`` of the answer's first token, ``(token, logprob)``
+    best first; None when not asked for or the reply holds none."""
 
     @property
     def ok(self) -> bool:

@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from airbench_nb.records import ChatItem, FoundationItem, RankedLabel, prompt_without_audio
+from airbench_nb.records import ChatItem, FoundationItem, OptionProbs, RankedLabel, prompt_without_audio
 
 logger = logging.getLogger(__name__)
 
@@ -292,6 +292,9 @@ class Generation:
     ranking: list[RankedLabel] = field(default_factory=list)
     """A ranked-list model's task classes, best first (tiers B and C; ``text`` is the first), written into
     :attr:`~airbench_nb.records.Response.ranking`; empty for text answers."""
+    option_probs: OptionProbs | None = None
+    """A single-choice item's option-letter probabilities at the answer's first position, written into
+    :attr:`~airbench_nb.records.Response.option_probs`; None when the backend gives none."""
 
 
 @runtime_checkable

@@ -36,6 +36,12 @@ checkpoint's own on CUDA, bfloat16 when it names none or the GPU lacks it; float
 ``attn_implementation``: ``sdpa``, ``flash_attention_2``, ``eager``; by default transformers picks SDPA where the
 model supports it).
 
+Option probabilities: for a single-choice item asked for a letter, the call also asks ``generate`` for the raw
+logits of each step (``output_logits=True, return_dict_in_generate=True``) and records the option letters'
+probabilities at the first generated position (:mod:`airbench_nb.models.option_probs`;
+:attr:`Generation.option_probs <airbench_nb.models.base.Generation.option_probs>`), for calibration. The decoded
+answer is the same as without them.
+
 Loading from a local folder reads nothing from the network (``HF_HUB_OFFLINE=1`` is honoured throughout).
 """
 
@@ -53,6 +59,7 @@ import numpy as np
 import torch
 
 from airbench_nb.models.base import Generation, GenerationParams, Prompt, chat_messages
+from airbench_nb.models.option_probs import from_logits, letter_token_ids, option_letters
 
 logger = logging.getLogger(__name__)
 
@@ -655,6 +662,9 @@ class HFAudioLM:
         trust_remote_code: Allow the checkpoint's own Python code (needed by some hub models).
         attn: Attention kernel (``sdpa``, ``flash_attention_2``, ``eager``...); None or ``auto``: transformers'
             choice (SDPA where the model supports it).
+        option_probs: Record the option letters' probabilities of single-choice items (see the module docstring).
+            ``generate`` then keeps every step's logits until the batch ends (rows x steps x vocabulary floats):
+            turn it off (``--model-option option_probs=false``) for long reasoning answers on a small GPU.
 
     Raises:
         SpecError: In one line naming the checkpoint and what to do: a hub id that cannot be fetched (offline or
@@ -672,6 +682,7 @@ class HFAudioLM:
         family: str | None = None,
         trust_remote_code: bool = False,
         attn: str | None = None,
+        option_probs: bool = True,
     ):
         from transformers import AutoConfig
 
@@ -687,6 +698,7 @@ class HFAudioLM:
         path = self.path
         self.batch_size = batch_size
         self._batch_cap: int | None = None
+        self.option_probs = bool(option_probs)
         try:
             config = AutoConfig.from_pretrained(
                 path, trust_remote_code=trust_remote_code, local_files_only=_is_local(path)
@@ -724,6 +736,7 @@ class HFAudioLM:
         self.adapter = adapter_for(None, family)
         self.family, self.model_type, self.attn = self.adapter.name, model.config.model_type, None
         self.processor, self.model, self.device_map = processor, model.eval(), None
+        self.option_probs = True
         self.device = model.get_input_embeddings().weight.device
         self.dtype = next(model.parameters()).dtype
         self._finish_setup()
@@ -735,6 +748,7 @@ class HFAudioLM:
         self._generator = self.adapter.generator(self.model)
         self._tokenizer = self.adapter.tokenizer(self.processor)
         self._eos_ids = self._stop_ids()
+        self._letter_ids: dict[str, list[int]] | None = None  # the option letters' token ids, read when first needed
         logger.info(
             "%s: %s (%s) on %s in %s, attention %s, %.1fM parameters",
             self.spec,
@@ -804,16 +818,40 @@ class HFAudioLM:
         if not params.greedy and params.seed is not None:
             torch.manual_seed(params.seed)
         inputs = self.adapter.prepare(self._generator, inputs)
+        letters = [option_letters(p.item, p.turn) if self.option_probs else None for p in prompts]
+        kwargs = self._generation_kwargs(params)
+        if any(letters):  # choice items: the first step's raw logits give the option probabilities
+            kwargs.update(output_logits=True, return_dict_in_generate=True)
         with torch.inference_mode():
-            output = self._generator.generate(**inputs, **self._generation_kwargs(params))
+            output = self._generator.generate(**inputs, **kwargs)
         sequences = output if isinstance(output, torch.Tensor) else output.sequences
+        first = self._first_logprobs(output) if any(letters) else None
         generations = []
-        for row, n_in in zip(self.adapter.new_tokens(sequences, inputs), input_tokens, strict=True):
+        rows = self.adapter.new_tokens(sequences, inputs)
+        for index, (row, n_in) in enumerate(zip(rows, input_tokens, strict=True)):
             stop = next((i for i, token in enumerate(row) if token in self._eos_ids), None)
             kept = row if stop is None else row[: stop + 1]
             text = self._tokenizer.decode(kept, skip_special_tokens=True).strip()
-            generations.append(Generation(text=text, input_tokens=n_in, output_tokens=len(kept)))
+            option = letters[index]
+            probs = from_logits(first[index], option, self._letter_ids or {}) if first is not None and option else None
+            generations.append(Generation(text=text, input_tokens=n_in, output_tokens=len(kept), option_probs=probs))
         return generations
+
+    def _first_logprobs(self, output: Any) -> torch.Tensor | None:
+        """Log-probabilities (rows, vocabulary) of the first generated step, or None when ``generate`` gave none.
+
+        A failure here costs the option probabilities only (logged), never the answers.
+        """
+        logits = getattr(output, "logits", None)
+        if not logits:
+            return None
+        try:
+            if self._letter_ids is None:
+                self._letter_ids = letter_token_ids(self._tokenizer)
+            return torch.log_softmax(logits[0].float(), dim=-1).cpu()
+        except (RuntimeError, ValueError, TypeError, IndexError) as exc:
+            logger.warning("%s: no option probabilities for this batch: %s", self.spec, _describe(exc))
+            return None
 
     def _generate_one(self, prompt: Prompt, params: GenerationParams) -> Generation:
         """One prompt alone; any failure becomes this item's error."""

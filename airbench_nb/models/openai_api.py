@@ -31,6 +31,14 @@ Spoken answers: with ``audio_output=True`` (``load_model(spec, audio_output=True
 becomes the generation's audio (written beside the responses by the runner) and its ``transcript`` the text; a reply
 without audio is that item's error (:data:`NO_AUDIO_REPLY`). Items of other kinds are asked for text as always.
 
+Option probabilities: with ``logprobs=True`` (``--model-option logprobs=true``, or ``model_options``) a single-choice
+item asked for a letter is sent with ``logprobs: true, top_logprobs: <top_logprobs>`` (default
+:data:`TOP_LOGPROBS`, the API's most), and the ``top_logprobs`` of the reply's first token become the generation's
+:attr:`~airbench_nb.models.base.Generation.option_probs` (:func:`airbench_nb.models.option_probs.from_top_logprobs`:
+the letters' spellings summed, a letter outside the top N counted 0), for calibration. Off by default: the request
+(and its cache key) then stays what it was, and a server that refuses ``logprobs`` is not asked. A reply without
+logprobs leaves the probabilities out; the answer is kept.
+
 Example:
     >>> from airbench_nb.models import load_model
     >>> model = load_model("openai:Qwen/Qwen2-Audio-7B-Instruct@http://127.0.0.1:8000/v1")  # doctest: +SKIP
@@ -39,6 +47,7 @@ Example:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import logging
 import math
@@ -59,6 +68,7 @@ from airbench_nb.api_client import (
     parse_openai_spec,
 )
 from airbench_nb.models.base import GeneratedAudio, Generation, GenerationParams, Prompt, chat_messages
+from airbench_nb.models.option_probs import from_top_logprobs, option_letters
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +76,8 @@ SPEAKING_KINDS = frozenset({"speech_generation"})
 """Item kinds asked for a spoken answer when the model is made with ``audio_output=True``."""
 DEFAULT_VOICE = "alloy"
 """The voice asked for when none is given (one of OpenAI's; vLLM omni servers take their own names)."""
+TOP_LOGPROBS = 20
+"""Alternatives asked for per token with ``logprobs=True`` (OpenAI's most)."""
 NO_AUDIO_REPLY = "no audio in the reply"
 """The error of an item asked for a spoken answer whose reply holds none."""
 
@@ -153,6 +165,9 @@ class OpenAIAudioLM:
         cool_off_s: With replicas: seconds a replica marked down gets no requests before it is tried again.
         audio_output: Ask ``speech_generation`` items for a spoken answer (see the module docstring).
         audio_voice: The voice asked for with ``audio_output``.
+        logprobs: Ask single-choice items for the first token's ``top_logprobs`` (option probabilities, see the module
+            docstring).
+        top_logprobs: Alternatives per token asked for with ``logprobs`` (1 to 20).
 
     Raises:
         airbench_nb.api_client.EndpointError: A URL as the model part, a bad base URL or one with credentials,
@@ -175,7 +190,15 @@ class OpenAIAudioLM:
         cool_off_s: float = 30.0,
         audio_output: bool = False,
         audio_voice: str = DEFAULT_VOICE,
+        logprobs: bool = False,
+        top_logprobs: int = TOP_LOGPROBS,
     ) -> None:
+        if not 1 <= int(top_logprobs) <= TOP_LOGPROBS:
+            raise ValueError(f"top_logprobs must be 1 to {TOP_LOGPROBS}, got {top_logprobs}")
+        self.logprobs = bool(logprobs)
+        """Whether single-choice items are asked for the first token's ``top_logprobs``."""
+        self.top_logprobs = int(top_logprobs)
+        """Alternatives asked for per token."""
         model, base_urls = parse_openai_replicas(rest)
         self.audio_output = bool(audio_output)
         """Whether ``speech_generation`` items are asked for a spoken answer."""
@@ -255,6 +278,9 @@ class OpenAIAudioLM:
         if self.speaks(prompt):
             body["modalities"] = ["text", "audio"]
             body["audio"] = {"voice": self.audio_voice, "format": "wav"}
+        elif self.logprobs and option_letters(prompt.item, prompt.turn):
+            body["logprobs"] = True
+            body["top_logprobs"] = self.top_logprobs
         return ChatRequest(model=self.model, messages=messages, params=body)
 
     def speaks(self, prompt: Prompt) -> bool:
@@ -263,10 +289,18 @@ class OpenAIAudioLM:
 
     @property
     def settings(self) -> dict[str, object] | None:
-        """What the runner records with each response (``generation["backend"]``); None unless audio is asked for."""
-        if not self.audio_output:
+        """What the runner records with each response (``generation["backend"]``); None unless asked for more.
+
+        More is audio (``audio_output``, ``audio_voice``) or logprobs (``logprobs``, ``top_logprobs``).
+        """
+        if not self.audio_output and not self.logprobs:
             return None
-        return {"name": "openai", "audio_output": True, "audio_voice": self.audio_voice}
+        out: dict[str, object] = {"name": "openai"}
+        if self.audio_output:
+            out.update(audio_output=True, audio_voice=self.audio_voice)
+        if self.logprobs:
+            out.update(logprobs=True, top_logprobs=self.top_logprobs)
+        return out
 
     def generate(self, prompts: list[Prompt], params: GenerationParams) -> list[Generation]:
         """Answer prompts concurrently; a prompt that fails (bad audio, HTTP error) gets its own error.
@@ -290,14 +324,19 @@ class OpenAIAudioLM:
                 out[index] = Generation(error=f"{self.spec}: {prompt.uid}: cannot send the audio: {exc}")
         results: list[ChatResult] = self.client.run_sync(requests) if requests else []
         for index, result in zip(where, results, strict=True):
-            out[index] = Generation(
+            generation = Generation(
                 text=result.text,
                 error=None if result.ok else result.error or "no text in the answer",
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,
             )
+            letters = option_letters(prompts[index].item, prompts[index].turn) if self.logprobs else None
             if result.ok and self.speaks(prompts[index]):
-                out[index] = self._spoken(prompts[index], result)
+                generation = self._spoken(prompts[index], result)
+            elif result.ok and letters and result.first_token_logprobs:
+                probs = from_top_logprobs(result.first_token_logprobs, letters, self.top_logprobs)
+                generation = dataclasses.replace(generation, option_probs=probs)
+            out[index] = generation
         return [g if g is not None else Generation(error="internal: no result") for g in out]
 
     def _spoken(self, prompt: Prompt, result: ChatResult) -> Generation:

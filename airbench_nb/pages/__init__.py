@@ -4,8 +4,9 @@
 (:data:`PAGE_SECTIONS`); importing this package registers the kit's sections: :mod:`~airbench_nb.pages.airbench`
 (``Main table``), :mod:`~airbench_nb.pages.controls` (``Controls``), :mod:`~airbench_nb.pages.perturbations`
 (``Perturbations``), :mod:`~airbench_nb.pages.stability` (``Stability``: decoding stability over sampled answers,
-of every choice item), :mod:`~airbench_nb.pages.judge_panel` (``Judge panel``) and
-:mod:`~airbench_nb.pages.judge_mapping` (``Mapped Chat scores``), AIR-Bench's; :mod:`~airbench_nb.pages.sseu`
+of every choice item), :mod:`~airbench_nb.pages.calibration` (``Calibration``), :mod:`~airbench_nb.pages.judge_panel`
+(``Judge panel``) and :mod:`~airbench_nb.pages.judge_mapping` (``Mapped Chat scores``), AIR-Bench's;
+:mod:`~airbench_nb.pages.sseu`
 (``SSEU-Bench``), :mod:`~airbench_nb.pages.ugbench` (``UG-Bench``), :mod:`~airbench_nb.pages.tiered` (``Tiered sound
 sources``) and :mod:`~airbench_nb.pages.choice_qa` (``MMAU``, ``MMAR``, ``MMSU``); :mod:`~airbench_nb.pages.clusters`
 (``Clustered intervals``) is the kit's own, after every benchmark's (:data:`KIT_PAGE_SECTIONS`).
@@ -21,6 +22,7 @@ from airbench_nb.pages.airbench import MAIN_TABLE
 from airbench_nb.pages.controls import CONTROLS_SECTION
 from airbench_nb.pages.perturbations import PERTURBATIONS_SECTION
 from airbench_nb.pages.stability import STABILITY_SECTION
+from airbench_nb.pages.calibration import CALIBRATION_SECTION
 from airbench_nb.pages.judge_panel import JUDGE_PANEL_SECTION
 from airbench_nb.pages.judge_mapping import JUDGE_MAPPING_SECTION
 from airbench_nb.pages.sseu import SSEU_SECTION
@@ -42,6 +44,7 @@ from airbench_nb.pages.base import (
 from airbench_nb.pages.style import PAGE_CSS
 
 __all__ = [
+    "CALIBRATION_SECTION",
     "CLUSTERS_SECTION",
     "CONTROLS_SECTION",
     "KIT_PAGE_SECTIONS",

@@ -133,6 +133,7 @@ from airbench_nb.records.mix import (
     MixMeta,
 )
 from airbench_nb.records.responses import (
+    OptionProbs,
     RankedLabel,
     Response,
     ResponseAudio,
@@ -287,6 +288,7 @@ __all__ = [
     "item_class",
     "item_adapter",
     "ResponseAudio",
+    "OptionProbs",
     "RankedLabel",
     "check_ranking",
     "Response",

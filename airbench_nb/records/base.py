@@ -22,9 +22,9 @@ answer to each turn and the generation settings; verdicts the turn they judged.
 (``tests/test_schema_v1.py``).
 4: UG-Bench's open-ended kinds (:class:`TranslationItem`, :class:`CaptionItem`, :class:`SpeechGenerationItem`) and
 spoken answers (:attr:`Response.audio`). Older lines read unchanged. The tiered sound-source kinds
-(:class:`SoundSourceItem`, :class:`OpenSourceItem`) and :attr:`Verdict.hits` came later as additions within
-version 4 (new kinds and an optional field: every older line reads unchanged). A line of a newer version than this
-is refused (file, line and field named): its meaning is not known to this kit."""
+(:class:`SoundSourceItem`, :class:`OpenSourceItem`), :attr:`Verdict.hits` and :attr:`Response.option_probs` came
+later as additions within version 4 (new kinds and optional fields: every older line reads unchanged). A line of a
+newer version than this is refused (file, line and field named): its meaning is not known to this kit."""
 
 
 class AudioStatus(StrEnum):

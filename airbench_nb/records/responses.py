@@ -44,6 +44,53 @@ class RankedLabel(BaseModel):
     logit-scaled audio-text cosine for CLAP. Comparable within one response only."""
 
 
+class OptionProbs(BaseModel):
+    """A model's probability of each option letter where its answer begins (:mod:`airbench_nb.analysis.calibration`).
+
+    Read at the first generated position of a single-choice item asked for a letter: an ``hf:`` model's next-token
+    distribution (raw logits, softmax over the vocabulary), an ``openai:`` model's ``top_logprobs`` of its first
+    answer token. Never part of :meth:`Response.content_hash`: a judge judges the text.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    probs: dict[str, float]
+    """Probability of each of the item's option letters (``A``, ``B``, ... in option order), renormalised over those
+    letters: they sum to 1. A letter the backend gave no probability for (outside an API's top-N) is 0."""
+    mass: float = Field(ge=0.0, le=1.0 + 1e-6, allow_inf_nan=False)
+    """The letters' probability before renormalising: how much of the model's next-token distribution answers with a
+    letter at all (near 1 for a model that answers with the letter; small when it begins otherwise, "The answer ...";
+    a lower bound for an API's top-N)."""
+    source: str
+    """How they were read: the backend and the spelling of the letter tokens (``hf: first generated token, letters
+    spelled 'A'``; ``openai: top_logprobs of the first answer token (top 20)``)."""
+
+    @field_validator("probs")
+    @classmethod
+    def _probs_distribution(cls, value: dict[str, float]) -> dict[str, float]:
+        if len(value) < 2:
+            raise ValueError(f"option probabilities need 2 or more option letters, got {sorted(value)}")
+        bad = [k for k in value if len(k) != 1 or not "A" <= k <= "Z"]
+        if bad:
+            raise ValueError(f"option probabilities are keyed by option letters A-Z, got {bad}")
+        if any(not (0.0 <= v <= 1.0 + 1e-6) for v in value.values()):
+            raise ValueError(f"option probabilities must lie in [0, 1], got {value}")
+        total = sum(value.values())
+        if abs(total - 1.0) > 1e-4:
+            raise ValueError(f"option probabilities must sum to 1 (renormalised over the options), got {total:.6f}")
+        return value
+
+    @property
+    def letters(self) -> list[str]:
+        """The option letters, in option order."""
+        return sorted(self.probs)
+
+    @property
+    def vector(self) -> list[float]:
+        """The probabilities in option order (A first)."""
+        return [self.probs[k] for k in self.letters]
+
+
 def check_ranking(ranking: list[RankedLabel]) -> list[RankedLabel]:
     """A ranking as :attr:`Response.ranking` takes it: each class once, best first.
 
@@ -109,14 +156,22 @@ class Response(Record):
     """Which of the K sampled answers this is (0 to K-1), for a record of ``<kind>.samples.jsonl`` written by
     ``infer --samples K`` (:mod:`airbench_nb.runner.samples`); None for the run's main answer (every record of the
     main responses file). Left out of the JSON line when None, so that main responses files read as before."""
+    option_probs: OptionProbs | None = None
+    """A single-choice item's probability of each option letter at the answer's first position (``hf:`` models; an
+    ``openai:`` model asked with ``logprobs``), for calibration (:mod:`airbench_nb.analysis.calibration`); None for
+    other items, other backends, and in files written before the field existed. Not part of :meth:`content_hash`. Left
+    out of the JSON line when None, so that the answers of other backends read as before."""
     created: datetime = Field(default_factory=_now)
     """When the response was recorded (UTC)."""
 
     @model_serializer(mode="wrap")
-    def _without_unset_sample(self, handler: SerializerFunctionWrapHandler) -> Any:
+    def _without_unset_additions(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """The record's fields, but ``sample`` and ``option_probs`` when None (later additions most records lack)."""
         data = handler(self)
-        if self.sample is None and isinstance(data, dict):
-            data.pop("sample", None)
+        if isinstance(data, dict):
+            for name in ("sample", "option_probs"):
+                if getattr(self, name) is None:
+                    data.pop(name, None)
         return data
 
     @field_validator("ranking")

@@ -32,6 +32,7 @@ from airbench_nb.models.base import (
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
 from airbench_nb.records import (
     AudioStatus,
+    OptionProbs,
     RankedLabel,
     Response,
     ResponseAudio,
@@ -556,6 +557,8 @@ class _Asking:
     """The spoken answer (of the last turn answered), for models that answer with audio."""
     ranking: list[RankedLabel] = field(default_factory=list)
     """The ranked task classes (of the last turn answered), for ranked-list models (tiers B and C)."""
+    option_probs: OptionProbs | None = None
+    """The option-letter probabilities (of the last turn answered), for calibration."""
     error: str | None = None
     latency: float = 0.0
     input_tokens: int | None = None
@@ -585,6 +588,7 @@ class _Asking:
         except ValueError as exc:  # pydantic's ValidationError is one: a bad ranking fails this item, not the run
             self.ranking = []
             self.error = f"backend: bad ranking: {' '.join(str(exc).split())}"
+        self.option_probs = generation.option_probs
         for name in ("input_tokens", "output_tokens"):
             value = getattr(generation, name)
             if value is not None:
@@ -744,6 +748,7 @@ def _answer(
                             output_tokens=entry.output_tokens,
                             turns=list(entry.answers) if multi_turn else [],
                             ranking=entry.ranking if entry.error is None else [],
+                            option_probs=entry.option_probs if entry.error is None else None,
                         )
                     )
                 records = [_storable(r) for r in records]
