@@ -409,7 +409,7 @@ def test_the_runner_writes_the_option_probabilities_of_an_openai_model_asked_for
     import soundfile as sf
 
     from airbench_nb.manifests import read_records, write_manifest
-    from airbench_nb.runner.models import infer
+    from airbench_nb.runner.infer import infer
     from tests.openai_server import OpenAITestServer
 
     data = tmp_path / "data"

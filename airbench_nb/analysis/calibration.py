@@ -66,7 +66,6 @@ from airbench_nb.records import (
     LETTERS,
     PERTURBATION_OF_KEY,
     Response,
-    SingleChoiceItem,
     cluster_of,
 )
 
@@ -127,12 +126,7 @@ class AnswerCounts:
 
 def _eligible(item: Any) -> bool:
     meta = getattr(item, "meta", None) or {}
-    return (
-        isinstance(item, SingleChoiceItem)
-        and not item.ANSWERED_BY_TEXT
-        and CONTROL_OF_KEY not in meta
-        and PERTURBATION_OF_KEY not in meta
-    )
+    return item.option_letters() is not None and CONTROL_OF_KEY not in meta and PERTURBATION_OF_KEY not in meta
 
 
 def calibration_answers(
@@ -585,7 +579,7 @@ def _run_answers(analysis: RunAnalysis) -> tuple[dict[str, Any], dict[str, dict[
     if not path.is_file():
         return items, responses
     try:
-        tiered = {i.uid: i for i in read_manifest(path) if isinstance(i, SingleChoiceItem)}
+        tiered = {i.uid: i for i in read_manifest(path) if i.option_letters() is not None}
         latest = analysis.records.lenient().latest_by_model(["sound_source"])
     except (OSError, ValueError) as exc:
         logger.warning("calibration: %s left out: %s", path, exc)

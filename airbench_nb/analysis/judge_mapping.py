@@ -40,7 +40,7 @@ import numpy as np
 
 from airbench_nb.analysis.judge_panel import ChatReader
 from airbench_nb.analysis_report import Interval, Number, Payload
-from airbench_nb.records import ChatItem, Response, Verdict, cluster_of
+from airbench_nb.records import Response, Verdict, cluster_of
 from airbench_nb.scoring.resample import clustering, percentile_interval, weight_rows
 from airbench_nb.scoring.resample import key_rng as _key_rng
 
@@ -101,7 +101,7 @@ def judge_scores(
             item = items.get(verdict.uid)
             if verdict.judge != judge or verdict.repeat is not None or verdict.order not in CHAT_ORDERS:
                 continue
-            if not isinstance(item, ChatItem):
+            if item is None or tuple(item.JUDGE_ORDERS) != tuple(CHAT_ORDERS):
                 continue
             score, _, _ = read(responses.get(model, {}).get(verdict.uid), verdict, verdict.turn)
             if score is not None:

@@ -60,7 +60,7 @@ import pandas as pd
 from airbench_nb.analysis.registry import register_analysis_section
 from airbench_nb.analysis.section import Section
 from airbench_nb.analysis_report import Interval, Number, Payload
-from airbench_nb.records import ChatItem, Response, Verdict, cluster_of
+from airbench_nb.records import Response, Verdict, cluster_of
 from airbench_nb.scoring.resample import clustering, percentile_interval, weight_rows
 from airbench_nb.scoring.resample import key_rng as _key_rng
 
@@ -331,7 +331,7 @@ def panel_scores(
     cells: dict[tuple[str, int | None], dict[str, dict[int, dict[str, float]]]] = {}
     for verdict in verdicts:
         item = items.get(verdict.uid)
-        if not isinstance(item, ChatItem) or verdict.order not in CHAT_ORDERS:
+        if item is None or tuple(item.JUDGE_ORDERS) != tuple(CHAT_ORDERS) or verdict.order not in CHAT_ORDERS:
             continue
         score, _, _ = read(responses.get(verdict.uid), verdict, verdict.turn)
         if score is None:

@@ -27,7 +27,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from airbench_nb.records import LETTERS, OptionProbs, SingleChoiceItem
+from airbench_nb.records import LETTERS, OptionProbs
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +37,10 @@ SPELLINGS: tuple[str, ...] = ("{}", " {}")
 
 def option_letters(item: Any, turn: int = 0) -> list[str] | None:
     """The option letters of an item asked for a letter (``A``, ``B``, ...), or None for any other item or turn."""
-    if turn != 0 or not isinstance(item, SingleChoiceItem) or item.ANSWERED_BY_TEXT:
+    if turn != 0:
         return None
-    return list(LETTERS[: len(item.choices)])
+    letters = getattr(item, "option_letters", None)
+    return letters() if letters is not None else None
 
 
 def letter_token_ids(tokenizer: Any) -> dict[str, list[int]]:

@@ -107,6 +107,10 @@ class ItemBase(Record):
     ROTATED: ClassVar[bool] = False
     """Whether circular evaluation makes rotated copies of this kind's options (:mod:`airbench_nb.rotation`)."""
 
+    def option_letters(self) -> list[str] | None:
+        """The letters the options are asked by (``A``, ``B``, ...); None when the item is not asked for a letter."""
+        return None
+
     @property
     def category_label(self) -> str:
         """The category the item is reported under: its ``category``, or ``other`` for a kind or item without one."""
@@ -190,6 +194,10 @@ class SingleChoiceItem(ItemBase):
     def answer_letter(self) -> str:
         """The letter (A-Z, within the item's options) of the correct choice."""
         return LETTERS[self.answer]
+
+    def option_letters(self) -> list[str] | None:
+        """The option letters (``A``, ``B``, ...), or None for a kind asked for an option's text (MMAU, MMAR)."""
+        return None if self.ANSWERED_BY_TEXT else list(LETTERS[: len(self.choices)])
 
     def answer_option(self, index: int) -> int:
         """The option an answer choosing option ``index`` stands for: the first option of the same text.
