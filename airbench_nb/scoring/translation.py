@@ -233,8 +233,8 @@ def corpus_score(
     grouping = None
     if ci is not None and clusters is not None and len(set(clusters)) < len(hypotheses):
         low, high, grouping = clustered_corpus_interval(metric, hypotheses, streams, reps, seed, clusters)
-        if low is not None and high is not None:
-            ci = (min(ci[0], low), max(ci[1], high))
+        if low is not None and high is not None:  # the union, clipped to 0-100 as sacrebleu's interval is
+            ci = (max(0.0, min(ci[0], low)), min(100.0, max(ci[1], high)))
     return CorpusScore(value=float(score.score), ci=ci, signature=signature, clustering=grouping)
 
 
