@@ -29,7 +29,7 @@ import pandas as pd
 
 from airbench_nb.analysis.stats import plain, wilson
 from airbench_nb.judge.registry import scores_only
-from airbench_nb.markup import md_text
+from airbench_nb.markup import md_code, md_text
 from airbench_nb.run_folder import LEADERBOARD, TABLES_CSV
 from airbench_nb.scoring import (
     CHAT_CATEGORIES,
@@ -542,7 +542,7 @@ def write_tables(
             f"Chat judge `{PROXY_SHORT}`: {PROXY_LABEL}. Its scores are a similarity proxy, not comparable with "
             "an LLM judge's."
         )
-    provenance = provenance_text(sorted(str(j) for j in judges))
+    provenance = provenance_text(sorted(str(j) for j in judges), quote=md_code)
     if provenance:
         notes.append(provenance)
     unusable = {k: v for k, v in _unusable(results).items() if v}

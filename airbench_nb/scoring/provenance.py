@@ -15,6 +15,7 @@ another model under that name, and says so in the docs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 logger = logging.getLogger(__name__)
 
@@ -34,12 +35,14 @@ def published_judge(spec: str | None) -> bool:
     return prefix == "openai" and rest.split("@", 1)[0] == PUBLISHED_CHAT_MODEL
 
 
-def provenance_text(judges: list[str]) -> str:
+def provenance_text(judges: list[str], quote: Callable[[str], str] = str) -> str:
     """One sentence on the Chat judges of a table: which are AIR-Bench's judge, which are not comparable.
 
     Args:
         judges: The Chat judges as the table names them (specs, or the proxy's short name); ``-`` and empty ones
             (rows without Chat scores) are ignored.
+        quote: How a judge's name is written into the sentence (Markdown: :func:`airbench_nb.markup.md_code`, so
+            that a name is shown as it is, never as markup).
 
     Returns:
         The sentence, or "" when no judge is given.
@@ -51,10 +54,11 @@ def provenance_text(judges: list[str]) -> str:
     other = [j for j in named if not published_judge(j)]
     parts = []
     if own:
-        parts.append(f"Chat scores judged by {', '.join(own)}: AIR-Bench's judge, comparable with the published table")
+        names = ", ".join(quote(j) for j in own)
+        parts.append(f"Chat scores judged by {names}: AIR-Bench's judge, comparable with the published table")
     if other:
         parts.append(
-            f"Chat scores judged by {', '.join(other)}: {NOT_COMPARABLE} (AIR-Bench's were judged by "
+            f"Chat scores judged by {', '.join(quote(j) for j in other)}: {NOT_COMPARABLE} (AIR-Bench's were judged by "
             f"{PUBLISHED_CHAT_MODEL})"
         )
     return "; ".join(parts) + "."
