@@ -62,7 +62,15 @@ def test_score_scores_the_tiered_kinds_per_tier(tmp_path, which, tier):
     result = RUNNER.invoke(app, args)
     assert result.exit_code == 0, result.output
     section = json.loads(result.output)["strict"]["metric_sections"][f"tier_{tier}"]
-    assert section["average"] == {"value": 0.0, "n": 1, "failures": 1, "correct": 0, "accuracy": 0.0}
+    assert section["average"] == {
+        "value": 0.0,
+        "n": 1,
+        "failures": 1,
+        "correct": 0,
+        "accuracy": 0.0,
+        "ci_low": 0.0,  # one item, wrong: every resample is 0
+        "ci_high": 0.0,
+    }
 
 
 def test_score_refuses_an_empty_manifest(tmp_path):

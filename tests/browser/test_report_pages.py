@@ -21,8 +21,8 @@ def test_example_landing_page_shows_the_table_and_figures(page, tmp_path):
     assert page.locator("h1").inner_text().startswith("airbench-nb run")
     headers = page.locator("h2").all_inner_texts()
     assert headers[:8] == [
-        "What was run", "Warnings", "Main table", "SSEU-Bench", "UG-Bench", "Tiered sound sources", "Real models",
-        "Figures",
+        "What was run", "Warnings", "Main table", "SSEU-Bench", "UG-Bench", "Tiered sound sources",
+        "Clustered intervals", "Real models",
     ]  # fmt: skip
     real = page.locator("h2:text('Real models') + p + div.wide > table").inner_text()
     assert "faster-whisper:tiny.en-bundled" in real and "real" in real and "baseline:" not in real
