@@ -397,3 +397,36 @@ def test_an_imported_folder_runs_through_notebooks_03_to_05(tmp_path, corpus):
         assert {entry["value"] for entry in oracle["transcription"]["tasks"].values()} == {0.0}
         assert {entry["value"] for entry in oracle["scene"]["tasks"].values()} == {1.0}
         assert {entry["value"] for entry in oracle["events"]["tasks"].values()} == {1.0}
+
+
+def test_questions_about_one_release_clip_share_a_cluster_and_widen_the_interval(tmp_path):
+    from airbench_nb.judge.run import rule_verdict
+    from airbench_nb.records import Response, cluster_of
+    from airbench_nb.scoring import score_run
+
+    # 30 release clips, 4 questions about each: every clip is written once per question, so only the release's
+    # audio_id tells that the 4 questions are about one recording
+    folder = tmp_path / "MMAU"
+    (folder / "clips").mkdir(parents=True)
+    rows = []
+    for c in range(30):
+        (folder / f"clips/c{c}.wav").write_bytes(wav_bytes(200 + 10 * c, seconds=0.2))
+        for q in range(4):
+            row = dict(MMAU_ROWS[0], id=f"c{c}-q{q}", audio_id=f"./clips/c{c}.wav")
+            rows.append(row)
+    (folder / "mmau.json").write_text(json.dumps(rows), encoding="utf-8")
+    run_import(ImportRequest(recipe=recipe_for("mmau"), out=tmp_path / "out", positional=[folder / "mmau.json"]))
+    items = read_manifest(tmp_path / "out" / "mmau.jsonl")
+    assert len(items) == 120 and len({i.audio for i in items}) == 120  # one file per item
+    assert items[0].meta["cluster"] == "./clips/c0.wav" and len({cluster_of(i) for i in items}) == 30
+    # a model right on every question about half the clips: the clip is the unit of information
+    responses = [
+        Response(uid=i.uid, model="m", text=i.choices[i.answer] if int(i.uid[1:].split("-")[0]) % 2 else "none")
+        for i in items
+    ]
+    verdicts = [rule_verdict(i, r) for i, r in zip(items, responses, strict=True)]
+    section = score_run(items, responses, verdicts, protocol="strict", reps=1000).strict.metric_sections
+    average = next(s for s in section.values() if s is not None).average
+    assert average.value == 0.5 and average.clusters == 30 and "named by the data" in average.cluster_unit
+    assert average.design_effect == pytest.approx(4.0, rel=0.25)
+    assert average.ci_high - average.ci_low > 0.3  # about twice the item-level width (0.18)

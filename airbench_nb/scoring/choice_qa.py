@@ -28,7 +28,7 @@ Both protocols pool items: accuracy overall (the ``average``, the scripts' "Tota
 task, MMAR's modality, MMSU's task name), per category (``categories``), per sub-category (``subsets``; MMSU's
 ``<category> / <sub-category>``, nested as its script nests them) and, for MMAU, per difficulty (``measures``,
 ``difficulty <level>``). Each entry has n, failures and a 95% percentile bootstrap interval (units resampled within
-the entry).
+the entry; where items share a source recording, whole recordings too, the interval being the union of both).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from airbench_nb.records import (
     MMSUItem,
     Response,
     Verdict,
+    cluster_of,
 )
 from airbench_nb.score_table import ScoreSection
 from airbench_nb.scoring.aggregate import _accuracy, _ratio, _resampled, _score
@@ -163,6 +164,9 @@ class ChoiceQAOutcome:
     """MMSU official: the letters the script would count right for this item."""
     carried: bool = False
     """MMSU official: a blank answer, scored with the letter read last before it (:func:`resolve_carried`)."""
+    cluster: str = ""
+    """The item's cluster (:func:`airbench_nb.records.cluster_of`: the source recording an importer names, else its
+    clip); empty: the item on its own."""
 
 
 def _outcome(item: ChoiceQAItem, correct: bool | None, reason: str, **more: Any) -> ChoiceQAOutcome:
@@ -174,6 +178,7 @@ def _outcome(item: ChoiceQAItem, correct: bool | None, reason: str, **more: Any)
         difficulty=getattr(item, "difficulty", None),
         correct=correct,
         reason=reason,
+        cluster=cluster_of(item),
         **more,
     )
 
@@ -229,14 +234,38 @@ def strict_outcome(item: ChoiceQAItem, response: Response | None, verdict: Verdi
 
 
 def _entry(group: Sequence[ChoiceQAOutcome], protocol: str, reps: int, seed: int, key: str) -> dict[str, Any]:
+    """One entry: accuracy with its interval, widened by a cluster bootstrap where items share a recording.
+
+    Where items of the entry share a cluster (the questions about one source recording), the entry is bootstrapped a
+    second time drawing whole clusters and its interval is the union of both (never narrower), with ``clusters``,
+    ``cluster_unit`` and ``design_effect`` (:mod:`airbench_nb.scoring.resample`). The point value is the same.
+    """
+    from airbench_nb.records import CLUSTER_UNITS
+    from airbench_nb.scoring.resample import cluster_codes, design_effect, union
+
     right = np.array([1.0 if o.correct else 0.0 for o in group])
     if protocol == "official":
         counted = np.array([0.0 if o.correct is None else 1.0 for o in group])
     else:
         counted = np.ones(len(group))
-    sums = _resampled(np.column_stack([right, counted]), reps, seed, key)
+    values = np.column_stack([right, counted])
+    sums = _resampled(values, reps, seed, key)
     failures = sum(o.correct is None for o in group)
-    return _accuracy(_score(_ratio(sums[:, 0], sums[:, 1]), int(counted.sum()), failures, int(right.sum())))
+    ratio = _ratio(sums[:, 0], sums[:, 1])
+    entry = _accuracy(_score(ratio, int(counted.sum()), failures, int(right.sum())))
+    keys = [o.cluster or f"unit:{o.unit}" for o in group]
+    clusters = len(set(keys))
+    if reps and clusters < len(keys):
+        grouped = _resampled(values, reps, seed, f"{key}/clusters", cluster_codes(keys, len(keys)))
+        wide = _ratio(grouped[:, 0], grouped[:, 1])
+        spread = _score(wide, 0, 0)
+        low, high = spread.ci_low, spread.ci_high
+        entry["ci_low"], entry["ci_high"] = union((low, high), (entry["ci_low"], entry["ci_high"]))
+        unit = {k.split(":", 1)[0] for k in keys}
+        entry["clusters"] = clusters
+        entry["cluster_unit"] = "; ".join(CLUSTER_UNITS.get(u, u) for u in sorted(unit))
+        entry["design_effect"] = design_effect(wide[1:], ratio[1:])
+    return entry
 
 
 def _grouped(outcomes: Iterable[ChoiceQAOutcome], key: str) -> dict[str, list[ChoiceQAOutcome]]:

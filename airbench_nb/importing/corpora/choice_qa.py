@@ -23,7 +23,7 @@ from airbench_nb.hf_data import SourceRow
 from airbench_nb.importing.mapping import RowError, TableRecipe, TableSpec, read_audio_bytes, read_audio_file
 from airbench_nb.importing.recipe import ImportContext, RecipeOption, register_recipe
 from airbench_nb.importing.tables import Table
-from airbench_nb.records import ItemBase
+from airbench_nb.records import CLUSTER_META_KEY, ItemBase
 from airbench_nb.records.choice_qa_rows import mmar_item, mmau_item, mmsu_item
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,24 @@ class ChoiceQARecipe(TableRecipe):
         except ValueError as exc:
             found = _FIELD.search(str(exc))
             raise RowError(found.group(1) if found else "item", str(exc)) from None
+        source = self.source_clip(row)
+        if source is not None and CLUSTER_META_KEY not in item.meta:
+            item = item.model_copy(update={"meta": {**item.meta, CLUSTER_META_KEY: source}})
         return ctx.writer.validate(item, where=row.where)
+
+    def source_clip(self, row: SourceRow) -> str | None:
+        """The name of the row's clip in its release (its path field, else the audio cell's path), or None.
+
+        Every item is written with a clip of its own, so that questions about one recording would look independent:
+        this name, in ``meta["cluster"]``, keeps them together for the bootstrap (:mod:`airbench_nb.records.clusters`).
+        """
+        path = row.values.get(self.path_field)
+        if isinstance(path, str) and path.strip():
+            return path.strip()
+        cell = row.values.get(AUDIO_COLUMN)
+        if isinstance(cell, Mapping) and isinstance(cell.get("path"), str) and cell["path"].strip():
+            return str(cell["path"]).strip()
+        return None
 
     def decode(self, table: Table, row: SourceRow) -> tuple[np.ndarray, int]:
         """The row's clip: its ``audio`` cell, else the file its path field names."""
