@@ -249,3 +249,23 @@ def test_chat_questions_about_one_recording_are_resampled_together():
     # the relative score's interval is widened too; the Average names the clusters
     assert task.relative.ci_high - task.relative.ci_low > 1.5 * (single.relative.ci_high - single.relative.ci_low)
     assert clustered.average.clusters == 40 and clustered.average.value == alone.average.value
+
+
+def test_an_interval_entry_draws_clusters_where_units_share_one_and_is_unchanged_where_none_do():
+    from airbench_nb.scoring.text_answers import interval_entry
+    from airbench_nb.scoring.wer import bootstrap_ratio, percentile_interval
+
+    rng = np.random.default_rng(4)
+    per_clip = rng.random(40)
+    values = np.repeat(per_clip, 4)  # 4 captions of one clip score alike
+    keys = [f"audio:clip{k // 4}" for k in range(160)]
+    alone = interval_entry(values, [1.0] * 160, 0, 2000, 0, "k")
+    assert (alone.ci_low, alone.ci_high) == percentile_interval(bootstrap_ratio(values, np.ones(160), 2000, 0, "k"))
+    assert (
+        alone.clusters is None
+        and interval_entry(values, [1.0] * 160, 0, 2000, 0, "k", [str(k) for k in range(160)]) == alone
+    )
+    grouped = interval_entry(values, [1.0] * 160, 0, 2000, 0, "k", keys)
+    assert grouped.value == alone.value and grouped.clusters == 40 and "recording" in grouped.cluster_unit
+    assert grouped.design_effect == pytest.approx(4.0, rel=0.2)
+    assert (grouped.ci_high - grouped.ci_low) / (alone.ci_high - alone.ci_low) == pytest.approx(2.0, rel=0.2)

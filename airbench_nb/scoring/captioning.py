@@ -180,12 +180,16 @@ class CaptionOutcome:
     """The reference captions as written."""
     failure: str | None
     """Why there is no answer; None when there is one."""
+    cluster: str = ""
+    """The item's cluster (:func:`airbench_nb.records.cluster_of`: its clip); empty: the item on its own."""
 
 
 def caption_outcome(item: CaptionItem, response: Response | None) -> CaptionOutcome:
     """The outcome of one item."""
+    from airbench_nb.records import cluster_of
+
     answer = answer_text(response)
-    return CaptionOutcome(item.uid, item.task, answer.text, tuple(item.references), answer.failure)
+    return CaptionOutcome(item.uid, item.task, answer.text, tuple(item.references), answer.failure, cluster_of(item))
 
 
 @dataclass(frozen=True)
@@ -329,11 +333,13 @@ def _entries(scores: CaptionMetricScores, outcomes: Sequence[CaptionOutcome], re
     for task in sorted(by_task):
         rows = by_task[task]
         values = [scores.per_item[i] for i in rows]
+        keys = [outcomes[i].cluster or outcomes[i].uid for i in rows]
         out[task] = interval_entry(
-            values, [1.0] * len(rows), sum(failed[i] for i in rows), reps, seed, f"{scores.metric}/{task}"
+            values, [1.0] * len(rows), sum(failed[i] for i in rows), reps, seed, f"{scores.metric}/{task}", keys
         )
+    keys = [o.cluster or o.uid for o in outcomes]
     out["average"] = interval_entry(
-        list(scores.per_item), [1.0] * len(outcomes), sum(failed), reps, seed, f"{scores.metric}/all"
+        list(scores.per_item), [1.0] * len(outcomes), sum(failed), reps, seed, f"{scores.metric}/all", keys
     )
     return out
 

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from airbench_nb.records import Response, SpeechGenerationItem, Verdict
+from airbench_nb.records import Response, SpeechGenerationItem, Verdict, cluster_of
 from airbench_nb.score_table import ScoreEntry, ScoreSection
 from airbench_nb.scoring.metric_base import BaseMetric
 from airbench_nb.scoring.outcomes import current_verdicts, failure_text, latest_responses
@@ -107,6 +107,8 @@ class SpokenOutcome:
     """The ASR judge whose verdict was read; None when there was none."""
     question: str | None = None
     """``spoken_answer``: the question as spoken (``meta["spoken_question"]``), whose words name no candidate."""
+    cluster: str = ""
+    """The item's cluster (:func:`airbench_nb.records.cluster_of`); empty: the item on its own."""
 
 
 def spoken_outcome(item: SpeechGenerationItem, response: Response | None, verdict: Verdict | None) -> SpokenOutcome:
@@ -134,6 +136,7 @@ def spoken_outcome(item: SpeechGenerationItem, response: Response | None, verdic
         failure=failure,
         judge=verdict.judge if verdict is not None else None,
         question=spoken if isinstance(spoken := item.meta.get("spoken_question"), str) else None,
+        cluster=cluster_of(item),
     )
 
 
@@ -321,7 +324,8 @@ def _tts_scores(outcomes: Sequence[SpokenOutcome], reps: int, seed: int) -> _Tts
 def _answer_entry(outcomes: Sequence[SpokenOutcome], reps: int, seed: int) -> tuple[ScoreEntry, int]:
     values, enumerations = _answer_values(outcomes)
     failed = sum(o.failure is not None for o in outcomes)
-    return interval_entry(values, [1.0] * len(values), failed, reps, seed, "spoken_answer"), enumerations
+    keys = [o.cluster or o.uid for o in outcomes]
+    return interval_entry(values, [1.0] * len(values), failed, reps, seed, "spoken_answer", keys), enumerations
 
 
 def speech_output_summary(

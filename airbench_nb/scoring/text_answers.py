@@ -57,7 +57,13 @@ class NoJudge(BaseMetric):
 
 
 def interval_entry(
-    values: Sequence[float], weights: Sequence[float], failures: int, reps: int, seed: int, key: str
+    values: Sequence[float],
+    weights: Sequence[float],
+    failures: int,
+    reps: int,
+    seed: int,
+    key: str,
+    clusters: Sequence[str] | None = None,
 ) -> ScoreEntry:
     """``sum(values) / sum(weights)`` with its 95% percentile bootstrap interval over the units.
 
@@ -68,15 +74,25 @@ def interval_entry(
         reps: Bootstrap replicates (0: no interval).
         seed: Bootstrap seed.
         key: What is resampled (seeds the generator with ``seed``).
+        clusters: Each unit's cluster key (:func:`airbench_nb.records.cluster_of`); where units share one, whole
+            clusters are drawn too and the interval is the union of both, the entry naming the clusters and the
+            design effect (:func:`airbench_nb.scoring.wer.clustered_ratio_interval`). None: units on their own.
     """
-    from airbench_nb.scoring.wer import bootstrap_ratio, percentile_interval
+    from airbench_nb.scoring.wer import clustered_ratio_interval
 
     num = np.asarray(values, dtype=float)
     den = np.asarray(weights, dtype=float)
     total = float(den.sum())
     value = float(num.sum()) / total if total > 0 else None
-    low, high = percentile_interval(bootstrap_ratio(num, den, reps, seed, key))
-    return ScoreEntry(value=value, n=len(num), failures=failures, ci_low=low, ci_high=high)
+    low, high, grouping = clustered_ratio_interval(num, den, reps, seed, key, clusters)
+    entry = ScoreEntry(value=value, n=len(num), failures=failures, ci_low=low, ci_high=high)
+    if grouping.clustered:
+        entry.clusters, entry.cluster_unit, entry.design_effect = (
+            grouping.clusters,
+            grouping.unit,
+            grouping.design_effect,
+        )
+    return entry
 
 
 def empty_entry() -> ScoreEntry:
