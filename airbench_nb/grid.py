@@ -61,12 +61,14 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field
 
+from airbench_nb import grid_ray
+from airbench_nb.grid_ray import RESOURCE_KEYS, Executor, RayUnavailable, parse_executor
 from airbench_nb.records import Record
 from airbench_nb.run_folder import GRID_COPY, GRID_JSON, INDEX_HTML, RunFolder
 
 logger = logging.getLogger(__name__)
 
-RESERVED_KEYS: tuple[str, ...] = ("name", "notebooks", "fixed", "runs")
+RESERVED_KEYS: tuple[str, ...] = ("name", "notebooks", "fixed", "runs", "resources", "retries")
 """Top-level keys of a grid file that are not parameters."""
 
 MAX_RUNS = 999
@@ -80,6 +82,9 @@ SLUG_VALUE_CHARS = 40
 
 POLL_S = 0.2
 """Seconds between checks of the running runs."""
+
+MAX_RETRIES = 100
+"""Most retries a grid file may ask for (``retries:``): a run whose worker dies every time is not worth more."""
 
 
 class GridError(ValueError):
@@ -104,6 +109,10 @@ class Grid:
     """Notebook stems to run (None: the whole pipeline)."""
     form: Literal["product", "runs"] = "product"
     """Which form the file used."""
+    resources: dict[str, float] = field(default_factory=dict)
+    """What each run holds on a Ray cluster (``num_cpus``, ``num_gpus``; empty: one CPU, no GPU)."""
+    retries: int | None = None
+    """Times Ray runs a run again when its worker dies (None: :data:`~airbench_nb.grid_ray.DEFAULT_RETRIES`)."""
 
     def run_ids(self) -> list[str]:
         """The run folder names, one per set: see :func:`run_slug`."""
@@ -233,6 +242,15 @@ def parse_grid(data: Any, source: str | Path, *, extra: dict[str, Any] | None = 
     ):
         raise GridError(f"{source}: key 'notebooks': give a list of notebook stems, got {_describe(notebooks)}")
     fixed = _parameter_map(data.get("fixed"), source, "fixed")
+    resources = _resources(data.get("resources"), source)
+    retries = data.get("retries")
+    if retries is not None and (
+        isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES
+    ):
+        raise GridError(
+            f"{source}: key 'retries': give how many times a run whose worker died runs again (0 to {MAX_RETRIES}), "
+            f"got {_describe(retries)}"
+        )
     extra = dict(extra or {})
 
     lists = {k: v for k, v in data.items() if k not in RESERVED_KEYS}
@@ -325,7 +343,28 @@ def parse_grid(data: Any, source: str | Path, *, extra: dict[str, Any] | None = 
         name=None if name is None else str(name),
         notebooks=notebooks,
         form=form,
+        resources=resources,
+        retries=retries,
     )
+
+
+def _resources(value: Any, source: Path) -> dict[str, float]:
+    """Check a grid file's ``resources:`` (a mapping of ``num_cpus`` and ``num_gpus`` to numbers of 0 or more)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise GridError(
+            f"{source}: key 'resources': give what each run holds, e.g. {{num_cpus: 1, num_gpus: 1}}; "
+            f"got {_describe(value)}"
+        )
+    out: dict[str, float] = {}
+    for key, amount in value.items():
+        if key not in RESOURCE_KEYS:
+            raise GridError(f"{source}: key 'resources.{key}': not a resource; give {' or '.join(RESOURCE_KEYS)}")
+        if isinstance(amount, bool) or not isinstance(amount, int | float) or not math.isfinite(amount) or amount < 0:
+            raise GridError(f"{source}: key 'resources.{key}': give a number of 0 or more, got {_describe(amount)}")
+        out[key] = amount
+    return out
 
 
 def _varying(sets: Sequence[dict[str, Any]]) -> list[str]:
@@ -486,6 +525,10 @@ class GridRun(Record):
     is marked ``failed``)."""
     pid_start: int | None = None
     """Start time of that process (clock ticks since boot, Linux), so that a reused pid is not taken for it."""
+    host: str | None = None
+    """Host name of the node a Ray grid's run ran on (None: a local grid's, on the grid's own machine)."""
+    attempts: int | None = None
+    """Times a Ray grid's run was started: more than 1 when its worker died and Ray ran it again (None: local)."""
 
 
 class GridInfo(Record):
@@ -524,6 +567,12 @@ class GridInfo(Record):
     """Host name of the machine the grid's process runs on (its pids are checked only there)."""
     error: str | None = None
     """Why the grid stopped before its end (a signal, a process found gone), None when it ran to its end."""
+    executor: str = "local"
+    """Where its runs executed: ``local`` processes, or Ray tasks (``ray``, ``ray:ADDRESS``, ``ray://HOST:PORT``)."""
+    resources: dict[str, float] = Field(default_factory=dict)
+    """What each run held on the Ray cluster (``num_cpus``, ``num_gpus``); empty for a local grid."""
+    retries: int | None = None
+    """Times Ray ran a run again when its worker died (None for a local grid)."""
 
     @property
     def failed(self) -> int:
@@ -687,12 +736,13 @@ def run_grid(
     *,
     grid_id: str | None = None,
     reports_dir: str | Path = "reports",
-    jobs: int = 1,
+    jobs: int | None = None,
     cache_dir: str | Path | None = None,
     kernel_name: str | None = None,
     html: bool = True,
     notebook_dir: str | Path | None = None,
     on_run_end: Callable[[GridRun, GridInfo], None] | None = None,
+    executor: str | Executor = "local",
 ) -> GridInfo:
     """Run every parameter set of ``grid`` into ``reports_dir/grid_id/<run_id>/``, ``jobs`` at a time.
 
@@ -705,25 +755,31 @@ def run_grid(
         grid: The grid (see :func:`read_grid`).
         grid_id: Name of the grid folder (default: ``grid-<UTC time>``).
         reports_dir: Parent of the grid folder.
-        jobs: Runs at a time (1 or more).
+        jobs: Runs at a time (1 or more; default: 1 locally, every run on Ray, whose resources then decide).
         cache_dir: Cache folder shared by every run (default: the kit's, ``$AIRBENCH_CACHE`` or
             ``~/.cache/airbench-nb``).
         kernel_name: Jupyter kernel of every notebook (default: each notebook's own).
         html: Also export each executed notebook to HTML.
         notebook_dir: Where the notebooks are (default: :func:`~airbench_nb.pipeline.notebooks_dir`).
         on_run_end: Called with each run's entry as it ends (for progress lines).
+        executor: ``local`` (a process per run on this machine) or a Ray cluster (``ray``, ``ray:ADDRESS``,
+            ``ray://HOST:PORT``, see :func:`~airbench_nb.grid_ray.parse_executor`): each run a Ray task holding
+            the grid file's ``resources:``; the grid folder and the cache must then be on storage every node sees.
 
     Returns:
         The final :class:`GridInfo`, also written to ``grid.json``.
 
     Raises:
         GridError: Before anything runs: a grid :func:`check_grid` refuses, a bad grid id, a grid folder that holds
-            a grid already or cannot be made, or ``jobs`` under 1.
+            a grid already or cannot be made, ``jobs`` under 1, or a Ray executor without Ray (or whose cluster
+            cannot be joined).
     """
     from airbench_nb.pipeline import PipelineError, check_run_id
 
-    if jobs < 1:
+    runner = _executor(executor)
+    if jobs is not None and jobs < 1:
         raise GridError(f"jobs must be 1 or more, got {jobs}")
+    _check_executor(runner, grid)
     stems = check_grid(grid, notebook_dir=notebook_dir)
     reports = Path(reports_dir)
     if grid_id is not None:
@@ -757,8 +813,11 @@ def run_grid(
         notebooks=stems,
         fixed=grid.fixed,
         varying=grid.varying,
-        jobs=jobs,
+        jobs=jobs or (len(grid.sets) if runner.kind == "ray" else 1),
         cache_dir=shared_cache,
+        executor=str(runner),
+        resources=grid.resources,
+        retries=grid.retries,
         runs=[
             GridRun(
                 index=i + 1,
@@ -779,7 +838,17 @@ def run_grid(
         kernel_name=kernel_name,
         html=html,
         on_run_end=on_run_end,
+        executor=runner,
     )
+
+
+def _check_executor(executor: Executor, grid: Grid) -> None:
+    """Refuse a Ray executor without Ray; say that a local grid leaves the file's Ray settings unused."""
+    if executor.kind == "ray":
+        if not grid_ray.available():
+            raise GridError(f"--executor {executor}: Ray is not installed: {grid_ray.INSTALL_HINT}")
+    elif grid.resources or grid.retries is not None:
+        logger.info("%s: resources: and retries: are for --executor ray; this grid runs locally", grid.source)
 
 
 def _save(info: GridInfo, grid_dir: Path) -> None:
@@ -793,6 +862,30 @@ def _save(info: GridInfo, grid_dir: Path) -> None:
         logger.warning("grid page of %s not written: %s: %s", grid_dir, type(exc).__name__, exc)
 
 
+def _job(
+    info: GridInfo,
+    grid_dir: Path,
+    entry: GridRun,
+    *,
+    notebook_dir: str | Path | None,
+    kernel_name: str | None,
+    html: bool,
+    resume: bool,
+) -> dict[str, Any]:
+    """The job of one run, as ``python -m airbench_nb.grid`` reads it on stdin (``grid_pid`` apart)."""
+    return {
+        "parameters": entry.parameters,
+        "notebooks": info.notebooks,
+        "run_id": entry.run_id,
+        "reports_dir": str(grid_dir),
+        "notebook_dir": str(Path(notebook_dir).resolve()) if notebook_dir else None,
+        "kernel_name": kernel_name,
+        "html": html,
+        "cache_dir": info.cache_dir,
+        "resume": resume and RunFolder(grid_dir / entry.run_id).run_json.is_file(),
+    }
+
+
 def _execute(
     info: GridInfo,
     grid_dir: Path,
@@ -803,21 +896,36 @@ def _execute(
     html: bool,
     on_run_end: Callable[[GridRun, GridInfo], None] | None,
     resume: bool = False,
+    executor: Executor | None = None,
 ) -> GridInfo:
     """Run the entries ``todo`` of ``info``, ``info.jobs`` at a time, each in a process of its own.
 
     With ``resume``, a run whose folder holds a ``run.json`` is resumed in place (see
-    :func:`~airbench_nb.pipeline.run_pipeline`); the others start afresh.
+    :func:`~airbench_nb.pipeline.run_pipeline`); the others start afresh. With a Ray ``executor`` (joined already,
+    see :func:`_join`), each run is a Ray task instead (:func:`_execute_ray`).
     """
     from airbench_nb.pipeline import interruption, sigterm_as_interrupt
 
-    grid_id, stems, jobs, shared_cache = info.grid_id, info.notebooks, info.jobs, info.cache_dir
+    if executor is not None and executor.kind == "ray":
+        return _execute_ray(
+            info,
+            grid_dir,
+            todo,
+            executor=executor,
+            notebook_dir=notebook_dir,
+            kernel_name=kernel_name,
+            html=html,
+            on_run_end=on_run_end,
+            resume=resume,
+        )
+
+    grid_id, jobs = info.grid_id, info.jobs
 
     def save() -> None:
         _save(info, grid_dir)
 
     info.pid, info.pid_start, info.error = os.getpid(), process_start(os.getpid()), None
-    info.host = socket.gethostname()
+    info.host, info.executor = socket.gethostname(), "local"
     outer = signal.getsignal(signal.SIGTERM) if _main_thread() else None
     save()
     pending = list(todo)
@@ -825,15 +933,7 @@ def _execute(
 
     def start(entry: GridRun) -> None:
         payload = {
-            "parameters": entry.parameters,
-            "notebooks": stems,
-            "run_id": entry.run_id,
-            "reports_dir": str(grid_dir),
-            "notebook_dir": str(notebook_dir) if notebook_dir else None,
-            "kernel_name": kernel_name,
-            "html": html,
-            "cache_dir": shared_cache,
-            "resume": resume and RunFolder(grid_dir / entry.run_id).run_json.is_file(),
+            **_job(info, grid_dir, entry, notebook_dir=notebook_dir, kernel_name=kernel_name, html=html, resume=resume),
             "grid_pid": os.getpid(),
         }
         log = (grid_dir / entry.log).open("ab" if resume else "wb")  # type: ignore[operator]
@@ -845,6 +945,7 @@ def _execute(
         process.stdin.close()
         entry.status, entry.started = "running", datetime.now(UTC)
         entry.pid, entry.pid_start = process.pid, process_start(process.pid)
+        entry.host, entry.attempts = None, None
         active[entry.run_id] = (entry, process, time.perf_counter(), log)
         logger.info("grid %s: started %s (pid %d)", grid_id, entry.run_id, process.pid)
 
@@ -900,6 +1001,151 @@ def _execute(
     return info
 
 
+def _join(executor: Executor) -> bool:
+    """Join the Ray cluster of a Ray ``executor`` before a grid starts (nothing for a local one).
+
+    Returns:
+        Whether this call connected (then :func:`_execute_ray` disconnects at the grid's end).
+
+    Raises:
+        GridError: Ray is not installed, or the cluster cannot be joined.
+    """
+    if executor.kind != "ray":
+        return False
+    try:
+        return grid_ray.connect(executor.address)
+    except RayUnavailable as exc:
+        raise GridError(f"--executor {executor}: {exc}") from None
+
+
+def _executor(spelling: str | Executor | None, default: str = "local") -> Executor:
+    """An :class:`~airbench_nb.grid_ray.Executor` from ``--executor``'s text (None: ``default``)."""
+    if isinstance(spelling, Executor):
+        return spelling
+    try:
+        return parse_executor(spelling or default)
+    except ValueError as exc:
+        raise GridError(str(exc)) from None
+
+
+def _execute_ray(
+    info: GridInfo,
+    grid_dir: Path,
+    todo: list[GridRun],
+    *,
+    executor: Executor,
+    notebook_dir: str | Path | None,
+    kernel_name: str | None,
+    html: bool,
+    on_run_end: Callable[[GridRun, GridInfo], None] | None,
+    resume: bool,
+) -> GridInfo:
+    """Run the entries ``todo`` of ``info`` as Ray tasks, ``info.jobs`` submitted at a time (see :mod:`grid_ray`).
+
+    The cluster is joined here and left at the end (unless this process had joined it before). A run is ``pending``
+    until its task starts on a node (its attempts ledger gets a line), then ``running``; its entry gets the node's
+    host name and the number of attempts (more than 1 when its worker died and Ray ran it again). ``grid.json``
+    and the page are rewritten as runs start and end. Ctrl-C or SIGTERM cancel every task (a running run is
+    stopped with its worker, and records it in its ``run.json``).
+    """
+    from airbench_nb.pipeline import interruption, sigterm_as_interrupt
+
+    grid_id, jobs = info.grid_id, info.jobs
+    resources = {**grid_ray.DEFAULT_RESOURCES, **info.resources}
+    retries = grid_ray.DEFAULT_RETRIES if info.retries is None else info.retries
+    environment = grid_ray.forwarded_environment()
+
+    def save() -> None:
+        _save(info, grid_dir)
+
+    connected = _join(executor)
+    info.pid, info.pid_start, info.error = os.getpid(), process_start(os.getpid()), None
+    info.host, info.executor = socket.gethostname(), str(executor)
+    outer = signal.getsignal(signal.SIGTERM) if _main_thread() else None
+    pending = list(todo)
+    for entry in pending:
+        entry.host, entry.attempts, entry.pid, entry.pid_start = None, None, None, None
+    submitted: dict[Any, GridRun] = {}
+
+    def submit(entry: GridRun) -> None:
+        job = _job(info, grid_dir, entry, notebook_dir=notebook_dir, kernel_name=kernel_name, html=html, resume=resume)
+        log = grid_dir / str(entry.log)
+        if not resume:
+            log.unlink(missing_ok=True)
+        submitted[grid_ray.submit(job, log, resources=resources, retries=retries, environment=environment)] = entry
+        logger.info("grid %s: submitted %s to Ray", grid_id, entry.run_id)
+
+    def started() -> bool:
+        """Mark ``running`` the submitted runs whose task has started; whether any was."""
+        changed = False
+        for entry in submitted.values():
+            if entry.status == "pending" and (attempts := grid_ray.read_attempts(grid_dir / str(entry.log))):
+                entry.status, entry.host, entry.attempts = "running", attempts[-1].get("host"), len(attempts)
+                entry.started = datetime.now(UTC)
+                changed = True
+        return changed
+
+    def finish(entry: GridRun, result: grid_ray.TaskResult) -> None:
+        log = grid_dir / str(entry.log)
+        attempts = grid_ray.read_attempts(log)
+        entry.attempts = len(attempts) or None
+        entry.host = result.host or (attempts[-1].get("host") if attempts else None)
+        entry.started = result.started or entry.started
+        entry.ended = result.ended or datetime.now(UTC)
+        entry.duration_s = round((entry.ended - entry.started).total_seconds(), 3) if entry.started else None
+        if result.returncode is None:
+            entry.status, entry.error = "failed", f"not finished: {result.error}"
+        else:
+            entry.status, entry.error = _run_error(RunFolder(grid_dir / entry.run_id).run_json, result.returncode, log)
+        if (entry.attempts or 0) > 1:
+            logger.warning("grid %s: %s ran %d times (its Ray worker died)", grid_id, entry.run_id, entry.attempts)
+        save()
+        if on_run_end is not None:
+            on_run_end(entry, info)
+
+    try:
+        with sigterm_as_interrupt():
+            save()
+            while pending or submitted:
+                if pending and len(submitted) < jobs:
+                    while pending and len(submitted) < jobs:
+                        submit(pending.pop(0))
+                    save()
+                for ref, result in grid_ray.wait(list(submitted)):
+                    finish(submitted.pop(ref), result)
+                if started():
+                    save()
+    except BaseException as exc:  # Ctrl-C, SIGTERM, or a bug here: cancel the tasks, record where the grid stopped
+        why = interruption(exc)
+        if _main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        grid_ray.cancel(list(submitted))
+        now = datetime.now(UTC)
+        for entry in submitted.values():
+            if entry.status == "running":
+                entry.status, entry.error = "failed", f"interrupted: the grid was stopped ({why}) while it ran"
+                entry.ended = now
+                entry.duration_s = round((now - entry.started).total_seconds(), 3) if entry.started else None
+            else:
+                entry.error = f"not started: the grid was stopped ({why})"
+        for entry in pending:
+            entry.error = f"not started: the grid was stopped ({why})"
+        info.status, info.ended, info.error = "failed", now, f"stopped by {why}"
+        save()
+        if outer is not None:
+            signal.signal(signal.SIGTERM, outer)
+        logger.error("grid %s stopped by %s; resume it with: airbench-nb run --resume %s", grid_id, why, grid_id)
+        raise
+    finally:
+        if connected:
+            grid_ray.disconnect()
+    info.status = "ok" if info.failed == 0 else "failed"
+    info.ended = datetime.now(UTC)
+    save()
+    logger.info("grid %s %s: %d of %d runs failed", grid_id, info.status, info.failed, len(info.runs))
+    return info
+
+
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
@@ -935,6 +1181,7 @@ def resume_grid(
     html: bool = True,
     notebook_dir: str | Path | None = None,
     on_run_end: Callable[[GridRun, GridInfo], None] | None = None,
+    executor: str | Executor | None = None,
 ) -> GridInfo:
     """Resume the grid ``reports_dir/grid_id``: its finished runs are kept, its failed and pending ones rerun.
 
@@ -954,6 +1201,8 @@ def resume_grid(
         html: Also export each executed notebook to HTML.
         notebook_dir: Where the notebooks are (default: :func:`~airbench_nb.pipeline.notebooks_dir`).
         on_run_end: Called with each rerun's entry as it ends.
+        executor: Where the reruns execute (see :func:`run_grid`; default: where the grid ran, ``executor`` of its
+            ``grid.json``).
 
     Returns:
         The final :class:`GridInfo`, also written to ``grid.json``.
@@ -975,6 +1224,7 @@ def resume_grid(
     _refuse_running(info)
     if not info.runs:
         raise GridError(f"{grid_dir / GRID_JSON}: the grid has no runs to resume")
+    runner = _executor(executor, default=info.executor)
     grid = Grid(
         source=grid_dir / GRID_JSON,
         sets=[r.parameters for r in info.runs],
@@ -982,7 +1232,10 @@ def resume_grid(
         fixed=info.fixed,
         name=info.name,
         notebooks=info.notebooks or None,
+        resources=info.resources,
+        retries=info.retries,
     )
+    _check_executor(runner, grid)
     stems = check_grid(grid, notebook_dir=notebook_dir)
     todo = [r for r in info.runs if not _finished(grid_dir, r)]
     for entry in todo:
@@ -990,6 +1243,8 @@ def resume_grid(
         entry.log = entry.log or f"{LOGS}/{entry.run_id}.log"
     (grid_dir / LOGS).mkdir(parents=True, exist_ok=True)
     info.notebooks, info.status, info.ended = stems, "running", None
+    if jobs is None and runner.kind == "ray" and info.executor == "local":  # a local grid resumed on Ray: all at once
+        jobs = len(todo) or 1
     info.jobs = jobs or info.jobs
     if cache_dir is not None:
         info.cache_dir = _default_cache(cache_dir)
@@ -1005,6 +1260,7 @@ def resume_grid(
         html=html,
         on_run_end=on_run_end,
         resume=True,
+        executor=runner,
     )
 
 
@@ -1045,13 +1301,15 @@ def run_grid_command(
     kernel_name: str | None = None,
     html: bool = True,
     resume: bool = False,
+    executor: str | None = None,
 ) -> GridInfo:
     """What ``run --grid`` and ``run --resume GRID_ID`` do: run or resume a grid, printing a line per run and a table.
 
     ``parameters`` (``-p``) are added to every run, ``notebooks`` (``--notebooks``) replace the file's. With
     ``resume``, ``grid_id`` names the grid to resume (:func:`resume_grid`) and ``grid_file``, ``parameters`` and
     ``notebooks`` must be empty: a grid resumes as it was started. ``show`` prints (a rich console's ``print``)
-    and ``table`` makes a table from a title and rows.
+    and ``table`` makes a table from a title and rows. ``executor`` (``--executor``) is where the runs execute
+    (:func:`run_grid`; default: ``local`` for a new grid, the grid's own for a resumed one).
 
     Returns:
         The grid's :class:`GridInfo` (the command exits with the number of failed runs, capped at 125).
@@ -1063,6 +1321,7 @@ def run_grid_command(
 
     from airbench_nb.grid_page import _short as short
 
+    ran_on = "local"
     if resume:
         if grid_file is not None or parameters or notebooks:
             raise GridError(
@@ -1073,6 +1332,7 @@ def run_grid_command(
             raise GridError("resuming a grid needs its id (the grid folder under the reports folder)")
         before = settle_grid(Path(reports_dir) / grid_id)
         _refuse_running(before)
+        ran_on = before.executor
         total = len(before.runs)
         kept = sum(_finished((Path(reports_dir) / grid_id).resolve(), r) for r in before.runs)
     else:
@@ -1082,15 +1342,18 @@ def run_grid_command(
         if notebooks:
             grid = replace(grid, notebooks=list(notebooks))
         total, kept = len(grid.sets), 0
+    runner = _executor(executor, default=ran_on)
     width = len(str(total))
 
     def progress(entry: GridRun, info: GridInfo) -> None:
         done = sum(r.status in ("ok", "failed") for r in info.runs)
         colour = "green" if entry.status == "ok" else "red"
         error = f" {entry.error[:200]}" if entry.error else ""
+        where = f" on {entry.host}" if entry.host else ""
+        tries = f", {entry.attempts} attempts" if (entry.attempts or 0) > 1 else ""
         show(
             f"[{done:>{width}}/{total}] {escape(entry.run_id)}: [{colour}]{entry.status}[/{colour}] "
-            f"({entry.duration_s or 0:.0f} s){escape(error)}"
+            f"({entry.duration_s or 0:.0f} s{escape(where + tries)}){escape(error)}"
         )
 
     options: dict[str, Any] = {
@@ -1099,15 +1362,25 @@ def run_grid_command(
         "kernel_name": kernel_name,
         "html": html,
         "on_run_end": progress,
+        "executor": runner,
     }
+    on = f" on {escape(str(runner))}" if runner.kind == "ray" else ""
     if resume:
         assert grid_id is not None
-        show(f"grid {escape(grid_id)}: resuming {total - kept} of {total} runs ({kept} finished kept)")
+        show(f"grid {escape(grid_id)}: resuming {total - kept} of {total} runs ({kept} finished kept){on}")
         info = resume_grid(grid_id, jobs=jobs, **options)
     else:
         assert grid_file is not None
-        show(f"grid {escape(str(grid_file))}: {total} runs, {jobs or 1} at a time")
-        info = run_grid(grid, grid_id=grid_id, jobs=jobs or 1, **options)
+        if runner.kind == "ray":
+            held = {**grid_ray.DEFAULT_RESOURCES, **grid.resources}
+            at_a_time = f"{jobs} at a time" if jobs else "as the cluster's resources allow"
+            show(
+                f"grid {escape(str(grid_file))}: {total} runs{on}, {at_a_time}, each holding "
+                f"{held['num_cpus']:g} CPU and {held['num_gpus']:g} GPU"
+            )
+        else:
+            show(f"grid {escape(str(grid_file))}: {total} runs, {jobs or 1} at a time")
+        info = run_grid(grid, grid_id=grid_id, jobs=jobs, **options)
     rows = [
         {
             "run": escape(r.run_id),

@@ -84,14 +84,30 @@ def run(
             "--param is added to every set. Exits with the number of failed runs."
         ),
     ] = None,
-    jobs: Annotated[int | None, typer.Option(help="With --grid: runs at a time (default 1).", min=1)] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            help="With --grid: runs at a time (default 1; on Ray, as many as the cluster's resources allow).", min=1
+        ),
+    ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            help="With --grid or a grid's --resume: where the runs execute. local (default: a process per run here), "
+            "ray (this machine's Ray cluster, or a new local one), ray:ADDRESS (e.g. ray:auto, ray:HOST:6379) or "
+            "ray://HOST:PORT (Ray Client): each run a Ray task holding the grid file's resources: (num_cpus, "
+            "num_gpus), run again when its worker dies; the reports and cache folders must be on storage every node "
+            "sees. Needs pip install 'airbench-nb[ray]'. A resumed grid runs where it ran unless given.",
+        ),
+    ] = None,
 ) -> None:
     """Execute the pipeline notebooks with papermill into REPORTS/RUN_ID/ and write run.json.
 
     Built datasets and judge calls are cached across runs (see --cache-dir); --resume RUN_ID re-executes a run in
     place and redoes only what its changed parameters invalidate. --grid GRID.yaml runs once per parameter set of
     the grid, --jobs at a time, sharing the cache; the exit code is the number of failed runs (capped at 125).
-    --resume GRID_ID resumes a grid: finished runs kept, failed and pending ones rerun.
+    --resume GRID_ID resumes a grid: finished runs kept, failed and pending ones rerun. --executor ray runs a
+    grid's runs as tasks on a Ray cluster.
     """
     from airbench_nb.pipeline import PipelineError, run_pipeline
 
@@ -104,6 +120,8 @@ def run(
     grid_resume = resume is not None and is_grid_folder(reports / resume)  # --resume GRID_ID resumes a grid
     if jobs is not None and grid is None and not grid_resume:
         raise refuse("--jobs sets how many runs of a grid go at a time: give --grid GRID.yaml too")
+    if executor is not None and grid is None and not grid_resume:
+        raise refuse("--executor sets where the runs of a grid execute: give --grid GRID.yaml too")
     if grid is not None or grid_resume:
         from airbench_nb.grid import GridError, run_grid_command
 
@@ -123,6 +141,7 @@ def run(
                 kernel_name=kernel,
                 html=html,
                 resume=grid_resume,
+                executor=executor,
             )
         raise typer.Exit(min(grid_info.failed, 125))
     with refusing(PipelineError), _stopped(f"run {resume or run_id or ''}".strip()):
