@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set airbench-nb up on a fresh machine. Called by the Makefile; safe to run again.
-#   scripts/setup.sh python   venv at $VENV, torch (CPU wheel) first, then the kit with dev, voxtral, gpu; kernel
+#   scripts/setup.sh python   venv at $VENV, torch (CPU wheel) first, then the kit with dev, voxtral, gpu, ray; kernel
 #   scripts/setup.sh system   espeak-ng and sox (what the kit needs to run): installed with apt-get when missing
 #                             and running as root
 #   scripts/setup.sh browser  chromium, the browser tests' browser (only `make test` needs it; `make demo` does not)
@@ -69,8 +69,9 @@ python_setup() {
         install_packages "$TORCH_SPEC"
     fi
     # voxtral and gpu are light (mistral-common, accelerate: a few MB): with them every model adapter is tested.
-    echo ">> installing airbench-nb (editable, with the dev, voxtral and gpu extras)"
-    install_packages -e ".[dev,voxtral,gpu]"
+    # ray (Ray's base package, ~200 MB, seconds with uv) runs the Ray grid test on a local cluster.
+    echo ">> installing airbench-nb (editable, with the dev, voxtral, gpu and ray extras)"
+    install_packages -e ".[dev,voxtral,gpu,ray]"
     # soundfile carries libsndfile only in its platform wheels. Where two indexes hold the same version, uv can take
     # the pure-Python wheel from the first (then "cannot load library 'libsndfile.so'" on a machine without the
     # system library); pip ranks a version's wheels by platform tag and takes the manylinux one.
