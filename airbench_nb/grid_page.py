@@ -17,6 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from airbench_nb.grid_ray import DEFAULT_RESOURCES, DEFAULT_RETRIES
 from airbench_nb.markup import md_code, md_link, md_text
 from airbench_nb.pages import PAGE_CSS
 from airbench_nb.report_page import read_json
@@ -75,7 +76,8 @@ Finish it with <code>airbench-nb run --resume {{ grid_id }}</code>.</p>{% endif 
 <td class="num">{{ row.index }}</td>
 <td>{% if row.link %}<a href="{{ row.link }}">{{ row.run_id }}</a>{% else %}{{ row.run_id }}{% endif %}</td>
 {% for value in row.params %}<td>{{ value }}</td>{% endfor %}
-{% if table.with_status %}<td><span class="status {{ row.status }}">{{ row.status }}</span></td>
+{% if table.with_status %}<td><span class="status {{ row.status }}">{{ row.status }}</span>
+{%- if row.tries %} <small>{{ row.tries }}</small>{% endif %}</td>
 <td class="num">{{ row.seconds }}</td>{% endif %}
 {% for cell in row.cells %}<td class="num">{{ cell.value }}
 {%- if cell.ci %}<br><small>{{ cell.ci }}</small>{% endif %}</td>
@@ -181,6 +183,7 @@ def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
         if RunFolder(folder).index_html.is_file():
             link = f"{run_id}/{INDEX_HTML}"
         seconds = r.get("duration_s")
+        attempts = r.get("attempts")
         base_rows.append(
             {
                 "index": r.get("index", ""),
@@ -190,6 +193,7 @@ def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
                 "status": r.get("status", "pending"),
                 "seconds": f"{seconds:.0f}" if isinstance(seconds, int | float) else "",
                 "error": r.get("error") if r.get("status") == "failed" else "",
+                "tries": f"{attempts} attempts" if isinstance(attempts, int) and attempts > 1 else "",
             }
         )
 
@@ -253,6 +257,18 @@ def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
         ("jobs", str(grid.get("jobs", 1))),
         ("cache folder", grid.get("cache_dir") or "each notebook's default"),
     ]
+    executor = str(grid.get("executor") or "local")
+    if executor != "local":
+        held = {**DEFAULT_RESOURCES, **(grid.get("resources") or {})}
+        retries = grid.get("retries")
+        retries = DEFAULT_RETRIES if retries is None else retries
+        what.append(
+            (
+                "executor",
+                f"{executor}: each run a Ray task holding {held['num_cpus']:g} CPU and {held['num_gpus']:g} GPU, "
+                f"run again up to {retries} times when its worker dies",
+            )
+        )
     files = [name for name in (GRID_JSON, GRID_COPY) if (grid_dir / name).is_file()] + [
         str(r.get("log")) for r in runs if r.get("log") and (grid_dir / str(r.get("log"))).is_file()
     ]
@@ -327,7 +343,8 @@ def _markdown(context: dict[str, Any]) -> str:
     lines += ["| " + " | ".join(_md(h) for h in head) + " |", "|" + "---|" * len(head)]
     for row in table["rows"]:
         run = f"[{_md(row['run_id'])}]({md_link(row['link'])})" if row["link"] else _md(row["run_id"])
-        cells = [_md(c) for c in (row["index"], *row["params"], row["status"], row["seconds"])]
+        status = f"{row['status']} ({row['tries']})" if row["tries"] else row["status"]
+        cells = [_md(c) for c in (row["index"], *row["params"], status, row["seconds"])]
         cells += [_md(c["value"]) for c in row["cells"]]
         lines.append("| " + " | ".join([cells[0], run, *cells[1:]]) + " |")
     errors = [row for row in table["rows"] if row["error"]]

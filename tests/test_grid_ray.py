@@ -164,6 +164,9 @@ def test_a_grid_on_ray_retries_a_killed_worker_records_a_failure_and_resumes(ray
     assert [a["attempt"] for a in ledger] == [1, 2] and ledger[0]["worker_pid"] != ledger[1]["worker_pid"]
     page = (folder / "index.html").read_text()
     assert '<a href="01-x1/index.html">01-x1</a>' in page and "planted failure" in page
+    assert "ray: each run a Ray task holding 1 CPU and 0 GPU, run again up to 2 times" in page
+    assert 'class="status ok">ok</span> <small>2 attempts</small>' in page
+    assert "| ok (2 attempts) |" in (folder / "README.md").read_text()
 
     # resume: the grid's own executor (Ray) by default; finished runs kept, the failed one rerun in place
     (folder / "fail-3").unlink()
