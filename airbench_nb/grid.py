@@ -18,10 +18,12 @@ gives 1 x 2 x 2 = 4 runs (the last key varies fastest). The **runs form** lists 
       - {seed: 0, models: [baseline:oracle]}
       - {seed: 1, snr_grid: [0, 5]}
 
-``name``, ``notebooks``, ``fixed`` and ``runs`` are the only reserved keys; a file uses either ``runs:`` or
-parameter lists, never both. A parameter may not be both fixed and varied, two runs may not have equal
-parameters, and every parameter must be declared by one of the notebooks run (the check ``run_pipeline`` makes),
-so that a misspelt name is refused before anything runs. Every error is one line naming the file and the key.
+``name``, ``notebooks``, ``fixed`` and ``runs`` are the reserved keys, with ``resources`` (``{num_cpus: 1,
+num_gpus: 1}``: what each run holds on a Ray cluster) and ``retries`` (how often Ray runs a run again when its
+worker dies) for grids on Ray; a file uses either ``runs:`` or parameter lists, never both. A parameter may not be
+both fixed and varied, two runs may not have equal parameters, and every parameter must be declared by one of the
+notebooks run (the check ``run_pipeline`` makes), so that a misspelt name is refused before anything runs. Every
+error is one line naming the file and the key.
 
 Each parameter set runs, through :func:`~airbench_nb.pipeline.run_pipeline` in a process of its own, into
 ``reports/<grid_id>/<run_id>/``, where ``run_id`` is the set's index and a slug of the parameters that vary across
@@ -30,6 +32,10 @@ All runs share one cache folder (built data, judge calls), which is safe across 
 ``grid.json`` (:class:`GridInfo`, rewritten as each run ends), ``grid.yaml`` (a copy of the grid file),
 ``logs/<run_id>.log`` (each run's log) and the comparison page ``index.html`` with its ``README.md`` twin
 (:mod:`airbench_nb.grid_page`).
+
+With ``--executor ray`` (``ray:ADDRESS``, ``ray://HOST:PORT``) each run is a task on a Ray cluster instead of a
+local process (:mod:`airbench_nb.grid_ray`): same job, same ``grid.json``, logs, page and resume; the grid folder
+and the cache must then be on storage every node sees.
 
 ``airbench-nb run --resume GRID_ID`` resumes a grid that failed or was stopped (:func:`resume_grid`): its finished
 runs are kept as they are, its failed and pending ones run again with the parameters ``grid.json`` recorded (in
@@ -796,9 +802,12 @@ def run_grid(
         )
     if RunFolder(grid_dir).run_json.exists():
         raise GridError(f"{reports / grid_id} holds a run already (run.json); choose another --run-id")
+    connected = _join(runner)  # before the grid folder is made: a cluster that cannot be joined leaves nothing
     try:
         (grid_dir / LOGS).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        if connected:
+            grid_ray.disconnect()
         raise GridError(f"cannot make the grid folder {reports / grid_id}: {exc.strerror or exc}") from None
 
     if grid.source.is_file():  # the file as it was run: it may change after
@@ -839,6 +848,7 @@ def run_grid(
         html=html,
         on_run_end=on_run_end,
         executor=runner,
+        connected=connected,
     )
 
 
@@ -897,12 +907,14 @@ def _execute(
     on_run_end: Callable[[GridRun, GridInfo], None] | None,
     resume: bool = False,
     executor: Executor | None = None,
+    connected: bool | None = None,
 ) -> GridInfo:
     """Run the entries ``todo`` of ``info``, ``info.jobs`` at a time, each in a process of its own.
 
     With ``resume``, a run whose folder holds a ``run.json`` is resumed in place (see
-    :func:`~airbench_nb.pipeline.run_pipeline`); the others start afresh. With a Ray ``executor`` (joined already,
-    see :func:`_join`), each run is a Ray task instead (:func:`_execute_ray`).
+    :func:`~airbench_nb.pipeline.run_pipeline`); the others start afresh. With a Ray ``executor``, each run is a
+    Ray task instead (:func:`_execute_ray`); ``connected`` says whether :func:`_join` joined its cluster already
+    (True: this grid left it at the end; None: not joined yet).
     """
     from airbench_nb.pipeline import interruption, sigterm_as_interrupt
 
@@ -917,6 +929,7 @@ def _execute(
             html=html,
             on_run_end=on_run_end,
             resume=resume,
+            connected=connected,
         )
 
     grid_id, jobs = info.grid_id, info.jobs
@@ -1039,10 +1052,12 @@ def _execute_ray(
     html: bool,
     on_run_end: Callable[[GridRun, GridInfo], None] | None,
     resume: bool,
+    connected: bool | None = None,
 ) -> GridInfo:
     """Run the entries ``todo`` of ``info`` as Ray tasks, ``info.jobs`` submitted at a time (see :mod:`grid_ray`).
 
-    The cluster is joined here and left at the end (unless this process had joined it before). A run is ``pending``
+    The cluster is joined here unless ``connected`` says the caller did (:func:`_join`), and left at the end
+    (unless this process had joined it before the grid). A run is ``pending``
     until its task starts on a node (its attempts ledger gets a line), then ``running``; its entry gets the node's
     host name and the number of attempts (more than 1 when its worker died and Ray ran it again). ``grid.json``
     and the page are rewritten as runs start and end. Ctrl-C or SIGTERM cancel every task (a running run is
@@ -1058,7 +1073,8 @@ def _execute_ray(
     def save() -> None:
         _save(info, grid_dir)
 
-    connected = _join(executor)
+    if connected is None:
+        connected = _join(executor)
     info.pid, info.pid_start, info.error = os.getpid(), process_start(os.getpid()), None
     info.host, info.executor = socket.gethostname(), str(executor)
     outer = signal.getsignal(signal.SIGTERM) if _main_thread() else None

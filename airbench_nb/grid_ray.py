@@ -24,6 +24,7 @@ import functools
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -136,6 +137,7 @@ def connect(address: str | None) -> bool:
     ray = _ray()
     if ray.is_initialized():
         return False
+    _check_reachable(address)
     options: dict[str, Any] = {"address": address, "logging_level": logging.WARNING, "log_to_driver": False}
     if address is None:
         options["include_dashboard"] = False  # a new local cluster: no dashboard (it needs ray[default])
@@ -146,6 +148,29 @@ def connect(address: str | None) -> bool:
         raise RayUnavailable(f"cannot join the Ray cluster {address or '(local)'}: {first}") from None
     logger.info("joined the Ray cluster %s: %s", address or "(local)", ray.cluster_resources())
     return True
+
+
+CONNECT_CHECK_S = 5.0
+"""Longest wait for a TCP connection to a cluster's address before ``ray.init`` (which retries for minutes)."""
+
+
+def _check_reachable(address: str | None) -> None:
+    """Refuse at once an address ``HOST:PORT`` (or ``ray://HOST:PORT``) where nothing answers.
+
+    ``ray.init`` itself retries such an address for minutes before it gives up.
+    """
+    match = re.fullmatch(r"(?:ray://)?\[?([\w.:-]+?)\]?:(\d+)", address or "")
+    if match is None:  # None, "auto", "local": Ray finds the cluster itself
+        return
+    host, port = match.group(1), int(match.group(2))
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_CHECK_S):
+            pass
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise RayUnavailable(
+            f"cannot join the Ray cluster {address}: nothing answers at {host}:{port} ({why})"
+        ) from None
 
 
 def disconnect() -> None:

@@ -84,6 +84,19 @@ def test_cli_refuses_a_bad_executor_and_ray_missing(tmp_path, monkeypatch):
     assert not (tmp_path / "r").exists()  # refused before anything was made
 
 
+def test_a_cluster_that_does_not_answer_is_refused_at_once(tmp_path):
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():  # connected already: the grid would use that connection
+        pytest.skip("Ray is initialised in this process")
+    grid = tmp_path / "g.yaml"
+    grid.write_text("notebooks: [01_build_data]\nseed: [0, 1]\n")
+    args = ["run", "--grid", str(grid), "--reports", str(tmp_path / "r"), "--executor", "ray:127.0.0.1:1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "cannot join the Ray cluster 127.0.0.1:1: nothing answers at 127.0.0.1:1" in result.output
+    assert not (tmp_path / "r").exists()
+
+
 # --- a grid on a local Ray cluster ---------------------------------------------------------------------------------
 
 NOTEBOOK = """\
