@@ -642,7 +642,8 @@ def settle_grid(grid_dir: str | Path) -> GridInfo:
             RunFolder(grid_dir / entry.run_id).run_json, 0, grid_dir / str(entry.log)
         )
         if entry.error and entry.error.startswith("the run's process ended"):  # its run.json was left unfinished
-            entry.error = f"the run's process (pid {entry.pid}) is gone: killed with its grid before it finished"
+            what = f"the run's process (pid {entry.pid})" if entry.pid else "the run's Ray task"  # a Ray grid's: no pid
+            entry.error = f"{what} is gone: killed with its grid before it finished"
     info.status, info.error = "failed", why
     logger.warning("grid %s: %s; marked failed", info.grid_id, why)
     _save(info, grid_dir)
@@ -1060,10 +1061,10 @@ def _execute_ray(
     (unless this process had joined it before the grid). A run is ``pending``
     until its task starts on a node (its attempts ledger gets a line), then ``running``; its entry gets the node's
     host name and the number of attempts (more than 1 when its worker died and Ray ran it again). ``grid.json``
-    and the page are rewritten as runs start and end. Ctrl-C or SIGTERM cancel every task (a running run is
-    stopped with its worker, and records it in its ``run.json``).
+    and the page are rewritten as runs start and end. Ctrl-C or SIGTERM cancel every task: a running one sends its
+    run SIGTERM, which the run records in its ``run.json`` as a local grid's does (see :func:`grid_ray.cancel`).
     """
-    from airbench_nb.pipeline import interruption, sigterm_as_interrupt
+    from airbench_nb.pipeline import Stopped, interruption, sigterm_as_interrupt
 
     grid_id, jobs = info.grid_id, info.jobs
     resources = {**grid_ray.DEFAULT_RESOURCES, **info.resources}
@@ -1119,8 +1120,12 @@ def _execute_ray(
         if on_run_end is not None:
             on_run_end(entry, info)
 
+    sigterm: list[int] = []  # Ray's wait turns the Stopped a SIGTERM raises into a bare KeyboardInterrupt
+
     try:
         with sigterm_as_interrupt():
+            if _main_thread():
+                signal.signal(signal.SIGTERM, _noting(signal.getsignal(signal.SIGTERM), sigterm))
             save()
             while pending or submitted:
                 if pending and len(submitted) < jobs:
@@ -1132,7 +1137,8 @@ def _execute_ray(
                 if started():
                     save()
     except BaseException as exc:  # Ctrl-C, SIGTERM, or a bug here: cancel the tasks, record where the grid stopped
-        why = interruption(exc)
+        stopped = Stopped("stopped by SIGTERM") if sigterm and not isinstance(exc, Stopped) else None
+        why = interruption(stopped or exc)
         if _main_thread():
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         grid_ray.cancel(list(submitted))
@@ -1151,6 +1157,8 @@ def _execute_ray(
         if outer is not None:
             signal.signal(signal.SIGTERM, outer)
         logger.error("grid %s stopped by %s; resume it with: airbench-nb run --resume %s", grid_id, why, grid_id)
+        if stopped is not None:
+            raise stopped from None
         raise
     finally:
         if connected:
@@ -1160,6 +1168,17 @@ def _execute_ray(
     save()
     logger.info("grid %s %s: %d of %d runs failed", grid_id, info.status, info.failed, len(info.runs))
     return info
+
+
+def _noting(handler: Any, seen: list[int]) -> Callable[[int, Any], None]:
+    """A signal handler that appends the signal to ``seen``, then calls ``handler`` (a callable one)."""
+
+    def handle(signum: int, frame: Any) -> None:
+        seen.append(signum)
+        if callable(handler):
+            handler(signum, frame)
+
+    return handle
 
 
 def _main_thread() -> bool:

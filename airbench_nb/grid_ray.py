@@ -6,9 +6,10 @@ cluster (:func:`connect`), submitting one run as a task holding the resources th
 
 A run's task does on a node what a local grid does on its own machine: it starts ``python -m airbench_nb.grid``
 (the run's job as JSON on stdin, its output appended to ``logs/<run_id>.log`` in the grid folder) and returns the
-exit code. The run process is tied to the task's worker (it is stopped with it, see ``grid._die_with``), so a
-worker or node that dies takes its run with it, and Ray runs the task again (``max_retries``): the new attempt
-resumes the run in place from its ``run.json``. A run that fails by its own error is a task that returned: it is
+exit code. The run process is tied to the task's worker (Ray kills a dead worker's child processes, and the run asks
+Linux to stop it when its worker dies, see ``grid._die_with``), so a worker or node that dies takes its run with
+it, leaving its ``run.json`` unfinished, and Ray runs the task again (``max_retries``): the new attempt resumes the
+run in place. A run that fails by its own error is a task that returned: it is
 not retried. Every attempt appends a line to ``logs/<run_id>.attempts`` (JSON: attempt, host, pids, start), which
 numbers the attempts across workers and nodes.
 
@@ -25,9 +26,11 @@ import json
 import logging
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,7 +58,10 @@ WAIT_S = 1.0
 """Longest wait for a task to end before the grid looks at its runs again."""
 
 PREVIOUS_ATTEMPT_S = 60.0
-"""Longest wait, on a retry, for the run process of the dead attempt to stop (it is sent SIGTERM with its worker)."""
+"""Longest wait, on a retry, for the run process of the dead attempt to end (it is stopped with its worker)."""
+
+STOP_S = 10.0
+"""Longest wait for a cancelled run to record its stop and end (as a local grid waits for its runs)."""
 
 ATTEMPTS_SUFFIX = ".attempts"
 """Suffix of the ledger of a run's attempts, beside its log."""
@@ -137,7 +143,16 @@ def connect(address: str | None) -> bool:
     ray = _ray()
     if ray.is_initialized():
         return False
-    _check_reachable(address)
+    target = _address_ray_would_join(address)
+    try:
+        _check_reachable(target)
+    except RayUnavailable as exc:
+        if target == address:
+            raise
+        raise RayUnavailable(
+            f"{exc}: Ray took that address from RAY_ADDRESS or from the last `ray start` on this machine (a cluster "
+            "that ended without `ray stop`?); start the cluster again, or run `ray stop` to forget it"
+        ) from None
     options: dict[str, Any] = {"address": address, "logging_level": logging.WARNING, "log_to_driver": False}
     if address is None:
         options["include_dashboard"] = False  # a new local cluster: no dashboard (it needs ray[default])
@@ -171,6 +186,26 @@ def _check_reachable(address: str | None) -> None:
         raise RayUnavailable(
             f"cannot join the Ray cluster {address}: nothing answers at {host}:{port} ({why})"
         ) from None
+
+
+def _address_ray_would_join(address: str | None) -> str | None:
+    """The address ``ray.init(address)`` joins (None: a new local cluster starts).
+
+    For None or ``auto``, that is ``RAY_ADDRESS`` or the cluster ``ray start`` last started on this machine.
+
+    Read with Ray's own rule (a private function: None when a Ray version lacks it, and then nothing is checked). A
+    cluster that ended without ``ray stop`` leaves its address behind, which ``ray.init`` would retry for minutes.
+    """
+    if address not in (None, "auto"):
+        return address
+    try:
+        from ray._private.services import get_ray_address_from_environment
+
+        found = get_ray_address_from_environment(address, None)
+    except Exception as exc:  # noqa: BLE001 - a Ray without this helper, or no cluster for "auto": ray.init says
+        logger.debug("cannot tell which Ray cluster ray.init(%r) joins: %s", address, exc)
+        return None
+    return found if isinstance(found, str) and found != "auto" else None
 
 
 def disconnect() -> None:
@@ -314,16 +349,28 @@ def _task_error(exc: BaseException) -> str:
 
 
 def cancel(refs: Sequence[Any]) -> None:
-    """Stop the tasks of ``refs``: queued ones never start, running ones have their worker killed.
+    """Stop the tasks of ``refs`` and wait for them: queued ones never start, running ones stop their run.
 
-    A run stops with its worker, and records the interruption in its ``run.json``.
+    A running task gets a KeyboardInterrupt (``ray.cancel``), sends its run SIGTERM, which the run records in its
+    ``run.json`` as a local grid's does, and ends; one still running :data:`STOP_S` seconds later has its worker
+    killed (and its run with it, unrecorded).
     """
     ray = _ray()
-    for ref in refs:
-        try:
-            ray.cancel(ref, force=True)
-        except Exception as exc:  # noqa: BLE001 - a task that ended meanwhile, a cluster gone: nothing left to stop
-            logger.debug("cancelling a Ray task: %s: %s", type(exc).__name__, exc)
+
+    def each(force: bool, pending: Sequence[Any]) -> None:
+        for ref in pending:
+            try:
+                ray.cancel(ref, force=force)
+            except Exception as exc:  # noqa: BLE001 - a task ended meanwhile, a cluster gone: nothing left to stop
+                logger.debug("cancelling a Ray task: %s: %s", type(exc).__name__, exc)
+
+    each(False, refs)
+    try:
+        _, left = ray.wait(list(refs), num_returns=len(refs), timeout=STOP_S + 5)
+    except Exception as exc:  # noqa: BLE001 - the cluster is gone: nothing left to wait for
+        logger.debug("waiting for cancelled Ray tasks: %s: %s", type(exc).__name__, exc)
+        return
+    each(True, left)
 
 
 def _pid_gone(pid: int) -> bool:
@@ -340,7 +387,7 @@ def _pid_gone(pid: int) -> bool:
 
 
 def _wait_for_previous(previous: dict[str, Any], host: str) -> None:
-    """On a retry, let the dead attempt's run process (sent SIGTERM with its worker) record its stop first."""
+    """On a retry, let the dead attempt's run process (stopped with its worker) end first."""
     pid = previous.get("run_pid")
     if previous.get("host") != host or not isinstance(pid, int):
         return  # another node's: its process went with its worker, or its node
@@ -349,8 +396,31 @@ def _wait_for_previous(previous: dict[str, Any], host: str) -> None:
         time.sleep(0.2)
 
 
+def _wait_for(process: subprocess.Popen[bytes]) -> int:
+    """The exit code of ``process``, waiting in short steps (a cancel's KeyboardInterrupt lands between them)."""
+    while True:
+        try:
+            return process.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, which the run records in its ``run.json`` before it ends; SIGKILL after :data:`STOP_S`."""
+    process.terminate()
+    try:
+        process.wait(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def _run_task(job: dict[str, Any], log: str, environment: dict[str, str]) -> dict[str, Any]:
     """A run's Ray task, on a worker of some node: run ``python -m airbench_nb.grid`` and return its exit code."""
+    if threading.current_thread() is threading.main_thread():
+        # ray.cancel interrupts a task through Python's SIGINT handler, which a cluster started from a background
+        # process (SIGINT ignored there, and inherited) lacks: without it, a cancelled run is killed, unrecorded
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     log_path = Path(log)
     host, worker = socket.gethostname(), os.getpid()
     previous = read_attempts(log_path)
@@ -364,7 +434,7 @@ def _run_task(job: dict[str, Any], log: str, environment: dict[str, str]) -> dic
         "resume": bool(job.get("resume")) or (bool(previous) and run_json.is_file()),  # a retry resumes in place
     }
     started = datetime.now(UTC)
-    with log_path.open("ab" if job["resume"] or previous else "wb") as out:
+    with log_path.open("ab") as out:  # the grid removed the log of a new run; a resumed run's is appended to
         out.write(f"--- attempt {attempt} on {host} (Ray worker pid {worker}), {started.isoformat()}\n".encode())
         out.flush()
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
@@ -380,7 +450,11 @@ def _run_task(job: dict[str, Any], log: str, environment: dict[str, str]) -> dic
         assert process.stdin is not None
         process.stdin.write(json.dumps(job).encode("utf-8"))
         process.stdin.close()
-        returncode = process.wait()
+        try:
+            returncode = _wait_for(process)
+        except KeyboardInterrupt:  # ray.cancel: stop the run as a local grid does (it records the stop), then end
+            _stop(process)
+            raise
     return {
         "returncode": returncode,
         "host": host,

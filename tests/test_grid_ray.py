@@ -12,7 +12,9 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -110,16 +112,29 @@ if x == 4 or x == 1 and not (run / 'killed').exists():  # kill this run's Ray wo
     worker = int(Path(f'/proc/{os.getppid()}/stat').read_text().rsplit(')', 1)[1].split()[1])
     os.kill(worker, signal.SIGKILL)
     time.sleep(60)  # the run's process is stopped with its worker, and this kernel with it
+if x == 5:  # a long run, stopped by the test
+    (run / 'kernel.pid').write_text(str(os.getpid()))
+    time.sleep(60)
 assert not (run.parent / f'fail-{x}').exists(), 'planted failure'
 """
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """A local Ray cluster of two CPUs for the module (no dashboard, no usage stats, no network)."""
+    """A local Ray cluster of two CPUs for the module (no dashboard, no usage stats, no network).
+
+    Started with SIGINT ignored, which its processes inherit, as a cluster started from a background job is: a
+    cancelled task must still be able to stop its run gracefully.
+    """
     ray = pytest.importorskip("ray")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ray.init(
+            address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     yield ray
     ray.shutdown()
 
@@ -202,3 +217,34 @@ def test_a_run_whose_worker_dies_every_time_fails_after_its_retries(ray_cluster,
     assert entry.error == "not finished: its Ray worker died, and again on every retry (WorkerCrashedError)"
     assert _executions(tmp_path / "reports" / "g", entry.run_id) == ["4", "4"]
     assert ray_cluster.is_initialized()  # the test's connection is left as it was
+
+
+@pytest.mark.slow
+def test_an_interrupted_ray_grid_cancels_its_runs_which_record_the_stop(ray_cluster, notebooks, tmp_path):
+    grid = parse_grid({"notebooks": ["nap"], "x": [5, 2]}, tmp_path / "g.yaml")
+    folder = tmp_path / "reports" / "g"
+
+    def interrupt(entry, info):  # Ctrl-C, arriving as run 2 ends while run 1 still runs
+        assert entry.run_id == "02-x2" and (folder / "01-x5" / "kernel.pid").is_file()
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(grid, grid_id="g", reports_dir=tmp_path / "reports", html=False, executor="ray", on_run_end=interrupt)
+    saved = json.loads((folder / "grid.json").read_text())
+    assert saved["status"] == "failed" and saved["error"] == "stopped by SIGINT"
+    assert [r["status"] for r in saved["runs"]] == ["failed", "ok"]
+    assert saved["runs"][0]["error"] == "interrupted: the grid was stopped (SIGINT) while it ran"
+    run = json.loads((folder / "01-x5" / "run.json").read_text())  # the run stopped gracefully, not killed
+    assert run["status"] == "failed" and "interrupted (SIGTERM)" in run["notebooks"][0]["error"]
+    assert _gone(int((folder / "01-x5" / "kernel.pid").read_text()))
+
+
+def _gone(pid: int, seconds: float = 20) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
