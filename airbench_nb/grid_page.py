@@ -153,6 +153,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _amount(value: Any) -> str:
+    """A number as a reader writes it (``1``, ``0.5``); anything else as :func:`_short` shows it."""
+    return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else _short(value)
+
+
 def _cell(score: tuple | None, bench: str) -> dict[str, str]:
     if score is None or score[0] is None:
         return {"value": "–", "ci": ""}
@@ -259,14 +264,16 @@ def _context(grid_dir: Path, grid: dict[str, Any]) -> dict[str, Any]:
     ]
     executor = str(grid.get("executor") or "local")
     if executor != "local":
-        held = {**DEFAULT_RESOURCES, **(grid.get("resources") or {})}
+        resources = grid.get("resources")
+        held = {**DEFAULT_RESOURCES, **(resources if isinstance(resources, dict) else {})}
+        cpus, gpus = (_amount(held.get(k)) for k in ("num_cpus", "num_gpus"))
         retries = grid.get("retries")
         retries = DEFAULT_RETRIES if retries is None else retries
         what.append(
             (
                 "executor",
-                f"{executor}: each run a Ray task holding {held['num_cpus']:g} CPU and {held['num_gpus']:g} GPU, "
-                f"run again up to {retries} times when its worker dies",
+                f"{executor}: each run a Ray task holding {cpus} CPU and {gpus} GPU, run again up to "
+                f"{_amount(retries)} times when its worker dies",
             )
         )
     files = [name for name in (GRID_JSON, GRID_COPY) if (grid_dir / name).is_file()] + [
