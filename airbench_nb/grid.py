@@ -805,17 +805,50 @@ def run_grid(
         raise GridError(f"{reports / grid_id} holds a run already (run.json); choose another --run-id")
     connected = _join(runner)  # before the grid folder is made: a cluster that cannot be joined leaves nothing
     try:
-        (grid_dir / LOGS).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
+        info = _new_grid(grid, grid_id, grid_dir, reports / grid_id, stems, jobs, cache_dir, runner)
+    except BaseException:
         if connected:
             grid_ray.disconnect()
-        raise GridError(f"cannot make the grid folder {reports / grid_id}: {exc.strerror or exc}") from None
+        raise
+
+    return _execute(
+        info,
+        grid_dir,
+        list(info.runs),
+        notebook_dir=notebook_dir,
+        kernel_name=kernel_name,
+        html=html,
+        on_run_end=on_run_end,
+        executor=runner,
+        connected=connected,
+    )
+
+
+def _new_grid(
+    grid: Grid,
+    grid_id: str,
+    grid_dir: Path,
+    shown: Path,
+    stems: list[str],
+    jobs: int | None,
+    cache_dir: str | Path | None,
+    runner: Executor,
+) -> GridInfo:
+    """Make a new grid's folder (``logs/``, the grid file's copy) and its record, every run pending.
+
+    Raises:
+        GridError: The folder cannot be made (``shown`` is how the message names it).
+    """
+    try:
+        (grid_dir / LOGS).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise GridError(f"cannot make the grid folder {shown}: {exc.strerror or exc}") from None
 
     if grid.source.is_file():  # the file as it was run: it may change after
         shutil.copyfile(grid.source, grid_dir / GRID_COPY)
     run_ids = grid.run_ids()
     shared_cache = _default_cache(cache_dir)
-    info = GridInfo(
+    return GridInfo(
         grid_id=grid_id,
         name=grid.name,
         source=str(grid.source),
@@ -838,18 +871,6 @@ def run_grid(
             )
             for i, (run_id, params) in enumerate(zip(run_ids, grid.sets, strict=True))
         ],
-    )
-
-    return _execute(
-        info,
-        grid_dir,
-        list(info.runs),
-        notebook_dir=notebook_dir,
-        kernel_name=kernel_name,
-        html=html,
-        on_run_end=on_run_end,
-        executor=runner,
-        connected=connected,
     )
 
 
@@ -1058,10 +1079,10 @@ def _execute_ray(
     """Run the entries ``todo`` of ``info`` as Ray tasks, ``info.jobs`` submitted at a time (see :mod:`grid_ray`).
 
     The cluster is joined here unless ``connected`` says the caller did (:func:`_join`), and left at the end
-    (unless this process had joined it before the grid). A run is ``pending``
-    until its task starts on a node (its attempts ledger gets a line), then ``running``; its entry gets the node's
-    host name and the number of attempts (more than 1 when its worker died and Ray ran it again). ``grid.json``
-    and the page are rewritten as runs start and end. Ctrl-C or SIGTERM cancel every task: a running one sends its
+    (unless this process had joined it before the grid). A run is ``pending`` until its task starts on a node (its
+    attempts ledger gets a line), then ``running``; its entry gets the node's host name and the number of attempts
+    (more than 1 when its worker died and Ray ran it again). ``grid.json`` and the page are rewritten as runs start
+    and end. Ctrl-C or SIGTERM cancel every task: a running one sends its
     run SIGTERM, which the run records in its ``run.json`` as a local grid's does (see :func:`grid_ray.cancel`).
     """
     from airbench_nb.pipeline import Stopped, interruption, sigterm_as_interrupt
