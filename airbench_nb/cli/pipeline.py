@@ -97,7 +97,7 @@ def run(
             "ray (this machine's Ray cluster, or a new local one), ray:ADDRESS (e.g. ray:auto, ray:HOST:6379) or "
             "ray://HOST:PORT (Ray Client): each run a Ray task holding the grid file's resources: (num_cpus, "
             "num_gpus), run again when its worker dies; the reports and cache folders must be on storage every node "
-            "sees. Needs pip install 'airbench-nb[ray]'. A resumed grid runs where it ran unless given.",
+            "sees. Needs pip install 'airbench-nb\\[ray]'. A resumed grid runs where it ran unless given.",
         ),
     ] = None,
 ) -> None:
