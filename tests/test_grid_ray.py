@@ -109,6 +109,7 @@ from pathlib import Path
 run = Path(run_dir)
 with (run / 'executions.txt').open('a') as f:
     f.write(f'{x}\\n')
+(run / 'gpus.txt').write_text(os.environ.get('CUDA_VISIBLE_DEVICES', 'unset'))
 if x == 4 or x == 1 and not (run / 'killed').exists():  # kill this run's Ray worker (x 1: once, x 4: every time)
     (run / 'killed').write_text('')
     worker = int(Path(f'/proc/{os.getppid()}/stat').read_text().rsplit(')', 1)[1].split()[1])
@@ -133,7 +134,12 @@ def ray_cluster():
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         ray.init(
-            address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False
+            address="local",
+            num_cpus=2,
+            num_gpus=1,  # Ray's own count: no GPU is needed, Ray assigns it and sets CUDA_VISIBLE_DEVICES
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+            log_to_driver=False,
         )
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -163,7 +169,7 @@ def _executions(folder: Path, run_id: str) -> list[str]:
 @pytest.mark.slow
 def test_a_grid_on_ray_retries_a_killed_worker_records_a_failure_and_resumes(ray_cluster, notebooks, tmp_path):
     grid = tmp_path / "g.yaml"
-    grid.write_text("notebooks: [nap]\nresources: {num_cpus: 1}\nretries: 2\nx: [1, 2, 3]\n")
+    grid.write_text("notebooks: [nap]\nresources: {num_cpus: 1, num_gpus: 0.5}\nretries: 2\nx: [1, 2, 3]\n")
     reports = tmp_path / "reports"
     folder = reports / "g"
     folder.mkdir(parents=True)
@@ -174,9 +180,10 @@ def test_a_grid_on_ray_retries_a_killed_worker_records_a_failure_and_resumes(ray
     )
     assert result.exit_code == 1, result.output
     output = re.sub(r"\s+", " ", result.output)
-    assert "3 runs on ray, as the cluster's resources allow, each holding 1 CPU and 0 GPU" in output
+    assert "3 runs on ray, as the cluster's resources allow, each holding 1 CPU and 0.5 GPU" in output
     saved = json.loads((folder / "grid.json").read_text())
-    assert saved["executor"] == "ray" and saved["resources"] == {"num_cpus": 1} and saved["retries"] == 2
+    assert saved["executor"] == "ray" and saved["resources"] == {"num_cpus": 1, "num_gpus": 0.5}
+    assert saved["retries"] == 2
     assert saved["status"] == "failed" and saved["jobs"] == 3
     runs = {r["run_id"]: r for r in saved["runs"]}
     assert {k: r["status"] for k, r in runs.items()} == {"01-x1": "ok", "02-x2": "ok", "03-x3": "failed"}
@@ -194,7 +201,9 @@ def test_a_grid_on_ray_retries_a_killed_worker_records_a_failure_and_resumes(ray
     assert [a["attempt"] for a in ledger] == [1, 2] and ledger[0]["worker_pid"] != ledger[1]["worker_pid"]
     page = (folder / "index.html").read_text()
     assert '<a href="01-x1/index.html">01-x1</a>' in page and "planted failure" in page
-    assert "ray: each run a Ray task holding 1 CPU and 0 GPU, run again up to 2 times" in page
+    assert "ray: each run a Ray task holding 1 CPU and 0.5 GPU, run again up to 2 times" in page
+    # the GPU Ray gave the task is the one the run's kernel sees (the cluster has one: two runs share it)
+    assert {(folder / r / "gpus.txt").read_text() for r in runs} == {"0"}
     assert 'class="status ok">ok</span> <small>2 attempts</small>' in page
     assert "| ok (2 attempts) |" in (folder / "README.md").read_text()
 
