@@ -229,10 +229,12 @@ class WordErrorRate(ReferenceMetric):
 
     def utterances(self, outcomes: Sequence[ReferenceOutcome]) -> list[Any]:
         """Each outcome's :func:`~airbench_nb.scoring.wer.utterance_errors` (a failure: an empty hypothesis)."""
-        from airbench_nb.scoring.wer import utterance_errors
+        from airbench_nb.scoring.wer import cached_utterance_errors
 
         return [
-            utterance_errors(o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid)
+            cached_utterance_errors(
+                o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid
+            )
             for o in outcomes
         ]
 

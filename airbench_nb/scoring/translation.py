@@ -241,9 +241,9 @@ def score_from_statistics(
 ) -> CorpusScore:
     """:func:`corpus_score` from the items' sentence statistics (:func:`sentence_statistics`), extracted once.
 
-    The value is sacrebleu's (``_aggregate_and_compute``: the score of the summed statistics), the interval sacrebleu's bootstrap
-    (:func:`sacrebleu_replicates`, the same numbers as ``corpus_score(n_bootstrap=reps)``), the signature the one
-    sacrebleu gives after scoring that corpus.
+    The value is sacrebleu's (``_aggregate_and_compute``: the score of the summed statistics), the interval
+    sacrebleu's bootstrap (:func:`sacrebleu_replicates`, the same numbers as ``corpus_score(n_bootstrap=reps)``),
+    the signature the one sacrebleu gives after scoring that corpus.
 
     Args:
         metric: A fresh ``sacrebleu.metrics.BLEU`` or ``CHRF`` (its signature records this corpus).
