@@ -196,6 +196,7 @@ def score_models(
         if not responses:
             continue
         chat_judges = sorted({v.judge for v in verdicts if v.order != "single"}) or [None]
+        shared: dict[str, Any] = {}  # the reference metrics' sections: no judge reads them, computed once per model
         for chat_judge in chat_judges:
             judges = (
                 None
@@ -211,6 +212,7 @@ def score_models(
                 reps=reps,
                 judges=judges,
                 metric_options={"embedder": embedder} if embedder else None,
+                shared_sections=shared,
             )
             key = f"{responses[0].model} | chat judge {chat_judge or '-'}"
             results[key] = result
