@@ -16,6 +16,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from sacrebleu.metrics import BLEU
+from sacrebleu.metrics.base import Metric
 from sacrebleu.significance import _bootstrap_resample
 
 from airbench_nb.records import Response, TranslationItem
@@ -175,3 +176,16 @@ def test_statistics_rows_follow_the_outcomes():
     assert np.array_equal(
         chrf, sentence_statistics(_chrf(), [o.hypothesis for o in outcomes], [o.references for o in outcomes])
     )
+
+
+def test_statistics_shared_by_models_equal_each_models_own(monkeypatch):
+    items, responses = _planted(60, seed=8)
+    other = [r.model_copy(update={"text": (r.text or "")[::-1] or None}) for r in responses]
+    models = [{r.uid: r for r in rs} for rs in (responses, other)]
+    alone = [translation_summary(items, rs, reps=300, seed=2) for rs in (responses, other)]
+    translation._SUMMARIES.clear()
+    with translation.shared_statistics(items, models):
+        assert translation._SHARED_ROWS
+        monkeypatch.setattr(Metric, "_extract_corpus_statistics", lambda *a: pytest.fail("extracted again"))
+        together = [translation_summary(items, rs, reps=300, seed=2) for rs in (responses, other)]
+    assert together == alone and not translation._SHARED_ROWS

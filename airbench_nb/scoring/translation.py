@@ -34,13 +34,14 @@ The rules, stated once:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import importlib.util
 import json
 import logging
 from collections import Counter, OrderedDict, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -214,20 +215,83 @@ def corpus_score(
     return score_from_statistics(metric, stats, _num_refs(references), reps, seed, clusters)
 
 
-def sentence_statistics(metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> Any:
+def sentence_statistics(
+    metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]], key: str | None = None
+) -> Any:
     """The sacrebleu sentence statistics of each item (``_extract_corpus_statistics``), an int64 (items, k) array.
 
     Args:
         metric: A ``sacrebleu.metrics.BLEU`` or ``CHRF``.
         hypotheses: One answer per item (``""`` for failures).
         references: The references of each item (one or more).
+        key: The metric's :func:`_metric_key`: when given, rows extracted ahead for several models
+            (:func:`shared_statistics`) are read instead of extracted again.
     """
     import numpy as np
 
     hypotheses, streams = list(hypotheses), reference_streams(references)
     metric._check_corpus_score_args(hypotheses, streams)
+    kept = _SHARED_ROWS.get(key) if key is not None else None
+    if kept:
+        found = [kept.get((h, tuple(r))) for h, r in zip(hypotheses, references, strict=True)]
+        if all(row is not None for row in found):
+            return np.array(found, dtype=np.int64).reshape(len(found), -1)
     rows = metric._extract_corpus_statistics(hypotheses, streams)
     return np.array(rows, dtype=np.int64).reshape(len(rows), -1)
+
+
+_SHARED_ROWS: dict[str, dict[tuple[str, tuple[str, ...]], tuple[int, ...]]] = {}
+"""Sentence statistics by metric key and ``(hypothesis, references)``, while :func:`shared_statistics` is open."""
+
+SHARED_CHUNK = 1000
+"""Items whose references are prepared at once by :func:`shared_statistics` (chrF's n-grams of 1,000 references)."""
+
+
+def _metric_key(name: str, tokenize: str | None = None) -> str:
+    """The key of a metric's sentence statistics: ``bleu:<tokenizer>`` or ``chrf``."""
+    return f"{name}:{tokenize}" if tokenize else name
+
+
+@contextlib.contextmanager
+def shared_statistics(items: Sequence[Any], responses: Sequence[Mapping[str, Response]]) -> Iterator[None]:
+    """Extract the sentence statistics of several models' translations together, for the duration.
+
+    The references' part of sacrebleu's statistics (tokenized n-grams, character n-grams) is the larger part of
+    the work and the same for every model: here it is prepared once per chunk of :data:`SHARED_CHUNK` items and
+    every model's answer is scored against it, exactly as ``_extract_corpus_statistics`` scores it (the statistics
+    of a sentence depend on it alone). :func:`sentence_statistics` reads them while the context is open; they are
+    dropped when it closes. Items of a pair without a tokenizer here are left to the scoring (which says why).
+
+    Args:
+        items: The run's items (translation items are read; others ignored).
+        responses: Each model's latest response by uid.
+    """
+    from sacrebleu.metrics import BLEU
+
+    translations = [i for i in items if isinstance(i, TranslationItem)]
+    groups: dict[str, list[TranslationItem]] = defaultdict(list)
+    for item in translations:
+        try:
+            groups[tokenizer_for(item.target_language)].append(item)
+        except MissingTokenizerError:
+            continue
+    try:
+        for tokenize, group in groups.items():
+            for name, metric in (("bleu", BLEU(tokenize=tokenize)), ("chrf", _chrf())):
+                rows = _SHARED_ROWS.setdefault(_metric_key(name, tokenize if name == "bleu" else None), {})
+                for start in range(0, len(group), SHARED_CHUNK):
+                    chunk = group[start : start + SHARED_CHUNK]
+                    prepared = metric._cache_references(reference_streams([i.references for i in chunk]))
+                    for by_uid in responses:
+                        for item, ref_kwargs in zip(chunk, prepared, strict=True):
+                            hypothesis = translation_outcome(item, by_uid.get(item.uid)).hypothesis
+                            key = (hypothesis, tuple(item.references))
+                            if key not in rows:
+                                segment = metric._preprocess_segment(hypothesis)
+                                rows[key] = tuple(metric._compute_segment_statistics(segment, ref_kwargs))
+        yield
+    finally:
+        _SHARED_ROWS.clear()
 
 
 def _num_refs(references: Sequence[Sequence[str]]) -> int:
@@ -400,8 +464,8 @@ def _pair_statistics(outcomes: Sequence[TranslationOutcome], tokenize: str) -> t
     hypotheses = [o.hypothesis for o in outcomes]
     references = [o.references for o in outcomes]
     return (
-        sentence_statistics(BLEU(tokenize=tokenize), hypotheses, references),
-        sentence_statistics(_chrf(), hypotheses, references),
+        sentence_statistics(BLEU(tokenize=tokenize), hypotheses, references, _metric_key("bleu", tokenize)),
+        sentence_statistics(_chrf(), hypotheses, references, _metric_key("chrf")),
     )
 
 
@@ -615,6 +679,7 @@ __all__ = [
     "corpus_score",
     "reference_streams",
     "score_translations",
+    "shared_statistics",
     "tokenizer_for",
     "translation_outcome",
     "translation_summary",
