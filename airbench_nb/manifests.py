@@ -301,10 +301,30 @@ def parse_json_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
         return None, None, f"invalid JSON: {exc.msg} ({where}){extra}"
     except RecursionError:
         return None, None, "JSON nested too deeply to parse"
+    if bad_byte is None and _plainly_usable(text):
+        return obj, None, None
     found = json_problem(obj)
     if found is not None:
         return obj, found[0], found[1]
     return obj, None, None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _plainly_usable(text: str) -> bool:
+    r"""Whether valid UTF-8 JSON text cannot hold what :func:`json_problem` looks for (it need not walk it then).
+
+    Strict UTF-8 decoding yields no surrogate, so one can only come from a ``\uD800``-``\uDFFF`` escape; an
+    integer too long to convert needs more characters than the limit (none without a limit); nesting deeper than
+    :data:`MAX_JSON_DEPTH` needs more opening brackets than that. A line of the kit's records has none of the three.
+    """
+    limit = sys.get_int_max_str_digits()
+    return (
+        (not limit or len(text) <= limit)
+        and text.count("{") + text.count("[") <= MAX_JSON_DEPTH
+        and _SURROGATE_ESCAPE.search(text) is None
+    )
 
 
 def _text_uid(obj: Any) -> str | None:

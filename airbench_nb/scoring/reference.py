@@ -189,7 +189,8 @@ class ReferenceMetric(BaseMetric):
 
     def aggregate(self, outcomes: Sequence[ReferenceOutcome], protocol: str, reps: int, seed: int) -> ScoreSection:
         """One entry per prompting mode the model answered, and every answer pooled as the ``average``."""
-        asked = [o for o in outcomes if o.mode in {p.mode for p in outcomes if p.answered}]
+        answered_modes = {p.mode for p in outcomes if p.answered}  # once, not per outcome: linear in the outcomes
+        asked = [o for o in outcomes if o.mode in answered_modes]
         by_mode: dict[str, list[ReferenceOutcome]] = defaultdict(list)
         for outcome in asked:
             by_mode[outcome.mode].append(outcome)
@@ -228,10 +229,12 @@ class WordErrorRate(ReferenceMetric):
 
     def utterances(self, outcomes: Sequence[ReferenceOutcome]) -> list[Any]:
         """Each outcome's :func:`~airbench_nb.scoring.wer.utterance_errors` (a failure: an empty hypothesis)."""
-        from airbench_nb.scoring.wer import utterance_errors
+        from airbench_nb.scoring.wer import cached_utterance_errors
 
         return [
-            utterance_errors(o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid)
+            cached_utterance_errors(
+                o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid
+            )
             for o in outcomes
         ]
 

@@ -130,6 +130,7 @@ def score_run(
     judges: Sequence[str] | None = None,
     metric_options: Mapping[str, Any] | None = None,
     root: str | Path | None = None,
+    shared_sections: dict[str, Any] | None = None,
 ) -> RunScores:
     """Score one model's run under the official and/or strict protocol.
 
@@ -154,6 +155,10 @@ def score_run(
             manifest's ``audio_status`` says (absent, or stale: a clip deleted, emptied or damaged since); None: from
             ``audio_status`` and the model's responses (an item the runner answered with a data defect, ``audio
             missing|empty|corrupt: ...``, found when it checked the audio, is unusable too).
+        shared_sections: Sections of the protocol-free metrics (every reference metric: no judge reads them) by
+            section name, filled here and read again by a later call for the same model's same records and options
+            with other ``judges`` (:func:`~airbench_nb.scoring.tables.score_models` scores a model once per Chat
+            judge); None: computed here for this call only.
 
     Returns:
         A :class:`~airbench_nb.score_table.RunScores`: a :class:`~airbench_nb.score_table.ProtocolScores` for each
@@ -217,7 +222,8 @@ def score_run(
     used = {metric.section: metric.judges_used(chosen or {}) for metric, _, chosen in scored}
 
     result: dict[str, Any] = {}
-    computed: dict[str, Any] = {}  # sections of protocol-free metrics (every reference metric), computed once
+    # sections of protocol-free metrics (every reference metric), computed once (across Chat judges when shared)
+    computed: dict[str, Any] = shared_sections if shared_sections is not None else {}
     for name in wanted:
         table: dict[str, Any] = {"protocol": name, "model": model, "seed": seed, "reps": reps}
         table["unusable_items"] = {

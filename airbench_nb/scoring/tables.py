@@ -191,28 +191,36 @@ def score_models(
     Returns:
         ``(summary, results)`` as :func:`score_run_folder` returns them.
     """
+    from airbench_nb.run_records import latest_responses
+    from airbench_nb.scoring.translation import shared_statistics
+
     results: dict[str, RunScores] = {}
-    for responses, verdicts in runs:
-        if not responses:
-            continue
-        chat_judges = sorted({v.judge for v in verdicts if v.order != "single"}) or [None]
-        for chat_judge in chat_judges:
-            judges = (
-                None
-                if chat_judge is None
-                else [chat_judge, RULE_JUDGE, *sorted({v.judge for v in verdicts} - {chat_judge, RULE_JUDGE})]
-            )
-            result = score_run(
-                items,
-                responses,
-                verdicts,
-                protocol=protocol,
-                seed=seed,
-                reps=reps,
-                judges=judges,
-                metric_options={"embedder": embedder} if embedder else None,
-            )
-            key = f"{responses[0].model} | chat judge {chat_judge or '-'}"
-            results[key] = result
+    # the translations' references are prepared once for every model (that part of the statistics is theirs alone)
+    latest = [latest_responses(responses)[0] for responses, _ in runs if responses] if len(runs) > 1 else []
+    with shared_statistics(items if latest else [], latest):
+        for responses, verdicts in runs:
+            if not responses:
+                continue
+            chat_judges = sorted({v.judge for v in verdicts if v.order != "single"}) or [None]
+            shared: dict[str, Any] = {}  # the reference metrics' sections: no judge reads them, computed once per model
+            for chat_judge in chat_judges:
+                judges = (
+                    None
+                    if chat_judge is None
+                    else [chat_judge, RULE_JUDGE, *sorted({v.judge for v in verdicts} - {chat_judge, RULE_JUDGE})]
+                )
+                result = score_run(
+                    items,
+                    responses,
+                    verdicts,
+                    protocol=protocol,
+                    seed=seed,
+                    reps=reps,
+                    judges=judges,
+                    metric_options={"embedder": embedder} if embedder else None,
+                    shared_sections=shared,
+                )
+                key = f"{responses[0].model} | chat judge {chat_judge or '-'}"
+                results[key] = result
     table = ScoreTable(results)
     return table.summary_frame(), table

@@ -17,7 +17,13 @@ The rules, stated once:
 - **Interval.** sacrebleu's own bootstrap resampling (``n_bootstrap`` = the kit's replicates, seeded through
   sacrebleu's ``SACREBLEU_SEED`` with the kit's seed): the bootstrap mean plus and minus half the width of its 95%
   range, as sacrebleu prints it (``μ = x ± y``), clipped to 0-100. Its signature (with ``bs`` and ``rs``) is
-  stored with every score.
+  stored with every score. The replicates are sacrebleu's, drawn as sacrebleu draws them
+  (:func:`sacrebleu_replicates`: the same generator, the same indices, the same float32 sums) but summed as counts
+  times sentence statistics a chunk of replicates at a time, so that memory stays linear in the items (sacrebleu
+  holds replicates x items x statistics floats at once).
+- **Once per model.** Every sentence's statistics are extracted once per metric (per language pair; the overall
+  corpus reuses them) and a summary is kept for its outcomes (:func:`score_translations`), so that the BLEU and
+  chrF sections of the score table and the analysis's ``translation`` share one computation.
 - **Clusters.** When items of one score share a sentence (the directions of one spoken sentence pooled over the
   pairs: :func:`airbench_nb.records.cluster_of`), a second percentile bootstrap draws whole sentences
   (:mod:`airbench_nb.scoring.resample`) over sacrebleu's sentence statistics, summed per replicate and turned into
@@ -29,11 +35,12 @@ The rules, stated once:
 from __future__ import annotations
 
 import contextlib
+import copy
+import hashlib
 import importlib.util
 import json
 import logging
-import os
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -179,20 +186,6 @@ class TranslationSummary:
     """The same for the overall chrF interval."""
 
 
-@contextlib.contextmanager
-def _sacrebleu_seed(seed: int) -> Iterator[None]:
-    """Seed sacrebleu's bootstrap with ``seed`` for the duration (its only seed is an environment variable)."""
-    before = os.environ.get(SEED_VARIABLE)
-    os.environ[SEED_VARIABLE] = str(seed)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(SEED_VARIABLE, None)
-        else:
-            os.environ[SEED_VARIABLE] = before
-
-
 def reference_streams(references: Sequence[Sequence[str]]) -> list[list[str | None]]:
     """The sacrebleu reference streams from per-item references: stream ``j`` holds each item's ``j``-th, or None."""
     width = max((len(refs) for refs in references), default=0)
@@ -218,9 +211,118 @@ def corpus_score(
         clusters: Each item's cluster key; where items share one, the interval is widened by the cluster bootstrap
             (:func:`clustered_corpus_interval`).
     """
-    streams = reference_streams(references)
-    with _sacrebleu_seed(seed):
-        score = metric.corpus_score(list(hypotheses), streams, n_bootstrap=max(reps, 1))
+    stats = sentence_statistics(metric, hypotheses, references)
+    return score_from_statistics(metric, stats, _num_refs(references), reps, seed, clusters)
+
+
+def sentence_statistics(
+    metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]], key: str | None = None
+) -> Any:
+    """The sacrebleu sentence statistics of each item (``_extract_corpus_statistics``), an int64 (items, k) array.
+
+    Args:
+        metric: A ``sacrebleu.metrics.BLEU`` or ``CHRF``.
+        hypotheses: One answer per item (``""`` for failures).
+        references: The references of each item (one or more).
+        key: The metric's :func:`_metric_key`: when given, rows extracted ahead for several models
+            (:func:`shared_statistics`) are read instead of extracted again.
+    """
+    import numpy as np
+
+    hypotheses, streams = list(hypotheses), reference_streams(references)
+    metric._check_corpus_score_args(hypotheses, streams)
+    kept = _SHARED_ROWS.get(key) if key is not None else None
+    if kept:
+        found = [kept.get((h, tuple(r))) for h, r in zip(hypotheses, references, strict=True)]
+        if all(row is not None for row in found):
+            return np.array(found, dtype=np.int64).reshape(len(found), -1)
+    rows = metric._extract_corpus_statistics(hypotheses, streams)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), -1)
+
+
+_SHARED_ROWS: dict[str, dict[tuple[str, tuple[str, ...]], tuple[int, ...]]] = {}
+"""Sentence statistics by metric key and ``(hypothesis, references)``, while :func:`shared_statistics` is open."""
+
+SHARED_CHUNK = 1000
+"""Items whose references are prepared at once by :func:`shared_statistics` (chrF's n-grams of 1,000 references)."""
+
+
+def _metric_key(name: str, tokenize: str | None = None) -> str:
+    """The key of a metric's sentence statistics: ``bleu:<tokenizer>`` or ``chrf``."""
+    return f"{name}:{tokenize}" if tokenize else name
+
+
+@contextlib.contextmanager
+def shared_statistics(items: Sequence[Any], responses: Sequence[Mapping[str, Response]]) -> Iterator[None]:
+    """Extract the sentence statistics of several models' translations together, for the duration.
+
+    The references' part of sacrebleu's statistics (tokenized n-grams, character n-grams) is the larger part of
+    the work and the same for every model: here it is prepared once per chunk of :data:`SHARED_CHUNK` items and
+    every model's answer is scored against it, exactly as ``_extract_corpus_statistics`` scores it (the statistics
+    of a sentence depend on it alone). :func:`sentence_statistics` reads them while the context is open; they are
+    dropped when it closes. Items of a pair without a tokenizer here are left to the scoring (which says why).
+
+    Args:
+        items: The run's items (translation items are read; others ignored).
+        responses: Each model's latest response by uid.
+    """
+    from sacrebleu.metrics import BLEU
+
+    translations = [i for i in items if isinstance(i, TranslationItem)]
+    groups: dict[str, list[TranslationItem]] = defaultdict(list)
+    for item in translations:
+        try:
+            groups[tokenizer_for(item.target_language)].append(item)
+        except MissingTokenizerError:
+            continue
+    try:
+        for tokenize, group in groups.items():
+            for name, metric in (("bleu", BLEU(tokenize=tokenize)), ("chrf", _chrf())):
+                rows = _SHARED_ROWS.setdefault(_metric_key(name, tokenize if name == "bleu" else None), {})
+                for start in range(0, len(group), SHARED_CHUNK):
+                    chunk = group[start : start + SHARED_CHUNK]
+                    prepared = metric._cache_references(reference_streams([i.references for i in chunk]))
+                    for by_uid in responses:
+                        for item, ref_kwargs in zip(chunk, prepared, strict=True):
+                            hypothesis = translation_outcome(item, by_uid.get(item.uid)).hypothesis
+                            key = (hypothesis, tuple(item.references))
+                            if key not in rows:
+                                segment = metric._preprocess_segment(hypothesis)
+                                rows[key] = tuple(metric._compute_segment_statistics(segment, ref_kwargs))
+        yield
+    finally:
+        _SHARED_ROWS.clear()
+
+
+def _num_refs(references: Sequence[Sequence[str]]) -> int:
+    """The ``num_refs`` sacrebleu gives a corpus: references per item, or -1 when it varies (``nrefs:var``)."""
+    counts = {len(refs) for refs in references}
+    return counts.pop() if len(counts) == 1 else -1
+
+
+def score_from_statistics(
+    metric: Any, stats: Any, num_refs: int, reps: int, seed: int, clusters: Sequence[str] | None = None
+) -> CorpusScore:
+    """:func:`corpus_score` from the items' sentence statistics (:func:`sentence_statistics`), extracted once.
+
+    The value is sacrebleu's (``_aggregate_and_compute``: the score of the summed statistics), the interval
+    sacrebleu's bootstrap (:func:`sacrebleu_replicates`, the same numbers as ``corpus_score(n_bootstrap=reps)``),
+    the signature the one sacrebleu gives after scoring that corpus.
+
+    Args:
+        metric: A fresh ``sacrebleu.metrics.BLEU`` or ``CHRF`` (its signature records this corpus).
+        stats: The items' statistics, (items, k) integers.
+        num_refs: References per item (-1: variable), as sacrebleu's reference cache sets it.
+        reps: Bootstrap replicates (0 or 1: no interval).
+        seed: Seed of sacrebleu's bootstrap.
+        clusters: Each item's cluster key (see :func:`corpus_score`).
+    """
+    metric.num_refs = num_refs
+    score = metric._compute_score_from_stats([int(x) for x in stats.sum(axis=0)])  # sum_of_lists: Python ints
+    if reps > 1:
+        metric.n_bootstrap = reps
+        metric.seed = str(seed).lower()
+        score.estimate_ci(sacrebleu_replicates(metric, stats, reps, seed))
     signature = str(metric.get_signature())
     ci = None
     if reps > 1:
@@ -231,11 +333,54 @@ def corpus_score(
         else:  # every replicate scored 0
             ci = (0.0, 0.0)
     grouping = None
-    if ci is not None and clusters is not None and len(set(clusters)) < len(hypotheses):
-        low, high, grouping = clustered_corpus_interval(metric, hypotheses, streams, reps, seed, clusters)
+    if ci is not None and clusters is not None and len(set(clusters)) < len(stats):
+        low, high, grouping = _clustered_from_statistics(metric, stats, reps, seed, clusters)
         if low is not None and high is not None:  # the union, clipped to 0-100 as sacrebleu's interval is
             ci = (max(0.0, min(ci[0], low)), min(100.0, max(ci[1], high)))
     return CorpusScore(value=float(score.score), ci=ci, signature=signature, clustering=grouping)
+
+
+FLOAT32_EXACT = 2**24
+"""Integers below this are exact in float32, and so is every partial sum of counts that stays below it."""
+
+
+def sacrebleu_replicates(metric: Any, stats: Any, reps: int, seed: int) -> list[Any]:
+    """The bootstrap replicates of sacrebleu (``sacrebleu.significance._bootstrap_resample``), in bounded memory.
+
+    sacrebleu draws ``default_rng(seed).choice(n, size=(reps, n))``, gathers the float32 statistics of every
+    replicate at once (reps x n x k floats: 11 GB for 1,000 replicates of 150,000 chrF sentences) and scores each
+    replicate's float32 sum. Here the same indices are drawn a chunk of rows at a time (``integers(0, n)``, which
+    gives ``choice``'s numbers in the same order, row after row), turned into counts, and multiplied by the
+    statistics in float64: sums of integer counts, exact, hence equal to sacrebleu's float32 sums whenever every
+    sum stays below :data:`FLOAT32_EXACT` (every partial sum is then exact too, in any order). A chunk with a
+    larger sum is summed the way sacrebleu sums it. Each replicate is scored by the metric from a float32 array,
+    as in sacrebleu, so that the scores are the same floats.
+
+    Returns:
+        The replicates' sacrebleu ``Score`` objects, in sacrebleu's order.
+    """
+    import numpy as np
+
+    from airbench_nb.scoring.resample import BOOTSTRAP_CHUNK
+
+    n = stats.shape[0]
+    rng = np.random.default_rng(int(seed))
+    wide = stats.astype(np.float64)
+    narrow = None
+    step = max(1, BOOTSTRAP_CHUNK // max(n, 1))
+    out = []
+    for start in range(0, reps, step):
+        rows = min(step, reps - start)
+        idx = rng.integers(0, n, size=(rows, n))
+        counts = np.bincount((np.arange(rows)[:, None] * n + idx).ravel(), minlength=rows * n).reshape(rows, n)
+        sums = counts.astype(np.float64) @ wide
+        if sums.size and sums.max() >= FLOAT32_EXACT:  # float32 rounds: sum as sacrebleu does
+            narrow = stats.astype(np.float32) if narrow is None else narrow
+            totals = [narrow[row].sum(0) for row in idx]
+        else:
+            totals = list(sums.astype(np.float32))
+        out.extend(metric._compute_score_from_stats(total) for total in totals)
+    return out
 
 
 def clustered_corpus_interval(
@@ -253,16 +398,26 @@ def clustered_corpus_interval(
     """
     import numpy as np
 
+    stats = np.array(metric._extract_corpus_statistics(list(hypotheses), [list(s) for s in streams]), dtype=np.int64)
+    return _clustered_from_statistics(metric, stats, reps, seed, keys)
+
+
+def _clustered_from_statistics(
+    metric: Any, stats: Any, reps: int, seed: int, keys: Any
+) -> tuple[float | None, float | None, Any]:
+    """:func:`clustered_corpus_interval` from statistics already extracted."""
+    import numpy as np
+
     from airbench_nb.scoring.resample import clustered_interval, key_rng, weight_rows
 
-    stats = np.array(metric._extract_corpus_statistics(list(hypotheses), [list(s) for s in streams]), dtype=float)
-    n = stats.shape[0]
+    wide = stats.astype(float)
+    n = wide.shape[0]
 
     def draw(codes: Any) -> Any:
         rows = weight_rows(n, reps, key_rng(seed, f"{type(metric).__name__}/clusters"), codes)
         out = []
         for weights in rows:
-            for row in np.rint(weights @ stats).astype(int):
+            for row in np.rint(weights @ wide).astype(int):
                 out.append(float(metric._compute_score_from_stats(row.tolist()).score))
         return np.array(out)
 
@@ -285,18 +440,32 @@ def _chrf() -> Any:
     return _FloatChrf()
 
 
-def _scores(outcomes: Sequence[TranslationOutcome], tokenize: str, reps: int, seed: int) -> PairScores:
+def _scores(
+    outcomes: Sequence[TranslationOutcome], tokenize: str, reps: int, seed: int, stats: tuple[Any, Any]
+) -> PairScores:
+    """BLEU and chrF of a group of outcomes from their sentence statistics ``(bleu, chrf)``, rows in their order."""
+    from sacrebleu.metrics import BLEU
+
+    num_refs = _num_refs([o.references for o in outcomes])
+    keys = [o.cluster or o.uid for o in outcomes]
+    return PairScores(
+        bleu=score_from_statistics(BLEU(tokenize=tokenize), stats[0], num_refs, reps, seed, keys),
+        chrf=score_from_statistics(_chrf(), stats[1], num_refs, reps, seed, keys),
+        n=len(outcomes),
+        failures=sum(o.failure is not None for o in outcomes),
+        tokenize=tokenize,
+    )
+
+
+def _pair_statistics(outcomes: Sequence[TranslationOutcome], tokenize: str) -> tuple[Any, Any]:
+    """The BLEU (``tokenize``) and chrF sentence statistics of a group of outcomes, extracted once."""
     from sacrebleu.metrics import BLEU
 
     hypotheses = [o.hypothesis for o in outcomes]
     references = [o.references for o in outcomes]
-    keys = [o.cluster or o.uid for o in outcomes]
-    return PairScores(
-        bleu=corpus_score(BLEU(tokenize=tokenize), hypotheses, references, reps, seed, keys),
-        chrf=corpus_score(_chrf(), hypotheses, references, reps, seed, keys),
-        n=len(outcomes),
-        failures=sum(o.failure is not None for o in outcomes),
-        tokenize=tokenize,
+    return (
+        sentence_statistics(BLEU(tokenize=tokenize), hypotheses, references, _metric_key("bleu", tokenize)),
+        sentence_statistics(_chrf(), hypotheses, references, _metric_key("chrf")),
     )
 
 
@@ -312,19 +481,73 @@ def _weighted(pairs: Sequence[PairScores], metric: str) -> CorpusScore:
     return CorpusScore(value=value, ci=None, signature=None)
 
 
+SUMMARIES_KEPT = 16
+"""Summaries :func:`score_translations` keeps (by a digest of their outcomes): the score table's BLEU and chrF
+sections and the analysis's ``translation`` of a few models score the same outcomes once."""
+
+_SUMMARIES: OrderedDict[str, TranslationSummary] = OrderedDict()
+
+
+def _digest(outcomes: Sequence[TranslationOutcome], reps: int, seed: int) -> str:
+    """A digest of everything a summary depends on: every outcome's fields, the replicates and the seed."""
+    digest = hashlib.sha256(f"{reps}|{seed}|{len(outcomes)}".encode())
+    for o in outcomes:
+        fields = (o.uid, o.pair, o.target_language, o.hypothesis, o.references, o.answered, o.failure, o.cluster)
+        digest.update(json.dumps(fields, ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
 def score_translations(outcomes: Sequence[TranslationOutcome], reps: int = 1000, seed: int = 0) -> TranslationSummary:
     """BLEU and chrF per language pair and over all items (see the module docstring).
+
+    The same outcomes scored again (the BLEU and chrF sections, then the analysis) return a copy of the summary
+    kept from the first time (:data:`SUMMARIES_KEPT` are kept).
 
     Args:
         outcomes: One outcome per item (:func:`translation_outcome`).
         reps: sacrebleu's ``n_bootstrap`` (0: no intervals).
         seed: Seed of sacrebleu's bootstrap.
     """
+    key = _digest(outcomes, reps, seed)
+    if key in _SUMMARIES:
+        _SUMMARIES.move_to_end(key)
+        return copy.deepcopy(_SUMMARIES[key])
+    summary = _score_translations(outcomes, reps, seed)
+    _SUMMARIES[key] = copy.deepcopy(summary)
+    while len(_SUMMARIES) > SUMMARIES_KEPT:
+        _SUMMARIES.popitem(last=False)
+    return summary
+
+
+def _in_order(outcomes: Sequence[TranslationOutcome], statistics: Mapping[str, tuple[Any, Any]]) -> tuple[Any, Any]:
+    """The pairs' statistics rearranged into the order of ``outcomes`` (the overall corpus)."""
+    import numpy as np
+
+    seen: Counter[str] = Counter()
+    offsets, start = {}, 0
+    for pair in statistics:
+        offsets[pair] = start
+        start += len(statistics[pair][0])
+    rows = []
+    for o in outcomes:
+        rows.append(offsets[o.pair] + seen[o.pair])
+        seen[o.pair] += 1
+    order = np.array(rows, dtype=np.int64)
+    return (
+        np.concatenate([statistics[p][0] for p in statistics])[order],
+        np.concatenate([statistics[p][1] for p in statistics])[order],
+    )
+
+
+def _score_translations(outcomes: Sequence[TranslationOutcome], reps: int, seed: int) -> TranslationSummary:
+    """:func:`score_translations`, computed."""
     by_pair: dict[str, list[TranslationOutcome]] = defaultdict(list)
     for outcome in outcomes:
         by_pair[outcome.pair].append(outcome)
     pairs: dict[str, PairScores] = {}
     tokenizers: dict[str, str] = {}
+    statistics: dict[str, tuple[Any, Any]] = {}
     for pair in sorted(by_pair):
         try:
             tokenizers[pair] = tokenizer_for(by_pair[pair][0].target_language)
@@ -332,14 +555,15 @@ def score_translations(outcomes: Sequence[TranslationOutcome], reps: int = 1000,
             logger.error("translation %s not scored: %s", pair, exc)
             pairs[pair] = _unscored(by_pair[pair], str(exc))
             continue
-        pairs[pair] = _scores(by_pair[pair], tokenizers[pair], reps, seed)
+        statistics[pair] = _pair_statistics(by_pair[pair], tokenizers[pair])
+        pairs[pair] = _scores(by_pair[pair], tokenizers[pair], reps, seed, statistics[pair])
     reasons = Counter(o.failure for o in outcomes if o.failure is not None)
     for pair, scores in pairs.items():
         if scores.bleu.error is not None:
             reasons[f"{pair} not scored: {scores.bleu.error}"] += scores.n
     usable = [o for o in outcomes if o.pair in tokenizers]
     if len(set(tokenizers.values())) == 1 and len(usable) == len(outcomes):
-        overall = _scores(usable, next(iter(tokenizers.values())), reps, seed)
+        overall = _scores(usable, next(iter(tokenizers.values())), reps, seed, _in_order(outcomes, statistics))
         bleu, chrf = overall.bleu, overall.chrf
     else:  # pairs tokenized differently (or one not scored): the item-weighted mean of the pairs, no interval
         bleu, chrf = _weighted(list(pairs.values()), "bleu"), _weighted(list(pairs.values()), "chrf")
@@ -455,6 +679,7 @@ __all__ = [
     "corpus_score",
     "reference_streams",
     "score_translations",
+    "shared_statistics",
     "tokenizer_for",
     "translation_outcome",
     "translation_summary",

@@ -317,6 +317,19 @@ def utterance_errors(
     )
 
 
+UTTERANCES_KEPT = 1 << 18
+"""Utterances :func:`cached_utterance_errors` keeps (about 100 MB at most): the score table's entries, its skipped
+count and the SSEU analysis score the same transcripts several times."""
+
+
+@functools.lru_cache(maxsize=UTTERANCES_KEPT)
+def cached_utterance_errors(
+    reference: str, hypothesis: str | None, language: str | None = "en", uid: str = ""
+) -> UtteranceErrors | SkippedUtterance:
+    """:func:`utterance_errors`, kept for the same arguments (its results are frozen; it reads nothing else)."""
+    return utterance_errors(reference, hypothesis, language, uid)
+
+
 def score_utterances(
     references: Sequence[str],
     hypotheses: Sequence[str | None],
