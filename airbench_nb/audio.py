@@ -131,6 +131,40 @@ def wav_header_frames(path: str | Path) -> tuple[int, int] | None:
         return None
 
 
+def pcm16_wav_bytes(path: str | Path, sr: int = TARGET_SR) -> bytes | None:
+    """The bytes of a file that is already what :func:`load_audio` would make of it, sent as a wav: else None.
+
+    That is a little-endian RIFF WAVE file of 16-bit integer PCM, one channel, at ``sr`` Hz, whose data chunk holds
+    every frame its header promises and at least one (other chunks, such as ``LIST``, may come before it). A backend
+    sending wav files sends these bytes as they are, with no decoding, resampling or encoding again; for any other
+    file (another format, rate, width or channel count, a damaged header) it decodes as usual.
+
+    Never raises: a file that cannot be read is None too (decoding it then raises the error that names it).
+    """
+    try:
+        data = Path(path).read_bytes()
+    except (OSError, ValueError):
+        return None
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return None
+    at, fmt_ok = 12, False
+    while at + 8 <= len(data):
+        name, length = data[at : at + 4], struct.unpack_from("<I", data, at + 4)[0]
+        body = at + 8
+        if name == b"fmt ":
+            if length < 16 or body + 16 > len(data):
+                return None
+            tag, channels, rate, _, align, bits = struct.unpack_from("<HHIIHH", data, body)
+            fmt_ok = (tag, channels, rate, align, bits) == (1, 1, int(sr), 2, 16)
+            if not fmt_ok:
+                return None
+        elif name == b"data":
+            held = len(data) - body
+            return data if fmt_ok and 0 < length <= held and length % 2 == 0 else None
+        at = body + length + (length & 1)
+    return None
+
+
 def _frames_soundfile(path: Path) -> tuple[int, int]:
     import soundfile as sf
 

@@ -67,6 +67,7 @@ from airbench_nb.api_client import (
     parse_openai_replicas,
     parse_openai_spec,
 )
+from airbench_nb.audio import TARGET_SR
 from airbench_nb.models.base import GeneratedAudio, Generation, GenerationParams, Prompt, chat_messages
 from airbench_nb.models.option_probs import from_top_logprobs, option_letters
 
@@ -212,6 +213,9 @@ class OpenAIAudioLM:
         """A chat API takes a message without audio: the ``no_audio`` and ``description`` controls are asked."""
         self.samples_vary = True
         """Sampled answers change with the temperature and the ``seed`` sent (``infer --samples K``)."""
+        self.wav_passthrough = TARGET_SR
+        """A clip that is already a 16-bit PCM mono wav at this rate is sent as the file's bytes (the runner reads
+        it into :attr:`~airbench_nb.models.base.Prompt.wavs`), with no decoding or encoding again."""
         self.base_urls = base_urls
         """Every base URL of the spec (empty without ``@``; several for replicas)."""
         self.client: APIClient | ReplicaPool
@@ -266,8 +270,11 @@ class OpenAIAudioLM:
         parts = []
         clips = prompt.sent_audios  # none for a control asked without audio
         for number, audio in enumerate(clips, start=1):
+            wav = prompt.wav(number - 1)
             try:
-                data = wav_base64(audio, prompt.sample_rate)
+                data = (
+                    base64.b64encode(wav).decode("ascii") if wav is not None else wav_base64(audio, prompt.sample_rate)
+                )
             except ValueError as exc:
                 if len(clips) == 1:
                     raise

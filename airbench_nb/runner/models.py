@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from airbench_nb.audio import AudioError, load_audio
+from airbench_nb.audio import AudioError, load_audio, pcm16_wav_bytes, probe_audio_cached
 from airbench_nb.manifests import AnyItem, check_audio, resolve_audio
 from airbench_nb.models.base import (
     AudioLM,
@@ -28,6 +28,7 @@ from airbench_nb.models.base import (
     not_applicable_reason,
     reads_audio,
     serves,
+    wav_passthrough,
 )
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
 from airbench_nb.records import (
@@ -230,10 +231,18 @@ def _kinds_text(error_kinds: Mapping[str, int]) -> str:
 
 
 def _duration_key(root: Path, item: AnyItem) -> float:
-    import soundfile as sf
+    """The item's audio length in seconds, for sorting; unknown (a bad clip) sorts last.
 
+    It comes from the probe :func:`check_audio` made, remembered by the file's path, size and times: not read again.
+    """
     try:
-        return float(sum(sf.info(str(resolve_audio(root, clip))).duration for clip in item.clips))
+        total = 0.0
+        for clip in item.clips:
+            seconds = probe_audio_cached(resolve_audio(root, clip)).duration_s
+            if seconds is None:
+                return float("inf")
+            total += seconds
+        return total
     except Exception:  # noqa: BLE001 - unknown length sorts last; the item's real error comes when loading it
         return float("inf")
 
@@ -552,6 +561,8 @@ class _Asking:
     """Decoding parameters with this item's length bound."""
     audios: list[Any]
     paths: list[Path]
+    wavs: list[bytes | None] = field(default_factory=list)
+    """Per clip, the wav file's bytes sent as they are (see :func:`_load_clips`), or None."""
     answers: list[str] = field(default_factory=list)
     audio: GeneratedAudio | None = None
     """The spoken answer (of the last turn answered), for models that answer with audio."""
@@ -574,6 +585,7 @@ class _Asking:
             system=system,
             history=history,
             without_audio=prompt_without_audio(self.item),
+            wavs=list(self.wavs) if any(w is not None for w in self.wavs) else [],
         )
 
     def fail(self, turn: int, detail: str) -> None:
@@ -595,24 +607,33 @@ class _Asking:
                 setattr(self, name, (getattr(self, name) or 0) + int(value))
 
 
-def _load_clips(root: Path, item: AnyItem, decode: bool = True) -> tuple[list[Any], list[Path]]:
+def _load_clips(
+    root: Path, item: AnyItem, decode: bool = True, wav_rate: int | None = None
+) -> tuple[list[Any], list[Path], list[bytes | None]]:
     """Every clip of an item, loaded in order; raises naming the clip when one cannot be read.
 
     With ``decode`` False (a backend that does not read the samples, :func:`~airbench_nb.models.base.reads_audio`)
-    each clip is an empty array: the files were probed already (their status decides what is a data defect).
+    each clip is an empty array: the files were probed already (their status decides what is a data defect). With
+    ``wav_rate`` (a backend that sends wav files, :func:`~airbench_nb.models.base.wav_passthrough`) a clip that is
+    already a 16-bit PCM mono wav at that rate is read as bytes and not decoded (its samples an empty array).
+
+    Returns:
+        The samples, the files, and per clip its wav bytes or None (all None without ``wav_rate``).
     """
-    audios, paths = [], []
+    audios, paths, wavs = [], [], []
     clips = item.clips
     for number, clip in enumerate(clips, start=1):
         try:
             path = resolve_audio(root, clip)
-            audios.append(load_audio(path) if decode else np.zeros(0, dtype=np.float32))
+            wav = pcm16_wav_bytes(path, wav_rate) if decode and wav_rate is not None else None
+            audios.append(load_audio(path) if decode and wav is None else np.zeros(0, dtype=np.float32))
         except (AudioError, ValueError) as exc:
             if len(clips) == 1:
                 raise
             raise AudioError(f"clip {number} of {len(clips)} ({clip}): {exc}") from None
         paths.append(path)
-    return audios, paths
+        wavs.append(wav)
+    return audios, paths, wavs
 
 
 def _ask_turn(model: AudioLM, asking: list[_Asking], turn: int, system: str | None, on_fatal: Any) -> None:
@@ -675,6 +696,7 @@ def _answer(
     batch_size = max(1, int(getattr(model, "batch_size", 1)))
     prompt_set = prompt_set_name(prompts)
     decode = reads_audio(model)  # a baseline answering from the item alone is given no samples
+    wav_rate = wav_passthrough(model)  # an API backend sending wav is given the files that are wav already
 
     def count(records: list[Response]) -> None:
         for record in records:
@@ -714,11 +736,11 @@ def _answer(
                         records.append(response(item, item_params, error=defect))
                         continue
                     try:
-                        audios, paths = _load_clips(root, item, decode)
+                        audios, paths, wavs = _load_clips(root, item, decode, wav_rate)
                     except (AudioError, ValueError) as exc:
                         records.append(response(item, item_params, error=f"audio unreadable: {exc}"))
                         continue
-                    ready.append(_Asking(item, texts[item.uid], item_params, audios, paths))
+                    ready.append(_Asking(item, texts[item.uid], item_params, audios, paths, wavs))
 
                 def keep_what_is_done(records: list[Response] = records) -> None:
                     records[:] = [_storable(r) for r in records]
