@@ -29,7 +29,6 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,7 +38,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, Field, ValidationError
 
-from airbench_nb.audio import probe_audio_cached
+from airbench_nb.audio import probe_audio_many
 from airbench_nb.records import (
     ITEM_KINDS,
     LETTERS,
@@ -686,9 +685,10 @@ DATA_DEFECT_TEXT = re.compile(r"audio (?:missing|empty|corrupt): ")
 def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) -> list[AnyItem]:
     """Probe every item's audio file and record its status and SHA-256. Never raises for a bad file.
 
-    The audio is checked as it is now (:func:`~airbench_nb.audio.probe_audio_cached`: a file unchanged since it was
-    probed in this process, by path, size and modification time, is not read again): the runner and scoring call
-    this at run time, so a clip deleted, emptied or swapped after the manifest was written is seen.
+    The audio is checked as it is now (:func:`~airbench_nb.audio.probe_audio_many`: a file unchanged since it was
+    probed, in this process or an earlier one, by path, size, modification and change times, inode and device, is not
+    read again): the runner and scoring call this at run time, so a clip deleted, emptied or swapped after the manifest
+    was written is seen.
 
     Args:
         items: Items to check.
@@ -700,14 +700,23 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
         item with several clips has each probed: ``audios_sha256`` gets every hash, ``audio_status`` the first bad
         status met (``ok`` when all are), and each bad clip its own note.
     """
+    paths: dict[str, Path | ValueError] = {}
+    for item in items:
+        for relative in item.clips:
+            if relative not in paths:
+                try:
+                    paths[relative] = resolve_audio(root, relative)
+                except ValueError as exc:
+                    paths[relative] = exc
+    usable = [(relative, path) for relative, path in paths.items() if isinstance(path, Path)]
+    probes = dict(zip((r for r, _ in usable), probe_audio_many([p for _, p in usable], workers=workers), strict=True))
 
     def probe(relative: str, notes: list[str]) -> tuple[AudioStatus, str | None]:
-        try:
-            path = resolve_audio(root, relative)
-        except ValueError as exc:
-            notes.append(f"audio missing: {exc}")
+        path = paths[relative]
+        if isinstance(path, ValueError):
+            notes.append(f"audio missing: {path}")
             return AudioStatus.missing, None
-        found = probe_audio_cached(path)
+        found = probes[relative]
         if found.detail:
             # Name the file by its manifest path: absolute paths differ between machines.
             notes.append(f"audio {found.status.value}: {found.detail.replace(str(path), relative)}")
@@ -723,8 +732,7 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
             update["audios_sha256"] = [digest for _, digest in found]
         return item.model_copy(update=update)
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(one, items))
+    return [one(item) for item in items]
 
 
 @singledispatch

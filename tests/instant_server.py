@@ -1,0 +1,118 @@
+"""An OpenAI-compatible chat server that answers at once, for throughput benchmarks (``bench/bench_ceiling.py``).
+
+It reads each ``POST .../chat/completions`` request (HTTP/1.1, keep-alive, ``Content-Length`` bodies), counts it and
+answers a fixed completion without parsing the body: the cheapest server there can be, so that a benchmark measures
+the client. ``GET .../_stats`` returns ``{"chat_requests": n, "first_at": t}`` (``t``: the ``time.time()`` of the
+first chat request, None before one); ``GET .../_reset`` sets both back. It runs in its own process
+(:func:`instant_server`), on plain asyncio, bound to 127.0.0.1 on an ephemeral port.
+
+    python -m tests.instant_server   # prints its base URL, serves until stdin closes
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ANSWER = json.dumps(
+    {
+        "id": "chatcmpl-instant",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "instant",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "A"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
+    }
+).encode()
+"""The body of every chat answer."""
+
+
+class _Stats:
+    chat_requests = 0
+    first_at: float | None = None
+
+
+def _reply(body: bytes) -> bytes:
+    head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+class _Protocol(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.buffer = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = bytes(self.buffer[:end]).decode("latin-1")
+            length = 0
+            for line in head.split("\r\n")[1:]:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value.strip())
+            if len(self.buffer) < end + 4 + length:
+                return
+            del self.buffer[: end + 4 + length]
+            target = head.split(" ", 2)[1]
+            if target.endswith("/_reset"):
+                _Stats.chat_requests, _Stats.first_at = 0, None
+            if target.endswith(("/_stats", "/_reset")):
+                stats = {"chat_requests": _Stats.chat_requests, "first_at": _Stats.first_at}
+                self.transport.write(_reply(json.dumps(stats).encode()))
+                continue
+            if _Stats.first_at is None:
+                _Stats.first_at = time.time()
+            _Stats.chat_requests += 1
+            self.transport.write(_reply(ANSWER))
+
+
+async def _serve() -> None:
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(_Protocol, "127.0.0.1", 0, backlog=1024)
+    port = server.sockets[0].getsockname()[1]
+    print(f"http://127.0.0.1:{port}/v1", flush=True)
+    await loop.run_in_executor(None, sys.stdin.read)
+    server.close()
+
+
+@contextlib.contextmanager
+def instant_server() -> Iterator[str]:
+    """Run the instant server in its own process; yields its base URL (``http://127.0.0.1:<port>/v1``)."""
+    repo = Path(__file__).resolve().parent.parent
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.instant_server"],
+        cwd=repo,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        yield process.stdout.readline().strip()
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=10)
+
+
+def stats(base_url: str, reset: bool = False) -> dict[str, Any]:
+    """The server's counts (``chat_requests``, ``first_at``); with ``reset``, set back to none first."""
+    with urllib.request.urlopen(f"{base_url}/{'_reset' if reset else '_stats'}", timeout=10) as response:
+        return dict(json.load(response))
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve())
