@@ -300,10 +300,27 @@ def parse_json_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
         return None, None, f"invalid JSON: {exc.msg} ({where}){extra}"
     except RecursionError:
         return None, None, "JSON nested too deeply to parse"
+    if bad_byte is None and _cannot_hold_a_problem(text):
+        return obj, None, None
     found = json_problem(obj)
     if found is not None:
         return obj, found[0], found[1]
     return obj, None, None
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _cannot_hold_a_problem(text: str) -> bool:
+    r"""Whether valid UTF-8 JSON text is sure to pass :func:`json_problem`, without walking what it parses to.
+
+    True when it has no escaped surrogate (``\ud800``: decoded UTF-8 holds no raw one), fewer brackets than
+    :data:`MAX_JSON_DEPTH` (so it cannot nest that deep), and no run of digits as long as Python's integer limit.
+    """
+    if _SURROGATE_ESCAPE.search(text) or text.count("[") + text.count("{") >= MAX_JSON_DEPTH:
+        return False
+    limit = sys.get_int_max_str_digits()
+    return limit == 0 or len(text) <= limit or re.search(rf"\d{{{limit + 1},}}", text) is None
 
 
 def _text_uid(obj: Any) -> str | None:
@@ -678,6 +695,42 @@ def resolve_audio(root: str | Path, relative: str) -> Path:
     return full
 
 
+class AudioResolver:
+    """:func:`resolve_audio` for many clips of one data root: the root and each folder are resolved once.
+
+    A clip that is itself a symbolic link is still followed (and refused when it lands outside the root); a folder
+    is resolved the first time one of its clips is asked for, so one resolver serves one run or one check.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        self._folders: dict[str, Path] = {}
+
+    def __call__(self, relative: str) -> Path:
+        """The absolute path of a clip (see :func:`resolve_audio`).
+
+        Raises:
+            ValueError: If the path is absolute, contains ``..``, or resolves outside the root.
+        """
+        from airbench_nb.records import check_relative_audio_path
+
+        relative = check_relative_audio_path(relative)
+        head, _, name = relative.rpartition("/")
+        folder = self._folders.get(head)
+        if folder is None:
+            folder = self._folders[head] = (self.root / head).resolve() if head else self.root
+        full = folder / name
+        try:
+            link = full.is_symlink()
+        except (OSError, ValueError):  # a name too long for the file system: resolved as resolve_audio does
+            link = True
+        if link:
+            full = full.resolve()
+        if not full.is_relative_to(self.root):
+            raise ValueError(f"audio path {relative!r} resolves to {full}, outside the data root {self.root}")
+        return full
+
+
 DATA_DEFECT_TEXT = re.compile(r"audio (?:missing|empty|corrupt): ")
 """How an item's note, and a model's error response, name a defect of its audio (``audio missing: a1.wav``)."""
 
@@ -701,11 +754,12 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
         status met (``ok`` when all are), and each bad clip its own note.
     """
     paths: dict[str, Path | ValueError] = {}
+    resolve = AudioResolver(root)
     for item in items:
         for relative in item.clips:
             if relative not in paths:
                 try:
-                    paths[relative] = resolve_audio(root, relative)
+                    paths[relative] = resolve(relative)
                 except ValueError as exc:
                     paths[relative] = exc
     usable = [(relative, path) for relative, path in paths.items() if isinstance(path, Path)]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from airbench_nb.audio import AudioError, load_audio, pcm16_wav_bytes, probe_audio_cached
-from airbench_nb.manifests import AnyItem, check_audio, resolve_audio
+from airbench_nb.manifests import AnyItem, AudioResolver, check_audio
 from airbench_nb.models.base import (
     AudioLM,
     GeneratedAudio,
@@ -230,7 +230,7 @@ def _kinds_text(error_kinds: Mapping[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in _failure_kinds(error_kinds).most_common())
 
 
-def _duration_key(root: Path, item: AnyItem) -> float:
+def _duration_key(resolve: AudioResolver, item: AnyItem) -> float:
     """The item's audio length in seconds, for sorting; unknown (a bad clip) sorts last.
 
     It comes from the probe :func:`check_audio` made, remembered by the file's path, size and times: not read again.
@@ -238,7 +238,7 @@ def _duration_key(root: Path, item: AnyItem) -> float:
     try:
         total = 0.0
         for clip in item.clips:
-            seconds = probe_audio_cached(resolve_audio(root, clip)).duration_s
+            seconds = probe_audio_cached(resolve(clip)).duration_s
             if seconds is None:
                 return float("inf")
             total += seconds
@@ -608,7 +608,7 @@ class _Asking:
 
 
 def _load_clips(
-    root: Path, item: AnyItem, decode: bool = True, wav_rate: int | None = None
+    resolve: AudioResolver, item: AnyItem, decode: bool = True, wav_rate: int | None = None
 ) -> tuple[list[Any], list[Path], list[bytes | None]]:
     """Every clip of an item, loaded in order; raises naming the clip when one cannot be read.
 
@@ -624,7 +624,7 @@ def _load_clips(
     clips = item.clips
     for number, clip in enumerate(clips, start=1):
         try:
-            path = resolve_audio(root, clip)
+            path = resolve(clip)
             wav = pcm16_wav_bytes(path, wav_rate) if decode and wav_rate is not None else None
             audios.append(load_audio(path) if decode and wav is None else np.zeros(0, dtype=np.float32))
         except (AudioError, ValueError) as exc:
@@ -692,7 +692,8 @@ def _answer(
     kinds: Counter[str] = Counter()
     t0 = time.perf_counter()
     # Sorting by audio length makes batches of similar lengths: less padding for batched backends.
-    pending.sort(key=lambda i: _duration_key(root, i))
+    resolve = AudioResolver(root)  # each folder resolved once
+    pending.sort(key=lambda i: _duration_key(resolve, i))
     batch_size = max(1, int(getattr(model, "batch_size", 1)))
     prompt_set = prompt_set_name(prompts)
     decode = reads_audio(model)  # a baseline answering from the item alone is given no samples
@@ -736,7 +737,7 @@ def _answer(
                         records.append(response(item, item_params, error=defect))
                         continue
                     try:
-                        audios, paths, wavs = _load_clips(root, item, decode, wav_rate)
+                        audios, paths, wavs = _load_clips(resolve, item, decode, wav_rate)
                     except (AudioError, ValueError) as exc:
                         records.append(response(item, item_params, error=f"audio unreadable: {exc}"))
                         continue
