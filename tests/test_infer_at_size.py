@@ -219,10 +219,51 @@ def test_run_sync_keeps_one_http_client_across_calls_and_a_new_key_gets_a_new_on
         assert client.run_sync([ChatRequest("m", [{"role": "user", "content": "q9"}])])[0].ok
         assert client._loop.session is not session
         assert server.seen.authorization == {"Bearer key-one", "Bearer key-two"}
-        threads = {t.name for t in threading.enumerate()}
-        assert "airbench-api" in threads
+        thread = client._loop._thread
+        assert thread.is_alive() and thread.name == "airbench-api"
         client.close()
-        assert client._loop is None
-        assert "airbench-api" not in {t.name for t in threading.enumerate()}
+        assert client._loop is None and not thread.is_alive()  # close() stops the loop and its thread
         assert client.run_sync([ChatRequest("m", [{"role": "user", "content": "after close"}])])[0].ok  # again
         client.close()
+
+
+def test_the_next_batch_is_asked_while_one_is_in_flight_and_in_flight_stays_within_concurrency(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    _clips(folder, 12)
+    items = [_item(i) for i in range(12)]
+    out = tmp_path / "r.jsonl"
+    with OpenAITestServer(hold_after=3) as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=6, batch_size=4)
+        assert model.overlaps_batches
+        done: list[Any] = []
+        worker = threading.Thread(target=lambda: done.append(run_model(model, items, folder, out, progress=False)))
+        worker.start()
+        # The first batch's 4th request is held: its batch cannot end, yet the second batch's 4 requests arrive.
+        server.wait_for(lambda seen: seen.held >= 5, timeout_s=30)
+        assert not out.exists() or _lines(out) == 0  # nothing written before the first batch ends
+        server.release()
+        worker.join(timeout=60)
+        model.close()
+        assert server.seen.max_in_flight <= 6
+    [summary] = done
+    assert summary.answered == 12 and summary.errors == 0
+    assert sorted(_uids(out)) == sorted(f"u{i}" for i in range(12)) and max(_uids(out).values()) == 1
+
+
+def test_a_fatal_error_while_two_batches_are_asked_stops_both_and_sends_no_more(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    _clips(folder, 40)
+    items = [_item(i) for i in range(40)]
+    with OpenAITestServer(mode="401") as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=2, batch_size=4)
+        try:
+            run_model(model, items, folder, tmp_path / "r.jsonl", progress=False)
+        except Exception as exc:  # noqa: BLE001 - the fatal error is checked by name below
+            assert type(exc).__name__ == "FatalAPIError" and "401" in str(exc)
+        else:
+            raise AssertionError("a 401 did not stop the run")
+        finally:
+            model.close()
+        assert server.seen.chat_requests <= 2  # one wave at concurrency 2 over both batches, then nothing

@@ -181,6 +181,8 @@ class APIClient:
         self._served: set[str] = set()  # models this endpoint has answered with a completion
         self._refusals = 0
         self._stopped: FatalAPIError | None = None
+        self._tickets = 0  # runs handed in so far (run_sync), numbered from 1
+        self._stop_covers = 0  # the last run the current stop holds for: later runs start afresh
         self._backoff = tenacity.wait_exponential_jitter(
             multiplier=self.backoff_initial_s, max=self.backoff_max_s, jitter=self.backoff_initial_s
         )
@@ -339,6 +341,7 @@ class APIClient:
         fatal = self._classify(exc, model)
         if fatal is not None and self._stopped is None:
             self._stopped = fatal  # requests waiting for a slot are not sent (see _send)
+            self._stop_covers = self._tickets  # ... nor those of the runs handed in before now (see run)
         return fatal
 
     def _classify(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
@@ -609,12 +612,25 @@ class APIClient:
         self.account(result)
         return result
 
-    async def run(self, requests: Sequence[ChatRequest], progress: bool = False) -> list[ChatResult]:
+    def _ticket(self) -> int:
+        """The number of a run handed in now (thread-safe)."""
+        with self._usage_lock:
+            self._tickets += 1
+            return self._tickets
+
+    async def run(
+        self, requests: Sequence[ChatRequest], progress: bool = False, ticket: int | None = None
+    ) -> list[ChatResult]:
         """Answer requests: cache first, then the server with bounded concurrency and retries.
+
+        Runs handed to :meth:`run_sync` at once (a runner asking the next batch while one is in flight) share its
+        ``concurrency`` slots: requests in flight stay bounded by it over all of them. A fatal error in one stops
+        the runs handed in before it; a run handed in after it starts afresh (a new run, after a fix).
 
         Args:
             requests: The requests; identical ones (same key) are sent once.
             progress: Show a tqdm progress bar over the requests sent.
+            ticket: The run's number from :meth:`run_sync` (None: numbered now).
 
         Returns:
             One :class:`ChatResult` per request, in order: text, or an explicit error.
@@ -629,10 +645,17 @@ class APIClient:
         distinct = distinct_requests(requests)
         by_key = self.from_cache(distinct)
         todo = [r for k, r in distinct.items() if k not in by_key]
-        self.reset_stop()
+        if (ticket if ticket is not None else self._ticket()) > self._stop_covers:
+            self.reset_stop()
         if todo:
-            sem = asyncio.Semaphore(self.concurrency)
             client, kept = self._session_for_this_loop()
+            held = self._loop
+            if kept and held is not None:  # run_sync's loop: one set of slots for every run on it
+                if held.slots is None:
+                    held.slots = asyncio.Semaphore(self.concurrency)
+                sem = held.slots
+            else:
+                sem = asyncio.Semaphore(self.concurrency)
             try:
                 for result in await gather_all(todo, lambda r: self._one(client, sem, r), progress=progress):
                     by_key[result.key] = result
@@ -676,13 +699,16 @@ class APIClient:
 
         Every call runs on one event loop of this client's own, in a worker thread started on the first call (so
         it works alike where the caller's thread already runs a loop, as in a notebook), with one HTTP client and
-        its pool of open connections kept from call to call; :meth:`close` stops both.
+        its pool of open connections kept from call to call; :meth:`close` stops both. Several threads may call it
+        at once: their runs share the ``concurrency`` slots (see :meth:`run`).
         """
-        if self._loop is None:
-            self._loop = _LoopThread()
-            # A client dropped without close() still stops its thread (and its connections) when collected.
-            weakref.finalize(self, self._loop.stop)
-        return self._loop.run(self.run(requests, progress=progress))
+        with self._usage_lock:
+            if self._loop is None:
+                self._loop = _LoopThread()
+                # A client dropped without close() still stops its thread (and its connections) when collected.
+                weakref.finalize(self, self._loop.stop)
+            loop = self._loop
+        return loop.run(self.run(requests, progress=progress, ticket=self._ticket()))
 
     # ------------------------------------------------------------------------------------------- dry run
 
@@ -802,6 +828,8 @@ class _LoopThread:
         """The HTTP client kept on this loop."""
         self.session_key: str | None = None
         """The key it sends."""
+        self.slots: asyncio.Semaphore | None = None
+        """The client's ``concurrency`` slots, shared by the runs on this loop."""
         self._thread = threading.Thread(target=self.loop.run_forever, name="airbench-api", daemon=True)
         self._thread.start()
 

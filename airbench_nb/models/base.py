@@ -375,6 +375,17 @@ def wav_passthrough(model: object) -> int | None:
     return int(rate) if isinstance(rate, int) and not isinstance(rate, bool) and rate > 0 else None
 
 
+def overlaps_batches(model: object) -> bool:
+    """Whether the runner may ask a backend's next batch while one is in flight (its ``overlaps_batches``).
+
+    False (a backend that does not say) for every backend that computes its answers itself: one batch at a time. An
+    API backend whose client bounds the requests in flight over every call (``openai:`` with one endpoint) says True:
+    the runner then reads the next batch's clips and sends its requests while the last answers of a batch come back,
+    so that the requests in flight stay near ``concurrency`` instead of draining at every batch's end.
+    """
+    return getattr(model, "overlaps_batches", False) is True
+
+
 def samples_vary(model: object) -> bool:
     """Whether a backend's answers change with the temperature and seed (its ``samples_vary``; True when it has none).
 

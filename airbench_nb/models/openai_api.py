@@ -219,6 +219,9 @@ class OpenAIAudioLM:
         self.base_urls = base_urls
         """Every base URL of the spec (empty without ``@``; several for replicas)."""
         self.client: APIClient | ReplicaPool
+        self.overlaps_batches = len(base_urls) <= 1
+        """Whether the runner may ask the next batch while one is in flight (:meth:`generate` from two threads at
+        once): the requests of both share the client's ``concurrency`` slots (one endpoint; not with replicas)."""
         if len(base_urls) <= 1:
             self.model, self.base_url = parse_openai_spec(rest)
             self.client = APIClient(

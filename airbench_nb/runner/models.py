@@ -5,6 +5,7 @@ See :mod:`airbench_nb.runner` for the rules.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -26,6 +27,7 @@ from airbench_nb.models.base import (
     GenerationParams,
     Prompt,
     not_applicable_reason,
+    overlaps_batches,
     reads_audio,
     serves,
     wav_passthrough,
@@ -723,64 +725,125 @@ def _answer(
             **fields,
         )
 
+    def prepare(batch: list[AnyItem]) -> tuple[list[Response], list[_Asking]]:
+        """The records of a batch's items that are not asked (data defects, unreadable audio), and the others."""
+        records: list[Response] = []
+        ready: list[_Asking] = []
+        for item in batch:
+            item_params = params.for_item(item, prompts.name)
+            defect = _defect_error(item)
+            if defect is not None:
+                summary.unusable += 1
+                records.append(response(item, item_params, error=defect))
+                continue
+            try:
+                audios, paths, wavs = _load_clips(resolve, item, decode, wav_rate)
+            except (AudioError, ValueError) as exc:
+                records.append(response(item, item_params, error=f"audio unreadable: {exc}"))
+                continue
+            ready.append(_Asking(item, texts[item.uid], item_params, audios, paths, wavs))
+        return records, ready
+
+    def ask(ready: list[_Asking], on_fatal: Any) -> None:
+        """Ask every turn of a batch's items (see :func:`_ask_turn`); a fatal API error raises."""
+        for turn in range(max((len(entry.texts) for entry in ready), default=0)):
+            asking = [e for e in ready if e.error is None and turn < len(e.texts)]
+            if asking:
+                _ask_turn(model, asking, turn, system, on_fatal)
+
+    def answered(records: list[Response], ready: list[_Asking]) -> list[Response]:
+        """Every record of a batch asked to the end: the unasked ones, then one per item asked."""
+        for entry in ready:
+            multi_turn = len(entry.texts) > 1
+            spoken: ResponseAudio | str | None = None
+            if entry.audio is not None and entry.error is None:
+                spoken = _spoken(run_folder, model.spec, entry.item.uid, entry.audio)
+            records.append(
+                response(
+                    entry.item,
+                    entry.params,
+                    text=entry.answers[0] if entry.answers else None,
+                    error=spoken if isinstance(spoken, str) else entry.error,
+                    audio=spoken if isinstance(spoken, ResponseAudio) else None,
+                    latency_s=round(entry.latency, 6),
+                    input_tokens=entry.input_tokens,
+                    output_tokens=entry.output_tokens,
+                    turns=list(entry.answers) if multi_turn else [],
+                    ranking=entry.ranking if entry.error is None else [],
+                    option_probs=entry.option_probs if entry.error is None else None,
+                )
+            )
+        return records
+
+    batches = [pending[start : start + batch_size] for start in range(0, len(pending), batch_size)]
     try:
         with JsonlAppender(out) as sink, tqdm(total=len(pending), desc=model.spec, disable=not progress) as bar:
-            for start in range(0, len(pending), batch_size):
-                batch = pending[start : start + batch_size]
-                records: list[Response] = []
-                ready: list[_Asking] = []
-                for item in batch:
-                    item_params = params.for_item(item, prompts.name)
-                    defect = _defect_error(item)
-                    if defect is not None:
-                        summary.unusable += 1
-                        records.append(response(item, item_params, error=defect))
-                        continue
-                    try:
-                        audios, paths, wavs = _load_clips(resolve, item, decode, wav_rate)
-                    except (AudioError, ValueError) as exc:
-                        records.append(response(item, item_params, error=f"audio unreadable: {exc}"))
-                        continue
-                    ready.append(_Asking(item, texts[item.uid], item_params, audios, paths, wavs))
 
-                def keep_what_is_done(records: list[Response] = records) -> None:
-                    records[:] = [_storable(r) for r in records]
-                    sink.write(records)
-                    count(records)
-                    # the caller prints the error once; the log only says how far the run got
-                    logger.info("%s: stopped after %d answered item(s)", model.spec, summary.answered)
-
-                for turn in range(max((len(entry.texts) for entry in ready), default=0)):
-                    asking = [e for e in ready if e.error is None and turn < len(e.texts)]
-                    if asking:
-                        _ask_turn(model, asking, turn, system, keep_what_is_done)
-                for entry in ready:
-                    multi_turn = len(entry.texts) > 1
-                    spoken: ResponseAudio | str | None = None
-                    if entry.audio is not None and entry.error is None:
-                        spoken = _spoken(run_folder, model.spec, entry.item.uid, entry.audio)
-                    records.append(
-                        response(
-                            entry.item,
-                            entry.params,
-                            text=entry.answers[0] if entry.answers else None,
-                            error=spoken if isinstance(spoken, str) else entry.error,
-                            audio=spoken if isinstance(spoken, ResponseAudio) else None,
-                            latency_s=round(entry.latency, 6),
-                            input_tokens=entry.input_tokens,
-                            output_tokens=entry.output_tokens,
-                            turns=list(entry.answers) if multi_turn else [],
-                            ranking=entry.ranking if entry.error is None else [],
-                            option_probs=entry.option_probs if entry.error is None else None,
-                        )
-                    )
+            def write(records: list[Response], done: int) -> None:
                 records = [_storable(r) for r in records]
                 sink.write(records)
                 count(records)
-                bar.update(len(batch))
+                bar.update(done)
+
+            def keep_what_is_done(records: list[Response]) -> None:
+                write(records, 0)
+                # the caller prints the error once; the log only says how far the run got
+                logger.info("%s: stopped after %d answered item(s)", model.spec, summary.answered)
+
+            if overlaps_batches(model) and len(batches) > 1:
+                _overlapped(batches, prepare, ask, answered, write, keep_what_is_done)
+            else:
+                for batch in batches:
+                    records, ready = prepare(batch)
+                    ask(ready, lambda records=records: keep_what_is_done(records))
+                    write(answered(records, ready), len(batch))
     finally:
         summary.error_kinds = dict(kinds)
         summary.seconds = time.perf_counter() - t0
+
+
+def _overlapped(
+    batches: list[list[AnyItem]],
+    prepare: Any,
+    ask: Any,
+    answered: Any,
+    write: Any,
+    keep_what_is_done: Any,
+) -> None:
+    """The batch loop with the next batch asked while one is in flight (:func:`overlaps_batches`).
+
+    The batch after the one in flight is read (its clips loaded) and handed to a second thread, so that at most two
+    batches are asked at once; batches are written in order, each as soon as it and those before it are answered.
+    On a fatal API error the batch asked beside the failing one is waited for: its answers are written when it
+    ended well, what is done otherwise (the failing batch's unasked records too), then the error is raised.
+    """
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    jobs: deque[tuple[list[AnyItem], list[Response], list[_Asking], Future[None]]] = deque()
+
+    def settle(batch: list[AnyItem], records: list[Response], ready: list[_Asking], future: Future[None]) -> None:
+        try:
+            future.result()
+        except BaseException:
+            keep_what_is_done(records)
+            raise
+        write(answered(records, ready), len(batch))
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="airbench-batch") as pool:
+        try:
+            for batch in batches:
+                records, ready = prepare(batch)
+                jobs.append((batch, records, ready, pool.submit(ask, ready, lambda: None)))
+                if len(jobs) > 1:
+                    settle(*jobs.popleft())
+            while jobs:
+                settle(*jobs.popleft())
+        except BaseException:
+            while jobs:  # the batch asked beside the one that failed: keep what it got
+                with contextlib.suppress(Exception):
+                    settle(*jobs.popleft())
+            raise
 
 
 def models_failing_every_item(summaries: Iterable[RunSummary | Mapping[str, Any]]) -> list[str]:
