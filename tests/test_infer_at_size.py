@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import os
 import signal
 import struct
@@ -24,7 +25,7 @@ import numpy as np
 import soundfile as sf
 
 from airbench_nb import audio
-from airbench_nb.api_client import APIClient, ChatRequest
+from airbench_nb.api_client import APIClient, Base64Text, ChatRequest
 from airbench_nb.manifests import check_audio, read_records, write_manifest
 from airbench_nb.models import load_model
 from airbench_nb.records import AudioStatus, FoundationItem, Response
@@ -267,3 +268,25 @@ def test_a_fatal_error_while_two_batches_are_asked_stops_both_and_sends_no_more(
         finally:
             model.close()
         assert server.seen.chat_requests <= 2  # one wave at concurrency 2 over both batches, then nothing
+
+
+def test_a_body_with_base64_audio_is_the_json_of_the_request_with_the_audio_copied_in():
+    audio = Base64Text.encode_bytes(bytes(range(256)) * 40)
+    request = ChatRequest(
+        "m",
+        [
+            {"role": "system", "content": 'quote " backslash \\ tab \t é 😀 \u0000'},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_audio", "input_audio": {"data": audio, "format": "wav"}},
+                    {"type": "input_audio", "input_audio": {"data": audio[:100], "format": "wav"}},  # a plain str
+                    {"type": "text", "text": "airbench-base64-0 look-alike"},
+                ],
+            },
+        ],
+        {"temperature": 0.5, "max_tokens": 8},
+    )
+    raw = request.body_bytes()
+    assert json.loads(raw) == request.body()
+    assert raw.count(audio.encode()) == 1 and b"airbench-base64-" not in raw.replace(b"airbench-base64-0 look", b"")

@@ -558,9 +558,12 @@ class APIClient:
             Exception: What the attempt raised otherwise (``openai`` errors, :class:`MalformedResponseError`).
         """
         # The body as it is sent: the SDK's ``chat.completions.create`` would walk every message part (the audio's
-        # base64 text included) through its typed transform, about a millisecond per audio request; posting the body
-        # through the same client keeps its headers, key, timeouts and error classes without that walk.
-        body = {"model": request.model, "messages": request.messages, **request.params}
+        # base64 text included) through its typed transform, about a millisecond per audio request, then run the
+        # JSON encoder over it; posting the body's bytes through the same client keeps its headers, key, timeouts and
+        # error classes without either (an SDK whose ``post`` takes no ``content`` is given the body to encode).
+        payload: dict[str, Any] = (
+            {"content": request.body_bytes()} if _posts_content(session) else {"body": request.body()}
+        )
         async with slot if slot is not None else contextlib.nullcontext():
             if self._stopped is not None:  # another request hit a fatal error: send nothing more
                 raise self._stopped
@@ -570,7 +573,7 @@ class APIClient:
                 # A deadline for the whole attempt: httpx's timeouts are per read, so a server trickling its body
                 # a byte at a time would otherwise hold the attempt for as long as it likes.
                 async with asyncio.timeout(self.timeout_s):
-                    text = await session.post(CHAT_PATH, cast_to=str, body=body)
+                    text = await session.post(CHAT_PATH, cast_to=str, **payload)
             except TimeoutError:
                 raise AttemptTimeoutError(
                     f"no complete answer within {self.timeout_s:g} s (the deadline of one attempt, body included)"
@@ -864,3 +867,16 @@ class _LoopThread:
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self.loop.close()
+
+
+_POSTS_CONTENT: bool | None = None
+
+
+def _posts_content(session: openai.AsyncOpenAI) -> bool:
+    """Whether the SDK client's ``post`` takes the body's bytes (``content=``; recent ``openai`` versions)."""
+    global _POSTS_CONTENT
+    if _POSTS_CONTENT is None:
+        import inspect
+
+        _POSTS_CONTENT = "content" in inspect.signature(session.post).parameters
+    return _POSTS_CONTENT

@@ -58,6 +58,7 @@ import soundfile as sf
 
 from airbench_nb.api_client import (
     APIClient,
+    Base64Text,
     ChatRequest,
     ChatResult,
     InvalidParameterError,
@@ -83,7 +84,7 @@ NO_AUDIO_REPLY = "no audio in the reply"
 """The error of an item asked for a spoken answer whose reply holds none."""
 
 
-def wav_base64(audio: np.ndarray, sample_rate: int) -> str:
+def wav_base64(audio: np.ndarray, sample_rate: int) -> Base64Text:
     """Encode mono float samples as a base64 16-bit PCM wav (samples are clipped to [-1, 1]).
 
     Raises:
@@ -98,7 +99,7 @@ def wav_base64(audio: np.ndarray, sample_rate: int) -> str:
         raise ValueError("audio holds NaN or infinite samples")
     buffer = io.BytesIO()
     sf.write(buffer, np.clip(samples, -1.0, 1.0), int(sample_rate), format="WAV", subtype="PCM_16")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return Base64Text.encode_bytes(buffer.getvalue())
 
 
 def _number(value: object) -> bool:
@@ -275,9 +276,7 @@ class OpenAIAudioLM:
         for number, audio in enumerate(clips, start=1):
             wav = prompt.wav(number - 1)
             try:
-                data = (
-                    base64.b64encode(wav).decode("ascii") if wav is not None else wav_base64(audio, prompt.sample_rate)
-                )
+                data = Base64Text.encode_bytes(wav) if wav is not None else wav_base64(audio, prompt.sample_rate)
             except ValueError as exc:
                 if len(clips) == 1:
                     raise
