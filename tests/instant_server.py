@@ -46,37 +46,51 @@ def _reply(body: bytes) -> bytes:
 
 
 class _Protocol(asyncio.Protocol):
+    """One connection: reads a request's head, counts its body's bytes without keeping them, answers at once."""
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        self.buffer = bytearray()
+        self.head = bytearray()
+        self.target = ""
+        self.body_left = -1  # bytes of the body still to come; -1 while reading a head
 
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            head = bytes(self.buffer[:end]).decode("latin-1")
-            length = 0
-            for line in head.split("\r\n")[1:]:
-                name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value.strip())
-            if len(self.buffer) < end + 4 + length:
-                return
-            del self.buffer[: end + 4 + length]
-            target = head.split(" ", 2)[1]
-            if target.endswith("/_reset"):
-                _Stats.chat_requests, _Stats.first_at = 0, None
-            if target.endswith(("/_stats", "/_reset")):
-                stats = {"chat_requests": _Stats.chat_requests, "first_at": _Stats.first_at}
-                self.transport.write(_reply(json.dumps(stats).encode()))
-                continue
-            if _Stats.first_at is None:
-                _Stats.first_at = time.time()
-            _Stats.chat_requests += 1
-            self.transport.write(_reply(ANSWER))
+        view = memoryview(data)
+        while view:
+            if self.body_left < 0:
+                self.head += view
+                end = self.head.find(b"\r\n\r\n")
+                if end < 0:
+                    return
+                rest = memoryview(bytes(self.head[end + 4 :]))
+                lines = bytes(self.head[:end]).decode("latin-1").split("\r\n")
+                self.head.clear()
+                self.target = lines[0].split(" ", 2)[1]
+                self.body_left = 0
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    if name.strip().lower() == "content-length":
+                        self.body_left = int(value.strip())
+                view = rest
+            taken = min(len(view), self.body_left)
+            self.body_left -= taken
+            view = view[taken:]
+            if self.body_left == 0:
+                self.body_left = -1
+                self._answer()
+
+    def _answer(self) -> None:
+        if self.target.endswith("/_reset"):
+            _Stats.chat_requests, _Stats.first_at = 0, None
+        if self.target.endswith(("/_stats", "/_reset")):
+            stats = {"chat_requests": _Stats.chat_requests, "first_at": _Stats.first_at}
+            self.transport.write(_reply(json.dumps(stats).encode()))
+            return
+        if _Stats.first_at is None:
+            _Stats.first_at = time.time()
+        _Stats.chat_requests += 1
+        self.transport.write(_reply(ANSWER))
 
 
 async def _serve() -> None:
