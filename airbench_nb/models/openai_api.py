@@ -80,6 +80,8 @@ DEFAULT_VOICE = "alloy"
 """The voice asked for when none is given (one of OpenAI's; vLLM omni servers take their own names)."""
 TOP_LOGPROBS = 20
 """Alternatives asked for per token with ``logprobs=True`` (OpenAI's most)."""
+DEFAULT_BATCH_SIZE = 32
+"""Prompts per batch when none is given and ``concurrency`` is lower."""
 NO_AUDIO_REPLY = "no audio in the reply"
 """The error of an item asked for a spoken answer whose reply holds none."""
 
@@ -155,7 +157,10 @@ class OpenAIAudioLM:
             ``/`` (``Qwen/Qwen2-Audio-7B-Instruct``); the base URL ends in ``/v1``. Without ``@<base_url>``:
             ``OPENAI_BASE_URL`` when set, else OpenAI's endpoint. ``<model>@<url1>,<url2>,...``: replicas.
         concurrency: Most requests in flight at once (over all replicas together).
-        batch_size: Prompts per :meth:`generate` call from the runner (they are sent concurrently).
+        batch_size: Prompts per :meth:`generate` call from the runner (they are sent concurrently); None: the larger
+            of :data:`DEFAULT_BATCH_SIZE` and ``concurrency``. The runner asks the next batch while one is in flight
+            (:attr:`overlaps_batches`), so requests in flight are bounded by ``concurrency``, not by the batch; a
+            batch holds its clips' wav bytes and base64 text (about 2.3 MB per 30 s clip) until it is written.
         cache_path: SQLite cache of answers (a rerun sends no request); None for none.
         timeout_s: Deadline of one attempt in seconds, whole answer included (audio requests to a busy server
             can be slow).
@@ -182,7 +187,7 @@ class OpenAIAudioLM:
         rest: str,
         *,
         concurrency: int = 8,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         cache_path: str | Path | None = None,
         timeout_s: float = 120.0,
         api_key_env: str | None = None,
@@ -207,7 +212,7 @@ class OpenAIAudioLM:
         self.audio_voice = str(audio_voice)
         """The voice asked for."""
         self.spec = f"openai:{rest}"
-        self.batch_size = int(batch_size)
+        self.batch_size = int(batch_size) if batch_size is not None else max(DEFAULT_BATCH_SIZE, int(concurrency))
         self.kinds: frozenset[str] | None = None
         """Every item kind: a chat model answers them all through the prompt sets."""
         self.text_alone = True
