@@ -365,5 +365,5 @@ class OpenAIAudioLM:
         return Generation(text=text, audio=audio, input_tokens=result.input_tokens, output_tokens=result.output_tokens)
 
     def close(self) -> None:
-        """Close the cache (each request batch opens and closes its own HTTP session)."""
+        """Close the cache, and the client's HTTP session and event loop (kept across batches until then)."""
         self.client.close()
