@@ -784,6 +784,8 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
         update: dict[str, Any] = {"audio_status": status, "audio_sha256": found[0][1], "notes": notes}
         if item.audios:
             update["audios_sha256"] = [digest for _, digest in found]
+        if all(getattr(item, name) == value for name, value in update.items()):
+            return item  # as the manifest says already (the usual case): no copy
         return item.model_copy(update=update)
 
     return [one(item) for item in items]
