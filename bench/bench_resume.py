@@ -4,8 +4,9 @@ It writes ``--items`` short clips and their manifest, starts ``airbench-nb infer
 against the instant loopback server (``tests/instant_server.py``), kills it with SIGKILL once half the responses are
 written, and runs the same command again. It prints the seconds from the second command's start to its first new
 request, and to its end; the responses kept by the first and asked by the second; and the items lost (no response)
-and duplicated (two responses) at the end. Nothing lost and nothing duplicated is the contract; at most the batches
-in flight at the kill are asked again.
+and duplicated (two responses) at the end, and the items that had a response but were asked again. Nothing lost,
+nothing duplicated and no answered item asked again is the contract (the requests in flight at the kill wrote
+nothing: they are asked again with the rest).
 
 The first process probes (hashes and checks) every clip and keeps the probes in the kit's cache folder, as any
 run does; the second reads them back instead of probing every clip again (``--cold`` uses a fresh cache folder
@@ -126,7 +127,7 @@ def main() -> None:
     print(f"{'first run killed after':<44}{killed_after:>10.1f} s  ({kept} responses kept)")
     print(f"{'resume: start to first new request':<44}{to_first:>10.2f} s")
     print(f"{'resume: start to end':<44}{total:>10.2f} s  ({seen['chat_requests']} requests)")
-    print(f"{'asked again (in flight at the kill)':<44}{seen['chat_requests'] - (args.items - kept):>10}")
+    print(f"{'items with a response asked again':<44}{seen['chat_requests'] - (args.items - kept):>10}")
     print(f"{'lost':<44}{lost:>10}")
     print(f"{'duplicated':<44}{duplicated:>10}")
 
