@@ -8,6 +8,7 @@ infer`` processes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import os
@@ -290,3 +291,20 @@ def test_a_body_with_base64_audio_is_the_json_of_the_request_with_the_audio_copi
     raw = request.body_bytes()
     assert json.loads(raw) == request.body()
     assert raw.count(audio.encode()) == 1 and b"airbench-base64-" not in raw.replace(b"airbench-base64-0 look", b"")
+
+
+def test_run_sync_in_a_forked_child_starts_a_loop_of_its_own():
+    with OpenAITestServer() as server:
+        client = APIClient(base_url=server.base_url, concurrency=2)
+        assert client.run_sync([ChatRequest("m", [{"role": "user", "content": "parent"}])])[0].ok
+        pid = os.fork()
+        if pid == 0:  # the child: the parent's loop thread did not come along
+            signal.alarm(30)  # a child waiting on that loop for ever is killed, and the test fails
+            ok = False
+            with contextlib.suppress(BaseException):
+                ok = client.run_sync([ChatRequest("m", [{"role": "user", "content": "child"}])])[0].ok
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert client.run_sync([ChatRequest("m", [{"role": "user", "content": "parent again"}])])[0].ok
+        client.close()

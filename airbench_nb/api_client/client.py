@@ -706,6 +706,8 @@ class APIClient:
         at once: their runs share the ``concurrency`` slots (see :meth:`run`).
         """
         with self._usage_lock:
+            if self._loop is not None and not self._loop.usable():  # a forked child: its thread did not come along
+                self._loop = None
             if self._loop is None:
                 self._loop = _LoopThread()
                 # A client dropped without close() still stops its thread (and its connections) when collected.
@@ -833,8 +835,13 @@ class _LoopThread:
         """The key it sends."""
         self.slots: asyncio.Semaphore | None = None
         """The client's ``concurrency`` slots, shared by the runs on this loop."""
+        self._pid = os.getpid()
         self._thread = threading.Thread(target=self.loop.run_forever, name="airbench-api", daemon=True)
         self._thread.start()
+
+    def usable(self) -> bool:
+        """Whether the loop runs, in this process (a child forked after it started has no such thread)."""
+        return self._pid == os.getpid() and self._thread.is_alive() and not self.loop.is_closed()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and wait for its result; an interrupt of the caller cancels it.
@@ -854,7 +861,7 @@ class _LoopThread:
 
     def stop(self) -> None:
         """Close the kept HTTP client, then stop the loop and its thread (idempotent)."""
-        if self.loop.is_closed() or not self._thread.is_alive():
+        if not self.usable():
             return
         if threading.current_thread() is self._thread:  # collected on the loop itself: only stop it
             self.loop.stop()
