@@ -7,8 +7,10 @@ returns ``missing``, ``empty`` or ``corrupt`` with the reason.
 :func:`probe_audio` decodes the head and the tail of a file, compares a WAV header's promised length with the bytes
 the file holds (libsndfile silently shortens a truncated WAV), and decodes float files whole to find NaN or infinite
 samples: a truncated file, or one with NaN samples, is ``corrupt``. :func:`probe_audio_cached` remembers each
-result by the file's path, size, modification and change times (in nanoseconds), so that checking the audio as it
-is at every run (the runner, scoring) costs a ``stat`` per file once a file has been probed in the process.
+result by the file's path, size, modification and change times (in nanoseconds), inode and device, so that checking
+the audio as it is at every run (the runner, scoring) costs a ``stat`` per file once a file has been probed in the
+process; :func:`probe_audio_many` also keeps them in the kit's cache folder, so that a run resumed in a new process
+does not hash and decode every clip again.
 
 Loudness (:func:`loudness`) is the integrated loudness of ITU-R BS.1770-4 in LUFS, measured with pyloudnorm
 (K-weighting, 400 ms blocks with 75% overlap, absolute gate at -70 LUFS, relative gate at -10 LU). A clip
@@ -20,11 +22,15 @@ the unit says so. The two scales are close for broadband sounds (a full-scale 1 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import sqlite3
 import struct
 import threading
 import warnings
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -131,6 +137,40 @@ def wav_header_frames(path: str | Path) -> tuple[int, int] | None:
         return None
 
 
+def pcm16_wav_bytes(path: str | Path, sr: int = TARGET_SR) -> bytes | None:
+    """The bytes of a file that is already what :func:`load_audio` would make of it, sent as a wav: else None.
+
+    That is a little-endian RIFF WAVE file of 16-bit integer PCM, one channel, at ``sr`` Hz, whose data chunk holds
+    every frame its header promises and at least one (other chunks, such as ``LIST``, may come before it). A backend
+    sending wav files sends these bytes as they are, with no decoding, resampling or encoding again; for any other
+    file (another format, rate, width or channel count, a damaged header) it decodes as usual.
+
+    Never raises: a file that cannot be read is None too (decoding it then raises the error that names it).
+    """
+    try:
+        data = Path(path).read_bytes()
+    except (OSError, ValueError):
+        return None
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return None
+    at, fmt_ok = 12, False
+    while at + 8 <= len(data):
+        name, length = data[at : at + 4], struct.unpack_from("<I", data, at + 4)[0]
+        body = at + 8
+        if name == b"fmt ":
+            if length < 16 or body + 16 > len(data):
+                return None
+            tag, channels, rate, _, align, bits = struct.unpack_from("<HHIIHH", data, body)
+            fmt_ok = (tag, channels, rate, align, bits) == (1, 1, int(sr), 2, 16)
+            if not fmt_ok:
+                return None
+        elif name == b"data":
+            held = len(data) - body
+            return data if fmt_ok and 0 < length <= held and length % 2 == 0 else None
+        at = body + length + (length & 1)
+    return None
+
+
 def _frames_soundfile(path: Path) -> tuple[int, int]:
     import soundfile as sf
 
@@ -221,34 +261,169 @@ def probe_audio(path: str | Path) -> AudioProbe:
     return AudioProbe(AudioStatus.corrupt, digest, detail)
 
 
-_PROBED: dict[tuple[str, int, int, int, int], AudioProbe] = {}
+ProbeKey = tuple[str, int, int, int, int, int]
+"""What a probe is remembered by: the file's path, size, modification and change times (ns), inode and device."""
+
+_PROBED: dict[ProbeKey, AudioProbe] = {}
 _PROBED_LOCK = threading.Lock()
 PROBE_CACHE_SIZE = 200_000
 """Most probe results :func:`probe_audio_cached` keeps in memory (the oldest are forgotten first)."""
+PROBE_STORE = "audio_probes.sqlite"
+"""File of the probes kept across processes, in the kit's cache folder (:func:`airbench_nb.cache.cache_root`)."""
+
+
+def _probe_key(path: Path) -> ProbeKey | None:
+    """The key a probe of ``path`` is remembered by; None when the file cannot be ``stat``-ed (it is missing)."""
+    try:
+        info = path.stat()
+    except (OSError, ValueError):
+        return None
+    return (str(path), info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+
+
+def _remember(key: ProbeKey, found: AudioProbe) -> None:
+    with _PROBED_LOCK:
+        if len(_PROBED) >= PROBE_CACHE_SIZE:
+            del _PROBED[next(iter(_PROBED))]
+        _PROBED[key] = found
+
+
+def forget_probes() -> None:
+    """Forget the probes remembered in this process (the kept ones in the cache folder stay; benchmarks)."""
+    with _PROBED_LOCK:
+        _PROBED.clear()
 
 
 def probe_audio_cached(path: str | Path) -> AudioProbe:
-    """:func:`probe_audio`, remembered by the file's path, size, modification and change times (ns) and inode.
+    """:func:`probe_audio`, remembered by the file's path, size, modification and change times (ns), inode and device.
 
     A file replaced, rewritten, touched or chmod-ed since it was probed is probed again (the change time cannot be set
     back by a user, unlike the modification time); a file that cannot be ``stat``-ed is
     probed every time (that is cheap: it is missing). Never raises for a bad file.
     """
     path = Path(path)
-    try:
-        info = path.stat()
-    except (OSError, ValueError):
+    key = _probe_key(path)
+    if key is None:
         return probe_audio(path)
-    key = (str(path), info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
     with _PROBED_LOCK:
         found = _PROBED.get(key)
     if found is None:
         found = probe_audio(path)
-        with _PROBED_LOCK:
-            if len(_PROBED) >= PROBE_CACHE_SIZE:
-                del _PROBED[next(iter(_PROBED))]
-            _PROBED[key] = found
+        _remember(key, found)
     return found
+
+
+def probe_audio_many(paths: Sequence[Path], workers: int = 4, keep: bool = True) -> list[AudioProbe]:
+    """:func:`probe_audio_cached` of many files, in threads, also remembered across processes.
+
+    With ``keep``, probes are kept in :data:`PROBE_STORE` in the kit's cache folder, by the same key as in memory: a
+    run resumed in a new process (or a second command on the same data) reads the probes of unchanged files from there
+    instead of hashing and decoding every clip again. A cache folder that cannot be used is only logged: every file
+    is then probed. Never raises for a bad file.
+
+    Returns:
+        One probe per path, in order.
+    """
+    keys = [_probe_key(Path(p)) for p in paths]
+    out: list[AudioProbe | None] = [None] * len(paths)
+    with _PROBED_LOCK:
+        for index, key in enumerate(keys):
+            if key is not None:
+                out[index] = _PROBED.get(key)
+    wanted = {key for key, found in zip(keys, out, strict=True) if key is not None and found is None}
+    store = _ProbeStore.open() if keep and wanted else None
+    kept = store.get_many(wanted) if store is not None else {}
+    for key, found in kept.items():
+        _remember(key, found)
+    todo = [i for i, found in enumerate(out) if found is None and (keys[i] is None or keys[i] not in kept)]
+
+    def probe(index: int) -> AudioProbe:
+        return probe_audio(Path(paths[index]))
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        fresh = dict(zip(todo, pool.map(probe, todo), strict=True))
+    new: dict[ProbeKey, AudioProbe] = {}
+    for index, key in enumerate(keys):
+        if out[index] is not None:
+            continue
+        found = kept[key] if key is not None and key in kept else fresh[index]
+        out[index] = found
+        if key is not None and index in fresh:
+            _remember(key, found)
+            new[key] = found
+    if store is not None:
+        store.put_many(new)
+        store.close()
+    return [found for found in out if found is not None]
+
+
+class _ProbeStore:
+    """The probes kept across processes: a SQLite table in the kit's cache folder (see :func:`probe_audio_many`)."""
+
+    CHUNK = 500
+    """Keys looked up per query."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    @classmethod
+    def open(cls) -> _ProbeStore | None:
+        """The store, or None (logged) when the cache folder cannot hold it."""
+        from airbench_nb.cache import cache_root
+
+        path = cache_root() / PROBE_STORE
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(path, timeout=30.0)
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("PRAGMA journal_mode=WAL")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS probes_v1 (path TEXT, size INTEGER, mtime_ns INTEGER, ctime_ns INTEGER, "
+                "ino INTEGER, dev INTEGER, status TEXT, sha256 TEXT, detail TEXT, duration_s REAL, "
+                "PRIMARY KEY (path, size, mtime_ns, ctime_ns, ino, dev))"
+            )
+            return cls(db)
+        except (OSError, sqlite3.Error) as exc:
+            logger.info("audio probes not kept in %s (%s: %s): every clip is probed", path, type(exc).__name__, exc)
+            return None
+
+    def get_many(self, keys: set[ProbeKey]) -> dict[ProbeKey, AudioProbe]:
+        """The kept probes of these keys (absent keys are absent); {} when the store cannot be read."""
+        found: dict[ProbeKey, AudioProbe] = {}
+        by_path: dict[str, list[ProbeKey]] = {}
+        for key in keys:
+            by_path.setdefault(key[0], []).append(key)
+        names = list(by_path)
+        try:
+            for start in range(0, len(names), self.CHUNK):
+                chunk = names[start : start + self.CHUNK]
+                rows = self.db.execute(
+                    f"SELECT * FROM probes_v1 WHERE path IN ({','.join('?' * len(chunk))})",  # noqa: S608 - placeholders
+                    chunk,
+                ).fetchall()
+                for path, size, mtime, ctime, ino, dev, status, sha256, detail, duration in rows:
+                    key = (path, size, mtime, ctime, ino, dev)
+                    if key in keys:
+                        found[key] = AudioProbe(AudioStatus(status), sha256, detail, duration)
+        except (sqlite3.Error, ValueError) as exc:
+            logger.info("audio probes kept could not be read (%s: %s): probing again", type(exc).__name__, exc)
+            return {}
+        return found
+
+    def put_many(self, probes: dict[ProbeKey, AudioProbe]) -> None:
+        """Keep these probes (a failure is only logged)."""
+        if not probes:
+            return
+        rows = [(*key, p.status.value, p.sha256, p.detail, p.duration_s) for key, p in probes.items()]
+        try:
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO probes_v1 VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+        except sqlite3.Error as exc:
+            logger.info("audio probes could not be kept (%s: %s)", type(exc).__name__, exc)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
 
 
 def load_audio(path: str | Path, sr: int = TARGET_SR) -> np.ndarray:

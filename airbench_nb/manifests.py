@@ -29,7 +29,6 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,7 +38,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel, Field, ValidationError
 
-from airbench_nb.audio import probe_audio_cached
+from airbench_nb.audio import probe_audio_many
 from airbench_nb.records import (
     ITEM_KINDS,
     LETTERS,
@@ -301,7 +300,7 @@ def parse_json_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
         return None, None, f"invalid JSON: {exc.msg} ({where}){extra}"
     except RecursionError:
         return None, None, "JSON nested too deeply to parse"
-    if bad_byte is None and _plainly_usable(text):
+    if bad_byte is None and _cannot_hold_a_problem(text):
         return obj, None, None
     found = json_problem(obj)
     if found is not None:
@@ -312,19 +311,16 @@ def parse_json_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-def _plainly_usable(text: str) -> bool:
-    r"""Whether valid UTF-8 JSON text cannot hold what :func:`json_problem` looks for (it need not walk it then).
+def _cannot_hold_a_problem(text: str) -> bool:
+    r"""Whether valid UTF-8 JSON text is sure to pass :func:`json_problem`, without walking what it parses to.
 
-    Strict UTF-8 decoding yields no surrogate, so one can only come from a ``\uD800``-``\uDFFF`` escape; an
-    integer too long to convert needs more characters than the limit (none without a limit); nesting deeper than
-    :data:`MAX_JSON_DEPTH` needs more opening brackets than that. A line of the kit's records has none of the three.
+    True when it has no escaped surrogate (``\ud800``: decoded UTF-8 holds no raw one), fewer brackets than
+    :data:`MAX_JSON_DEPTH` (so it cannot nest that deep), and no run of digits as long as Python's integer limit.
     """
+    if _SURROGATE_ESCAPE.search(text) or text.count("[") + text.count("{") >= MAX_JSON_DEPTH:
+        return False
     limit = sys.get_int_max_str_digits()
-    return (
-        (not limit or len(text) <= limit)
-        and text.count("{") + text.count("[") <= MAX_JSON_DEPTH
-        and _SURROGATE_ESCAPE.search(text) is None
-    )
+    return limit == 0 or len(text) <= limit or re.search(rf"\d{{{limit + 1},}}", text) is None
 
 
 def _text_uid(obj: Any) -> str | None:
@@ -699,6 +695,42 @@ def resolve_audio(root: str | Path, relative: str) -> Path:
     return full
 
 
+class AudioResolver:
+    """:func:`resolve_audio` for many clips of one data root: the root and each folder are resolved once.
+
+    A clip that is itself a symbolic link is still followed (and refused when it lands outside the root); a folder
+    is resolved the first time one of its clips is asked for, so one resolver serves one run or one check.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        self._folders: dict[str, Path] = {}
+
+    def __call__(self, relative: str) -> Path:
+        """The absolute path of a clip (see :func:`resolve_audio`).
+
+        Raises:
+            ValueError: If the path is absolute, contains ``..``, or resolves outside the root.
+        """
+        from airbench_nb.records import check_relative_audio_path
+
+        relative = check_relative_audio_path(relative)
+        head, _, name = relative.rpartition("/")
+        folder = self._folders.get(head)
+        if folder is None:
+            folder = self._folders[head] = (self.root / head).resolve() if head else self.root
+        full = folder / name
+        try:
+            link = full.is_symlink()
+        except (OSError, ValueError):  # a name too long for the file system: resolved as resolve_audio does
+            link = True
+        if link:
+            full = full.resolve()
+        if not full.is_relative_to(self.root):
+            raise ValueError(f"audio path {relative!r} resolves to {full}, outside the data root {self.root}")
+        return full
+
+
 DATA_DEFECT_TEXT = re.compile(r"audio (?:missing|empty|corrupt): ")
 """How an item's note, and a model's error response, name a defect of its audio (``audio missing: a1.wav``)."""
 
@@ -706,9 +738,10 @@ DATA_DEFECT_TEXT = re.compile(r"audio (?:missing|empty|corrupt): ")
 def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) -> list[AnyItem]:
     """Probe every item's audio file and record its status and SHA-256. Never raises for a bad file.
 
-    The audio is checked as it is now (:func:`~airbench_nb.audio.probe_audio_cached`: a file unchanged since it was
-    probed in this process, by path, size and modification time, is not read again): the runner and scoring call
-    this at run time, so a clip deleted, emptied or swapped after the manifest was written is seen.
+    The audio is checked as it is now (:func:`~airbench_nb.audio.probe_audio_many`: a file unchanged since it was
+    probed, in this process or an earlier one, by path, size, modification and change times, inode and device, is not
+    read again): the runner and scoring call this at run time, so a clip deleted, emptied or swapped after the manifest
+    was written is seen.
 
     Args:
         items: Items to check.
@@ -720,14 +753,24 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
         item with several clips has each probed: ``audios_sha256`` gets every hash, ``audio_status`` the first bad
         status met (``ok`` when all are), and each bad clip its own note.
     """
+    paths: dict[str, Path | ValueError] = {}
+    resolve = AudioResolver(root)
+    for item in items:
+        for relative in item.clips:
+            if relative not in paths:
+                try:
+                    paths[relative] = resolve(relative)
+                except ValueError as exc:
+                    paths[relative] = exc
+    usable = [(relative, path) for relative, path in paths.items() if isinstance(path, Path)]
+    probes = dict(zip((r for r, _ in usable), probe_audio_many([p for _, p in usable], workers=workers), strict=True))
 
     def probe(relative: str, notes: list[str]) -> tuple[AudioStatus, str | None]:
-        try:
-            path = resolve_audio(root, relative)
-        except ValueError as exc:
-            notes.append(f"audio missing: {exc}")
+        path = paths[relative]
+        if isinstance(path, ValueError):
+            notes.append(f"audio missing: {path}")
             return AudioStatus.missing, None
-        found = probe_audio_cached(path)
+        found = probes[relative]
         if found.detail:
             # Name the file by its manifest path: absolute paths differ between machines.
             notes.append(f"audio {found.status.value}: {found.detail.replace(str(path), relative)}")
@@ -741,10 +784,11 @@ def check_audio(items: Sequence[AnyItem], root: str | Path, workers: int = 4) ->
         update: dict[str, Any] = {"audio_status": status, "audio_sha256": found[0][1], "notes": notes}
         if item.audios:
             update["audios_sha256"] = [digest for _, digest in found]
+        if all(getattr(item, name) == value for name, value in update.items()):
+            return item  # as the manifest says already (the usual case): no copy
         return item.model_copy(update=update)
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(one, items))
+    return [one(item) for item in items]
 
 
 @singledispatch

@@ -99,6 +99,7 @@ from airbench_nb.api_client.helpers import (
     retry_after_s,
 )
 from airbench_nb.api_client.records import (
+    Base64Text,
     ChatRequest,
     ChatResult,
     Estimate,
@@ -132,6 +133,7 @@ __all__ = [
     "AttemptTimeoutError",
     "BatchAPI",
     "CacheError",
+    "Base64Text",
     "ChatRequest",
     "ChatResult",
     "Endpoint",

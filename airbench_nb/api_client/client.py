@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import math
@@ -13,7 +12,8 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -70,6 +70,8 @@ MODEL_NOT_FOUND = re.compile(
 )
 """A 404 message that says the model is not served (OpenAI, vLLM, Ollama, llama.cpp wordings); a 404 whose error
 ``code`` is ``model_not_found`` (OpenAI) says so too."""
+CHAT_PATH = "/chat/completions"
+"""Where chat requests are posted, under the base URL."""
 
 
 def check_setting(
@@ -179,9 +181,12 @@ class APIClient:
         self._served: set[str] = set()  # models this endpoint has answered with a completion
         self._refusals = 0
         self._stopped: FatalAPIError | None = None
+        self._tickets = 0  # runs handed in so far (run_sync), numbered from 1
+        self._stop_covers = 0  # the last run the current stop holds for: later runs start afresh
         self._backoff = tenacity.wait_exponential_jitter(
             multiplier=self.backoff_initial_s, max=self.backoff_max_s, jitter=self.backoff_initial_s
         )
+        self._loop: _LoopThread | None = None  # run_sync's event loop and HTTP client, started on first use
 
     def __repr__(self) -> str:
         return (
@@ -336,6 +341,7 @@ class APIClient:
         fatal = self._classify(exc, model)
         if fatal is not None and self._stopped is None:
             self._stopped = fatal  # requests waiting for a slot are not sent (see _send)
+            self._stop_covers = self._tickets  # ... nor those of the runs handed in before now (see run)
         return fatal
 
     def _classify(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
@@ -551,9 +557,13 @@ class APIClient:
             AttemptTimeoutError: No complete answer within ``timeout_s``.
             Exception: What the attempt raised otherwise (``openai`` errors, :class:`MalformedResponseError`).
         """
-        known = _create_params(session)
-        kwargs = {k: v for k, v in request.params.items() if k in known}
-        extra = {k: v for k, v in request.params.items() if k not in known}
+        # The body as it is sent: the SDK's ``chat.completions.create`` would walk every message part (the audio's
+        # base64 text included) through its typed transform, about a millisecond per audio request, then run the
+        # JSON encoder over it; posting the body's bytes through the same client keeps its headers, key, timeouts and
+        # error classes without either (an SDK whose ``post`` takes no ``content`` is given the body to encode).
+        payload: dict[str, Any] = (
+            {"content": request.body_bytes()} if _posts_content(session) else {"body": request.body()}
+        )
         async with slot if slot is not None else contextlib.nullcontext():
             if self._stopped is not None:  # another request hit a fatal error: send nothing more
                 raise self._stopped
@@ -563,10 +573,7 @@ class APIClient:
                 # A deadline for the whole attempt: httpx's timeouts are per read, so a server trickling its body
                 # a byte at a time would otherwise hold the attempt for as long as it likes.
                 async with asyncio.timeout(self.timeout_s):
-                    raw = await session.chat.completions.with_raw_response.create(
-                        model=request.model, messages=request.messages, extra_body=extra or None, **kwargs
-                    )
-                    text = raw.http_response.text
+                    text = await session.post(CHAT_PATH, cast_to=str, **payload)
             except TimeoutError:
                 raise AttemptTimeoutError(
                     f"no complete answer within {self.timeout_s:g} s (the deadline of one attempt, body included)"
@@ -608,12 +615,25 @@ class APIClient:
         self.account(result)
         return result
 
-    async def run(self, requests: Sequence[ChatRequest], progress: bool = False) -> list[ChatResult]:
+    def _ticket(self) -> int:
+        """The number of a run handed in now (thread-safe)."""
+        with self._usage_lock:
+            self._tickets += 1
+            return self._tickets
+
+    async def run(
+        self, requests: Sequence[ChatRequest], progress: bool = False, ticket: int | None = None
+    ) -> list[ChatResult]:
         """Answer requests: cache first, then the server with bounded concurrency and retries.
+
+        Runs handed to :meth:`run_sync` at once (a runner asking the next batch while one is in flight) share its
+        ``concurrency`` slots: requests in flight stay bounded by it over all of them. A fatal error in one stops
+        the runs handed in before it; a run handed in after it starts afresh (a new run, after a fix).
 
         Args:
             requests: The requests; identical ones (same key) are sent once.
             progress: Show a tqdm progress bar over the requests sent.
+            ticket: The run's number from :meth:`run_sync` (None: numbered now).
 
         Returns:
             One :class:`ChatResult` per request, in order: text, or an explicit error.
@@ -628,15 +648,23 @@ class APIClient:
         distinct = distinct_requests(requests)
         by_key = self.from_cache(distinct)
         todo = [r for k, r in distinct.items() if k not in by_key]
-        self.reset_stop()
+        if (ticket if ticket is not None else self._ticket()) > self._stop_covers:
+            self.reset_stop()
         if todo:
-            sem = asyncio.Semaphore(self.concurrency)
-            client = self.async_client()
+            client, kept = self._session_for_this_loop()
+            held = self._loop
+            if kept and held is not None:  # run_sync's loop: one set of slots for every run on it
+                if held.slots is None:
+                    held.slots = asyncio.Semaphore(self.concurrency)
+                sem = held.slots
+            else:
+                sem = asyncio.Semaphore(self.concurrency)
             try:
                 for result in await gather_all(todo, lambda r: self._one(client, sem, r), progress=progress):
                     by_key[result.key] = result
             finally:
-                await client.close()
+                if not kept:
+                    await client.close()
         logger.debug(
             "run: %d requests, %d distinct, %d sent; usage %s",
             len(requests),
@@ -646,18 +674,46 @@ class APIClient:
         )
         return results_in_order(requests, by_key)
 
+    def _session_for_this_loop(self) -> tuple[openai.AsyncOpenAI, bool]:
+        """The HTTP client for a run on the running loop, and whether it is kept after the run.
+
+        On the loop of :meth:`run_sync` one client (its connection pool, its TLS context) serves every run, made
+        again only when the key read from the environment changes; a run on another loop (``await run(...)``
+        from the caller's own loop) gets a client of its own, closed when the run ends.
+
+        Raises:
+            MissingAPIKeyError: The key's variable is unset for an endpoint that needs one.
+        """
+        kwargs = self._client_kwargs()
+        held = self._loop
+        if held is None or asyncio.get_running_loop() is not held.loop:
+            return self.async_client(), False
+        if held.session is None or held.session_key != kwargs["api_key"]:
+            import openai
+
+            stale, held.session = held.session, openai.AsyncOpenAI(**kwargs)
+            held.session_key = kwargs["api_key"]
+            if stale is not None:
+                held.loop.create_task(stale.close())
+        return held.session, True
+
     def run_sync(self, requests: Sequence[ChatRequest], progress: bool = False) -> list[ChatResult]:
         """:meth:`run` from synchronous code, in a plain script as in Jupyter.
 
-        Where an event loop is already running in this thread (a notebook), the run happens on a fresh loop in a
-        worker thread, and this call blocks until it is done.
+        Every call runs on one event loop of this client's own, in a worker thread started on the first call (so
+        it works alike where the caller's thread already runs a loop, as in a notebook), with one HTTP client and
+        its pool of open connections kept from call to call; :meth:`close` stops both. Several threads may call it
+        at once: their runs share the ``concurrency`` slots (see :meth:`run`).
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run(requests, progress=progress))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="airbench-api") as pool:
-            return pool.submit(lambda: asyncio.run(self.run(requests, progress=progress))).result()
+        with self._usage_lock:
+            if self._loop is not None and not self._loop.usable():  # a forked child: its thread did not come along
+                self._loop = None
+            if self._loop is None:
+                self._loop = _LoopThread()
+                # A client dropped without close() still stops its thread (and its connections) when collected.
+                weakref.finalize(self, self._loop.stop)
+            loop = self._loop
+        return loop.run(self.run(requests, progress=progress, ticket=self._ticket()))
 
     # ------------------------------------------------------------------------------------------- dry run
 
@@ -757,21 +813,77 @@ class APIClient:
         return self.batch.run_batch(requests, path, interval_s=interval_s, timeout_s=timeout_s)
 
     def close(self) -> None:
-        """Close the cache."""
+        """Close the cache, and the HTTP client and event loop of :meth:`run_sync` (made again if used later)."""
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.stop()
         if self.cache is not None:
             self.cache.close()
 
 
-_CREATE_PARAMS: frozenset[str] | None = None
+class _LoopThread:
+    """An event loop running in a daemon thread of its own, to which synchronous code hands coroutines.
+
+    It also keeps the HTTP client made on it (:meth:`APIClient._session_for_this_loop`), closed by :meth:`stop`.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.session: openai.AsyncOpenAI | None = None
+        """The HTTP client kept on this loop."""
+        self.session_key: str | None = None
+        """The key it sends."""
+        self.slots: asyncio.Semaphore | None = None
+        """The client's ``concurrency`` slots, shared by the runs on this loop."""
+        self._pid = os.getpid()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="airbench-api", daemon=True)
+        self._thread.start()
+
+    def usable(self) -> bool:
+        """Whether the loop runs, in this process (a child forked after it started has no such thread)."""
+        return self._pid == os.getpid() and self._thread.is_alive() and not self.loop.is_closed()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop and wait for its result; an interrupt of the caller cancels it.
+
+        Raises:
+            RuntimeError: Called from the loop's own thread (it would wait on itself).
+        """
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("run_sync called from its own event loop: await run() there instead")
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        """Close the kept HTTP client, then stop the loop and its thread (idempotent)."""
+        if not self.usable():
+            return
+        if threading.current_thread() is self._thread:  # collected on the loop itself: only stop it
+            self.loop.stop()
+            return
+        session, self.session = self.session, None
+        if session is not None:
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(session.close(), self.loop).result(timeout=10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self.loop.close()
 
 
-def _create_params(client: openai.AsyncOpenAI) -> frozenset[str]:
-    """Body fields ``chat.completions.create`` takes as keyword arguments (the rest go in ``extra_body``)."""
-    global _CREATE_PARAMS
-    if _CREATE_PARAMS is None:
+_POSTS_CONTENT: bool | None = None
+
+
+def _posts_content(session: openai.AsyncOpenAI) -> bool:
+    """Whether the SDK client's ``post`` takes the body's bytes (``content=``; recent ``openai`` versions)."""
+    global _POSTS_CONTENT
+    if _POSTS_CONTENT is None:
         import inspect
 
-        skip = {"self", "model", "messages", "extra_headers", "extra_query", "extra_body", "timeout", "stream"}
-        names = inspect.signature(client.chat.completions.create).parameters
-        _CREATE_PARAMS = frozenset(name for name in names if name not in skip)
-    return _CREATE_PARAMS
+        _POSTS_CONTENT = "content" in inspect.signature(session.post).parameters
+    return _POSTS_CONTENT

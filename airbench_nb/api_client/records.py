@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import json
 import logging
 import math
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,48 @@ _HASH_STRINGS_LONGER_THAN = 4096
 """Strings longer than this (base64 audio) are replaced by their own sha256 before the request key is hashed."""
 _KEY_VERSION = 1
 """Version of the request-key recipe (a change makes old cache entries unreachable, never wrong)."""
+
+
+class Base64Text(str):
+    """Base64 text the kit encoded itself (only ``A-Z a-z 0-9 + / =``): a request body holds it as it is.
+
+    JSON needs no escape in such text, so :meth:`ChatRequest.body_bytes` copies it into the body instead of running
+    the JSON encoder over it (about 4 ms per 30 s clip). It is a ``str`` in every other way: keys, caches and batch
+    files treat it as the text it is.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def encode_bytes(cls, raw: bytes) -> Base64Text:
+        """The base64 text of ``raw``."""
+        return cls(base64.b64encode(raw).decode("ascii"))
+
+
+def _body_bytes(body: Mapping[str, Any]) -> bytes:
+    """``body`` as compact UTF-8 JSON, each :class:`Base64Text` in it copied in as it is (see there)."""
+    spliced: list[Base64Text] = []
+    token = uuid.uuid4().hex
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, Base64Text):
+            spliced.append(value)
+            return f"airbench-base64-{token}-{len(spliced) - 1}"
+        if isinstance(value, Mapping):
+            return {k: swap(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [swap(v) for v in value]
+        return value
+
+    text = json.dumps(swap(body), ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    if not spliced:
+        return text
+    parts: list[bytes] = []
+    for index, data in enumerate(spliced):
+        head, _, text = text.partition(f'"airbench-base64-{token}-{index}"'.encode())
+        parts += [head, b'"', data.encode("ascii"), b'"']
+    parts.append(text)
+    return b"".join(parts)
 
 
 def _canonical(value: Any) -> Any:
@@ -123,6 +167,14 @@ class ChatRequest:
     def body(self) -> dict[str, Any]:
         """The JSON body sent to ``/v1/chat/completions``."""
         return {"model": self.model, "messages": self.messages, **self.params}
+
+    def body_bytes(self) -> bytes:
+        """:meth:`body` as the compact UTF-8 JSON sent, :class:`Base64Text` audio copied in as it is.
+
+        Raises:
+            ValueError: For a body JSON cannot hold (NaN or infinite numbers).
+        """
+        return _body_bytes(self.body())
 
 
 @dataclass

@@ -131,6 +131,10 @@ class Prompt:
     """True for an audio-reliance control asked without audio (``no_audio``, ``description``): the backend sends no
     clip (:attr:`sent_audios` is empty). Only a backend that can prompt text alone (:func:`text_alone`) is given
     one; :attr:`audio` still holds the control's silence, for code that reads it regardless."""
+    wavs: list[bytes | None] = field(default_factory=list)
+    """For a backend that sends wav files as they are (:func:`wav_passthrough`): per clip in order, the file's bytes
+    when it is already a 16-bit PCM mono wav at :attr:`sample_rate` (that clip's samples are then left empty: it is
+    not decoded), None for a clip decoded as usual; empty for other backends."""
 
     @classmethod
     def of(
@@ -184,8 +188,12 @@ class Prompt:
         """The user text of every turn so far, this one last."""
         return [text for text, _ in self.history] + [self.text]
 
+    def wav(self, index: int) -> bytes | None:
+        """The wav file's bytes of clip ``index`` (0 for the first) when it is sent as it is, else None."""
+        return self.wavs[index] if index < len(self.wavs) else None
+
     def with_audios(self, audios: list[np.ndarray], sample_rate: int | None = None) -> Prompt:
-        """A copy holding other samples for every clip (e.g. resampled), in the same order."""
+        """A copy holding other samples for every clip (e.g. resampled), in the same order (no wav bytes kept)."""
         if len(audios) != len(self.audios):
             raise ValueError(f"{self.uid}: {len(audios)} clips given for {len(self.audios)}")
         return replace(
@@ -193,6 +201,7 @@ class Prompt:
             audio=audios[0],
             extra_audios=list(audios[1:]),
             sample_rate=self.sample_rate if sample_rate is None else sample_rate,
+            wavs=[],
         )
 
 
@@ -353,6 +362,28 @@ def reads_audio(model: object) -> bool:
     is still a data defect), which saves decoding every clip once per such model.
     """
     return bool(getattr(model, "reads_audio", True))
+
+
+def wav_passthrough(model: object) -> int | None:
+    """The sample rate at which a backend takes 16-bit PCM mono wav files as they are (its ``wav_passthrough``).
+
+    None (a backend that does not say) for every backend that needs samples. An API backend sending wav (``openai:``)
+    says 16000: the runner then reads a clip that is already such a file as bytes into :attr:`Prompt.wavs`, with no
+    decoding, resampling or encoding again (:func:`~airbench_nb.audio.pcm16_wav_bytes`); any other clip is decoded.
+    """
+    rate = getattr(model, "wav_passthrough", None)
+    return int(rate) if isinstance(rate, int) and not isinstance(rate, bool) and rate > 0 else None
+
+
+def overlaps_batches(model: object) -> bool:
+    """Whether the runner may ask a backend's next batch while one is in flight (its ``overlaps_batches``).
+
+    False (a backend that does not say) for every backend that computes its answers itself: one batch at a time. An
+    API backend whose client bounds the requests in flight over every call (``openai:`` with one endpoint) says True:
+    the runner then reads the next batch's clips and sends its requests while the last answers of a batch come back,
+    so that the requests in flight stay near ``concurrency`` instead of draining at every batch's end.
+    """
+    return getattr(model, "overlaps_batches", False) is True
 
 
 def samples_vary(model: object) -> bool:

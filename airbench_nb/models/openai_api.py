@@ -58,6 +58,7 @@ import soundfile as sf
 
 from airbench_nb.api_client import (
     APIClient,
+    Base64Text,
     ChatRequest,
     ChatResult,
     InvalidParameterError,
@@ -67,6 +68,7 @@ from airbench_nb.api_client import (
     parse_openai_replicas,
     parse_openai_spec,
 )
+from airbench_nb.audio import TARGET_SR
 from airbench_nb.models.base import GeneratedAudio, Generation, GenerationParams, Prompt, chat_messages
 from airbench_nb.models.option_probs import from_top_logprobs, option_letters
 
@@ -78,11 +80,13 @@ DEFAULT_VOICE = "alloy"
 """The voice asked for when none is given (one of OpenAI's; vLLM omni servers take their own names)."""
 TOP_LOGPROBS = 20
 """Alternatives asked for per token with ``logprobs=True`` (OpenAI's most)."""
+DEFAULT_BATCH_SIZE = 32
+"""Prompts per batch when none is given and ``concurrency`` is lower."""
 NO_AUDIO_REPLY = "no audio in the reply"
 """The error of an item asked for a spoken answer whose reply holds none."""
 
 
-def wav_base64(audio: np.ndarray, sample_rate: int) -> str:
+def wav_base64(audio: np.ndarray, sample_rate: int) -> Base64Text:
     """Encode mono float samples as a base64 16-bit PCM wav (samples are clipped to [-1, 1]).
 
     Raises:
@@ -97,7 +101,7 @@ def wav_base64(audio: np.ndarray, sample_rate: int) -> str:
         raise ValueError("audio holds NaN or infinite samples")
     buffer = io.BytesIO()
     sf.write(buffer, np.clip(samples, -1.0, 1.0), int(sample_rate), format="WAV", subtype="PCM_16")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return Base64Text.encode_bytes(buffer.getvalue())
 
 
 def _number(value: object) -> bool:
@@ -153,7 +157,10 @@ class OpenAIAudioLM:
             ``/`` (``Qwen/Qwen2-Audio-7B-Instruct``); the base URL ends in ``/v1``. Without ``@<base_url>``:
             ``OPENAI_BASE_URL`` when set, else OpenAI's endpoint. ``<model>@<url1>,<url2>,...``: replicas.
         concurrency: Most requests in flight at once (over all replicas together).
-        batch_size: Prompts per :meth:`generate` call from the runner (they are sent concurrently).
+        batch_size: Prompts per :meth:`generate` call from the runner (they are sent concurrently); None: the larger
+            of :data:`DEFAULT_BATCH_SIZE` and ``concurrency``. The runner asks the next batch while one is in flight
+            (:attr:`overlaps_batches`), so requests in flight are bounded by ``concurrency``, not by the batch; a
+            batch holds its clips' wav bytes and base64 text (about 2.3 MB per 30 s clip) until it is written.
         cache_path: SQLite cache of answers (a rerun sends no request); None for none.
         timeout_s: Deadline of one attempt in seconds, whole answer included (audio requests to a busy server
             can be slow).
@@ -180,7 +187,7 @@ class OpenAIAudioLM:
         rest: str,
         *,
         concurrency: int = 8,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         cache_path: str | Path | None = None,
         timeout_s: float = 120.0,
         api_key_env: str | None = None,
@@ -205,16 +212,22 @@ class OpenAIAudioLM:
         self.audio_voice = str(audio_voice)
         """The voice asked for."""
         self.spec = f"openai:{rest}"
-        self.batch_size = int(batch_size)
+        self.batch_size = int(batch_size) if batch_size is not None else max(DEFAULT_BATCH_SIZE, int(concurrency))
         self.kinds: frozenset[str] | None = None
         """Every item kind: a chat model answers them all through the prompt sets."""
         self.text_alone = True
         """A chat API takes a message without audio: the ``no_audio`` and ``description`` controls are asked."""
         self.samples_vary = True
         """Sampled answers change with the temperature and the ``seed`` sent (``infer --samples K``)."""
+        self.wav_passthrough = TARGET_SR
+        """A clip that is already a 16-bit PCM mono wav at this rate is sent as the file's bytes (the runner reads
+        it into :attr:`~airbench_nb.models.base.Prompt.wavs`), with no decoding or encoding again."""
         self.base_urls = base_urls
         """Every base URL of the spec (empty without ``@``; several for replicas)."""
         self.client: APIClient | ReplicaPool
+        self.overlaps_batches = len(base_urls) <= 1
+        """Whether the runner may ask the next batch while one is in flight (:meth:`generate` from two threads at
+        once): the requests of both share the client's ``concurrency`` slots (one endpoint; not with replicas)."""
         if len(base_urls) <= 1:
             self.model, self.base_url = parse_openai_spec(rest)
             self.client = APIClient(
@@ -266,8 +279,9 @@ class OpenAIAudioLM:
         parts = []
         clips = prompt.sent_audios  # none for a control asked without audio
         for number, audio in enumerate(clips, start=1):
+            wav = prompt.wav(number - 1)
             try:
-                data = wav_base64(audio, prompt.sample_rate)
+                data = Base64Text.encode_bytes(wav) if wav is not None else wav_base64(audio, prompt.sample_rate)
             except ValueError as exc:
                 if len(clips) == 1:
                     raise
@@ -351,5 +365,5 @@ class OpenAIAudioLM:
         return Generation(text=text, audio=audio, input_tokens=result.input_tokens, output_tokens=result.output_tokens)
 
     def close(self) -> None:
-        """Close the cache (each request batch opens and closes its own HTTP session)."""
+        """Close the cache, and the client's HTTP session and event loop (kept across batches until then)."""
         self.client.close()

@@ -130,6 +130,11 @@ def check_uid(value: str) -> str:
     return value
 
 
+_PLAIN_AUDIO_PATH = re.compile(r"[\w\-]+(?:\.[\w\-]+)*(?:/[\w\-]+(?:\.[\w\-]+)*)*\Z", re.ASCII)
+"""A relative POSIX path of ASCII letters, digits, ``_``, ``-`` and inner dots (``Foundation/x_1/a.b.wav``): nothing
+:func:`check_relative_audio_path` refuses or rewrites (no ``.`` or ``..`` part, no slash at either end)."""
+
+
 def check_relative_audio_path(value: str) -> str:
     """Validate an audio path stored in a record: relative, POSIX, inside the data root.
 
@@ -142,6 +147,8 @@ def check_relative_audio_path(value: str) -> str:
     Raises:
         ValueError: If the path is empty, absolute (POSIX or Windows style), contains ``..`` or a control character.
     """
+    if _PLAIN_AUDIO_PATH.match(value):  # the usual path, already normal: no need for the checks below
+        return value
     if not value or not value.strip():
         raise ValueError("audio path is empty")
     if any(unicodedata.category(c) == "Cc" for c in value):

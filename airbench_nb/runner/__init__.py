@@ -1,8 +1,14 @@
 """The resumable item loop shared by model runs and judges, and the rules that keep its outputs safe.
 
 Results are appended to a JSONL file and flushed (and fsynced) after every batch, so an interrupted run loses at
-most the batch in flight. Every response records the model spec, the prompt hash, the prompt set, the decoding
+most the batches in flight. Every response records the model spec, the prompt hash, the prompt set, the decoding
 settings (``generation``), its latency and token counts.
+
+Batches. Items go to the backend in batches of its ``batch_size``, sorted by audio length. A backend that says so
+(``overlaps_batches``: ``openai:`` with one endpoint, whose client bounds the requests in flight over every call) has
+its next batch read and asked while one is in flight, at most two at once, written in order; any other backend gets
+one batch at a time. A backend that sends wav files (``wav_passthrough``: ``openai:``) is given a clip that is already
+a 16-bit PCM mono wav at its rate as the file's bytes (:attr:`~airbench_nb.models.base.Prompt.wavs`), not decoded.
 
 Several clips and turns. Every clip of an item is loaded (one unreadable clip makes the item's error response,
 naming the clip) and sent in order (see :mod:`airbench_nb.models.base`). A multi-turn item is asked turn by turn,
@@ -10,18 +16,18 @@ each prompt carrying the earlier questions and the model's own answers; its resp
 (``turns``). When a later turn fails, the answers so far are kept and ``error`` names the turn
 (``backend: turn 2 of 3: ...``); such an item is asked again, from its first turn, on a rerun.
 
-Resuming. Responses are keyed by (uid, model spec, prompt hash) and the *latest* record of a uid wins, here as in
-the judge loop, scoring and the analysis frames. A rerun with the same output file skips an item when its latest
-response was made with the same prompt and has no error; it answers again (appending) an item whose latest
-response is an error (failures heal on rerun) or was made with another prompt (another prompt set, system text or
-audio). The audio is checked as it is at run time (:func:`~airbench_nb.manifests.check_audio`, cached per file by
-path, size and times), not taken from the manifest: the prompt hash covers the SHA-256 of the file actually sent, so
-an answer to a clip swapped since the manifest was written is stale and the item is answered again (counted in
-:attr:`RunSummary.audio_changed`, with a warning); a manifest that records no hash has nothing to compare with, and
-its answers are kept. Items whose audio is missing, empty or corrupt (now, whatever the manifest's ``audio_status``
-says) get an error response once and are not retried: they are a defect of the data (scoring leaves them out), not a
-failure of the model. A file holding
-another model's responses is refused: responses are kept one model per file.
+Resuming. Responses are keyed by (uid, model spec, prompt hash) and the *latest* record of a uid wins, here as in the
+judge loop, scoring and the analysis frames. A rerun with the same output file skips an item when its latest response
+was made with the same prompt and has no error; it answers again (appending) an item whose latest response is an error
+(failures heal on rerun) or was made with another prompt (another prompt set, system text or audio). The audio is
+checked as it is at run time (:func:`~airbench_nb.manifests.check_audio`, cached per file by path, size, times, inode
+and device, in memory and in the kit's cache folder, so that a run resumed in a new process does not hash every clip
+again), not taken from the manifest: the prompt hash covers the SHA-256 of the file actually sent, so an answer to a
+clip swapped since the manifest was written is stale and the item is answered again (counted in
+:attr:`RunSummary.audio_changed`, with a warning); a manifest that records no hash has nothing to compare with, and its
+answers are kept. Items whose audio is missing, empty or corrupt (now, whatever the manifest's ``audio_status`` says)
+get an error response once and are not retried: they are a defect of the data (scoring leaves them out), not a failure
+of the model. A file holding another model's responses is refused: responses are kept one model per file.
 
 Outputs never destroy data. Before anything is written: an existing output whose first line is not a record of the
 expected kind (a manifest, a wav, someone's notes) is refused and left untouched (:func:`check_output_file`); an

@@ -5,6 +5,7 @@ See :mod:`airbench_nb.runner` for the rules.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from airbench_nb.audio import AudioError, load_audio
-from airbench_nb.manifests import AnyItem, check_audio, resolve_audio
+from airbench_nb.audio import AudioError, load_audio, pcm16_wav_bytes, probe_audio_cached
+from airbench_nb.manifests import AnyItem, AudioResolver, check_audio
 from airbench_nb.models.base import (
     AudioLM,
     GeneratedAudio,
@@ -26,8 +27,10 @@ from airbench_nb.models.base import (
     GenerationParams,
     Prompt,
     not_applicable_reason,
+    overlaps_batches,
     reads_audio,
     serves,
+    wav_passthrough,
 )
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
 from airbench_nb.records import (
@@ -229,11 +232,19 @@ def _kinds_text(error_kinds: Mapping[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in _failure_kinds(error_kinds).most_common())
 
 
-def _duration_key(root: Path, item: AnyItem) -> float:
-    import soundfile as sf
+def _duration_key(resolve: AudioResolver, item: AnyItem) -> float:
+    """The item's audio length in seconds, for sorting; unknown (a bad clip) sorts last.
 
+    It comes from the probe :func:`check_audio` made, remembered by the file's path, size and times: not read again.
+    """
     try:
-        return float(sum(sf.info(str(resolve_audio(root, clip))).duration for clip in item.clips))
+        total = 0.0
+        for clip in item.clips:
+            seconds = probe_audio_cached(resolve(clip)).duration_s
+            if seconds is None:
+                return float("inf")
+            total += seconds
+        return total
     except Exception:  # noqa: BLE001 - unknown length sorts last; the item's real error comes when loading it
         return float("inf")
 
@@ -552,6 +563,8 @@ class _Asking:
     """Decoding parameters with this item's length bound."""
     audios: list[Any]
     paths: list[Path]
+    wavs: list[bytes | None] = field(default_factory=list)
+    """Per clip, the wav file's bytes sent as they are (see :func:`_load_clips`), or None."""
     answers: list[str] = field(default_factory=list)
     audio: GeneratedAudio | None = None
     """The spoken answer (of the last turn answered), for models that answer with audio."""
@@ -574,6 +587,7 @@ class _Asking:
             system=system,
             history=history,
             without_audio=prompt_without_audio(self.item),
+            wavs=list(self.wavs) if any(w is not None for w in self.wavs) else [],
         )
 
     def fail(self, turn: int, detail: str) -> None:
@@ -595,24 +609,33 @@ class _Asking:
                 setattr(self, name, (getattr(self, name) or 0) + int(value))
 
 
-def _load_clips(root: Path, item: AnyItem, decode: bool = True) -> tuple[list[Any], list[Path]]:
+def _load_clips(
+    resolve: AudioResolver, item: AnyItem, decode: bool = True, wav_rate: int | None = None
+) -> tuple[list[Any], list[Path], list[bytes | None]]:
     """Every clip of an item, loaded in order; raises naming the clip when one cannot be read.
 
     With ``decode`` False (a backend that does not read the samples, :func:`~airbench_nb.models.base.reads_audio`)
-    each clip is an empty array: the files were probed already (their status decides what is a data defect).
+    each clip is an empty array: the files were probed already (their status decides what is a data defect). With
+    ``wav_rate`` (a backend that sends wav files, :func:`~airbench_nb.models.base.wav_passthrough`) a clip that is
+    already a 16-bit PCM mono wav at that rate is read as bytes and not decoded (its samples an empty array).
+
+    Returns:
+        The samples, the files, and per clip its wav bytes or None (all None without ``wav_rate``).
     """
-    audios, paths = [], []
+    audios, paths, wavs = [], [], []
     clips = item.clips
     for number, clip in enumerate(clips, start=1):
         try:
-            path = resolve_audio(root, clip)
-            audios.append(load_audio(path) if decode else np.zeros(0, dtype=np.float32))
+            path = resolve(clip)
+            wav = pcm16_wav_bytes(path, wav_rate) if decode and wav_rate is not None else None
+            audios.append(load_audio(path) if decode and wav is None else np.zeros(0, dtype=np.float32))
         except (AudioError, ValueError) as exc:
             if len(clips) == 1:
                 raise
             raise AudioError(f"clip {number} of {len(clips)} ({clip}): {exc}") from None
         paths.append(path)
-    return audios, paths
+        wavs.append(wav)
+    return audios, paths, wavs
 
 
 def _ask_turn(model: AudioLM, asking: list[_Asking], turn: int, system: str | None, on_fatal: Any) -> None:
@@ -671,10 +694,12 @@ def _answer(
     kinds: Counter[str] = Counter()
     t0 = time.perf_counter()
     # Sorting by audio length makes batches of similar lengths: less padding for batched backends.
-    pending.sort(key=lambda i: _duration_key(root, i))
+    resolve = AudioResolver(root)  # each folder resolved once
+    pending.sort(key=lambda i: _duration_key(resolve, i))
     batch_size = max(1, int(getattr(model, "batch_size", 1)))
     prompt_set = prompt_set_name(prompts)
     decode = reads_audio(model)  # a baseline answering from the item alone is given no samples
+    wav_rate = wav_passthrough(model)  # an API backend sending wav is given the files that are wav already
 
     def count(records: list[Response]) -> None:
         for record in records:
@@ -700,64 +725,125 @@ def _answer(
             **fields,
         )
 
+    def prepare(batch: list[AnyItem]) -> tuple[list[Response], list[_Asking]]:
+        """The records of a batch's items that are not asked (data defects, unreadable audio), and the others."""
+        records: list[Response] = []
+        ready: list[_Asking] = []
+        for item in batch:
+            item_params = params.for_item(item, prompts.name)
+            defect = _defect_error(item)
+            if defect is not None:
+                summary.unusable += 1
+                records.append(response(item, item_params, error=defect))
+                continue
+            try:
+                audios, paths, wavs = _load_clips(resolve, item, decode, wav_rate)
+            except (AudioError, ValueError) as exc:
+                records.append(response(item, item_params, error=f"audio unreadable: {exc}"))
+                continue
+            ready.append(_Asking(item, texts[item.uid], item_params, audios, paths, wavs))
+        return records, ready
+
+    def ask(ready: list[_Asking], on_fatal: Any) -> None:
+        """Ask every turn of a batch's items (see :func:`_ask_turn`); a fatal API error raises."""
+        for turn in range(max((len(entry.texts) for entry in ready), default=0)):
+            asking = [e for e in ready if e.error is None and turn < len(e.texts)]
+            if asking:
+                _ask_turn(model, asking, turn, system, on_fatal)
+
+    def answered(records: list[Response], ready: list[_Asking]) -> list[Response]:
+        """Every record of a batch asked to the end: the unasked ones, then one per item asked."""
+        for entry in ready:
+            multi_turn = len(entry.texts) > 1
+            spoken: ResponseAudio | str | None = None
+            if entry.audio is not None and entry.error is None:
+                spoken = _spoken(run_folder, model.spec, entry.item.uid, entry.audio)
+            records.append(
+                response(
+                    entry.item,
+                    entry.params,
+                    text=entry.answers[0] if entry.answers else None,
+                    error=spoken if isinstance(spoken, str) else entry.error,
+                    audio=spoken if isinstance(spoken, ResponseAudio) else None,
+                    latency_s=round(entry.latency, 6),
+                    input_tokens=entry.input_tokens,
+                    output_tokens=entry.output_tokens,
+                    turns=list(entry.answers) if multi_turn else [],
+                    ranking=entry.ranking if entry.error is None else [],
+                    option_probs=entry.option_probs if entry.error is None else None,
+                )
+            )
+        return records
+
+    batches = [pending[start : start + batch_size] for start in range(0, len(pending), batch_size)]
     try:
         with JsonlAppender(out) as sink, tqdm(total=len(pending), desc=model.spec, disable=not progress) as bar:
-            for start in range(0, len(pending), batch_size):
-                batch = pending[start : start + batch_size]
-                records: list[Response] = []
-                ready: list[_Asking] = []
-                for item in batch:
-                    item_params = params.for_item(item, prompts.name)
-                    defect = _defect_error(item)
-                    if defect is not None:
-                        summary.unusable += 1
-                        records.append(response(item, item_params, error=defect))
-                        continue
-                    try:
-                        audios, paths = _load_clips(root, item, decode)
-                    except (AudioError, ValueError) as exc:
-                        records.append(response(item, item_params, error=f"audio unreadable: {exc}"))
-                        continue
-                    ready.append(_Asking(item, texts[item.uid], item_params, audios, paths))
 
-                def keep_what_is_done(records: list[Response] = records) -> None:
-                    records[:] = [_storable(r) for r in records]
-                    sink.write(records)
-                    count(records)
-                    # the caller prints the error once; the log only says how far the run got
-                    logger.info("%s: stopped after %d answered item(s)", model.spec, summary.answered)
-
-                for turn in range(max((len(entry.texts) for entry in ready), default=0)):
-                    asking = [e for e in ready if e.error is None and turn < len(e.texts)]
-                    if asking:
-                        _ask_turn(model, asking, turn, system, keep_what_is_done)
-                for entry in ready:
-                    multi_turn = len(entry.texts) > 1
-                    spoken: ResponseAudio | str | None = None
-                    if entry.audio is not None and entry.error is None:
-                        spoken = _spoken(run_folder, model.spec, entry.item.uid, entry.audio)
-                    records.append(
-                        response(
-                            entry.item,
-                            entry.params,
-                            text=entry.answers[0] if entry.answers else None,
-                            error=spoken if isinstance(spoken, str) else entry.error,
-                            audio=spoken if isinstance(spoken, ResponseAudio) else None,
-                            latency_s=round(entry.latency, 6),
-                            input_tokens=entry.input_tokens,
-                            output_tokens=entry.output_tokens,
-                            turns=list(entry.answers) if multi_turn else [],
-                            ranking=entry.ranking if entry.error is None else [],
-                            option_probs=entry.option_probs if entry.error is None else None,
-                        )
-                    )
+            def write(records: list[Response], done: int) -> None:
                 records = [_storable(r) for r in records]
                 sink.write(records)
                 count(records)
-                bar.update(len(batch))
+                bar.update(done)
+
+            def keep_what_is_done(records: list[Response]) -> None:
+                write(records, 0)
+                # the caller prints the error once; the log only says how far the run got
+                logger.info("%s: stopped after %d answered item(s)", model.spec, summary.answered)
+
+            if overlaps_batches(model) and len(batches) > 1:
+                _overlapped(batches, prepare, ask, answered, write, keep_what_is_done)
+            else:
+                for batch in batches:
+                    records, ready = prepare(batch)
+                    ask(ready, lambda records=records: keep_what_is_done(records))
+                    write(answered(records, ready), len(batch))
     finally:
         summary.error_kinds = dict(kinds)
         summary.seconds = time.perf_counter() - t0
+
+
+def _overlapped(
+    batches: list[list[AnyItem]],
+    prepare: Any,
+    ask: Any,
+    answered: Any,
+    write: Any,
+    keep_what_is_done: Any,
+) -> None:
+    """The batch loop with the next batch asked while one is in flight (:func:`overlaps_batches`).
+
+    The batch after the one in flight is read (its clips loaded) and handed to a second thread, so that at most two
+    batches are asked at once; batches are written in order, each as soon as it and those before it are answered.
+    On a fatal API error the batch asked beside the failing one is waited for: its answers are written when it
+    ended well, what is done otherwise (the failing batch's unasked records too), then the error is raised.
+    """
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    jobs: deque[tuple[list[AnyItem], list[Response], list[_Asking], Future[None]]] = deque()
+
+    def settle(batch: list[AnyItem], records: list[Response], ready: list[_Asking], future: Future[None]) -> None:
+        try:
+            future.result()
+        except BaseException:
+            keep_what_is_done(records)
+            raise
+        write(answered(records, ready), len(batch))
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="airbench-batch") as pool:
+        try:
+            for batch in batches:
+                records, ready = prepare(batch)
+                jobs.append((batch, records, ready, pool.submit(ask, ready, lambda: None)))
+                if len(jobs) > 1:
+                    settle(*jobs.popleft())
+            while jobs:
+                settle(*jobs.popleft())
+        except BaseException:
+            while jobs:  # the batch asked beside the one that failed: keep what it got
+                with contextlib.suppress(Exception):
+                    settle(*jobs.popleft())
+            raise
 
 
 def models_failing_every_item(summaries: Iterable[RunSummary | Mapping[str, Any]]) -> list[str]:

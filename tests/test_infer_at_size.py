@@ -1,0 +1,310 @@
+"""``infer`` at size (issue 35): a run killed by SIGKILL resumes with nothing lost, duplicated or asked twice; audio
+probes kept across processes; wav clips sent as their own bytes; one HTTP client kept across batches.
+
+Real HTTP to the loopback server of ``tests/openai_server.py``; the runs killed and resumed are real ``airbench-nb
+infer`` processes.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+from airbench_nb import audio
+from airbench_nb.api_client import APIClient, Base64Text, ChatRequest
+from airbench_nb.manifests import check_audio, read_records, write_manifest
+from airbench_nb.models import load_model
+from airbench_nb.records import AudioStatus, FoundationItem, Response
+from airbench_nb.runner import run_model
+from tests.openai_server import OpenAITestServer
+
+REPO = Path(__file__).resolve().parent.parent
+SR = 16000
+
+
+def _item(i: int, audio_name: str | None = None) -> FoundationItem:
+    return FoundationItem(
+        uid=f"u{i}",
+        dataset="synthetic",
+        audio=audio_name or f"c{i}.wav",
+        task="Speaker_Gender_Recognition",
+        question=f"Who speaks in clip {i}?",
+        choices=["male", "female"],
+        answer=i % 2,
+    )
+
+
+def _clips(folder: Path, n: int, seconds: float = 0.1) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    for i in range(n):
+        sf.write(folder / f"c{i}.wav", (0.1 * rng.standard_normal(int(SR * seconds))).astype(np.float32), SR)
+    return write_manifest(folder / "foundation.jsonl", [_item(i) for i in range(n)])
+
+
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def _uids(path: Path) -> Counter[str]:
+    return Counter(r.uid for r in read_records(path, Response))
+
+
+def test_an_infer_killed_by_sigkill_half_way_resumes_with_nothing_lost_duplicated_or_asked_twice(tmp_path):
+    n = 400
+    manifest = _clips(tmp_path / "data", n)
+    out = tmp_path / "responses.jsonl"
+    env = {**os.environ, "AIRBENCH_CACHE": str(tmp_path / "cache")}
+    with OpenAITestServer(latency_s=0.01) as server:
+        command = [sys.executable, "-m", "airbench_nb.cli", "infer", "--model", f"openai:tiny-audio@{server.base_url}"]
+        command += ["--manifest", str(manifest), "--out", str(out), "--batch-size", "8", "--concurrency", "4"]
+        first = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while _lines(out) < n // 2 and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        assert first.returncode == -signal.SIGKILL, "the first run ended before it was killed"
+        kept = _uids(out)  # a line cut by the kill is not a record: the resumed run drops it and asks again
+        assert 0 < len(kept) < n and max(kept.values()) == 1
+        kept_prompts = {p for p in server.seen.answered if any(f"clip {u[1:]}?" in p for u in kept)}
+
+        server.reset()
+        second = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert second.returncode == 0, second.stderr[-3000:]
+        asked = set(server.seen.attempts)
+        resumed_requests = server.seen.chat_requests
+
+    final = _uids(out)
+    assert set(final) == {f"u{i}" for i in range(n)}  # nothing lost
+    assert max(final.values()) == 1  # nothing duplicated
+    assert resumed_requests == n - len(kept)  # only the items without a response were asked
+    assert not asked & kept_prompts  # no answered item asked again
+    assert all(r.error is None for r in read_records(out, Response))
+
+
+def test_audio_probes_are_kept_across_processes_and_a_changed_clip_is_probed_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    _clips(folder, 6)
+    items = [_item(i) for i in range(6)] + [_item(6, "missing.wav")]
+    first = check_audio(items, folder)
+    assert (tmp_path / "cache" / audio.PROBE_STORE).is_file()
+
+    calls: list[Path] = []
+    real = audio.probe_audio
+
+    def counted(path: Any) -> audio.AudioProbe:
+        calls.append(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(audio, "probe_audio", counted)
+    audio.forget_probes()  # as a new process: nothing remembered in memory
+    again = check_audio(items, folder)
+    assert [i.audio_sha256 for i in again] == [i.audio_sha256 for i in first]
+    assert [i.audio_status for i in again] == [AudioStatus.ok] * 6 + [AudioStatus.missing]
+    assert calls == [folder / "missing.wav"]  # only the file that cannot be stat-ed
+
+    sf.write(folder / "c2.wav", np.zeros(SR // 10, dtype=np.float32) + 0.25, SR)  # swapped since it was probed
+    (folder / "c4.wav").write_bytes(b"RIFF garbage")  # damaged since
+    calls.clear()
+    audio.forget_probes()
+    changed = check_audio(items, folder)
+    assert sorted(p.name for p in calls) == ["c2.wav", "c4.wav", "missing.wav"]
+    assert changed[2].audio_sha256 != first[2].audio_sha256 and changed[2].audio_status is AudioStatus.ok
+    assert changed[4].audio_status is AudioStatus.corrupt
+    assert [i.audio_sha256 for i in changed[:2]] == [i.audio_sha256 for i in first[:2]]
+
+
+def test_a_cache_folder_that_cannot_be_used_only_costs_probing_again(tmp_path, monkeypatch):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("AIRBENCH_CACHE", str(blocked))
+    folder = tmp_path / "data"
+    _clips(folder, 2)
+    audio.forget_probes()
+    assert [i.audio_status for i in check_audio([_item(0), _item(1)], folder)] == [AudioStatus.ok] * 2
+
+
+class RecordingServer(OpenAITestServer):
+    """Keeps the base64 audio of every request it answers, by prompt text."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.audio_data: dict[str, list[str]] = {}
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        user = body["messages"][-1]["content"]
+        text = " ".join(p["text"] for p in user if p.get("type") == "text")
+        self.audio_data[text] = [p["input_audio"]["data"] for p in user if p.get("type") == "input_audio"]
+        return super().answer(body)
+
+
+def _with_list_chunk(path: Path) -> bytes:
+    """Rewrite a 16-bit wav with a ``LIST`` chunk before its data (a re-encoding would not keep it)."""
+    raw = path.read_bytes()
+    fmt_end = 12 + 8 + struct.unpack_from("<I", raw, 16)[0]
+    info = b"INFOISFT" + struct.pack("<I", 6) + b"bench\x00"
+    chunk = b"LIST" + struct.pack("<I", len(info)) + info
+    body = raw[12:fmt_end] + chunk + raw[fmt_end:]
+    out = b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WAVE" + body
+    path.write_bytes(out)
+    return out
+
+
+def test_a_wav_already_as_sent_goes_as_its_own_bytes_and_any_other_clip_is_decoded(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    folder.mkdir()
+    t = np.arange(SR // 2) / SR
+    tone = (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    sf.write(folder / "pcm16.wav", tone, SR, subtype="PCM_16")
+    as_is = _with_list_chunk(folder / "pcm16.wav")
+    sf.write(folder / "float.wav", tone, SR, subtype="FLOAT")  # 32-bit float: encoded as 16-bit PCM
+    sf.write(folder / "rate.wav", tone[::2], SR // 2, subtype="PCM_16")  # 8 kHz: resampled to 16 kHz
+    sf.write(folder / "stereo.wav", np.stack([tone, tone], axis=1), SR, subtype="PCM_16")  # downmixed
+    names = ["pcm16.wav", "float.wav", "rate.wav", "stereo.wav"]
+    items = [_item(i, name) for i, name in enumerate(names)]
+    with RecordingServer() as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=2)
+        summary = run_model(model, items, folder, tmp_path / "r.jsonl", progress=False)
+        model.close()
+        assert summary.answered == 4, summary.as_dict()
+        sent = {next(f"clip {i}?" for i in range(4) if f"clip {i}?" in k): v for k, v in server.audio_data.items()}
+        seconds = dict(server.seen.audio_seconds)
+    assert base64.b64decode(sent["clip 0?"][0]) == as_is  # the file's own bytes, LIST chunk included
+    for clip in ("clip 1?", "clip 2?", "clip 3?"):
+        info = sf.info(io.BytesIO(base64.b64decode(sent[clip][0])))
+        assert (info.samplerate, info.channels, info.subtype) == (SR, 1, "PCM_16")
+    assert [round(v[0], 3) for v in seconds.values()] == [0.5] * 4  # every clip whole
+
+
+def test_pcm16_wav_bytes_refuses_what_is_not_already_as_sent(tmp_path):
+    t = np.zeros(1600, dtype=np.float32)
+    sf.write(tmp_path / "ok.wav", t, SR, subtype="PCM_16")
+    assert audio.pcm16_wav_bytes(tmp_path / "ok.wav") == (tmp_path / "ok.wav").read_bytes()
+    assert audio.pcm16_wav_bytes(tmp_path / "ok.wav", sr=8000) is None
+    raw = (tmp_path / "ok.wav").read_bytes()
+    (tmp_path / "cut.wav").write_bytes(raw[:-100])  # the header promises more frames than the file holds
+    assert audio.pcm16_wav_bytes(tmp_path / "cut.wav") is None
+    sf.write(tmp_path / "x.flac", t, SR)
+    assert audio.pcm16_wav_bytes(tmp_path / "x.flac") is None
+    assert audio.pcm16_wav_bytes(tmp_path / "absent.wav") is None
+
+
+def test_run_sync_keeps_one_http_client_across_calls_and_a_new_key_gets_a_new_one(monkeypatch):
+    monkeypatch.setenv("SIZE_KEY", "key-one")
+    with OpenAITestServer() as server:
+        client = APIClient(base_url=server.base_url, api_key_env="SIZE_KEY", concurrency=2)
+        ask = [ChatRequest("m", [{"role": "user", "content": f"q{i}"}]) for i in range(3)]
+        assert all(r.ok for r in client.run_sync(ask[:2]))
+        assert client._loop is not None
+        session = client._loop.session
+        assert all(r.ok for r in client.run_sync(ask[2:]))
+        assert client._loop.session is session  # kept: no new client, TLS context or connections per batch
+        monkeypatch.setenv("SIZE_KEY", "key-two")
+        assert client.run_sync([ChatRequest("m", [{"role": "user", "content": "q9"}])])[0].ok
+        assert client._loop.session is not session
+        assert server.seen.authorization == {"Bearer key-one", "Bearer key-two"}
+        thread = client._loop._thread
+        assert thread.is_alive() and thread.name == "airbench-api"
+        client.close()
+        assert client._loop is None and not thread.is_alive()  # close() stops the loop and its thread
+        assert client.run_sync([ChatRequest("m", [{"role": "user", "content": "after close"}])])[0].ok  # again
+        client.close()
+
+
+def test_the_next_batch_is_asked_while_one_is_in_flight_and_in_flight_stays_within_concurrency(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    _clips(folder, 12)
+    items = [_item(i) for i in range(12)]
+    out = tmp_path / "r.jsonl"
+    with OpenAITestServer(hold_after=3) as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=6, batch_size=4)
+        assert model.overlaps_batches
+        done: list[Any] = []
+        worker = threading.Thread(target=lambda: done.append(run_model(model, items, folder, out, progress=False)))
+        worker.start()
+        # The first batch's 4th request is held: its batch cannot end, yet the second batch's 4 requests arrive.
+        server.wait_for(lambda seen: seen.held >= 5, timeout_s=30)
+        assert not out.exists() or _lines(out) == 0  # nothing written before the first batch ends
+        server.release()
+        worker.join(timeout=60)
+        model.close()
+        assert server.seen.max_in_flight <= 6
+    [summary] = done
+    assert summary.answered == 12 and summary.errors == 0
+    assert sorted(_uids(out)) == sorted(f"u{i}" for i in range(12)) and max(_uids(out).values()) == 1
+
+
+def test_a_fatal_error_while_two_batches_are_asked_stops_both_and_sends_no_more(tmp_path, monkeypatch):
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    _clips(folder, 40)
+    items = [_item(i) for i in range(40)]
+    with OpenAITestServer(mode="401") as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=2, batch_size=4)
+        try:
+            run_model(model, items, folder, tmp_path / "r.jsonl", progress=False)
+        except Exception as exc:  # noqa: BLE001 - the fatal error is checked by name below
+            assert type(exc).__name__ == "FatalAPIError" and "401" in str(exc)
+        else:
+            raise AssertionError("a 401 did not stop the run")
+        finally:
+            model.close()
+        assert server.seen.chat_requests <= 2  # one wave at concurrency 2 over both batches, then nothing
+
+
+def test_a_body_with_base64_audio_is_the_json_of_the_request_with_the_audio_copied_in():
+    audio = Base64Text.encode_bytes(bytes(range(256)) * 40)
+    request = ChatRequest(
+        "m",
+        [
+            {"role": "system", "content": 'quote " backslash \\ tab \t é 😀 \u0000'},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_audio", "input_audio": {"data": audio, "format": "wav"}},
+                    {"type": "input_audio", "input_audio": {"data": audio[:100], "format": "wav"}},  # a plain str
+                    {"type": "text", "text": "airbench-base64-0 look-alike"},
+                ],
+            },
+        ],
+        {"temperature": 0.5, "max_tokens": 8},
+    )
+    raw = request.body_bytes()
+    assert json.loads(raw) == request.body()
+    assert raw.count(audio.encode()) == 1 and b"airbench-base64-" not in raw.replace(b"airbench-base64-0 look", b"")
+
+
+def test_run_sync_in_a_forked_child_starts_a_loop_of_its_own():
+    with OpenAITestServer() as server:
+        client = APIClient(base_url=server.base_url, concurrency=2)
+        assert client.run_sync([ChatRequest("m", [{"role": "user", "content": "parent"}])])[0].ok
+        pid = os.fork()
+        if pid == 0:  # the child: the parent's loop thread did not come along
+            signal.alarm(30)  # a child waiting on that loop for ever is killed, and the test fails
+            ok = False
+            with contextlib.suppress(BaseException):
+                ok = client.run_sync([ChatRequest("m", [{"role": "user", "content": "child"}])])[0].ok
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert client.run_sync([ChatRequest("m", [{"role": "user", "content": "parent again"}])])[0].ok
+        client.close()
