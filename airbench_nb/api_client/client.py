@@ -559,10 +559,15 @@ class APIClient:
         """
         # The body as it is sent: the SDK's ``chat.completions.create`` would walk every message part (the audio's
         # base64 text included) through its typed transform, about a millisecond per audio request, then run the
-        # JSON encoder over it; posting the body's bytes through the same client keeps its headers, key, timeouts and
-        # error classes without either (an SDK whose ``post`` takes no ``content`` is given the body to encode).
+        # JSON encoder over it; posting the body's bytes with the same client's HTTP client (:class:`_DirectPost`)
+        # keeps its headers, key, timeouts and error classes without either, nor the SDK's per-request options and
+        # hooks (an SDK without what that needs is posted to through its ``post``; one whose ``post`` takes no
+        # ``content`` is given the body to encode).
+        direct = _DirectPost.of(session)
         payload: dict[str, Any] = (
-            {"content": request.body_bytes()} if _posts_content(session) else {"body": request.body()}
+            {"content": request.body_bytes()}
+            if direct is not None or _posts_content(session)
+            else {"body": request.body()}
         )
         async with slot if slot is not None else contextlib.nullcontext():
             if self._stopped is not None:  # another request hit a fatal error: send nothing more
@@ -573,7 +578,10 @@ class APIClient:
                 # A deadline for the whole attempt: httpx's timeouts are per read, so a server trickling its body
                 # a byte at a time would otherwise hold the attempt for as long as it likes.
                 async with asyncio.timeout(self.timeout_s):
-                    text = await session.post(CHAT_PATH, cast_to=str, **payload)
+                    if direct is not None:
+                        text = await direct.post(payload["content"])
+                    else:
+                        text = await session.post(CHAT_PATH, cast_to=str, **payload)
             except TimeoutError:
                 raise AttemptTimeoutError(
                     f"no complete answer within {self.timeout_s:g} s (the deadline of one attempt, body included)"
@@ -887,3 +895,89 @@ def _posts_content(session: openai.AsyncOpenAI) -> bool:
 
         _POSTS_CONTENT = "content" in inspect.signature(session.post).parameters
     return _POSTS_CONTENT
+
+
+class _DirectPost:
+    """Chat bodies posted with the SDK client's own HTTP client, past the SDK's per-request machinery.
+
+    The SDK's ``post`` builds options, copies them twice, merges headers, makes an idempotency key and runs its auth
+    and response hooks for every request: about a millisecond per request, most of what one request at a time
+    costs over a bare HTTP client. This posts the same bytes with the same ``httpx`` client (its connection pool,
+    limits and redirects) and timeout, the headers the SDK would send (its default headers and its ``Authorization``,
+    read once), and raises what the SDK's ``post`` raises: ``APITimeoutError`` for a timeout, ``APIConnectionError``
+    for any other failure to get an answer, and the SDK's own status error (``RateLimitError``,
+    ``AuthenticationError``, ...) for a non-2xx answer, made by the SDK from the response.
+
+    Never logged or shown: its headers hold the key (its ``repr`` names the URL only).
+    """
+
+    __slots__ = ("_headers", "_http", "_status_error", "_timeout", "url")
+
+    def __init__(
+        self, http: Any, url: str, headers: dict[str, str], timeout: Any, status_error: Callable[[Any], Exception]
+    ) -> None:
+        self._http = http
+        self.url = url
+        self._headers = headers
+        self._timeout = timeout
+        self._status_error = status_error
+
+    def __repr__(self) -> str:
+        return f"_DirectPost(url={self.url!r})"
+
+    @classmethod
+    def of(cls, session: openai.AsyncOpenAI) -> _DirectPost | None:
+        """The direct poster of an SDK client (made once per client), or None where the SDK lacks what it uses.
+
+        It uses the client's ``httpx`` client (``_client``) and status-error construction
+        (``_make_status_error_from_response``), both in every ``openai`` release since 1.0 but not public; an SDK
+        without them, or with an auth of its own (a provider or workload identity: ``custom_auth``), is posted to
+        through its ``post`` as before.
+        """
+        try:
+            return _DIRECT[session]
+        except KeyError:
+            pass
+        http = getattr(session, "_client", None)
+        status_error = getattr(session, "_make_status_error_from_response", None)
+        direct = None
+        if (
+            callable(getattr(http, "build_request", None))
+            and callable(getattr(http, "send", None))
+            and callable(status_error)
+            and getattr(session, "custom_auth", None) is None
+        ):
+            headers = {k: v for k, v in dict(session.default_headers).items() if isinstance(v, str)}
+            headers.update(session.auth_headers)
+            url = str(session.base_url).rstrip("/") + CHAT_PATH
+            direct = cls(http, url, headers, session.timeout, status_error)
+        _DIRECT[session] = direct
+        return direct
+
+    async def post(self, content: bytes) -> str:
+        """Post a chat body's bytes; the answer's text.
+
+        Raises:
+            openai.APITimeoutError: A timeout of the HTTP client (connect, write, read, pool).
+            openai.APIConnectionError: Any other failure to get an answer (refused, reset, closed).
+            openai.APIStatusError: A non-2xx answer, as the SDK's class for its status (body read).
+        """
+        import openai
+
+        request = self._http.build_request(
+            "POST", self.url, content=content, headers=self._headers, timeout=self._timeout
+        )
+        try:
+            response = await self._http.send(request)
+        except Exception as exc:
+            if any(kind.__name__ == "TimeoutException" for kind in type(exc).__mro__):  # httpx's or httpx2's
+                raise openai.APITimeoutError(request=request) from exc
+            raise openai.APIConnectionError(request=request) from exc
+        if not response.is_success:
+            await response.aread()
+            raise self._status_error(response) from None
+        return str(response.text)
+
+
+_DIRECT: weakref.WeakKeyDictionary[Any, _DirectPost | None] = weakref.WeakKeyDictionary()
+"""The direct poster of each SDK client (None: posted through its ``post``)."""
