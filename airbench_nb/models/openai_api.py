@@ -330,7 +330,9 @@ class OpenAIAudioLM:
         where: list[int] = []
         for index, prompt in enumerate(prompts):
             try:
-                requests.append(self.request(prompt, params))
+                request = self.request(prompt, params)
+                request.key()  # hashed here, beside the requests in flight, rather than on the client's event loop
+                requests.append(request)
                 where.append(index)
             except InvalidParameterError:
                 raise
