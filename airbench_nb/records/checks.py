@@ -104,6 +104,11 @@ _UID_FORBIDDEN = {
 }
 
 
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_\-.]*(?:/[A-Za-z0-9_\-.]+)*")
+"""An audio path :func:`check_relative_audio_path` returns as written: ASCII letters, digits, ``_-.`` and single
+slashes, no leading dot or slash, no colon (so no Windows drive); its ``.``/``..`` parts are looked for apart."""
+
+
 def check_uid(value: str) -> str:
     """Validate an item uid: NFC-normalised, without control, format (zero-width) or separator characters.
 
@@ -118,6 +123,8 @@ def check_uid(value: str) -> str:
     Raises:
         ValueError: Naming the offending character and its position.
     """
+    if value.isascii() and value.isprintable():
+        return value  # already NFC, and printable ASCII holds none of the forbidden categories (a reading's fast path)
     value = unicodedata.normalize("NFC", value)
     for index, char in enumerate(value):
         kind = _UID_FORBIDDEN.get(unicodedata.category(char))
@@ -142,6 +149,8 @@ def check_relative_audio_path(value: str) -> str:
     Raises:
         ValueError: If the path is empty, absolute (POSIX or Windows style), contains ``..`` or a control character.
     """
+    if _PLAIN_PATH.fullmatch(value) and not any(part in (".", "..") for part in value.split("/")):
+        return value  # what the checks below pass and PurePosixPath leaves as it is (a reading's fast path)
     if not value or not value.strip():
         raise ValueError("audio path is empty")
     if any(unicodedata.category(c) == "Cc" for c in value):
