@@ -259,13 +259,6 @@ def is_hallucination(ref_words: int, insertions: int, wer: float) -> bool:
     return wer > 1.0 or insertions > HALLUCINATION_INSERTION_SHARE * ref_words
 
 
-@functools.lru_cache(maxsize=1)
-def _word_transform() -> Any:
-    import jiwer
-
-    return jiwer.ReduceToListOfListOfWords()
-
-
 def _counts(reference: str, hypothesis: str) -> tuple[int, int, int, int]:
     """(hits, substitutions, deletions, insertions) of two normalised strings, as ``jiwer.process_words`` counts them.
 
