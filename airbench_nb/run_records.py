@@ -33,8 +33,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from airbench_nb.manifests import read_records
-from airbench_nb.records import Response, Verdict
+from airbench_nb.manifests import read_manifest, read_records
+from airbench_nb.records import AnyItem, Response, Verdict
 from airbench_nb.run_folder import KINDS, RunFolder, file_slug
 
 logger = logging.getLogger(__name__)
@@ -151,10 +151,20 @@ class RunRecords:
     strict: bool = True
     """Whether a bad record line raises (else it is skipped, logged)."""
     _read: dict[tuple[Path, bool], list[BaseModel]] = field(default_factory=dict, repr=False)
+    _items: dict[Path, list[AnyItem]] = field(default_factory=dict, repr=False)
 
     def lenient(self) -> RunRecords:
         """The same reader skipping bad lines (``strict=False``), sharing the files already read."""
-        return RunRecords(self.folder, strict=False, _read=self._read)
+        return RunRecords(self.folder, strict=False, _read=self._read, _items=self._items)
+
+    def manifest_items(self, path: Path) -> list[AnyItem]:
+        """The items of a manifest (:func:`~airbench_nb.manifests.read_manifest`, strict), read once per file.
+
+        The analyses and the score tables read the same items: one copy of them is held, not one per reader.
+        """
+        if path not in self._items:
+            self._items[path] = read_manifest(path)
+        return self._items[path]
 
     # --- files ------------------------------------------------------------------------------------------------
 

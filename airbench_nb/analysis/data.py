@@ -41,7 +41,6 @@ from typing import Any
 import pandas as pd
 
 from airbench_nb.judge.extract import official_extract
-from airbench_nb.manifests import read_manifest
 from airbench_nb.records import (
     CONTROL_OF_KEY,
     LETTERS,
@@ -143,28 +142,48 @@ class RunData:
     """Every item as read, unusable ones included (scoring counts them)."""
     duplicate_responses: int = 0
     """Response records superseded by a later record of the same (model, uid) when the run was read."""
+    _current: dict[tuple[str, bool], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def models(self) -> list[str]:
         """Model specs that answered at least one item, sorted."""
         return sorted(m for m, by_uid in self.responses.items() if by_uid)
 
+    def _resolved(self, model: str, repeats: bool = False) -> tuple[list[Verdict], dict[str, int]]:
+        """:func:`~airbench_nb.run_records.current_verdicts` of ``model``, computed once while its records stay.
+
+        Every frame and section asks for the same model's verdicts (each protocol, each frame): the latest per key
+        and the response hashes are worked out once. A model's verdict list or responses replaced or grown since
+        (another object, another length) are resolved again.
+        """
+        verdicts, responses = self.verdicts.get(model, []), self.responses.get(model, {})
+        cached = self._current.get((model, repeats))
+        if not (
+            cached is not None
+            and cached[0] is verdicts
+            and cached[1] is responses
+            and cached[2] == (len(verdicts), len(responses))
+        ):
+            found = current_verdicts(verdicts, responses, repeats=repeats)
+            cached = (verdicts, responses, (len(verdicts), len(responses)), found)
+            self._current[(model, repeats)] = cached
+        kept, counts = cached[3]
+        return list(kept), dict(counts)
+
     def current_verdicts(self, model: str) -> list[Verdict]:
         """The verdicts of ``model`` that count: latest per (judge, uid, order), stale ones left out."""
-        kept, _ = current_verdicts(self.verdicts.get(model, []), self.responses.get(model, {}))
-        return kept
+        return self._resolved(model)[0]
 
     def repeated_verdicts(self, model: str) -> list[Verdict]:
         """The verdicts of ``model`` that count, the judges' repeats included (for the judge-panel analysis).
 
         The latest per (judge, uid, order, turn, repeat), stale ones left out (:func:`current_verdicts`).
         """
-        kept, _ = current_verdicts(self.verdicts.get(model, []), self.responses.get(model, {}), repeats=True)
-        return kept
+        return self._resolved(model, repeats=True)[0]
 
     def resolved_counts(self) -> dict[str, dict[str, int]]:
         """Per model: verdict records superseded by later ones and stale verdicts left out."""
-        return {m: current_verdicts(self.verdicts.get(m, []), self.responses.get(m, {}))[1] for m in self.models}
+        return {m: self._resolved(m)[1] for m in self.models}
 
     def foundation_frame(
         self,
@@ -382,14 +401,14 @@ def load_run(
     items: dict[str, FoundationItem | ChatItem] = {}
     all_items: list[FoundationItem | ChatItem] = []
     unusable = 0
+    records = records if records is not None else RunRecords(folder)
     for path in manifests:
-        for item in read_manifest(path):
+        for item in records.manifest_items(path):
             all_items.append(item)
             if item.audio_status in (None, AudioStatus.ok):
                 items[item.uid] = item
             else:
                 unusable += 1
-    records = records if records is not None else RunRecords(folder)
     latest = records.latest_by_model(kinds, models)
     responses = {model: found.by_uid for model, found in latest.items()}
     duplicates = sum(found.superseded for found in latest.values())

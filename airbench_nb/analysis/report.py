@@ -41,6 +41,7 @@ Which rows each analysis reads (``protocol`` is the one asked for; the main tabl
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -987,4 +988,17 @@ def analyze_run(
     Returns:
         The report written to ``analysis.json``.
     """
-    return RunAnalysis(run_dir, protocol=protocol, weights=weights, **options).write(out)
+    # The run's records are read without the cyclic collector (reading makes no cycles), then frozen: the full
+    # collections of the sections (statsmodels' multipletests calls gc.collect()) need not walk them again.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        analysis = RunAnalysis(run_dir, protocol=protocol, weights=weights, **options)
+    finally:
+        if enabled:
+            gc.enable()
+    gc.freeze()
+    try:
+        return analysis.write(out)
+    finally:
+        gc.unfreeze()

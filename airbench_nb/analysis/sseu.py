@@ -197,18 +197,30 @@ def clustered_estimate(
     point = _value(float(scores.statistic(np.ones((1, scores.n)))[0]))
     if not reps:
         return point, None, None, None
-    units = scores.statistic(_weights(scores.n, reps, seed, key))
+    units = _replicates(scores, reps, seed, key, None)
     return (point, *_with_clusters(scores, units, reps, seed, key))
+
+
+def _replicates(scores: TaskScores, reps: int, seed: int, key: str, codes: np.ndarray | None) -> np.ndarray:
+    """The statistic's bootstrap replicates, a chunk of weight rows at a time (:func:`.resample.weight_rows`).
+
+    Each replicate reads its own row of weights only, so the replicates are those of the whole (reps, n) matrix,
+    which is never held: memory follows the chunk, not ``reps`` x items.
+    """
+    from airbench_nb.scoring.resample import key_rng, weight_rows
+
+    chunks = [scores.statistic(rows) for rows in weight_rows(scores.n, reps, key_rng(seed, key), codes)]
+    return np.concatenate(chunks) if chunks else np.zeros(0)
 
 
 def _with_clusters(
     scores: TaskScores, units: np.ndarray, reps: int, seed: int, key: str
 ) -> tuple[float | None, float | None, Any]:
     """``(low, high, clustering)``: the interval widened by the utterance bootstrap when items share utterances."""
-    from airbench_nb.scoring.resample import clustered_interval, key_rng, weight_rows
+    from airbench_nb.scoring.resample import clustered_interval
 
     def draw(codes: np.ndarray | None) -> np.ndarray:
-        return scores.statistic(np.concatenate(list(weight_rows(scores.n, reps, key_rng(seed, key), codes))))
+        return _replicates(scores, reps, seed, key, codes)
 
     return clustered_interval(draw, scores.clusters, scores.n, reps, units=units)
 

@@ -118,6 +118,8 @@ def check_uid(value: str) -> str:
     Raises:
         ValueError: Naming the offending character and its position.
     """
+    if value.isascii() and value.isprintable():
+        return value  # already NFC, and printable ASCII holds none of the forbidden categories (a reading's fast path)
     value = unicodedata.normalize("NFC", value)
     for index, char in enumerate(value):
         kind = _UID_FORBIDDEN.get(unicodedata.category(char))

@@ -72,11 +72,9 @@ def score_run_folder(
     Raises:
         FileNotFoundError: When the folder holds none of the manifests.
     """
-    from airbench_nb.manifests import read_manifest
-
     manifests = folder.manifests(kinds)
-    items = [i for path in manifests.values() for i in read_manifest(path)]
     records = records if records is not None else RunRecords(folder)
+    items = [i for path in manifests.values() for i in records.manifest_items(path)]
     runs: list[tuple[list[Response], list[Verdict]]] = []
     for model_dir in records.model_dirs():
         responses = records.responses(model_dir, list(manifests))

@@ -284,7 +284,7 @@ def shared_statistics(items: Sequence[Any], responses: Sequence[Mapping[str, Res
                     prepared = metric._cache_references(reference_streams([i.references for i in chunk]))
                     for by_uid in responses:
                         for item, ref_kwargs in zip(chunk, prepared, strict=True):
-                            hypothesis = translation_outcome(item, by_uid.get(item.uid)).hypothesis
+                            hypothesis = answer_text(by_uid.get(item.uid)).text  # translation_outcome's
                             key = (hypothesis, tuple(item.references))
                             if key not in rows:
                                 segment = metric._preprocess_segment(hypothesis)

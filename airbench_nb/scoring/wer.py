@@ -259,22 +259,31 @@ def is_hallucination(ref_words: int, insertions: int, wer: float) -> bool:
     return wer > 1.0 or insertions > HALLUCINATION_INSERTION_SHARE * ref_words
 
 
-@functools.lru_cache(maxsize=1)
-def _word_transform() -> Any:
-    import jiwer
-
-    return jiwer.ReduceToListOfListOfWords()
-
-
 def _counts(reference: str, hypothesis: str) -> tuple[int, int, int, int]:
-    """(hits, substitutions, deletions, insertions) of two normalised strings, by ``jiwer.process_words``."""
+    """(hits, substitutions, deletions, insertions) of two normalised strings, as ``jiwer.process_words`` counts them.
+
+    jiwer's own steps for one pair, without its alignment objects: words split on spaces (empty ones dropped, as
+    ``ReduceToListOfListOfWords``), numbered in first-seen order over the reference then the hypothesis, aligned by
+    ``rapidfuzz.distance.Levenshtein.opcodes`` and counted per opcode.
+    """
     if not hypothesis:
         return 0, 0, len(reference.split()), 0
-    import jiwer
+    from rapidfuzz.distance import Levenshtein
 
-    transform = _word_transform()
-    out = jiwer.process_words(reference, hypothesis, reference_transform=transform, hypothesis_transform=transform)
-    return out.hits, out.substitutions, out.deletions, out.insertions
+    ids: dict[str, int] = {}
+    ref = [ids.setdefault(w, len(ids)) for w in reference.split(" ") if w]
+    hyp = [ids.setdefault(w, len(ids)) for w in hypothesis.split(" ") if w]
+    hits = subs = dels = ins = 0
+    for tag, i1, i2, j1, j2 in Levenshtein.opcodes(ref, hyp):
+        if tag == "equal":
+            hits += i2 - i1
+        elif tag == "replace":
+            subs += i2 - i1
+        elif tag == "delete":
+            dels += i2 - i1
+        elif tag == "insert":
+            ins += j2 - j1
+    return hits, subs, dels, ins
 
 
 def utterance_errors(
