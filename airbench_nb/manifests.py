@@ -56,6 +56,7 @@ from airbench_nb.records import (
     TranscriptionItem,
     TranslationItem,
     item_adapter,
+    share_fields_set,
 )
 
 logger = logging.getLogger(__name__)
@@ -328,38 +329,91 @@ def _text_uid(obj: Any) -> str | None:
     return uid if isinstance(uid, str) and not _SURROGATE.search(uid) else None
 
 
-def _iter_json_lines(path: Path) -> Iterator[tuple[int, Any, ManifestError | None]]:
-    r"""``(line, object, error)`` for each non-blank line, split on ``\n`` only (as JSON Lines are)."""
-    raw = path.read_bytes()
-    for lineno, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        obj, field, problem = parse_json_bytes(line)
-        if problem is not None:
-            yield lineno, None, ManifestError(str(path), lineno, problem, uid=_text_uid(obj), field=field)
-        else:
-            yield lineno, obj, None
+def _parse_line(path: Path, lineno: int, line: bytes, parse: Any) -> tuple[Any, list[ManifestError]]:
+    """One line's record through the checking reader: ``(record, [])``, or ``(None, errors)`` naming the line."""
+    obj, field, problem = parse_json_bytes(line)
+    if problem is not None:
+        return None, [ManifestError(str(path), lineno, problem, uid=_text_uid(obj), field=field)]
+    if not isinstance(obj, dict):
+        return None, [ManifestError(str(path), lineno, f"expected a JSON object, got {type(obj).__name__}")]
+    try:
+        return parse(obj), []
+    except ValidationError as exc:
+        return None, _validation_errors(exc, str(path), lineno, _text_uid(obj))
 
 
-def _parse_lines(path: Path, parse: Any, key: str | None) -> tuple[list[Any], list[ManifestError]]:
+def _parse_line_fast(line: bytes, parse_json: Any) -> Any:
+    """One line's record validated straight from its JSON text, or None for the checking reader to read it.
+
+    pydantic parses and validates the text in one pass (and shares equal short strings between records). It is tried
+    only on text that :func:`parse_json_bytes` would parse without a problem (UTF-8, no escaped surrogate, no nesting
+    too deep, no integer too long); anything it refuses (invalid JSON, NaN, a record that fails validation) is read
+    again by :func:`_parse_line`, whose messages name the line, uid and field. What it accepts is what the checking
+    reader accepts: the same last-wins duplicate keys and the same validators (``tests/test_manifest_fast_read.py``).
+    """
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not _cannot_hold_a_problem(text):
+        return None
+    try:
+        return parse_json(text)
+    except ValidationError:
+        return None
+
+
+VERIFY_FAST_READ = os.environ.get("AIRBENCH_NB_VERIFY_FAST_READ") == "1"
+"""Read every line the fast way also the checking way and fail on a difference (the test suite sets
+``AIRBENCH_NB_VERIFY_FAST_READ=1``, so that every record file its tests read checks the two readers agree)."""
+
+
+def _verify_fast_read(path: Path, lineno: int, line: bytes, parse: Any, record: BaseModel) -> None:
+    checked, problems = _parse_line(path, lineno, line, parse)
+    fields = type(record).model_fields
+    # a field the line leaves to a default factory (``created``: the time of reading) differs by construction
+    made = {name for name, info in fields.items() if info.default_factory is not None} - record.model_fields_set
+
+    def values(r: BaseModel) -> str:  # repr: a NaN is not equal to itself
+        return repr({k: v for k, v in r.__dict__.items() if k not in made})
+
+    if (
+        problems
+        or type(checked) is not type(record)
+        or values(checked) != values(record)
+        or checked.model_fields_set != record.model_fields_set
+    ):
+        raise AssertionError(f"{path}:{lineno}: the fast reader read {record!r}, the checking one {checked!r}")
+
+
+def _parse_lines(
+    path: Path, parse: Any, key: str | None, parse_json: Any = None
+) -> tuple[list[Any], list[ManifestError]]:
+    r"""Every non-blank line's record (lines split on ``\n`` only, as JSON Lines are) and the errors of the rest.
+
+    Args:
+        path: The file.
+        parse: Validates a parsed JSON object (the checking reader, :func:`_parse_line`).
+        key: A field that must be unique (``uid``), or None.
+        parse_json: Validates a line's JSON text at once (:func:`_parse_line_fast`); None: every line is checked.
+    """
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such manifest file")
     items: list[Any] = []
     errors: list[ManifestError] = []
     seen: dict[str, int] = {}
-    for lineno, obj, err in _iter_json_lines(path):
-        if err is not None:
-            errors.append(err)
+    for lineno, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not line.strip():
             continue
-        if not isinstance(obj, dict):
-            errors.append(ManifestError(str(path), lineno, f"expected a JSON object, got {type(obj).__name__}"))
-            continue
-        uid = _text_uid(obj)
-        try:
-            record = parse(obj)
-        except ValidationError as exc:
-            errors.extend(_validation_errors(exc, str(path), lineno, uid))
-            continue
+        record = None if parse_json is None else _parse_line_fast(line, parse_json)
+        if record is not None and VERIFY_FAST_READ:
+            _verify_fast_read(path, lineno, line, parse, record)
+        if record is None:
+            record, problems = _parse_line(path, lineno, line, parse)
+            if problems:
+                errors.extend(problems)
+                continue
+        share_fields_set(record)
         if key is not None:
             value = getattr(record, key)
             if value in seen:
@@ -400,7 +454,8 @@ def read_manifest(
             message names file, line, uid and field.
         FileNotFoundError: If the manifest does not exist.
     """
-    items, errors = _parse_lines(Path(path), item_adapter().validate_python, key="uid")
+    adapter = item_adapter()
+    items, errors = _parse_lines(Path(path), adapter.validate_python, key="uid", parse_json=adapter.validate_json)
     if strict:
         if errors:
             raise errors[0]
@@ -422,7 +477,7 @@ def read_records(path: str | Path, model: type[M], *, strict: bool = True) -> li
     Raises:
         ManifestError: On a bad line in strict mode.
     """
-    records, errors = _parse_lines(Path(path), model.model_validate, key=None)
+    records, errors = _parse_lines(Path(path), model.model_validate, key=None, parse_json=model.model_validate_json)
     if errors and strict:
         raise errors[0]
     for err in errors:

@@ -48,6 +48,7 @@ from airbench_nb.records.base import (
     SCHEMA_VERSION,
     AudioStatus,
     Record,
+    share_fields_set,
 )
 from airbench_nb.records.checks import (
     BIDI_CONTROLS,
@@ -212,6 +213,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AudioStatus",
     "Record",
+    "share_fields_set",
     "StrictInteger",
     "StrictBoolean",
     "LANGUAGE_TAG",
