@@ -232,15 +232,15 @@ def task_scores(task: str, outcomes: Sequence[ReferenceOutcome], embedder: Any) 
     Transcripts whose reference normalises to nothing are left out (the score tables count them).
     """
     from airbench_nb.scoring.tagging import score_events, score_scenes
-    from airbench_nb.scoring.wer import SkippedUtterance, cached_utterance_errors
+    from airbench_nb.scoring.wer import SkippedUtterance, many_utterance_errors
 
     failures = sum(o.failure is not None for o in outcomes)
     if task == "transcription":
         kept, utterances = [], []
-        for o in outcomes:
-            u = cached_utterance_errors(
-                o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid
-            )
+        found = many_utterance_errors(
+            [(o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid) for o in outcomes]
+        )
+        for o, u in zip(outcomes, found, strict=True):
             if isinstance(u, SkippedUtterance):
                 continue
             kept.append(o)

@@ -229,14 +229,11 @@ class WordErrorRate(ReferenceMetric):
 
     def utterances(self, outcomes: Sequence[ReferenceOutcome]) -> list[Any]:
         """Each outcome's :func:`~airbench_nb.scoring.wer.utterance_errors` (a failure: an empty hypothesis)."""
-        from airbench_nb.scoring.wer import cached_utterance_errors
+        from airbench_nb.scoring.wer import many_utterance_errors
 
-        return [
-            cached_utterance_errors(
-                o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid
-            )
-            for o in outcomes
-        ]
+        return many_utterance_errors(
+            [(o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid) for o in outcomes]
+        )
 
     def score(self, outcomes: Sequence[ReferenceOutcome], reps: int, seed: int, key: str) -> ScoreEntry:
         """Corpus WER (a fraction) with its bootstrap interval over utterances."""

@@ -259,14 +259,16 @@ def shared_statistics(items: Sequence[Any], responses: Sequence[Mapping[str, Res
     The references' part of sacrebleu's statistics (tokenized n-grams, character n-grams) is the larger part of
     the work and the same for every model: here it is prepared once per chunk of :data:`SHARED_CHUNK` items and
     every model's answer is scored against it, exactly as ``_extract_corpus_statistics`` scores it (the statistics
-    of a sentence depend on it alone). :func:`sentence_statistics` reads them while the context is open; they are
-    dropped when it closes. Items of a pair without a tokenizer here are left to the scoring (which says why).
+    of a sentence depend on it alone; a large run's chunks are spread over worker processes by
+    :func:`~airbench_nb.scoring.parallel.parallel_map`). :func:`sentence_statistics` reads them while the context is
+    open; they are dropped when it closes. Items of a pair without a tokenizer here are left to the scoring (which
+    says why).
 
     Args:
         items: The run's items (translation items are read; others ignored).
         responses: Each model's latest response by uid.
     """
-    from sacrebleu.metrics import BLEU
+    from airbench_nb.scoring.parallel import parallel_map
 
     translations = [i for i in items if isinstance(i, TranslationItem)]
     groups: dict[str, list[TranslationItem]] = defaultdict(list)
@@ -276,22 +278,55 @@ def shared_statistics(items: Sequence[Any], responses: Sequence[Mapping[str, Res
         except MissingTokenizerError:
             continue
     try:
+        tasks: list[tuple[str, str, list[list[str]], list[list[str]]]] = []
         for tokenize, group in groups.items():
-            for name, metric in (("bleu", BLEU(tokenize=tokenize)), ("chrf", _chrf())):
-                rows = _SHARED_ROWS.setdefault(_metric_key(name, tokenize if name == "bleu" else None), {})
+            for name in ("bleu", "chrf"):
                 for start in range(0, len(group), SHARED_CHUNK):
                     chunk = group[start : start + SHARED_CHUNK]
-                    prepared = metric._cache_references(reference_streams([i.references for i in chunk]))
-                    for by_uid in responses:
-                        for item, ref_kwargs in zip(chunk, prepared, strict=True):
-                            hypothesis = answer_text(by_uid.get(item.uid)).text  # translation_outcome's
-                            key = (hypothesis, tuple(item.references))
-                            if key not in rows:
-                                segment = metric._preprocess_segment(hypothesis)
-                                rows[key] = tuple(metric._compute_segment_statistics(segment, ref_kwargs))
+                    hypotheses = [[answer_text(by_uid.get(i.uid)).text for i in chunk] for by_uid in responses]
+                    tasks.append((name, tokenize, [i.references for i in chunk], hypotheses))  # translation_outcome's
+        # each chunk's statistics depend on its texts alone: large runs spread the chunks over worker processes
+        done = parallel_map(chunk_statistics, tasks, items=len(translations) * len(responses))
+        for (name, tokenize, references, hypotheses), found in zip(tasks, done, strict=True):
+            rows = _SHARED_ROWS.setdefault(_metric_key(name, tokenize if name == "bleu" else None), {})
+            for model_hypotheses, model_rows in zip(hypotheses, found, strict=True):
+                for hypothesis, refs, row in zip(model_hypotheses, references, model_rows, strict=True):
+                    rows.setdefault((hypothesis, tuple(refs)), row)
         yield
     finally:
         _SHARED_ROWS.clear()
+
+
+def chunk_statistics(task: tuple[str, str, list[list[str]], list[list[str]]]) -> list[list[tuple[int, ...]]]:
+    """One chunk's sentence statistics for every model, as ``_extract_corpus_statistics`` computes them.
+
+    The references' part (tokenized and character n-grams) is prepared once for the chunk and each model's answer
+    is scored against it; an answer given again for the same item is scored once.
+
+    Args:
+        task: ``(metric, tokenizer, references per item, each model's hypotheses per item)``; the metric is ``bleu``
+            (with the tokenizer) or ``chrf``.
+
+    Returns:
+        Each model's statistics per item.
+    """
+    from sacrebleu.metrics import BLEU
+
+    name, tokenize, references, hypotheses = task
+    metric = BLEU(tokenize=tokenize) if name == "bleu" else _chrf()
+    prepared = metric._cache_references(reference_streams(references))
+    seen: dict[tuple[str, int], tuple[int, ...]] = {}
+    out: list[list[tuple[int, ...]]] = []
+    for model_hypotheses in hypotheses:
+        rows: list[tuple[int, ...]] = []
+        for at, (hypothesis, ref_kwargs) in enumerate(zip(model_hypotheses, prepared, strict=True)):
+            row = seen.get((hypothesis, at))
+            if row is None:
+                segment = metric._preprocess_segment(hypothesis)
+                row = seen[(hypothesis, at)] = tuple(metric._compute_segment_statistics(segment, ref_kwargs))
+            rows.append(row)
+        out.append(rows)
+    return out
 
 
 def _num_refs(references: Sequence[Sequence[str]]) -> int:

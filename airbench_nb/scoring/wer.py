@@ -39,9 +39,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import itertools
 import logging
 import re
 import statistics
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -301,7 +303,7 @@ def utterance_errors(
         The utterance's errors, or a :class:`SkippedUtterance` when the reference normalises to nothing.
     """
     code = language_code(language)
-    ref = normalize(reference, code)
+    ref = _normalized_reference(reference, code)
     if not ref:
         return SkippedUtterance(uid=uid, reference=reference, reason=REFERENCE_EMPTY)
     hyp = normalize(hypothesis, code) if hypothesis is not None else ""
@@ -326,17 +328,63 @@ def utterance_errors(
     )
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _normalized_reference(reference: str, code: str) -> str:
+    """:func:`normalize` of a reference, kept: each model's answer (and each SNR's copy) has the same reference."""
+    return normalize(reference, code)
+
+
 UTTERANCES_KEPT = 1 << 18
 """Utterances :func:`cached_utterance_errors` keeps (about 100 MB at most): the score table's entries, its skipped
 count and the SSEU analysis score the same transcripts several times."""
 
 
-@functools.lru_cache(maxsize=UTTERANCES_KEPT)
+UtteranceKey = tuple[str, str | None, str | None, str]
+"""The arguments of :func:`utterance_errors`: ``(reference, hypothesis, language, uid)``."""
+_KEPT: dict[UtteranceKey, UtteranceErrors | SkippedUtterance] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+def _keep(key: UtteranceKey, found: UtteranceErrors | SkippedUtterance) -> None:
+    with _KEPT_LOCK:
+        if len(_KEPT) >= UTTERANCES_KEPT:  # the oldest go first
+            for old in list(itertools.islice(_KEPT, UTTERANCES_KEPT // 4)):
+                _KEPT.pop(old, None)
+        _KEPT[key] = found
+
+
 def cached_utterance_errors(
     reference: str, hypothesis: str | None, language: str | None = "en", uid: str = ""
 ) -> UtteranceErrors | SkippedUtterance:
     """:func:`utterance_errors`, kept for the same arguments (its results are frozen; it reads nothing else)."""
-    return utterance_errors(reference, hypothesis, language, uid)
+    key = (reference, hypothesis, language, uid)
+    found = _KEPT.get(key)
+    if found is None:
+        found = utterance_errors(reference, hypothesis, language, uid)
+        _keep(key, found)
+    return found
+
+
+def _errors_of(keys: Sequence[UtteranceKey]) -> list[UtteranceErrors | SkippedUtterance]:
+    """:func:`utterance_errors` of each key (a worker's share of :func:`many_utterance_errors`)."""
+    return [utterance_errors(*key) for key in keys]
+
+
+def many_utterance_errors(keys: Sequence[UtteranceKey]) -> list[UtteranceErrors | SkippedUtterance]:
+    """:func:`cached_utterance_errors` of each key, in order; a large list's new ones computed in worker processes.
+
+    Each utterance's errors depend on its own texts alone, so where they are computed changes nothing
+    (:func:`~airbench_nb.scoring.parallel.parallel_map`: only for at least ``PARALLEL_MIN`` new utterances).
+    """
+    from airbench_nb.scoring.parallel import chunked, parallel_map, workers
+
+    new = [key for key in dict.fromkeys(keys) if key not in _KEPT]
+    if len(new) >= 2:
+        tasks = chunked(new, 4 * workers())
+        for part, found in zip(tasks, parallel_map(_errors_of, tasks, items=len(new)), strict=True):
+            for key, errors in zip(part, found, strict=True):
+                _keep(key, errors)
+    return [cached_utterance_errors(*key) for key in keys]
 
 
 def score_utterances(
