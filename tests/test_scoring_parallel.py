@@ -123,3 +123,23 @@ def test_a_whole_analysis_is_the_same_spread_or_not(tmp_path, monkeypatch):
     assert here == spread
     assert here["translation"] and here["sseu"]
     assert (tmp_path / "here" / "tables.csv").read_bytes() == (tmp_path / "spread" / "tables.csv").read_bytes()
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path):
+    import subprocess
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import os, sys\n"
+        "print('top level', file=sys.stderr)\n"
+        "os.environ['AIRBENCH_NB_WORKERS'] = '2'\n"
+        "import airbench_nb.scoring.parallel as parallel\n"
+        "parallel.PARALLEL_MIN = 1\n"
+        "from airbench_nb.scoring.wer import many_utterance_errors\n"
+        "found = many_utterance_errors([(f'a b {i}', 'a c', 'en', str(i)) for i in range(50)])\n"
+        "print(len(found), parallel.pool_started())\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["50", "True"]
+    assert done.stderr.count("top level") == 1

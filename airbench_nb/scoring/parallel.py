@@ -1,26 +1,24 @@
 """Per-item statistics of a large run spread over the machine's cores, in worker processes.
 
 Scoring a run's translations (sacrebleu's sentence statistics) and transcripts (normalised word alignments) is
-pure-Python work per item, the same whatever the order, and most of a large analysis's time. When a run has at least
-:data:`PARALLEL_MIN` such items and the machine more than one core, chunks of them go to a pool of worker processes
+pure-Python work per item, the same whatever the order, and much of a large analysis's time. When a run has at least
+:data:`PARALLEL_MIN` such items and the machine more than one core, chunks of them go to worker processes
 (:func:`parallel_map`) while this process waits; below that, or with ``AIRBENCH_NB_WORKERS=1``, everything stays in
 this process. Either way each item's statistics come from the same functions on the same text, so every number is
 the same (``tests/test_scoring_parallel.py``).
 
-The pool is forked from a small server process that imported the scoring modules once (``forkserver``), never from
-this process: its memory (a run's records) is not copied, and no thread of this process is forked. The pool starts
-on the first large call and stays for the next (:func:`shutdown_pool` ends it; it ends with the process anyway).
+The workers are joblib's loky processes: fresh interpreters that import what they run, never a fork of this process
+(its memory, a run's records, is not copied; none of its threads is forked), and they do not run the script that
+started them again (a script need not guard its analysis with ``if __name__ == "__main__"``). They are started on the
+first large call and kept for the next while they are busy at least every five minutes; :func:`shutdown_pool` ends
+them.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
-import multiprocessing
 import os
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
 logger = logging.getLogger(__name__)
@@ -31,15 +29,11 @@ MAX_WORKERS = 8
 """Workers at most when :data:`WORKERS_ENV` is not set (one per core up to this)."""
 PARALLEL_MIN = 5_000
 """Items below which the statistics are computed in this process (starting workers would cost more than it saves)."""
-PRELOAD = ("airbench_nb.scoring.translation", "airbench_nb.scoring.wer")
-"""Modules the pool's server imports once, so that each worker starts with them."""
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-_lock = threading.Lock()
-_pool: ProcessPoolExecutor | None = None
-_pool_workers = 0
+_started = False
 
 
 def workers() -> int:
@@ -58,29 +52,14 @@ def workers() -> int:
     return max(1, min(cores, MAX_WORKERS))
 
 
-def _pool_of(count: int) -> ProcessPoolExecutor:
-    global _pool, _pool_workers
-    with _lock:
-        if _pool is None or _pool_workers != count:
-            if _pool is not None:
-                _pool.shutdown(wait=True)
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(list(PRELOAD))
-            _pool, _pool_workers = ProcessPoolExecutor(max_workers=count, mp_context=context), count
-            logger.info("statistics spread over %d worker processes (%s=1: none)", count, WORKERS_ENV)
-        return _pool
-
-
 def shutdown_pool() -> None:
     """End the worker processes, if any were started."""
-    global _pool, _pool_workers
-    with _lock:
-        if _pool is not None:
-            _pool.shutdown(wait=True, cancel_futures=True)
-        _pool, _pool_workers = None, 0
+    global _started
+    if _started:
+        from joblib.externals.loky import get_reusable_executor
 
-
-atexit.register(shutdown_pool)
+        get_reusable_executor().shutdown(wait=True)
+    _started = False
 
 
 def chunked(values: Sequence[T], parts: int) -> list[Sequence[T]]:
@@ -102,12 +81,18 @@ def parallel_map(function: Callable[[T], R], tasks: Sequence[T], items: int) -> 
     Returns:
         The results, in the order of ``tasks``. A worker's exception is raised here.
     """
+    global _started
     count = workers()
     if count < 2 or items < PARALLEL_MIN or len(tasks) < 2:
         return [function(task) for task in tasks]
-    return list(_pool_of(count).map(function, tasks))
+    from joblib import Parallel, delayed
+
+    if not _started:
+        logger.info("statistics of %d items spread over %d worker processes (%s=1: none)", items, count, WORKERS_ENV)
+    _started = True
+    return list(Parallel(n_jobs=count, backend="loky")(delayed(function)(task) for task in tasks))
 
 
 def pool_started() -> bool:
     """Whether worker processes are running (for tests and logs)."""
-    return _pool is not None
+    return _started
