@@ -94,8 +94,8 @@ def weight_rows(n: int, reps: int, rng: np.random.Generator, codes: np.ndarray |
     for start in range(0, reps, step):
         rows = min(step, reps - start)
         idx = rng.integers(0, clusters, size=(rows, clusters))
-        flat = (np.arange(rows)[:, None] * clusters + idx).ravel()
-        drawn = np.bincount(flat, minlength=rows * clusters).reshape(rows, clusters).astype(float)
+        idx += np.arange(0, rows * clusters, clusters)[:, None]  # row r's draws counted in bins r * clusters + ...
+        drawn = np.bincount(idx.ravel(), minlength=rows * clusters).reshape(rows, clusters).astype(float)
         yield drawn if singletons else drawn[:, codes]
 
 

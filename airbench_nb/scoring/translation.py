@@ -407,7 +407,8 @@ def sacrebleu_replicates(metric: Any, stats: Any, reps: int, seed: int) -> list[
     for start in range(0, reps, step):
         rows = min(step, reps - start)
         idx = rng.integers(0, n, size=(rows, n))
-        counts = np.bincount((np.arange(rows)[:, None] * n + idx).ravel(), minlength=rows * n).reshape(rows, n)
+        flat = idx + np.arange(0, rows * n, n)[:, None]
+        counts = np.bincount(flat.ravel(), minlength=rows * n).reshape(rows, n)
         sums = counts.astype(np.float64) @ wide
         if sums.size and sums.max() >= FLOAT32_EXACT:  # float32 rounds: sum as sacrebleu does
             narrow = stats.astype(np.float32) if narrow is None else narrow
