@@ -5,10 +5,11 @@ AIR-Bench Foundation items over the 19 official tasks (rule verdicts of the real
 judge verdicts per answer (both orders), SSEU-Bench transcription items (three SNRs per utterance) and UG-Bench
 translation items (four directions per sentence), all answered by three models. At 1x the counts are those of the
 issue's measured run: 19,248 Foundation, 2,052 Chat, 20,016 transcription and 20,000 translation items; a size of
-``s`` times that scales each count. ``analyze`` runs in a subprocess per size; the bench prints its wall time and
-peak RSS (``resource.getrusage(RUSAGE_CHILDREN)`` of a fresh child), the targets of issue 35 (150,000 items under
-60 s and 2 GB, the 2x/1x time ratio at most 2.2), and the ratio. Times are wall-clock on the machine as it is:
-other processes sharing its cores slow them.
+``s`` times that scales each count. ``analyze`` runs in a subprocess per size; the bench prints its wall time, the
+peak RSS of its largest process (the child's ``wait4`` rusage) and the peak of the RSS summed over the analysis and
+the worker processes it starts (``/proc``, sampled every 0.2 s: the figure held against the target), the targets of
+issue 35 (150,000 items under 60 s and 2 GB, the 2x/1x time ratio at most 2.2), and the ratio. Times are wall-clock
+on the machine as it is: other processes sharing its cores slow them.
 
     .venv/bin/python bench/bench_scale.py                          # 1x, 2x and 150k items
     .venv/bin/python bench/bench_scale.py --sizes 0.1,0.2          # a quick run
@@ -203,21 +204,57 @@ def write_run(folder: Path, size: float, seed: int = 0) -> dict[str, int]:
     return counts
 
 
-def analyze(folder: Path, timeout: float) -> tuple[float, float, int]:
-    """Run ``airbench-nb analyze`` on ``folder`` in a fresh child; ``(wall seconds, peak RSS in GB, exit code)``."""
-    code = (
-        "import resource, subprocess, sys, time\n"
-        "t0 = time.perf_counter()\n"
-        "rc = subprocess.run([sys.executable, '-m', 'airbench_nb.cli', 'analyze', sys.argv[1]],"
-        " stdout=subprocess.DEVNULL).returncode\n"
-        "wall = time.perf_counter() - t0\n"
-        "print(wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc)\n"
+def _tree_rss(root: int) -> int:
+    """Resident bytes of process ``root`` and all its descendants now (Linux ``/proc``; 0 elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return 0
+    for name in entries:
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(name))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total
+
+
+def analyze(folder: Path, timeout: float) -> tuple[float, float, float, int]:
+    """Run ``airbench-nb analyze`` on ``folder`` in a fresh child.
+
+    Returns:
+        ``(wall seconds, peak RSS of the largest process in GB, peak RSS summed over the analysis and its worker
+        processes in GB (sampled every 0.2 s), exit code)``.
+    """
+    t0 = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "airbench_nb.cli", "analyze", str(folder)], stdout=subprocess.DEVNULL
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=timeout, check=True
-    )
-    wall, kb, rc = out.stdout.split()
-    return float(wall), int(kb) / 1024**2, int(rc)
+    summed, rusage, status = 0, None, 0
+    while rusage is None:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)  # the child's own rusage: its largest process
+        if pid:
+            rusage = usage
+            break
+        summed = max(summed, _tree_rss(child.pid))
+        if time.perf_counter() - t0 > timeout:
+            child.kill()
+        time.sleep(0.2)
+    wall = time.perf_counter() - t0
+    child.returncode = rc = os.waitstatus_to_exitcode(status)
+    largest = rusage.ru_maxrss * 1024  # Linux: kilobytes, of the child or the largest descendant it reaped
+    return wall, largest / 1024**3, max(summed, 0) / 1024**3, rc
 
 
 def _load() -> str:
@@ -245,14 +282,15 @@ def main() -> int:
             written = time.perf_counter() - t0
             items = sum(_counts(size).values())
             load = _load()
-            wall, gb, rc = analyze(folder, args.timeout)
-            results[size] = (items, wall, gb, rc)
+            wall, gb, summed, rc = analyze(folder, args.timeout)
+            results[size] = (items, wall, summed, rc)
             print(
                 f"size {size:g}x: {items:,} items x {len(MODELS)} models (written in {written:.0f} s); analyze "
-                f"{wall:.1f} s, peak RSS {gb:.2f} GB, exit {rc} (load average before: {load})",
+                f"{wall:.1f} s, peak RSS {gb:.2f} GB (largest process), {summed:.2f} GB (the analysis and its workers "
+                f"together), exit {rc} (load average before: {load})",
                 flush=True,
             )
-    print(f"{'items':>9} {'seconds':>8} {'peak GB':>8} {'s / 1k items':>12}")
+    print(f"{'items':>9} {'seconds':>8} {'peak GB':>8} {'s / 1k items':>12}   (peak GB: processes summed)")
     for items, wall, gb, _ in results.values():
         print(f"{items:>9,} {wall:>8.1f} {gb:>8.2f} {1000 * wall / items:>12.2f}")
     by_items = {v[0]: v for v in results.values()}
