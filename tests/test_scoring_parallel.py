@@ -90,6 +90,10 @@ def test_a_worker_error_is_raised_here_and_a_bad_setting_is_named(spread, monkey
     monkeypatch.setenv(parallel.WORKERS_ENV, "two")
     with pytest.raises(ValueError, match="AIRBENCH_NB_WORKERS='two'"):
         parallel.workers()
+    monkeypatch.setenv(parallel.WORKERS_ENV, "auto")
+    assert 1 <= parallel.workers() <= parallel.MAX_WORKERS
+    monkeypatch.delenv(parallel.WORKERS_ENV)
+    assert parallel.workers() == 1  # unset: everything in this process
 
 
 def test_small_work_stays_in_this_process(monkeypatch):

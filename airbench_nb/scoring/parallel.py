@@ -2,10 +2,10 @@
 
 Scoring a run's translations (sacrebleu's sentence statistics) and transcripts (normalised word alignments) is
 pure-Python work per item, the same whatever the order, and much of a large analysis's time. When a run has at least
-:data:`PARALLEL_MIN` such items and the machine more than one core, chunks of them go to worker processes
-(:func:`parallel_map`) while this process waits; below that, or with ``AIRBENCH_NB_WORKERS=1``, everything stays in
-this process. Either way each item's statistics come from the same functions on the same text, so every number is
-the same (``tests/test_scoring_parallel.py``).
+:data:`PARALLEL_MIN` such items and ``AIRBENCH_NB_WORKERS`` asks for workers (a number, or ``auto``: one per core),
+chunks of them go to worker processes (:func:`parallel_map`) while this process waits; below that, or with the
+variable unset, everything stays in this process. Either way each item's statistics come from the same functions on
+the same text, so every number is the same (``tests/test_scoring_parallel.py``).
 
 The workers are joblib's loky processes: fresh interpreters that import what they run, never a fork of this process
 (its memory, a run's records, is not copied; none of its threads is forked), and they do not run the script that
@@ -24,9 +24,10 @@ from typing import TypeVar
 logger = logging.getLogger(__name__)
 
 WORKERS_ENV = "AIRBENCH_NB_WORKERS"
-"""Environment variable: worker processes for large runs' statistics (1: none, everything in this process)."""
+"""Environment variable: worker processes for large runs' statistics (unset or 1: none, everything in this process;
+``auto``: one per core)."""
 MAX_WORKERS = 8
-"""Workers at most when :data:`WORKERS_ENV` is not set (one per core up to this)."""
+"""Workers at most for ``auto`` (one per core up to this)."""
 PARALLEL_MIN = 5_000
 """Items below which the statistics are computed in this process (starting workers would cost more than it saves)."""
 
@@ -37,19 +38,25 @@ _started = False
 
 
 def workers() -> int:
-    """Worker processes to use: :data:`WORKERS_ENV` when set (at least 1), else the cores this process may use.
+    """Worker processes to use: :data:`WORKERS_ENV` (at least 1; ``auto``: one per core, at most :data:`MAX_WORKERS`).
+
+    Unset, it is 1: each worker is a Python with sacrebleu, pandas and scikit-learn loaded (about 0.25 GB), which a
+    small machine may not spare (on 2 cores, two workers shortened a 150,000-item analysis by under a tenth and added
+    about 0.55 GB, docs/scaling.md); a machine with cores and memory to spare sets it.
 
     Raises:
-        ValueError: :data:`WORKERS_ENV` is not a whole number.
+        ValueError: :data:`WORKERS_ENV` is neither a whole number nor ``auto``.
     """
     value = os.environ.get(WORKERS_ENV, "").strip()
-    if value:
-        try:
-            return max(1, int(value))
-        except ValueError:
-            raise ValueError(f"{WORKERS_ENV}={value!r}: expected a whole number of worker processes") from None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, MAX_WORKERS))
+    if not value:
+        return 1
+    if value == "auto":
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return max(1, min(cores, MAX_WORKERS))
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise ValueError(f"{WORKERS_ENV}={value!r}: expected a whole number of worker processes or 'auto'") from None
 
 
 def shutdown_pool() -> None:
