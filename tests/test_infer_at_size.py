@@ -308,3 +308,80 @@ def test_run_sync_in_a_forked_child_starts_a_loop_of_its_own():
         assert os.waitstatus_to_exitcode(status) == 0
         assert client.run_sync([ChatRequest("m", [{"role": "user", "content": "parent again"}])])[0].ok
         client.close()
+
+
+def _outcomes(path: Path) -> dict[str, tuple[str | None, str | None, str | None]]:
+    return {r.uid: (r.text, r.error, r.prompt_hash) for r in read_records(path, Response)}
+
+
+def _same_run(summary: Any) -> dict[str, Any]:
+    return {k: v for k, v in summary.as_dict().items() if k not in ("seconds", "items_per_s")}
+
+
+def test_at_concurrency_1_each_clip_is_checked_once_before_it_is_asked_and_a_corrupt_clip_mid_run_is_never_sent(
+    tmp_path, monkeypatch
+):
+    """A clip cut short in the middle of a run is counted unusable, named and never sent; every clip is checked once
+    per run (a resumed run too), before its item is asked; batches asked while others are in flight give the
+    summaries and responses of batches asked one at a time."""
+    import airbench_nb.runner.models as runner_models
+
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    n = 40
+    _clips(folder, n)
+    (folder / "c17.wav").write_bytes((folder / "c17.wav").read_bytes()[:44] + b"\x00\x01" * 7)  # cut short
+    items = [_item(i) for i in range(n)]
+    events: list[tuple[str, list[str]]] = []
+    real_check = runner_models.check_audio
+
+    def check(batch: Any, root: Any, **options: Any) -> Any:
+        events.append(("check", [item.uid for item in batch]))
+        return real_check(batch, root, **options)
+
+    monkeypatch.setattr(runner_models, "check_audio", check)
+    with OpenAITestServer() as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=1, batch_size=8)
+        assert model.overlaps_batches
+        real_generate = model.generate
+
+        def generate(prompts: Any, params: Any) -> Any:
+            events.append(("ask", [p.uid for p in prompts]))
+            return real_generate(prompts, params)
+
+        model.generate = generate
+        out = tmp_path / "r.jsonl"
+        first = run_model(model, items, folder, out, progress=False, limit=20)  # u17 among them
+        first_events = list(events)
+        events.clear()
+        resumed = run_model(model, items, folder, out, progress=False)
+        resumed_events = list(events)
+        # The reference: the same runs one batch at a time.
+        model.overlaps_batches = False
+        audio.forget_probes()
+        reference = tmp_path / "reference.jsonl"
+        expected = [
+            run_model(model, items, folder, reference, progress=False, limit=20),
+            run_model(model, items, folder, reference, progress=False),
+        ]
+        model.close()
+        sent = list(server.seen.attempts.elements())
+
+    for run_events, checked in ((first_events, 20), (resumed_events, n)):
+        checks = [uid for kind, uids in run_events if kind == "check" for uid in uids]
+        asks = [uid for kind, uids in run_events if kind == "ask" for uid in uids]
+        assert sorted(checks) == sorted(f"u{i}" for i in range(checked))  # each clip checked once
+        assert "u17" not in asks
+        for uid in asks:  # checked before it was asked
+            check_at = next(i for i, (kind, uids) in enumerate(run_events) if kind == "check" and uid in uids)
+            assert check_at < next(i for i, (kind, uids) in enumerate(run_events) if kind == "ask" and uid in uids)
+    assert sorted(uid for kind, uids in resumed_events if kind == "ask" for uid in uids) == sorted(
+        f"u{i}" for i in range(20, n)
+    )
+    assert first.unusable == 1 and first.answered == 19 and first.error_kinds == {"audio corrupt": 1}
+    assert resumed.skipped_existing == 20 and resumed.answered == 20 and resumed.errors == 0
+    assert [_same_run(first), _same_run(resumed)] == [_same_run(s) for s in expected]
+    assert _outcomes(out) == _outcomes(reference)
+    assert _outcomes(out)["u17"][1] == "audio corrupt: c17.wav"
+    assert not any("clip 17?" in prompt for prompt in sent)  # never sent
+    assert len(sent) == 2 * (n - 1)  # every other item once per output file, nothing else
