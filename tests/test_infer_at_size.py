@@ -7,6 +7,7 @@ infer`` processes.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import io
@@ -26,9 +27,10 @@ import numpy as np
 import soundfile as sf
 
 from airbench_nb import audio
-from airbench_nb.api_client import APIClient, Base64Text, ChatRequest
+from airbench_nb.api_client import APIClient, Base64Text, ChatRequest, MissingAPIKeyError
 from airbench_nb.manifests import check_audio, read_records, write_manifest
 from airbench_nb.models import load_model
+from airbench_nb.models.base import GenerationParams, Prompt
 from airbench_nb.records import AudioStatus, FoundationItem, Response
 from airbench_nb.runner import run_model
 from tests.openai_server import OpenAITestServer
@@ -385,3 +387,59 @@ def test_at_concurrency_1_each_clip_is_checked_once_before_it_is_asked_and_a_cor
     assert _outcomes(out)["u17"][1] == "audio corrupt: c17.wav"
     assert not any("clip 17?" in prompt for prompt in sent)  # never sent
     assert len(sent) == 2 * (n - 1)  # every other item once per output file, nothing else
+
+
+def test_an_openai_models_http_client_is_made_while_the_audio_is_checked_and_the_first_run_uses_it(
+    tmp_path, monkeypatch
+):
+    """The client (its TLS context: about 40 ms) is made in the background while the runner checks the audio, not
+    before the first request; closing the model closes it, however soon."""
+    import airbench_nb.runner.models as runner_models
+
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    _clips(folder, 3)
+    seen: list[Any] = []
+    real_check = runner_models.check_audio
+
+    def check(items: Any, root: Any, **options: Any) -> Any:
+        held = model.client._loop
+        held.run(asyncio.sleep(0))  # handed to the loop after the warm-up: it has run
+        seen.append((held.session, server.seen.chat_requests))
+        return real_check(items, root, **options)
+
+    monkeypatch.setattr(runner_models, "check_audio", check)
+    with OpenAITestServer() as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=1)
+        assert model.client._loop is None  # nothing started by making the model
+        summary = run_model(model, [_item(i) for i in range(3)], folder, tmp_path / "r.jsonl", progress=False)
+        held = model.client._loop
+        [(session, requests)] = seen
+        assert session is not None and requests == 0  # made while the audio was checked, nothing sent yet
+        assert summary.answered == 3 and held.session is session  # the first run used it
+        model.close()
+        assert held.session is None and session.is_closed() and not held.usable()
+
+        soon = load_model(f"openai:tiny-audio@{server.base_url}")
+        soon.warm_up()
+        early = soon.client._loop
+        soon.close()  # at once: the client the warm-up made, if it was made, is closed with the loop
+        assert early.session is None and not early.usable()
+
+
+def test_a_missing_key_is_not_an_error_when_the_model_warms_up_but_when_it_is_asked(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model = load_model("openai:gpt-4o-audio-preview")  # OpenAI's endpoint: a key is needed
+    model.warm_up()
+    model.client._loop.run(asyncio.sleep(0))
+    assert model.client._loop.session is None  # the warm-up made nothing and raised nothing
+    prompt = Prompt.of(_item(0), "Who speaks?", [np.zeros(SR // 10, dtype=np.float32)], [Path("c0.wav")])
+    try:
+        model.generate([prompt], GenerationParams())
+    except MissingAPIKeyError as exc:
+        assert "OPENAI_API_KEY" in str(exc)
+    else:
+        raise AssertionError("no error for a missing key")
+    finally:
+        model.close()

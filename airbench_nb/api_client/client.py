@@ -692,10 +692,18 @@ class APIClient:
         Raises:
             MissingAPIKeyError: The key's variable is unset for an endpoint that needs one.
         """
-        kwargs = self._client_kwargs()
         held = self._loop
         if held is None or asyncio.get_running_loop() is not held.loop:
             return self.async_client(), False
+        return self._kept_session(held), True
+
+    def _kept_session(self, held: _LoopThread) -> openai.AsyncOpenAI:
+        """The HTTP client kept on ``held`` (called on its loop), made when there is none or the key changed.
+
+        Raises:
+            MissingAPIKeyError: The key's variable is unset for an endpoint that needs one.
+        """
+        kwargs = self._client_kwargs()
         if held.session is None or held.session_key != kwargs["api_key"]:
             import openai
 
@@ -703,7 +711,7 @@ class APIClient:
             held.session_key = kwargs["api_key"]
             if stale is not None:
                 held.loop.create_task(stale.close())
-        return held.session, True
+        return held.session
 
     def run_sync(self, requests: Sequence[ChatRequest], progress: bool = False) -> list[ChatResult]:
         """:meth:`run` from synchronous code, in a plain script as in Jupyter.
@@ -713,6 +721,25 @@ class APIClient:
         its pool of open connections kept from call to call; :meth:`close` stops both. Several threads may call it
         at once: their runs share the ``concurrency`` slots (see :meth:`run`).
         """
+        return self._loop_thread().run(self.run(requests, progress=progress, ticket=self._ticket()))
+
+    def warm(self) -> None:
+        """Start :meth:`run_sync`'s event loop and make its HTTP client there, in the background; return at once.
+
+        Making the client loads a TLS context (about 40 ms); a backend calls this when it is made, so that this
+        happens while the runner reads the manifest and checks the audio rather than before the first request. A
+        client that cannot be made now (no key in the environment) is not an error here: the first run raises it.
+        """
+        held = self._loop_thread()
+
+        async def make() -> None:
+            with contextlib.suppress(Exception):
+                self._kept_session(held)
+
+        asyncio.run_coroutine_threadsafe(make(), held.loop)
+
+    def _loop_thread(self) -> _LoopThread:
+        """The event loop of :meth:`run_sync`, started on first use (again in a forked child)."""
         with self._usage_lock:
             if self._loop is not None and not self._loop.usable():  # a forked child: its thread did not come along
                 self._loop = None
@@ -720,8 +747,7 @@ class APIClient:
                 self._loop = _LoopThread()
                 # A client dropped without close() still stops its thread (and its connections) when collected.
                 weakref.finalize(self, self._loop.stop)
-            loop = self._loop
-        return loop.run(self.run(requests, progress=progress, ticket=self._ticket()))
+            return self._loop
 
     # ------------------------------------------------------------------------------------------- dry run
 
@@ -874,10 +900,14 @@ class _LoopThread:
         if threading.current_thread() is self._thread:  # collected on the loop itself: only stop it
             self.loop.stop()
             return
-        session, self.session = self.session, None
-        if session is not None:
-            with contextlib.suppress(Exception):
-                asyncio.run_coroutine_threadsafe(session.close(), self.loop).result(timeout=10)
+
+        async def close_session() -> None:  # on the loop, after what was handed to it before (a warm-up's client)
+            session, self.session = self.session, None
+            if session is not None:
+                await session.close()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(close_session(), self.loop).result(timeout=10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():

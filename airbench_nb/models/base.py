@@ -375,6 +375,19 @@ def wav_passthrough(model: object) -> int | None:
     return int(rate) if isinstance(rate, int) and not isinstance(rate, bool) and rate > 0 else None
 
 
+def warm_up(model: object) -> None:
+    """Let a backend start, in the background, what its first answer needs (its ``warm_up()``, when it has one).
+
+    The runner calls it before it checks the audio, so that this setup overlaps the check instead of delaying the
+    first request: an ``openai:`` model makes its HTTP client there (a TLS context, about 40 ms). A backend without
+    ``warm_up`` needs nothing of the kind. It returns at once and raises nothing: a failure (a missing key) is the
+    first request's to report.
+    """
+    warm = getattr(model, "warm_up", None)
+    if callable(warm):
+        warm()
+
+
 def overlaps_batches(model: object) -> bool:
     """Whether the runner may ask a backend's next batch while one is in flight (its ``overlaps_batches``).
 

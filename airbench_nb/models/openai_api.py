@@ -366,6 +366,14 @@ class OpenAIAudioLM:
         text = result.audio_transcript if result.audio_transcript is not None else result.text
         return Generation(text=text, audio=audio, input_tokens=result.input_tokens, output_tokens=result.output_tokens)
 
+    def warm_up(self) -> None:
+        """Make the client's HTTP client in the background (see :func:`~airbench_nb.models.base.warm_up`).
+
+        With one endpoint only: replicas' clients are made on their first request, as before.
+        """
+        if isinstance(self.client, APIClient):
+            self.client.warm()
+
     def close(self) -> None:
         """Close the cache, and the client's HTTP session and event loop (kept across batches until then)."""
         self.client.close()

@@ -30,6 +30,7 @@ from airbench_nb.models.base import (
     overlaps_batches,
     reads_audio,
     serves,
+    warm_up,
     wav_passthrough,
 )
 from airbench_nb.prompts import PromptSet, item_prompt_hash, item_prompts, prompt_set_name
@@ -408,6 +409,8 @@ def run_model(
         # Kind first, then the backend's own ``applies(item)`` (a specialist answering some items of a kind).
         refused = {item.uid: reason for item in chosen if (reason := not_applicable_reason(model, item)) is not None}
         served = [item for item in chosen if item.uid not in refused]
+        if served:
+            warm_up(model)  # an API backend's HTTP client is made while the audio is checked
         # The audio as it is now decides: its status (a clip deleted, emptied or damaged since the manifest was
         # written is a data defect) and its hash (the prompt hash covers the bytes actually sent).
         now = dict(zip((i.uid for i in served), check_audio(served, root), strict=True))
