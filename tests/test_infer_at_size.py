@@ -255,6 +255,28 @@ def test_the_next_batch_is_asked_while_one_is_in_flight_and_in_flight_stays_with
     assert sorted(_uids(out)) == sorted(f"u{i}" for i in range(12)) and max(_uids(out).values()) == 1
 
 
+def test_the_first_batch_is_as_large_as_the_concurrency_so_the_first_requests_go_out_early(tmp_path, monkeypatch):
+    from airbench_nb.models.base import first_batch_size
+
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    _clips(folder, 20)
+    items = [_item(i) for i in range(20)]
+    with OpenAITestServer() as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=3, batch_size=8)
+        sizes: list[int] = []
+        real = model.generate
+        monkeypatch.setattr(model, "generate", lambda prompts, kw: sizes.append(len(prompts)) or real(prompts, kw))
+        summary = run_model(model, items, folder, tmp_path / "r.jsonl", progress=False)
+        model.close()
+    assert summary.answered == 20 and sorted(sizes) == [1, 3, 8, 8] and sizes[0] == 3
+    assert _lines(tmp_path / "r.jsonl") == 20
+    # Backends whose batches do not overlap (models computing their own answers, replicas) keep whole batches.
+    assert first_batch_size(load_model("baseline:oracle"), 8) == 8
+    with_replicas = load_model("openai:m@http://127.0.0.1:9/v1,http://127.0.0.1:10/v1", concurrency=2, batch_size=8)
+    assert not with_replicas.overlaps_batches and first_batch_size(with_replicas, 8) == 8
+
+
 def test_a_fatal_error_while_two_batches_are_asked_stops_both_and_sends_no_more(tmp_path, monkeypatch):
     monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "data"
@@ -293,6 +315,9 @@ def test_a_body_with_base64_audio_is_the_json_of_the_request_with_the_audio_copi
     raw = request.body_bytes()
     assert json.loads(raw) == request.body()
     assert raw.count(audio.encode()) == 1 and b"airbench-base64-" not in raw.replace(b"airbench-base64-0 look", b"")
+    request.make_body()  # made ahead (in a batch's thread): handed out once, then made again when asked again
+    assert request._body == raw and request.body_bytes() == raw and request._body is None
+    assert request.body_bytes() == raw
 
 
 def test_run_sync_in_a_forked_child_starts_a_loop_of_its_own():

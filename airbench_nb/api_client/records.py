@@ -142,6 +142,8 @@ class ChatRequest:
     repeats existed, are unchanged), so that a cached reply is never reused as another repeat."""
     _key: str | None = field(default=None, init=False, repr=False, compare=False)
     """Memoised :meth:`key`."""
+    _body: bytes | None = field(default=None, init=False, repr=False, compare=False)
+    """The body made ahead by :meth:`make_body` until :meth:`body_bytes` hands it out."""
 
     def __post_init__(self) -> None:
         """Drop None parameters and refuse nonsense ones (see :func:`check_params`)."""
@@ -171,10 +173,22 @@ class ChatRequest:
     def body_bytes(self) -> bytes:
         """:meth:`body` as the compact UTF-8 JSON sent, :class:`Base64Text` audio copied in as it is.
 
+        The body :meth:`make_body` made ahead is handed out once (then forgotten: a request in a batch does not keep
+        two copies of its audio once sent); otherwise it is made now.
+
         Raises:
             ValueError: For a body JSON cannot hold (NaN or infinite numbers).
         """
-        return _body_bytes(self.body())
+        made, self._body = self._body, None
+        return made if made is not None else _body_bytes(self.body())
+
+    def make_body(self) -> None:
+        """Make :meth:`body_bytes`'s body now (in a batch's thread, so that the client's event loop only posts it).
+
+        Raises:
+            ValueError: For a body JSON cannot hold (NaN or infinite numbers).
+        """
+        self._body = _body_bytes(self.body())
 
 
 @dataclass

@@ -399,6 +399,16 @@ def overlaps_batches(model: object) -> bool:
     return getattr(model, "overlaps_batches", False) is True
 
 
+def first_batch_size(model: object, batch_size: int) -> int:
+    """How many items the runner puts in a backend's first batch (its ``first_batch_size``; ``batch_size`` without).
+
+    Only a backend whose batches overlap (:func:`overlaps_batches`) says fewer: its first requests then go out as soon
+    as that many clips are read, the next batch being read while they are asked.
+    """
+    value = getattr(model, "first_batch_size", None)
+    return max(1, min(int(value), batch_size)) if isinstance(value, int) and overlaps_batches(model) else batch_size
+
+
 def samples_vary(model: object) -> bool:
     """Whether a backend's answers change with the temperature and seed (its ``samples_vary``; True when it has none).
 

@@ -228,6 +228,9 @@ class OpenAIAudioLM:
         self.overlaps_batches = len(base_urls) <= 1
         """Whether the runner may ask the next batch while one is in flight (:meth:`generate` from two threads at
         once): the requests of both share the client's ``concurrency`` slots (one endpoint; not with replicas)."""
+        self.first_batch_size = min(self.batch_size, max(1, int(concurrency))) if self.overlaps_batches else None
+        """Prompts in the runner's first batch when batches overlap: as many as can be in flight, so that the first
+        requests go out once that many clips are read, not a whole batch (the rest are read while they are asked)."""
         if len(base_urls) <= 1:
             self.model, self.base_url = parse_openai_spec(rest)
             self.client = APIClient(
@@ -331,7 +334,9 @@ class OpenAIAudioLM:
         for index, prompt in enumerate(prompts):
             try:
                 request = self.request(prompt, params)
-                request.key()  # hashed here, beside the requests in flight, rather than on the client's event loop
+                # hashed and encoded here, beside the requests in flight, rather than on the client's event loop
+                request.key()
+                request.make_body()
                 requests.append(request)
                 where.append(index)
             except InvalidParameterError:

@@ -26,6 +26,7 @@ from airbench_nb.models.base import (
     Generation,
     GenerationParams,
     Prompt,
+    first_batch_size,
     not_applicable_reason,
     overlaps_batches,
     reads_audio,
@@ -778,7 +779,9 @@ def _answer(
             )
         return records
 
-    batches = [pending[start : start + batch_size] for start in range(0, len(pending), batch_size)]
+    first = first_batch_size(model, batch_size)
+    batches = [pending[:first]] if pending else []
+    batches += [pending[start : start + batch_size] for start in range(first, len(pending), batch_size)]
     try:
         with JsonlAppender(out) as sink, tqdm(total=len(pending), desc=model.spec, disable=not progress) as bar:
 
