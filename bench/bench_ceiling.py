@@ -5,6 +5,8 @@ without parsing the body, in its own process) at the same concurrency, and send 
 read from disk, base64-encoded into an ``input_audio`` part, posted as a chat completion, the JSON answer read.
 
 - **bare**: one ``httpx.AsyncClient`` and a semaphore; nothing else (no manifest, no retries, no cache, no output).
+  It encodes with the standard library's ``base64`` (``--bare-encoder stdlib``, the default) or with pybase64, the
+  kit's own encoder (``--bare-encoder pybase64``: the kit's share then leaves out what its encoder saves).
 - **kit**: :func:`airbench_nb.runner.infer` on a manifest of the same clips into a fresh responses file, the whole
   call timed (manifest read, audio checks, model load, requests, responses written).
 
@@ -13,6 +15,7 @@ milliseconds per item of each (this process's; the server's apart). Timings on a
 sides run alternately, ``--rounds`` times, and the best of each is kept.
 
     .venv/bin/python bench/bench_ceiling.py [--items 2000] [--long-items 500] [--concurrency 16] [--rounds 3]
+        [--bare-encoder stdlib|pybase64]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pybase64
 import soundfile as sf
 
 from airbench_nb.manifests import write_manifest
@@ -64,15 +68,24 @@ def write_clips(folder: Path, n: int, seconds: float) -> tuple[Path, list[Path]]
     return write_manifest(folder / "foundation.jsonl", items), paths
 
 
-async def _bare(base_url: str, paths: list[Path], concurrency: int) -> None:
+ENCODERS = {
+    "stdlib": lambda raw: base64.b64encode(raw).decode(),
+    "pybase64": lambda raw: pybase64.b64encode_as_string(raw),
+}
+"""The bare client's base64 encoders: the standard library's, or the kit's own (pybase64)."""
+
+
+async def _bare(base_url: str, paths: list[Path], concurrency: int, encoder: str = "stdlib") -> None:
     import httpx
+
+    encode = ENCODERS[encoder]
 
     async with httpx.AsyncClient(base_url=base_url, timeout=60.0) as client:
         sem = asyncio.Semaphore(concurrency)
 
         async def one(index: int, path: Path) -> None:
             async with sem:
-                data = base64.b64encode(path.read_bytes()).decode()
+                data = encode(path.read_bytes())
                 body = {
                     "model": "instant",
                     "messages": [
@@ -96,10 +109,10 @@ async def _bare(base_url: str, paths: list[Path], concurrency: int) -> None:
         await asyncio.gather(*(one(i, p) for i, p in enumerate(paths)))
 
 
-def bare_rate(base_url: str, paths: list[Path], concurrency: int) -> tuple[float, float]:
+def bare_rate(base_url: str, paths: list[Path], concurrency: int, encoder: str = "stdlib") -> tuple[float, float]:
     """Items/s of the bare client over ``paths``, and its CPU milliseconds per item."""
     t0, c0 = time.perf_counter(), time.process_time()
-    asyncio.run(_bare(base_url, paths, concurrency))
+    asyncio.run(_bare(base_url, paths, concurrency, encoder))
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     return len(paths) / seconds, 1000 * cpu / len(paths)
 
@@ -136,6 +149,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="requests in flight, both sides")
     parser.add_argument("--batch-size", type=int, default=None, help="infer --batch-size (backend default: None)")
     parser.add_argument("--rounds", type=int, default=3, help="alternate runs of each side; the best is kept")
+    parser.add_argument("--bare-encoder", choices=sorted(ENCODERS), default="stdlib", help="the bare client's base64")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -147,13 +161,16 @@ def main() -> None:
             kit_rate(base_url, manifest, Path(tmp) / "warm.jsonl", args.concurrency, args.batch_size)
             bare, kit, bare_cpu, cpu = 0.0, 0.0, float("inf"), float("inf")
             for _ in range(args.rounds):
-                rate, ms = bare_rate(base_url, paths, args.concurrency)
+                rate, ms = bare_rate(base_url, paths, args.concurrency, args.bare_encoder)
                 bare, bare_cpu = max(bare, rate), min(bare_cpu, ms)
                 rate, ms = kit_rate(base_url, manifest, Path(tmp) / "out.jsonl", args.concurrency, args.batch_size)
                 kit, cpu = max(kit, rate), min(cpu, ms)
             rows.append((seconds, n, bare, kit, bare_cpu, cpu))
 
-    print(f"infer (openai: backend) vs a bare httpx client, instant loopback server, concurrency {args.concurrency}")
+    print(
+        f"infer (openai: backend) vs a bare httpx client ({args.bare_encoder} base64), instant loopback server, "
+        f"concurrency {args.concurrency}"
+    )
     head = f"{'clips':<8}{'items':>6}{'bare items/s':>14}{'kit items/s':>13}{'kit / bare':>12}"
     print(head + f"{'CPU ms/item bare, kit':>24}")
     for seconds, n, bare, kit, bare_cpu, cpu in rows:

@@ -295,6 +295,14 @@ def test_a_fatal_error_while_two_batches_are_asked_stops_both_and_sends_no_more(
         assert server.seen.chat_requests <= 2  # one wave at concurrency 2 over both batches, then nothing
 
 
+def test_base64_text_is_the_standard_librarys_encoding_at_every_length():
+    rng = np.random.default_rng(0)
+    for n in [*range(9), 57, 58, 59, 4095, 4096, 160_044, 960_045]:
+        raw = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+        text = Base64Text.encode_bytes(raw)
+        assert isinstance(text, Base64Text) and text == base64.b64encode(raw).decode("ascii"), n
+
+
 def test_a_body_with_base64_audio_is_the_json_of_the_request_with_the_audio_copied_in():
     audio = Base64Text.encode_bytes(bytes(range(256)) * 40)
     request = ChatRequest(
