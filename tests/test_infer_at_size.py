@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from airbench_nb import audio
@@ -353,12 +354,13 @@ def _same_run(summary: Any) -> dict[str, Any]:
     return {k: v for k, v in summary.as_dict().items() if k not in ("seconds", "items_per_s")}
 
 
-def test_at_concurrency_1_each_clip_is_checked_once_before_it_is_asked_and_a_corrupt_clip_mid_run_is_never_sent(
-    tmp_path, monkeypatch
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_each_clip_is_checked_once_before_it_is_asked_and_a_corrupt_clip_mid_run_is_never_sent(
+    tmp_path, monkeypatch, concurrency
 ):
     """A clip cut short in the middle of a run is counted unusable, named and never sent; every clip is checked once
-    per run (a resumed run too), before its item is asked; batches asked while others are in flight give the
-    summaries and responses of batches asked one at a time."""
+    per run (a resumed run too), before its item is asked; batches asked while others are in flight (concurrency 2)
+    give the summaries and responses of batches asked one at a time (concurrency 1: nothing to overlap)."""
     import airbench_nb.runner.models as runner_models
 
     monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
@@ -376,8 +378,8 @@ def test_at_concurrency_1_each_clip_is_checked_once_before_it_is_asked_and_a_cor
 
     monkeypatch.setattr(runner_models, "check_audio", check)
     with OpenAITestServer() as server:
-        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=1, batch_size=8)
-        assert model.overlaps_batches
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=concurrency, batch_size=8)
+        assert model.overlaps_batches == (concurrency > 1)
         real_generate = model.generate
 
         def generate(prompts: Any, params: Any) -> Any:

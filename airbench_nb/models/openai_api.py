@@ -158,8 +158,9 @@ class OpenAIAudioLM:
             ``OPENAI_BASE_URL`` when set, else OpenAI's endpoint. ``<model>@<url1>,<url2>,...``: replicas.
         concurrency: Most requests in flight at once (over all replicas together).
         batch_size: Prompts per :meth:`generate` call from the runner (they are sent concurrently); None: the larger
-            of :data:`DEFAULT_BATCH_SIZE` and ``concurrency``. The runner asks the next batch while one is in flight
-            (:attr:`overlaps_batches`), so requests in flight are bounded by ``concurrency``, not by the batch; a
+            of :data:`DEFAULT_BATCH_SIZE` and ``concurrency``. Above concurrency 1 the runner asks the next batch
+            while one is in flight (:attr:`overlaps_batches`), so requests in flight are bounded by ``concurrency``,
+            not by the batch; a
             batch holds its clips' wav bytes and base64 text (about 2.3 MB per 30 s clip) until it is written.
         cache_path: SQLite cache of answers (a rerun sends no request); None for none.
         timeout_s: Deadline of one attempt in seconds, whole answer included (audio requests to a busy server
@@ -225,9 +226,11 @@ class OpenAIAudioLM:
         self.base_urls = base_urls
         """Every base URL of the spec (empty without ``@``; several for replicas)."""
         self.client: APIClient | ReplicaPool
-        self.overlaps_batches = len(base_urls) <= 1
+        self.overlaps_batches = len(base_urls) <= 1 and int(concurrency) > 1
         """Whether the runner may ask the next batch while one is in flight (:meth:`generate` from two threads at
-        once): the requests of both share the client's ``concurrency`` slots (one endpoint; not with replicas)."""
+        once): the requests of both share the client's ``concurrency`` slots (one endpoint; not with replicas). Not
+        at concurrency 1: one request in flight has no batch end to bridge, and preparing the next batch beside it
+        only contends for the GIL (measured slower against an instant server, docs/scaling.md)."""
         self.first_batch_size = min(self.batch_size, max(1, int(concurrency))) if self.overlaps_batches else None
         """Prompts in the runner's first batch when batches overlap: as many as can be in flight, so that the first
         requests go out once that many clips are read, not a whole batch (the rest are read while they are asked)."""
