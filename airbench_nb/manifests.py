@@ -759,7 +759,7 @@ class AudioResolver:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
-        self._folders: dict[str, Path] = {}
+        self._folders: dict[str, tuple[Path, bool]] = {}
 
     def __call__(self, relative: str) -> Path:
         """The absolute path of a clip (see :func:`resolve_audio`).
@@ -771,16 +771,20 @@ class AudioResolver:
 
         relative = check_relative_audio_path(relative)
         head, _, name = relative.rpartition("/")
-        folder = self._folders.get(head)
-        if folder is None:
-            folder = self._folders[head] = (self.root / head).resolve() if head else self.root
+        found = self._folders.get(head)
+        if found is None:
+            folder = (self.root / head).resolve() if head else self.root
+            found = self._folders[head] = (folder, folder.is_relative_to(self.root))
+        folder, inside = found
         full = folder / name
         try:
-            link = full.is_symlink()
+            link = os.path.islink(full)
         except (OSError, ValueError):  # a name too long for the file system: resolved as resolve_audio does
             link = True
         if link:
             full = full.resolve()
+        elif inside:  # a plain name (no ``/``, no ``..``) in a folder inside the root: inside too
+            return full
         if not full.is_relative_to(self.root):
             raise ValueError(f"audio path {relative!r} resolves to {full}, outside the data root {self.root}")
         return full

@@ -144,6 +144,32 @@ def test_resolve_audio_rejects_symlink_escape(tmp_path):
     assert resolve_audio(root, "sub/a.wav") == (root / "sub/a.wav").resolve()
 
 
+def test_the_audio_resolver_gives_resolve_audios_paths_and_refuses_every_escape(tmp_path):
+    from airbench_nb.manifests import AudioResolver
+
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.wav").write_bytes(b"x")
+    secret = tmp_path / "private"
+    secret.mkdir()
+    (secret / "s.wav").write_bytes(b"x")
+    os.symlink(secret / "s.wav", root / "link.wav")  # a clip linked out of the root
+    os.symlink(secret, root / "away")  # a folder linked out of the root
+    os.symlink(root / "sub", root / "alias")  # a folder linked inside it
+    os.symlink(root / "sub" / "a.wav", root / "sub" / "same.wav")  # a clip linked inside it
+    resolve = AudioResolver(root)
+    for relative in ["sub/a.wav", "alias/a.wav", "sub/same.wav", "absent.wav", "sub/deeper/b.wav", "./sub/a.wav"]:
+        assert resolve(relative) == resolve_audio(root, relative), relative
+        assert resolve(relative) == resolve(relative)  # the folder is remembered: the same answer again
+    for relative in ["link.wav", "away/s.wav", "away/absent.wav"]:
+        with pytest.raises(ValueError, match="outside the data root"):
+            resolve(relative)
+        with pytest.raises(ValueError, match="outside the data root"):
+            resolve(relative)  # the folder's verdict is remembered too
+    with pytest.raises(ValueError, match=r"'\.\.'"):
+        resolve("sub/../../private/s.wav")
+
+
 def test_data_root_from_dataset_card(tmp_path):
     folder = tmp_path / "m"
     (folder / "audio").mkdir(parents=True)
