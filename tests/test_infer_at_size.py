@@ -303,6 +303,18 @@ def test_base64_text_is_the_standard_librarys_encoding_at_every_length():
         text = Base64Text.encode_bytes(raw)
         assert isinstance(text, Base64Text) and text == base64.b64encode(raw).decode("ascii"), n
 
+    # The ASCII bytes kept until a body is made give the same key and body as the text encoded again.
+    def request(data: str) -> ChatRequest:
+        return ChatRequest("m", [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": data}}]}])
+
+    kept = request(text)
+    assert text.as_ascii() is text.__dict__["_ascii"]
+    key, body = kept.key(), kept.body_bytes()
+    assert "_ascii" not in text.__dict__ and text.as_ascii() == text.encode("ascii")  # released with the body
+    again, plain = request(text), request(str(text))
+    assert type(str(text)) is str and again.key() == key == plain.key() and again.body_bytes() == body
+    assert plain.body_bytes() == body
+
 
 def test_a_body_with_base64_audio_is_the_json_of_the_request_with_the_audio_copied_in():
     audio = Base64Text.encode_bytes(bytes(range(256)) * 40)
