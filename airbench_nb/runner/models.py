@@ -45,6 +45,7 @@ from airbench_nb.records import (
     prompt_without_audio,
 )
 from airbench_nb.run_folder import KINDS, RunFolder, file_slug
+from airbench_nb.runner.heap import keep_heap_slack
 from airbench_nb.runner.outputs import (
     JsonlAppender,
     OutputError,
@@ -378,6 +379,7 @@ def run_model(
     from tqdm.auto import tqdm
 
     check_limit(limit)
+    keep_heap_slack()  # each request's big buffers reuse freed memory instead of fresh pages (runner.heap)
     params = params or GenerationParams()
     prompts = prompts or PromptSet()
     root = Path(root)
