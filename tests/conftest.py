@@ -12,7 +12,8 @@ import pytest
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Every record file a test reads is read both ways (pydantic straight from the JSON text, and the checking reader),
-# failing on any difference (airbench_nb.manifests.VERIFY_FAST_READ); notebooks run by papermill inherit it.
+# failing on any difference (airbench_nb.manifests.VERIFY_FAST_READ), and every plain PCM wav probed is also probed
+# through the decoders (airbench_nb.audio.VERIFY_FAST_PROBE); notebooks run by papermill inherit it.
 os.environ.setdefault("AIRBENCH_NB_VERIFY_FAST_READ", "1")
 # The shared cache of built data, judge calls and embeddings (airbench_nb.cache): one fresh folder per test session,
 # so that tests never read or fill the user's ~/.cache/airbench-nb, and notebooks run by papermill inherit it. The
