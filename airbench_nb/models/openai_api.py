@@ -160,8 +160,8 @@ class OpenAIAudioLM:
         batch_size: Prompts per :meth:`generate` call from the runner (they are sent concurrently); None: the larger
             of :data:`DEFAULT_BATCH_SIZE` and ``concurrency``. Above concurrency 1 the runner asks the next batch
             while one is in flight (:attr:`overlaps_batches`), so requests in flight are bounded by ``concurrency``,
-            not by the batch; a
-            batch holds its clips' wav bytes and base64 text (about 2.3 MB per 30 s clip) until it is written.
+            not by the batch; a batch holds its clips' wav bytes and base64 text (about 2.3 MB per 30 s clip) until
+            it is written.
         cache_path: SQLite cache of answers (a rerun sends no request); None for none.
         timeout_s: Deadline of one attempt in seconds, whole answer included (audio requests to a busy server
             can be slow).
