@@ -62,6 +62,7 @@ from airbench_nb.run_folder import ANALYSIS, ANALYSIS_JSON, FIGURES, RunFolder
 from airbench_nb.run_records import RunRecords
 from airbench_nb.score_table import RunScores, ScoreTable
 from airbench_nb.scoring import PROXY_SHORT
+from airbench_nb.scoring.ahead import start_ahead, stop_ahead
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,18 @@ KIT_SECTIONS: tuple[str, ...] = (
 )
 """The kit's own sections of ``analysis.json``, in report order (methods of :class:`RunAnalysis`, typed fields of
 :class:`~airbench_nb.analysis_report.AnalysisReport`); :data:`SECTIONS` holds them and those benchmarks added."""
+
+LATE_SECTIONS: tuple[str, ...] = (
+    "tables",
+    "ranking",
+    "multi_turn",
+    "translation",
+    "captioning",
+    "speech_output",
+    "ugbench",
+)
+"""Kit sections computed after the others (:meth:`RunAnalysis.sections`): they read the score table or the
+translations' scores, which a worker may still be computing (:mod:`airbench_nb.scoring.ahead`)."""
 
 OPTIONAL_SECTIONS: tuple[str, ...] = ("controls",)
 """Kit sections left out of ``analysis.json`` when they have nothing to show
@@ -177,6 +190,10 @@ class RunAnalysis:
         self.folder = RunFolder(self.run_dir, data=manifest_dir, responses=responses_dir, verdicts=verdicts_dir)
         self.records = RunRecords(self.folder)
         """The run's responses and verdicts, each file read once for every section."""
+        # a large run's transcripts and translations are scored ahead in a worker while this process reads the run
+        # (on two cores or more; taken only where they are this process's own to the character: scoring.ahead)
+        self.ahead = start_ahead(self.folder, reps=reps, seed=seed)
+        """Whether a worker scores the transcripts and translations ahead (:mod:`airbench_nb.scoring.ahead`)."""
         self.run: RunData = load_run(
             self.run_dir,
             manifest_dir=manifest_dir,
@@ -860,9 +877,16 @@ class RunAnalysis:
     # ----------------------------------------------------------------------------------------------------- output
 
     def sections(self) -> list[Section]:
-        """Every registered section (:data:`SECTIONS`), in report order: the kit's, then those benchmarks added."""
-        kit = [section.compute(self) for section in SECTIONS.values() if section.kit]
-        return [*kit, *self.added_sections()]
+        """Every registered section (:data:`SECTIONS`), in report order: the kit's, then those benchmarks added.
+
+        The kit's sections that read the score table or the translations (:data:`LATE_SECTIONS`) are computed after
+        the others, so that a worker scoring the transcripts and translations ahead (:mod:`airbench_nb.scoring.ahead`)
+        works while the others are computed; each section's result is the same in either order.
+        """
+        kit = [section for section in SECTIONS.values() if section.kit]
+        order = sorted(range(len(kit)), key=lambda k: kit[k].name in LATE_SECTIONS)  # stable: report order otherwise
+        computed = {k: kit[k].compute(self) for k in order}
+        return [*(computed[k] for k in range(len(kit))), *self.added_sections()]
 
     def added_sections(self) -> list[Section]:
         """The sections benchmarks registered beyond the kit's own (what notebook 05 shows after the kit's).
@@ -994,6 +1018,9 @@ def analyze_run(
     gc.disable()
     try:
         analysis = RunAnalysis(run_dir, protocol=protocol, weights=weights, **options)
+    except BaseException:
+        stop_ahead()
+        raise
     finally:
         if enabled:
             gc.enable()
@@ -1002,3 +1029,4 @@ def analyze_run(
         return analysis.write(out)
     finally:
         gc.unfreeze()
+        stop_ahead()  # a result never asked for (a run without translations scored) is not waited for

@@ -32,7 +32,7 @@ import numpy as np
 from airbench_nb.analysis_report import CurvePoint, SseuCleanup, SseuDetail, SseuScores
 from airbench_nb.records import Response, is_control, is_perturbed
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
-from airbench_nb.scoring.reference import MODES, ReferenceOutcome, read_part
+from airbench_nb.scoring.reference import MODES, ReferenceOutcome, read_part, utterance_key
 
 logger = logging.getLogger(__name__)
 
@@ -237,9 +237,7 @@ def task_scores(task: str, outcomes: Sequence[ReferenceOutcome], embedder: Any) 
     failures = sum(o.failure is not None for o in outcomes)
     if task == "transcription":
         kept, utterances = [], []
-        found = many_utterance_errors(
-            [(o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid) for o in outcomes]
-        )
+        found = many_utterance_errors([utterance_key(o) for o in outcomes])
         for o, u in zip(outcomes, found, strict=True):
             if isinstance(u, SkippedUtterance):
                 continue

@@ -220,6 +220,16 @@ class ReferenceMetric(BaseMetric):
         return None
 
 
+def utterance_key(outcome: ReferenceOutcome) -> tuple[str, str | None, str | None, str]:
+    """The arguments of :func:`~airbench_nb.scoring.wer.utterance_errors` for a transcript outcome.
+
+    Returns:
+        ``(reference, hypothesis, language, uid)``; the hypothesis is None for a failure.
+    """
+    answer = outcome.answer if isinstance(outcome.answer, str) else None
+    return (outcome.reference or "", answer, outcome.language, outcome.uid)
+
+
 class WordErrorRate(ReferenceMetric):
     """Corpus word error rate of transcripts (character error rate for languages written without spaces)."""
 
@@ -231,9 +241,7 @@ class WordErrorRate(ReferenceMetric):
         """Each outcome's :func:`~airbench_nb.scoring.wer.utterance_errors` (a failure: an empty hypothesis)."""
         from airbench_nb.scoring.wer import many_utterance_errors
 
-        return many_utterance_errors(
-            [(o.reference or "", o.answer if isinstance(o.answer, str) else None, o.language, o.uid) for o in outcomes]
-        )
+        return many_utterance_errors([utterance_key(o) for o in outcomes])
 
     def score(self, outcomes: Sequence[ReferenceOutcome], reps: int, seed: int, key: str) -> ScoreEntry:
         """Corpus WER (a fraction) with its bootstrap interval over utterances."""

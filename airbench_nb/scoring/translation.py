@@ -41,7 +41,7 @@ import importlib.util
 import json
 import logging
 from collections import Counter, OrderedDict, defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -231,6 +231,8 @@ def sentence_statistics(
 
     hypotheses, streams = list(hypotheses), reference_streams(references)
     metric._check_corpus_score_args(hypotheses, streams)
+    if key is not None and _SHARED_PENDING:
+        _SHARED_PENDING.pop()()
     kept = _SHARED_ROWS.get(key) if key is not None else None
     if kept:
         found = [kept.get((h, tuple(r))) for h, r in zip(hypotheses, references, strict=True)]
@@ -242,6 +244,9 @@ def sentence_statistics(
 
 _SHARED_ROWS: dict[str, dict[tuple[str, tuple[str, ...]], tuple[int, ...]]] = {}
 """Sentence statistics by metric key and ``(hypothesis, references)``, while :func:`shared_statistics` is open."""
+
+_SHARED_PENDING: list[Callable[[], None]] = []
+"""The extraction :func:`shared_statistics` defers until :func:`sentence_statistics` first needs it."""
 
 SHARED_CHUNK = 1000
 """Items whose references are prepared at once by :func:`shared_statistics` (chrF's n-grams of 1,000 references)."""
@@ -260,9 +265,10 @@ def shared_statistics(items: Sequence[Any], responses: Sequence[Mapping[str, Res
     the work and the same for every model: here it is prepared once per chunk of :data:`SHARED_CHUNK` items and
     every model's answer is scored against it, exactly as ``_extract_corpus_statistics`` scores it (the statistics
     of a sentence depend on it alone; a large run's chunks are spread over worker processes by
-    :func:`~airbench_nb.scoring.parallel.parallel_map`). :func:`sentence_statistics` reads them while the context is
-    open; they are dropped when it closes. Items of a pair without a tokenizer here are left to the scoring (which
-    says why).
+    :func:`~airbench_nb.scoring.parallel.parallel_map`). They are extracted when :func:`sentence_statistics` first
+    asks for them while the context is open (never, when every corpus scored is found in :func:`score_translations`'
+    cache) and dropped when it closes. Items of a pair without a tokenizer here are left to the scoring (which says
+    why).
 
     Args:
         items: The run's items (translation items are read; others ignored).
@@ -270,14 +276,14 @@ def shared_statistics(items: Sequence[Any], responses: Sequence[Mapping[str, Res
     """
     from airbench_nb.scoring.parallel import parallel_map
 
-    translations = [i for i in items if isinstance(i, TranslationItem)]
-    groups: dict[str, list[TranslationItem]] = defaultdict(list)
-    for item in translations:
-        try:
-            groups[tokenizer_for(item.target_language)].append(item)
-        except MissingTokenizerError:
-            continue
-    try:
+    def extract() -> None:
+        translations = [i for i in items if isinstance(i, TranslationItem)]
+        groups: dict[str, list[TranslationItem]] = defaultdict(list)
+        for item in translations:
+            try:
+                groups[tokenizer_for(item.target_language)].append(item)
+            except MissingTokenizerError:
+                continue
         tasks: list[tuple[str, str, list[list[str]], list[list[str]]]] = []
         for tokenize, group in groups.items():
             for name in ("bleu", "chrf"):
@@ -292,9 +298,15 @@ def shared_statistics(items: Sequence[Any], responses: Sequence[Mapping[str, Res
             for model_hypotheses, model_rows in zip(hypotheses, found, strict=True):
                 for hypothesis, refs, row in zip(model_hypotheses, references, model_rows, strict=True):
                     rows.setdefault((hypothesis, tuple(refs)), row)
+
+    # extracted when a corpus is first scored from statistics: never when every summary is found already
+    # (:func:`score_translations`' cache, filled by the worker of :mod:`airbench_nb.scoring.ahead`)
+    _SHARED_PENDING[:] = [extract]
+    try:
         yield
     finally:
         _SHARED_ROWS.clear()
+        _SHARED_PENDING.clear()
 
 
 def chunk_statistics(task: tuple[str, str, list[list[str]], list[list[str]]]) -> list[list[tuple[int, ...]]]:
@@ -524,7 +536,7 @@ sections and the analysis's ``translation`` of a few models score the same outco
 _SUMMARIES: OrderedDict[str, TranslationSummary] = OrderedDict()
 
 
-def _digest(outcomes: Sequence[TranslationOutcome], reps: int, seed: int) -> str:
+def digest_outcomes(outcomes: Sequence[TranslationOutcome], reps: int, seed: int) -> str:
     """A digest of everything a summary depends on: every outcome's fields, the replicates and the seed."""
     digest = hashlib.sha256(f"{reps}|{seed}|{len(outcomes)}".encode())
     for o in outcomes:
@@ -538,14 +550,19 @@ def score_translations(outcomes: Sequence[TranslationOutcome], reps: int = 1000,
     """BLEU and chrF per language pair and over all items (see the module docstring).
 
     The same outcomes scored again (the BLEU and chrF sections, then the analysis) return a copy of the summary
-    kept from the first time (:data:`SUMMARIES_KEPT` are kept).
+    kept from the first time (:data:`SUMMARIES_KEPT` are kept), or computed ahead for the same outcomes by
+    :mod:`airbench_nb.scoring.ahead`'s worker (:func:`keep_summaries`).
 
     Args:
         outcomes: One outcome per item (:func:`translation_outcome`).
         reps: sacrebleu's ``n_bootstrap`` (0: no intervals).
         seed: Seed of sacrebleu's bootstrap.
     """
-    key = _digest(outcomes, reps, seed)
+    from airbench_nb.scoring import ahead
+
+    key = digest_outcomes(outcomes, reps, seed)
+    if key not in _SUMMARIES and ahead.pending("translations"):
+        ahead.settle("translations")  # the worker's summaries join the cache; only the very same outcomes match
     if key in _SUMMARIES:
         _SUMMARIES.move_to_end(key)
         return copy.deepcopy(_SUMMARIES[key])
@@ -554,6 +571,19 @@ def score_translations(outcomes: Sequence[TranslationOutcome], reps: int = 1000,
     while len(_SUMMARIES) > SUMMARIES_KEPT:
         _SUMMARIES.popitem(last=False)
     return summary
+
+
+def keep_summaries(summaries: Mapping[str, TranslationSummary]) -> None:
+    """Add summaries computed elsewhere to :func:`score_translations`' cache, by their outcomes' digest.
+
+    A summary is found only by outcomes whose digest is its own: the same fields of every outcome, in the same order,
+    with the same replicates and seed.
+    """
+    for key, summary in summaries.items():
+        _SUMMARIES[key] = copy.deepcopy(summary)
+        _SUMMARIES.move_to_end(key)
+    while len(_SUMMARIES) > SUMMARIES_KEPT:
+        _SUMMARIES.popitem(last=False)
 
 
 def _in_order(outcomes: Sequence[TranslationOutcome], statistics: Mapping[str, tuple[Any, Any]]) -> tuple[Any, Any]:

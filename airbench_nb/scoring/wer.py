@@ -46,7 +46,7 @@ import statistics
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -353,6 +353,15 @@ def _keep(key: UtteranceKey, found: UtteranceErrors | SkippedUtterance) -> None:
         _KEPT[key] = found
 
 
+def keep_utterances(found: Mapping[UtteranceKey, UtteranceErrors | SkippedUtterance]) -> None:
+    """Add utterances' errors computed elsewhere (:mod:`airbench_nb.scoring.ahead`'s worker) to the kept ones.
+
+    Each is found only by its own key, the arguments of :func:`utterance_errors` it was computed from.
+    """
+    for key, errors in found.items():
+        _keep(key, errors)
+
+
 def cached_utterance_errors(
     reference: str, hypothesis: str | None, language: str | None = "en", uid: str = ""
 ) -> UtteranceErrors | SkippedUtterance:
@@ -374,11 +383,15 @@ def many_utterance_errors(keys: Sequence[UtteranceKey]) -> list[UtteranceErrors 
     """:func:`cached_utterance_errors` of each key, in order; a large list's new ones computed in worker processes.
 
     Each utterance's errors depend on its own texts alone, so where they are computed changes nothing
-    (:func:`~airbench_nb.scoring.parallel.parallel_map`: only for at least ``PARALLEL_MIN`` new utterances).
+    (:func:`~airbench_nb.scoring.parallel.parallel_map`: only for at least ``PARALLEL_MIN`` new utterances; those
+    computed ahead by :mod:`airbench_nb.scoring.ahead`'s worker are taken when one is missing here).
     """
+    from airbench_nb.scoring import ahead
     from airbench_nb.scoring.parallel import chunked, parallel_map, workers
 
     new = [key for key in dict.fromkeys(keys) if key not in _KEPT]
+    if new and ahead.pending("transcripts") and ahead.settle("transcripts"):  # only the very same keys match
+        new = [key for key in new if key not in _KEPT]
     if len(new) >= 2:
         tasks = chunked(new, 4 * workers())
         for part, found in zip(tasks, parallel_map(_errors_of, tasks, items=len(new)), strict=True):
