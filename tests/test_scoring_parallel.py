@@ -59,6 +59,7 @@ def _translations(n: int) -> tuple[list[TranslationItem], list[dict[str, Respons
 
 def _rows(items, answers) -> dict:
     with translation.shared_statistics(items, answers):
+        translation._SHARED_PENDING.pop()()  # extracted now (else when a corpus is first scored)
         return {key: dict(rows) for key, rows in translation._SHARED_ROWS.items()}
 
 

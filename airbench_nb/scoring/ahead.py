@@ -16,18 +16,19 @@ are the worker's, to the character; anything else (items left out as unusable, a
 worker read the file) is computed here, as it would be without a worker. A worker that fails is logged and
 ignored. So every number is the same with or without it (``tests/test_scoring_ahead.py``).
 
-``AIRBENCH_NB_WORKERS=1`` turns it off (as it keeps :mod:`~airbench_nb.scoring.parallel`'s workers off); it is on
-by default when the machine has two cores or more and the run at least :data:`AHEAD_MIN` transcripts and
-translations (counted as manifest lines). The worker holds only the texts it scores (about 0.3 GB at 150,000 items,
-docs/scaling.md) and ends when its results are taken or :func:`stop_ahead` is called.
+It runs when ``AIRBENCH_NB_WORKERS`` asks for two workers or more (a number, or ``auto`` on a machine of two cores
+or more: :func:`~airbench_nb.scoring.parallel.workers`) and the run has at least :data:`AHEAD_MIN` transcripts and
+translations (counted as manifest lines). It is off by default, as those workers are: the worker is a second
+Python with the scoring libraries and the texts it scores, about 0.5 GB at 150,000 items, which shortened a
+150,000-item analysis on 2 cores from 128 s to 108 s but raised its memory from 1.6 to 2.3 GB (docs/scaling.md). It
+ends when its results are taken or :func:`stop_ahead` is called.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,10 +64,6 @@ class _Job:
 _JOB: _Job | None = None
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def _lines(path: Path) -> int:
     """Lines of a file (0 when it does not exist)."""
     try:
@@ -77,9 +74,13 @@ def _lines(path: Path) -> int:
 
 
 def enabled() -> bool:
-    """Whether work may be computed ahead here: two cores or more, and :data:`WORKERS_ENV` is not ``1``."""
-    value = os.environ.get(WORKERS_ENV, "").strip()
-    return value != "1" and _cores() >= 2
+    """Whether work may be computed ahead here: :data:`WORKERS_ENV` asks for two workers or more.
+
+    ``auto`` asks for one per core (:func:`~airbench_nb.scoring.parallel.workers`): on one core, none.
+    """
+    from airbench_nb.scoring.parallel import workers
+
+    return workers() >= 2
 
 
 def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
@@ -178,17 +179,37 @@ def settle(part: str) -> bool:
 # --- the worker's side ------------------------------------------------------------------------------------------
 
 
-def _records(where: Sequence[str], kinds: Sequence[str]) -> tuple[list[Any], dict[str, Mapping[str, Any]]]:
-    """The items of ``kinds`` and each model's latest responses to them, read as the analysis reads them."""
-    from airbench_nb.run_records import RunRecords
+def _items(folder: RunFolder, kinds: Sequence[str]) -> list[Any]:
+    """The items of ``kinds``' manifests, in the order the analysis reads them."""
+    from airbench_nb.manifests import read_manifest
 
+    return [item for kind in kinds if folder.manifest(kind).is_file() for item in read_manifest(folder.manifest(kind))]
+
+
+def _each_model(folder: RunFolder, kinds: Sequence[str]) -> Iterator[Mapping[str, Any]]:
+    """Each model's latest responses to ``kinds`` by uid, one model folder's file read at a time (then let go).
+
+    A model spec whose responses are spread over several folders yields one partial set per folder: what is computed
+    from it is never asked for (its keys or digest are not the analysis's), so it costs time, never a number.
+    """
+    from airbench_nb.manifests import read_records
+    from airbench_nb.records import Response
+    from airbench_nb.run_records import latest_responses
+
+    for model_dir in folder.model_dirs():
+        paths = [folder.responses_file(model_dir.name, kind) for kind in kinds]
+        grouped: dict[str, list[Any]] = {}
+        for path in paths:
+            if path.is_file():
+                for response in read_records(path, Response):
+                    grouped.setdefault(response.model, []).append(response)
+        for responses in grouped.values():
+            yield latest_responses(responses)[0]
+
+
+def _folder(where: Sequence[str]) -> RunFolder:
     path, data, responses, verdicts = where
-    folder = RunFolder(Path(path), data=data, responses=responses, verdicts=verdicts)
-    records = RunRecords(folder)
-    manifests = [folder.manifest(kind) for kind in kinds if folder.manifest(kind).is_file()]
-    items = [item for manifest in manifests for item in records.manifest_items(manifest)]
-    latest = {model: found.by_uid for model, found in records.latest_by_model(kinds).items()}
-    return items, latest
+    return RunFolder(Path(path), data=data, responses=responses, verdicts=verdicts)
 
 
 def transcript_errors(where: Sequence[str], kinds: Sequence[str]) -> dict[Any, Any]:
@@ -205,18 +226,17 @@ def transcript_errors(where: Sequence[str], kinds: Sequence[str]) -> dict[Any, A
     from airbench_nb.scoring.reference import WordErrorRate, utterance_key
     from airbench_nb.scoring.wer import many_utterance_errors
 
-    items, latest = _records(where, kinds)
+    folder = _folder(where)
     metric = WordErrorRate()
-    served = [i for i in items if metric.serves(i)]
-    keys = [
-        utterance_key(o)
-        for by_uid in latest.values()
-        for item in served
-        for o in metric.outcomes(item, by_uid.get(item.uid), {}, "strict")
-    ]
-    del items, latest
-    keys = list(dict.fromkeys(keys))
-    return dict(zip(keys, many_utterance_errors(keys), strict=True))
+    served = [i for i in _items(folder, kinds) if metric.serves(i)]
+    keys: dict[Any, None] = {}
+    for by_uid in _each_model(folder, kinds):
+        for item in served:
+            for outcome in metric.outcomes(item, by_uid.get(item.uid), {}, "strict"):
+                keys[utterance_key(outcome)] = None
+    del served
+    found = list(keys)
+    return dict(zip(found, many_utterance_errors(found), strict=True))
 
 
 def translation_summaries(where: Sequence[str], kinds: Sequence[str], reps: int, seed: int) -> dict[str, Any]:
@@ -232,18 +252,19 @@ def translation_summaries(where: Sequence[str], kinds: Sequence[str], reps: int,
         ``{digest: TranslationSummary}`` (:func:`~airbench_nb.scoring.translation.score_translations`'s cache).
     """
     from airbench_nb.records import TranslationItem
-    from airbench_nb.scoring.translation import (
-        digest_outcomes,
-        score_translations,
-        shared_statistics,
-        translation_outcome,
-    )
+    from airbench_nb.scoring.translation import digest_outcomes, score_translations, shared_rows, translation_outcome
 
-    items, latest = _records(where, kinds)
-    translations = [i for i in items if isinstance(i, TranslationItem)]
+    folder = _folder(where)
+    translations = [i for i in _items(folder, kinds) if isinstance(i, TranslationItem)]
+    outcomes = [
+        [translation_outcome(i, by_uid.get(i.uid)) for i in translations] for by_uid in _each_model(folder, kinds)
+    ]
+    del translations  # the outcomes hold the texts scored
     found: dict[str, Any] = {}
-    with shared_statistics(translations, list(latest.values())):
-        for by_uid in latest.values():
-            outcomes = [translation_outcome(i, by_uid.get(i.uid)) for i in translations]
-            found[digest_outcomes(outcomes, reps, seed)] = score_translations(outcomes, reps=reps, seed=seed)
+    if not outcomes:
+        return found
+    rows = [(o[0].target_language, o[0].references, [m.hypothesis for m in o]) for o in zip(*outcomes, strict=True)]
+    with shared_rows(lambda: rows):
+        for mine in outcomes:
+            found[digest_outcomes(mine, reps, seed)] = score_translations(mine, reps=reps, seed=seed)
     return found

@@ -274,39 +274,66 @@ def shared_statistics(items: Sequence[Any], responses: Sequence[Mapping[str, Res
         items: The run's items (translation items are read; others ignored).
         responses: Each model's latest response by uid.
     """
-    from airbench_nb.scoring.parallel import parallel_map
 
-    def extract() -> None:
+    def rows() -> list[SharedRow]:
         translations = [i for i in items if isinstance(i, TranslationItem)]
-        groups: dict[str, list[TranslationItem]] = defaultdict(list)
-        for item in translations:
-            try:
-                groups[tokenizer_for(item.target_language)].append(item)
-            except MissingTokenizerError:
-                continue
-        tasks: list[tuple[str, str, list[list[str]], list[list[str]]]] = []
-        for tokenize, group in groups.items():
-            for name in ("bleu", "chrf"):
-                for start in range(0, len(group), SHARED_CHUNK):
-                    chunk = group[start : start + SHARED_CHUNK]
-                    hypotheses = [[answer_text(by_uid.get(i.uid)).text for i in chunk] for by_uid in responses]
-                    tasks.append((name, tokenize, [i.references for i in chunk], hypotheses))  # translation_outcome's
-        # each chunk's statistics depend on its texts alone: large runs spread the chunks over worker processes
-        done = parallel_map(chunk_statistics, tasks, items=len(translations) * len(responses))
-        for (name, tokenize, references, hypotheses), found in zip(tasks, done, strict=True):
-            rows = _SHARED_ROWS.setdefault(_metric_key(name, tokenize if name == "bleu" else None), {})
-            for model_hypotheses, model_rows in zip(hypotheses, found, strict=True):
-                for hypothesis, refs, row in zip(model_hypotheses, references, model_rows, strict=True):
-                    rows.setdefault((hypothesis, tuple(refs)), row)
+        hypotheses = [[answer_text(by_uid.get(i.uid)).text for by_uid in responses] for i in translations]
+        return [(i.target_language, i.references, h) for i, h in zip(translations, hypotheses, strict=True)]
 
-    # extracted when a corpus is first scored from statistics: never when every summary is found already
-    # (:func:`score_translations`' cache, filled by the worker of :mod:`airbench_nb.scoring.ahead`)
-    _SHARED_PENDING[:] = [extract]
+    with shared_rows(rows):
+        yield
+
+
+@contextlib.contextmanager
+def shared_rows(rows: Callable[[], Sequence[SharedRow]]) -> Iterator[None]:
+    """:func:`shared_statistics` of the rows ``rows()`` returns (:func:`extract_shared`), called when first needed.
+
+    The statistics are extracted when a corpus is first scored from statistics (:func:`sentence_statistics`), never
+    when every summary is found already (:func:`score_translations`' cache, which the worker of
+    :mod:`airbench_nb.scoring.ahead` fills), and dropped when the context closes.
+    """
+    _SHARED_PENDING[:] = [lambda: extract_shared(rows())]
     try:
         yield
     finally:
         _SHARED_ROWS.clear()
         _SHARED_PENDING.clear()
+
+
+SharedRow = tuple[str, Sequence[str], Sequence[str]]
+"""One item of :func:`extract_shared`: ``(target language, references, each model's hypothesis)``."""
+
+
+def extract_shared(rows: Sequence[SharedRow]) -> None:
+    """Extract the sentence statistics of several models' translations into :func:`shared_statistics`' store.
+
+    Args:
+        rows: One per item: its target language, its references and each model's hypothesis (``""`` for a failure,
+            as :func:`translation_outcome` has it). Items of a pair without a tokenizer here are left out.
+    """
+    from airbench_nb.scoring.parallel import parallel_map
+
+    groups: dict[str, list[SharedRow]] = defaultdict(list)
+    for row in rows:
+        try:
+            groups[tokenizer_for(row[0])].append(row)
+        except MissingTokenizerError:
+            continue
+    tasks: list[tuple[str, str, list[list[str]], list[list[str]]]] = []
+    for tokenize, group in groups.items():
+        for name in ("bleu", "chrf"):
+            for start in range(0, len(group), SHARED_CHUNK):
+                chunk = group[start : start + SHARED_CHUNK]
+                models = len(chunk[0][2])
+                hypotheses = [[row[2][m] for row in chunk] for m in range(models)]
+                tasks.append((name, tokenize, [list(row[1]) for row in chunk], hypotheses))
+    # each chunk's statistics depend on its texts alone: large runs spread the chunks over worker processes
+    done = parallel_map(chunk_statistics, tasks, items=sum(len(row[2]) for row in rows))
+    for (name, tokenize, references, hypotheses), found in zip(tasks, done, strict=True):
+        stored = _SHARED_ROWS.setdefault(_metric_key(name, tokenize if name == "bleu" else None), {})
+        for model_hypotheses, model_rows in zip(hypotheses, found, strict=True):
+            for hypothesis, refs, row in zip(model_hypotheses, references, model_rows, strict=True):
+                stored.setdefault((hypothesis, tuple(refs)), row)
 
 
 def chunk_statistics(task: tuple[str, str, list[list[str]], list[list[str]]]) -> list[list[tuple[int, ...]]]:

@@ -91,6 +91,16 @@ class _RunFrames:
         self.items = _kept_items(run)
         self._foundation = foundation
         self._chat = chat
+        self._kept: dict[str, pd.Series] = {}
+
+    def _kept_rows(self, name: str, frame: pd.DataFrame) -> pd.Series:
+        """Which rows of a frame are about a kept item (computed once per frame: its models share it)."""
+        if name not in self._kept:
+            uids = frame["uid"].to_numpy(dtype=object)  # a set lookup per row: pandas' isin on Arrow strings is slower
+            self._kept[name] = pd.Series(
+                np.fromiter((uid in self.items for uid in uids), dtype=bool, count=len(uids)), index=frame.index
+            )
+        return self._kept[name]
 
     @property
     def foundation(self) -> pd.DataFrame:
@@ -107,7 +117,7 @@ class _RunFrames:
     def foundation_scores(self, model: str) -> dict[str, float]:
         """``{uid: 1.0 right, 0.0 wrong, NaN unscored}`` over the kept Foundation items (empty: no answers)."""
         frame = self.foundation
-        rows = frame[(frame["model"] == model) & frame["uid"].isin(self.items)]
+        rows = frame[(frame["model"] == model) & self._kept_rows("foundation", frame)]
         values = rows["correct"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
         return dict(zip(rows["uid"], values, strict=True))
 
@@ -124,7 +134,7 @@ class _RunFrames:
         orders (the conversation score of :mod:`airbench_nb.scoring`).
         """
         frame = self.chat
-        rows = frame[(frame["model"] == model) & (frame["judge"] == judge) & frame["uid"].isin(self.items)]
+        rows = frame[(frame["model"] == model) & (frame["judge"] == judge) & self._kept_rows("chat", frame)]
         if rows.empty:
             return {}
         if "turn" in rows.columns and (rows["turn"].fillna(0) > 0).any():

@@ -1,0 +1,154 @@
+"""Transcripts and translations scored ahead in a worker: taken only where they are this process's own, so that
+every number of an analysis is the same with or without the worker."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import sys
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+import airbench_nb.scoring.ahead as ahead
+import airbench_nb.scoring.parallel as parallel
+from airbench_nb.run_folder import RunFolder
+from airbench_nb.scoring import translation, wer
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _bench_scale():
+    spec = importlib.util.spec_from_file_location("bench_scale_ahead", REPO / "bench" / "bench_scale.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_scale_ahead"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory) -> Path:
+    """A run of 614 items x 3 models (Foundation, Chat, transcripts, translations), written once."""
+    run = tmp_path_factory.mktemp("ahead") / "run"
+    _bench_scale().write_run(run, 0.01)
+    return run
+
+
+def _clear_caches() -> None:
+    wer._KEPT.clear()
+    translation._SUMMARIES.clear()
+
+
+def _analysis(run: Path, out: Path, monkeypatch, workers: str) -> dict:
+    from airbench_nb.analysis.report import analyze_run
+
+    _clear_caches()
+    monkeypatch.setenv(parallel.WORKERS_ENV, workers)
+    try:
+        analyze_run(run, out=out, reps=200)
+    finally:
+        ahead.stop_ahead()
+        parallel.shutdown_pool()
+    report = json.loads((out / "analysis.json").read_text())
+    report.pop("created")
+    return report
+
+
+def test_an_analysis_is_the_same_with_the_worker_and_takes_its_results(small_run, tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(ahead, "AHEAD_MIN", 1)
+    here = _analysis(small_run, tmp_path / "here", monkeypatch, "1")
+    with caplog.at_level(logging.INFO, logger="airbench_nb.scoring.ahead"):
+        spread = _analysis(small_run, tmp_path / "ahead", monkeypatch, "2")
+    taken = [r.getMessage() for r in caplog.records if "computed ahead taken" in r.getMessage()]
+    assert any("utterances computed ahead" in m for m in taken), taken  # 184 transcripts x 3 models
+    assert any("3 translation summaries computed ahead" in m for m in taken), taken
+    assert here == spread
+    assert here["translation"] and here["sseu"]
+    assert (tmp_path / "here" / "tables.csv").read_bytes() == (tmp_path / "ahead" / "tables.csv").read_bytes()
+
+
+def test_what_is_not_the_analysis_own_is_computed_here(small_run, tmp_path, monkeypatch):
+    """An item left out as unusable changes the outcomes scored: the worker's summaries (over every item) are not
+    this process's, so they are computed here, and the numbers are those of an analysis without the worker."""
+    run = tmp_path / "run"
+    import shutil
+
+    shutil.copytree(small_run, run)
+    manifest = RunFolder(run).manifest("translation")
+    lines = manifest.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["audio_status"] = "missing"
+    manifest.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    monkeypatch.setattr(ahead, "AHEAD_MIN", 1)
+    here = _analysis(run, tmp_path / "here", monkeypatch, "1")
+    spread = _analysis(run, tmp_path / "ahead", monkeypatch, "2")
+    assert here == spread
+    assert here["unusable_items"] == 1
+
+
+def test_only_the_very_same_outcomes_find_a_summary_kept(monkeypatch):
+    from airbench_nb.records import Response, TranslationItem
+    from airbench_nb.scoring.translation import digest_outcomes, keep_summaries, translation_outcome
+
+    items = [
+        TranslationItem(
+            uid=f"x{k}",
+            audio=f"audio/x{k}.wav",
+            dataset="d",
+            question="Translate.",
+            task="speech_translation",
+            source_language="de",
+            target_language="en",
+            references=[f"The cat number {k} sat on the mat."],
+        )
+        for k in range(30)
+    ]
+    outcomes = [
+        translation_outcome(i, Response(uid=i.uid, model="m", text=f"the cat {k} sat")) for k, i in enumerate(items)
+    ]
+    _clear_caches()
+    real = translation.score_translations(outcomes, reps=100, seed=1)
+    planted = translation.score_translations(outcomes[:-1], reps=100, seed=1)
+    _clear_caches()
+    keep_summaries({digest_outcomes(outcomes, 100, 1): planted})  # a summary under another corpus's digest
+    assert translation.score_translations(outcomes, reps=100, seed=1) == planted  # found by its digest alone
+    changed = [*outcomes[:-1], translation_outcome(items[-1], Response(uid="x29", model="m", text="the dog"))]
+    assert translation.score_translations(changed, reps=100, seed=1) != planted  # one text differs: computed
+    assert translation.score_translations(outcomes, reps=200, seed=1) != planted  # other replicates: computed
+    assert real != planted
+
+
+def test_a_failed_worker_costs_time_never_a_result(monkeypatch, caplog):
+    failed: Future = Future()
+    failed.set_exception(RuntimeError("worker died"))
+
+    class _Executor:
+        def shutdown(self, wait=True, kill_workers=False):
+            pass
+
+    monkeypatch.setattr(ahead, "_JOB", ahead._Job(_Executor(), {"transcripts": failed}))
+    keys = [("hello world", "hello word", "en", "u1")]
+    _clear_caches()
+    with caplog.at_level(logging.WARNING, logger="airbench_nb.scoring.ahead"):
+        found = wer.many_utterance_errors(keys)
+    assert "the transcripts computed ahead failed (RuntimeError: worker died): computed here" in caplog.text
+    assert found == [wer.utterance_errors(*keys[0])] and not ahead.pending("transcripts")
+
+
+def test_the_worker_runs_only_when_asked_for_and_the_run_is_large(small_run, monkeypatch):
+    folder = RunFolder(small_run)
+    monkeypatch.setenv(parallel.WORKERS_ENV, "1")
+    assert not ahead.start_ahead(folder, reps=10, seed=0)  # off: one worker asked for
+    monkeypatch.delenv(parallel.WORKERS_ENV)
+    assert not ahead.start_ahead(folder, reps=10, seed=0)  # off by default
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    assert not ahead.start_ahead(folder, reps=10, seed=0)  # 368 lines: below AHEAD_MIN
+    monkeypatch.setattr(ahead, "AHEAD_MIN", 100)
+    try:
+        assert ahead.start_ahead(folder, reps=10, seed=0)
+        assert ahead.pending("transcripts") and ahead.pending("translations")
+    finally:
+        ahead.stop_ahead()
+    assert not ahead.pending("transcripts")
