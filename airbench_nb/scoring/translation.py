@@ -321,6 +321,7 @@ def extract_shared(rows: Sequence[SharedRow]) -> None:
             continue
     tasks: list[tuple[str, str, list[list[str]], list[list[str]]]] = []
     for tokenize, group in groups.items():
+        group.sort(key=lambda row: tuple(row[1]))  # items with the same references in one chunk: prepared once
         for name in ("bleu", "chrf"):
             for start in range(0, len(group), SHARED_CHUNK):
                 chunk = group[start : start + SHARED_CHUNK]
@@ -339,8 +340,9 @@ def extract_shared(rows: Sequence[SharedRow]) -> None:
 def chunk_statistics(task: tuple[str, str, list[list[str]], list[list[str]]]) -> list[list[tuple[int, ...]]]:
     """One chunk's sentence statistics for every model, as ``_extract_corpus_statistics`` computes them.
 
-    The references' part (tokenized and character n-grams) is prepared once for the chunk and each model's answer
-    is scored against it; an answer given again for the same item is scored once.
+    The references' part (tokenized and character n-grams) is prepared once for the chunk, once for items with the
+    same references, and each model's answer is scored against it; an answer given again for the same references is
+    scored once.
 
     Args:
         task: ``(metric, tokenizer, references per item, each model's hypotheses per item)``; the metric is ``bleu``
@@ -353,16 +355,20 @@ def chunk_statistics(task: tuple[str, str, list[list[str]], list[list[str]]]) ->
 
     name, tokenize, references, hypotheses = task
     metric = BLEU(tokenize=tokenize) if name == "bleu" else _chrf()
-    prepared = metric._cache_references(reference_streams(references))
+    # items with the same references (the directions of one sentence into one language) share their preparation,
+    # which sacrebleu only reads
+    index: dict[tuple[str, ...], int] = {}
+    ref_of = [index.setdefault(tuple(refs), len(index)) for refs in references]
+    prepared = metric._cache_references(reference_streams([list(refs) for refs in index]))
     seen: dict[tuple[str, int], tuple[int, ...]] = {}
     out: list[list[tuple[int, ...]]] = []
     for model_hypotheses in hypotheses:
         rows: list[tuple[int, ...]] = []
-        for at, (hypothesis, ref_kwargs) in enumerate(zip(model_hypotheses, prepared, strict=True)):
+        for hypothesis, at in zip(model_hypotheses, ref_of, strict=True):
             row = seen.get((hypothesis, at))
             if row is None:
                 segment = metric._preprocess_segment(hypothesis)
-                row = seen[(hypothesis, at)] = tuple(metric._compute_segment_statistics(segment, ref_kwargs))
+                row = seen[(hypothesis, at)] = tuple(metric._compute_segment_statistics(segment, prepared[at]))
             rows.append(row)
         out.append(rows)
     return out
