@@ -63,6 +63,7 @@ from airbench_nb.run_records import RunRecords
 from airbench_nb.score_table import RunScores, ScoreTable
 from airbench_nb.scoring import PROXY_SHORT
 from airbench_nb.scoring.ahead import start_ahead, stop_ahead
+from airbench_nb.scoring.reference import forget_parts
 
 logger = logging.getLogger(__name__)
 
@@ -1030,3 +1031,4 @@ def analyze_run(
     finally:
         gc.unfreeze()
         stop_ahead()  # a result never asked for (a run without translations scored) is not waited for
+        forget_parts()

@@ -113,7 +113,7 @@ def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
         job.futures["translations"] = executor.submit(translation_summaries, where, TRANSLATION_KINDS, reps, seed)
     _JOB = job
     logger.info(
-        "transcripts and translations of %s scored ahead in a worker process (%s=1: not)", folder.path, WORKERS_ENV
+        "transcripts and translations of %s scored ahead by a worker process (%s=1: not)", folder.path, WORKERS_ENV
     )
     return True
 
@@ -221,10 +221,10 @@ def transcript_errors(where: Sequence[str], kinds: Sequence[str]) -> dict[Any, A
 
     Returns:
         ``{utterance key: UtteranceErrors or SkippedUtterance}``
-        (:func:`~airbench_nb.scoring.wer.many_utterance_errors`).
+        (:func:`~airbench_nb.scoring.wer.utterance_errors`).
     """
     from airbench_nb.scoring.reference import WordErrorRate, utterance_key
-    from airbench_nb.scoring.wer import many_utterance_errors
+    from airbench_nb.scoring.wer import utterance_errors
 
     folder = _folder(where)
     metric = WordErrorRate()
@@ -235,8 +235,7 @@ def transcript_errors(where: Sequence[str], kinds: Sequence[str]) -> dict[Any, A
             for outcome in metric.outcomes(item, by_uid.get(item.uid), {}, "strict"):
                 keys[utterance_key(outcome)] = None
     del served
-    found = list(keys)
-    return dict(zip(found, many_utterance_errors(found), strict=True))
+    return {key: utterance_errors(*key) for key in keys}  # not kept here: the worker's memory goes to the next task
 
 
 def translation_summaries(where: Sequence[str], kinds: Sequence[str], reps: int, seed: int) -> dict[str, Any]:

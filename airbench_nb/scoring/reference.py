@@ -31,6 +31,7 @@ section (``source``).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -102,14 +103,41 @@ def _part_gold(item: ReferenceItem, part: str) -> dict[str, Any]:
     return item.gold_parts()[part]  # type: ignore[union-attr]
 
 
+PARTS_KEPT = 1 << 18
+"""Parts :func:`read_part` keeps (the score table and the SSEU analysis read the same answers)."""
+
+_PARTS: dict[tuple[int, int, str], tuple[Any, Any, ReferenceOutcome]] = {}
+
+
 def read_part(item: ReferenceItem, response: Response | None, part: str) -> ReferenceOutcome:
     """Read one part of an item's answer (see :class:`ReferenceOutcome`).
+
+    The part read from the very same item and response objects is kept (:data:`PARTS_KEPT`, the oldest go first;
+    :func:`forget_parts` drops them): the score table and the SSEU analysis read each answer once.
 
     Args:
         item: The item.
         response: The model's latest response to it, None when there is none.
         part: ``transcript``, ``scene`` or ``events``.
     """
+    key = (id(item), id(response), part)
+    kept = _PARTS.get(key)
+    if kept is not None and kept[0] is item and kept[1] is response:  # the objects themselves, never a reused id
+        return kept[2]
+    outcome = _read_part(item, response, part)
+    if len(_PARTS) >= PARTS_KEPT:
+        for old in list(itertools.islice(_PARTS, PARTS_KEPT // 4)):
+            _PARTS.pop(old, None)
+    _PARTS[key] = (item, response, outcome)
+    return outcome
+
+
+def forget_parts() -> None:
+    """Drop the parts :func:`read_part` keeps (and the records they hold)."""
+    _PARTS.clear()
+
+
+def _read_part(item: ReferenceItem, response: Response | None, part: str) -> ReferenceOutcome:
     base = {
         "uid": item.uid,
         "task": item.task,
