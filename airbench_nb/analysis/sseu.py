@@ -112,8 +112,8 @@ class TaskScores:
         """The task's headline metric per row of item weights (rows, n): WER, mACC or mAP."""
         from airbench_nb.scoring.tagging import weighted_average_precision, weighted_balanced_accuracy
 
-        if self.task == "transcription":
-            top, bottom = weights @ self.errors, weights @ self.words
+        if self.task == "transcription":  # both sums in one pass over the weights (whole numbers: exact)
+            top, bottom = (weights @ np.column_stack([self.errors, self.words])).T
             out = np.full(weights.shape[0], np.nan)
             np.divide(top, bottom, out=out, where=bottom > 0)
             return out

@@ -96,7 +96,7 @@ def weight_rows(n: int, reps: int, rng: np.random.Generator, codes: np.ndarray |
         idx = rng.integers(0, clusters, size=(rows, clusters))
         idx += np.arange(0, rows * clusters, clusters)[:, None]  # row r's draws counted in bins r * clusters + ...
         drawn = np.bincount(idx.ravel(), minlength=rows * clusters).reshape(rows, clusters).astype(float)
-        yield drawn if singletons else drawn[:, codes]
+        yield drawn if singletons else np.take(drawn, codes, axis=1)  # drawn[:, codes], gathered faster
 
 
 def design_effect(clustered: np.ndarray, units: np.ndarray) -> float | None:

@@ -530,8 +530,14 @@ def bootstrap_ratio(
         from airbench_nb.scoring.resample import cluster_codes, weight_rows
 
         start = 0
+        # whole numbers (errors and words) are summed exactly in any order: both sums in one pass over the weights
+        both = (
+            np.column_stack([num, den])
+            if np.array_equal(num, np.rint(num)) and np.array_equal(den, np.rint(den))
+            else None
+        )
         for w in weight_rows(n, reps, rng, cluster_codes(clusters, n)):
-            top, bottom = w @ num, w @ den
+            top, bottom = (w @ both).T if both is not None else (w @ num, w @ den)
             np.divide(top, bottom, out=out[start : start + len(w)], where=bottom > 0)
             start += len(w)
         return out
