@@ -14,6 +14,7 @@ on the machine as it is: other processes sharing its cores slow them.
     .venv/bin/python bench/bench_scale.py                          # 1x, 2x and 150k items
     .venv/bin/python bench/bench_scale.py --sizes 0.1,0.2          # a quick run
     .venv/bin/python bench/bench_scale.py --scale 0.5 --keep /tmp/scale   # sizes are multiplied by --scale
+    AIRBENCH_NB_WORKERS=2 .venv/bin/python bench/bench_scale.py   # transcripts and translations scored ahead
 """
 
 from __future__ import annotations
