@@ -152,3 +152,28 @@ def test_the_worker_runs_only_when_asked_for_and_the_run_is_large(small_run, mon
     finally:
         ahead.stop_ahead()
     assert not ahead.pending("transcripts")
+
+
+def test_the_worker_imports_no_dataframe_library():
+    """The scoring package imports its names on first use: the worker's modules leave pandas, scipy and
+    scikit-learn out (about 0.15 GB and 2 s a worker)."""
+    import subprocess
+
+    code = (
+        "import sys, airbench_nb.scoring.ahead, airbench_nb.scoring.translation, airbench_nb.scoring.reference, "
+        "airbench_nb.scoring.wer, airbench_nb.manifests, airbench_nb.run_records; "
+        "print(sorted(m for m in ('pandas', 'scipy', 'sklearn', 'matplotlib') if m in sys.modules))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
+
+
+def test_the_scoring_package_exports_its_names_on_first_use():
+    import airbench_nb.scoring as scoring
+    from airbench_nb.scoring import score_models
+    from airbench_nb.scoring.tables import score_models as defined
+
+    assert score_models is defined and scoring.DEFAULT_REPS == 1000
+    assert set(scoring.__all__) <= set(dir(scoring))
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        scoring.no_such_name  # noqa: B018

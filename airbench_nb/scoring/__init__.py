@@ -92,49 +92,119 @@ split on ``"\n"`` only, as the official scripts read them: a raw U+2028, U+2029 
 
 from __future__ import annotations
 
-from airbench_nb.score_table import FRAME_COLUMNS, PROXY_SHORT
-from airbench_nb.scoring.aggregate import (
-    CHAT_CATEGORIES,
-    CONFIDENCE,
-    DEFAULT_REPS,
-    FOUNDATION_CATEGORIES,
-    KIT_CHAT_CATEGORIES,
-    KIT_FOUNDATION_CATEGORIES,
-    MIXED_TASKS,
-    Score,
-)
-from airbench_nb.scoring.official_files import CHAT_SCORE_FIELD, FOUNDATION_FILE_FIELDS, score_official_files
-from airbench_nb.scoring.outcomes import (
-    CHAT_ORDERS,
-    DEFAULT_PROTOCOL,
-    INCOMPLETE_CONVERSATION,
-    PROTOCOLS,
-    RULE_JUDGE,
-    ChatOutcome,
-    FoundationOutcome,
-    Protocol,
-    _failure_text,
-    _official_chat,
-    _strict_chat,
-    _strict_foundation,
-    chat_outcomes_of,
-    failure_text,
-    foundation_verdicts,
-    official_chat,
-    official_foundation_correct,
-    strict_chat,
-    strict_foundation,
-)
-from airbench_nb.scoring.run import (
-    GRADED_KEY,
-    GRADED_WHY,
-    PROXY_LABEL,
-    ROTATED_KEY,
-    ROTATED_WHY,
-    _foundation_verdicts,
-    score_run,
-)
-from airbench_nb.scoring.tables import score_inputs, score_models, score_run_folder, scores_frame, write_run_scores
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Names are imported from their modules when first used (PEP 562): a process that needs one scoring module (a
+# worker scoring translations, airbench_nb.scoring.ahead) does not import pandas, scipy and scikit-learn with all
+# the others.
+_EXPORTS: dict[str, str] = {
+    "FRAME_COLUMNS": "airbench_nb.score_table",
+    "PROXY_SHORT": "airbench_nb.score_table",
+    "CHAT_CATEGORIES": "airbench_nb.scoring.aggregate",
+    "CONFIDENCE": "airbench_nb.scoring.aggregate",
+    "DEFAULT_REPS": "airbench_nb.scoring.aggregate",
+    "FOUNDATION_CATEGORIES": "airbench_nb.scoring.aggregate",
+    "KIT_CHAT_CATEGORIES": "airbench_nb.scoring.aggregate",
+    "KIT_FOUNDATION_CATEGORIES": "airbench_nb.scoring.aggregate",
+    "MIXED_TASKS": "airbench_nb.scoring.aggregate",
+    "Score": "airbench_nb.scoring.aggregate",
+    "CHAT_SCORE_FIELD": "airbench_nb.scoring.official_files",
+    "FOUNDATION_FILE_FIELDS": "airbench_nb.scoring.official_files",
+    "score_official_files": "airbench_nb.scoring.official_files",
+    "CHAT_ORDERS": "airbench_nb.scoring.outcomes",
+    "DEFAULT_PROTOCOL": "airbench_nb.scoring.outcomes",
+    "INCOMPLETE_CONVERSATION": "airbench_nb.scoring.outcomes",
+    "PROTOCOLS": "airbench_nb.scoring.outcomes",
+    "RULE_JUDGE": "airbench_nb.scoring.outcomes",
+    "ChatOutcome": "airbench_nb.scoring.outcomes",
+    "FoundationOutcome": "airbench_nb.scoring.outcomes",
+    "Protocol": "airbench_nb.scoring.outcomes",
+    "_failure_text": "airbench_nb.scoring.outcomes",
+    "_official_chat": "airbench_nb.scoring.outcomes",
+    "_strict_chat": "airbench_nb.scoring.outcomes",
+    "_strict_foundation": "airbench_nb.scoring.outcomes",
+    "chat_outcomes_of": "airbench_nb.scoring.outcomes",
+    "failure_text": "airbench_nb.scoring.outcomes",
+    "foundation_verdicts": "airbench_nb.scoring.outcomes",
+    "official_chat": "airbench_nb.scoring.outcomes",
+    "official_foundation_correct": "airbench_nb.scoring.outcomes",
+    "strict_chat": "airbench_nb.scoring.outcomes",
+    "strict_foundation": "airbench_nb.scoring.outcomes",
+    "GRADED_KEY": "airbench_nb.scoring.run",
+    "GRADED_WHY": "airbench_nb.scoring.run",
+    "PROXY_LABEL": "airbench_nb.scoring.run",
+    "ROTATED_KEY": "airbench_nb.scoring.run",
+    "ROTATED_WHY": "airbench_nb.scoring.run",
+    "_foundation_verdicts": "airbench_nb.scoring.run",
+    "score_run": "airbench_nb.scoring.run",
+    "score_inputs": "airbench_nb.scoring.tables",
+    "score_models": "airbench_nb.scoring.tables",
+    "score_run_folder": "airbench_nb.scoring.tables",
+    "scores_frame": "airbench_nb.scoring.tables",
+    "write_run_scores": "airbench_nb.scoring.tables",
+}
+"""Each name this package exports and the module that defines it."""
+
+if TYPE_CHECKING:  # what type checkers and readers see
+    from airbench_nb.score_table import FRAME_COLUMNS, PROXY_SHORT
+    from airbench_nb.scoring.aggregate import (
+        CHAT_CATEGORIES,
+        CONFIDENCE,
+        DEFAULT_REPS,
+        FOUNDATION_CATEGORIES,
+        KIT_CHAT_CATEGORIES,
+        KIT_FOUNDATION_CATEGORIES,
+        MIXED_TASKS,
+        Score,
+    )
+    from airbench_nb.scoring.official_files import CHAT_SCORE_FIELD, FOUNDATION_FILE_FIELDS, score_official_files
+    from airbench_nb.scoring.outcomes import (
+        CHAT_ORDERS,
+        DEFAULT_PROTOCOL,
+        INCOMPLETE_CONVERSATION,
+        PROTOCOLS,
+        RULE_JUDGE,
+        ChatOutcome,
+        FoundationOutcome,
+        Protocol,
+        _failure_text,
+        _official_chat,
+        _strict_chat,
+        _strict_foundation,
+        chat_outcomes_of,
+        failure_text,
+        foundation_verdicts,
+        official_chat,
+        official_foundation_correct,
+        strict_chat,
+        strict_foundation,
+    )
+    from airbench_nb.scoring.run import (
+        GRADED_KEY,
+        GRADED_WHY,
+        PROXY_LABEL,
+        ROTATED_KEY,
+        ROTATED_WHY,
+        _foundation_verdicts,
+        score_run,
+    )
+    from airbench_nb.scoring.tables import score_inputs, score_models, score_run_folder, scores_frame, write_run_scores
+
+
+def __getattr__(name: str) -> Any:
+    """A name of :data:`_EXPORTS`, imported from its module on first use (then kept in this package)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "CHAT_CATEGORIES",

@@ -223,7 +223,7 @@ def transcript_errors(where: Sequence[str], kinds: Sequence[str]) -> dict[Any, A
         ``{utterance key: UtteranceErrors or SkippedUtterance}``
         (:func:`~airbench_nb.scoring.wer.utterance_errors`).
     """
-    from airbench_nb.scoring.reference import WordErrorRate, utterance_key
+    from airbench_nb.scoring.reference import WordErrorRate, forget_parts, utterance_key
     from airbench_nb.scoring.wer import utterance_errors
 
     folder = _folder(where)
@@ -234,6 +234,7 @@ def transcript_errors(where: Sequence[str], kinds: Sequence[str]) -> dict[Any, A
         for item in served:
             for outcome in metric.outcomes(item, by_uid.get(item.uid), {}, "strict"):
                 keys[utterance_key(outcome)] = None
+        forget_parts()  # read_part keeps what it read (for the analysis): here each model's records are let go
     del served
     return {key: utterance_errors(*key) for key in keys}  # not kept here: the worker's memory goes to the next task
 

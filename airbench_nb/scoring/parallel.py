@@ -40,9 +40,10 @@ _started = False
 def workers() -> int:
     """Worker processes to use: :data:`WORKERS_ENV` (at least 1; ``auto``: one per core, at most :data:`MAX_WORKERS`).
 
-    Unset, it is 1: each worker is a Python with sacrebleu, pandas and scikit-learn loaded (about 0.25 GB), which a
-    small machine may not spare (on 2 cores, two workers shortened a 150,000-item analysis by under a tenth and added
-    about 0.55 GB, docs/scaling.md); a machine with cores and memory to spare sets it.
+    Unset, it is 1: each worker is a second Python with the texts it is sent (with pandas and scikit-learn too, before
+    :mod:`airbench_nb.scoring` imported its names on first use, about 0.25 GB a worker: on 2 cores, two workers then
+    shortened a 150,000-item analysis by under a tenth and added about 0.55 GB, docs/scaling.md), which a small
+    machine may not spare; a machine with cores and memory to spare sets it.
 
     Raises:
         ValueError: :data:`WORKERS_ENV` is neither a whole number nor ``auto``.
