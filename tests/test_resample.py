@@ -269,3 +269,21 @@ def test_an_interval_entry_draws_clusters_where_units_share_one_and_is_unchanged
     assert grouped.value == alone.value and grouped.clusters == 40 and "recording" in grouped.cluster_unit
     assert grouped.design_effect == pytest.approx(4.0, rel=0.2)
     assert (grouped.ci_high - grouped.ci_low) / (alone.ci_high - alone.ci_low) == pytest.approx(2.0, rel=0.2)
+
+
+def test_sums_over_clusters_are_the_sums_over_their_units():
+    """resampled_sums draws clusters and sums per cluster where the values are whole numbers: the same replicates,
+    number for number, as the units' weights times the values; other values go through the units' weights."""
+    from airbench_nb.scoring.resample import cluster_codes, key_rng, resampled_sums, weight_rows, whole_numbers
+
+    rng = np.random.default_rng(11)
+    for n, reps in ((1, 7), (9, 40), (5000, 300)):
+        codes = cluster_codes([f"c{k}" for k in rng.integers(0, max(1, n // 3), n)], n)  # clusters in any order
+        counts = rng.integers(0, 40, (n, 4)).astype(float)
+        scores = rng.random((n, 2))
+        assert whole_numbers(counts) and not whole_numbers(scores)
+        for values in (counts, scores):
+            units = np.concatenate([w @ values for w in weight_rows(n, reps, key_rng(3, "x"), codes)])
+            clusters = np.concatenate(list(resampled_sums(values, reps, key_rng(3, "x"), codes)))
+            assert np.array_equal(units, clusters)
+    assert not whole_numbers(np.array([1.0, np.nan])) and not whole_numbers(np.array([2.0**60]))

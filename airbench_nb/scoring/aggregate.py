@@ -85,13 +85,13 @@ def _resampled(values: np.ndarray, reps: int, seed: int, key: str, codes: np.nda
     out = np.zeros((reps + 1, k))
     out[0] = values.sum(axis=0)
     if reps and n and codes is not None:
-        from airbench_nb.scoring.resample import weight_rows
+        from airbench_nb.scoring.resample import resampled_sums
 
         rng = np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
         start = 1
-        for w in weight_rows(n, reps, rng, codes):
-            out[start : start + len(w)] = w @ values
-            start += len(w)
+        for sums in resampled_sums(values, reps, rng, codes):
+            out[start : start + len(sums)] = sums
+            start += len(sums)
         return out
     if reps and n:
         rng = np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])

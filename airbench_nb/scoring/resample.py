@@ -74,7 +74,9 @@ def cluster_codes(keys: Sequence[str] | None, n: int) -> np.ndarray:
     return np.array([first.setdefault(str(k), len(first)) for k in keys], dtype=int)
 
 
-def weight_rows(n: int, reps: int, rng: np.random.Generator, codes: np.ndarray | None = None) -> Iterator[np.ndarray]:
+def weight_rows(
+    n: int, reps: int, rng: np.random.Generator, codes: np.ndarray | None = None, *, per_cluster: bool = False
+) -> Iterator[np.ndarray]:
     """Chunks of bootstrap weights (rows, n): how often each unit counts in each replicate, ``reps`` rows in all.
 
     Args:
@@ -82,6 +84,8 @@ def weight_rows(n: int, reps: int, rng: np.random.Generator, codes: np.ndarray |
         reps: Replicates.
         rng: The generator (each row draws ``rng.integers(0, clusters, clusters)``).
         codes: Each unit's cluster (:func:`cluster_codes`); None: every unit its own cluster.
+        per_cluster: Yield how often each cluster is drawn (rows, clusters) instead: the same draws, for a statistic
+            summed per cluster first (:func:`resampled_sums`).
     """
     codes = np.arange(n) if codes is None else np.asarray(codes, dtype=int)
     if codes.shape != (n,):
@@ -96,7 +100,43 @@ def weight_rows(n: int, reps: int, rng: np.random.Generator, codes: np.ndarray |
         idx = rng.integers(0, clusters, size=(rows, clusters))
         idx += np.arange(0, rows * clusters, clusters)[:, None]  # row r's draws counted in bins r * clusters + ...
         drawn = np.bincount(idx.ravel(), minlength=rows * clusters).reshape(rows, clusters).astype(float)
-        yield drawn if singletons else np.take(drawn, codes, axis=1)  # drawn[:, codes], gathered faster
+        yield drawn if singletons or per_cluster else np.take(drawn, codes, axis=1)  # drawn[:, codes], faster
+
+
+def whole_numbers(values: np.ndarray) -> bool:
+    """Whether every value is a whole number small enough that any sum of them is exact in float64."""
+    values = np.asarray(values, dtype=float)
+    return (
+        bool(np.all(np.isfinite(values)))
+        and np.array_equal(values, np.rint(values))
+        and (
+            float(np.abs(values).sum()) * 1e4 < 2.0**53  # a replicate counts a unit at most a few thousand times
+        )
+    )
+
+
+def resampled_sums(
+    values: np.ndarray, reps: int, rng: np.random.Generator, codes: np.ndarray | None = None
+) -> Iterator[np.ndarray]:
+    """Chunks of bootstrap replicates' column sums of ``values`` (units x k), from the draws of :func:`weight_rows`.
+
+    Each chunk is ``w @ values`` for a chunk ``w`` of :func:`weight_rows` (the same draws from ``rng``). With
+    clusters and whole-number values (:func:`whole_numbers`: counts, errors, right answers), each cluster's units
+    are summed first and the draws count clusters, not units: the same sums (exact in any order), without the
+    replicates x units weights.
+    """
+    values = np.asarray(values, dtype=float)
+    n = values.shape[0]
+    if codes is None or not whole_numbers(values):
+        for w in weight_rows(n, reps, rng, codes):
+            yield w @ values
+        return
+    codes = np.asarray(codes, dtype=int)
+    clusters = int(codes.max()) + 1 if n else 0
+    totals = np.zeros((clusters, values.shape[1]))
+    np.add.at(totals, codes, values)
+    for drawn in weight_rows(n, reps, rng, codes, per_cluster=True):
+        yield drawn @ totals
 
 
 def design_effect(clustered: np.ndarray, units: np.ndarray) -> float | None:

@@ -489,16 +489,15 @@ def _clustered_from_statistics(
     """:func:`clustered_corpus_interval` from statistics already extracted."""
     import numpy as np
 
-    from airbench_nb.scoring.resample import clustered_interval, key_rng, weight_rows
+    from airbench_nb.scoring.resample import clustered_interval, key_rng, resampled_sums
 
     wide = stats.astype(float)
     n = wide.shape[0]
 
     def draw(codes: Any) -> Any:
-        rows = weight_rows(n, reps, key_rng(seed, f"{type(metric).__name__}/clusters"), codes)
         out = []
-        for weights in rows:
-            for row in np.rint(weights @ wide).astype(int):
+        for sums in resampled_sums(wide, reps, key_rng(seed, f"{type(metric).__name__}/clusters"), codes):
+            for row in np.rint(sums).astype(int):
                 out.append(float(metric._compute_score_from_stats(row.tolist()).score))
         return np.array(out)
 

@@ -527,17 +527,17 @@ def bootstrap_ratio(
     num = np.asarray(numerators, dtype=float)
     den = np.asarray(denominators, dtype=float)
     if clusters is not None:
-        from airbench_nb.scoring.resample import cluster_codes, weight_rows
+        from airbench_nb.scoring.resample import cluster_codes, resampled_sums, weight_rows, whole_numbers
 
         start = 0
-        # whole numbers (errors and words) are summed exactly in any order: both sums in one pass over the weights
-        both = (
-            np.column_stack([num, den])
-            if np.array_equal(num, np.rint(num)) and np.array_equal(den, np.rint(den))
-            else None
-        )
-        for w in weight_rows(n, reps, rng, cluster_codes(clusters, n)):
-            top, bottom = (w @ both).T if both is not None else (w @ num, w @ den)
+        codes, both = cluster_codes(clusters, n), np.column_stack([num, den])
+        if whole_numbers(both):  # errors and words: summed per cluster, exact in any order
+            for sums in resampled_sums(both, reps, rng, codes):
+                np.divide(sums[:, 0], sums[:, 1], out=out[start : start + len(sums)], where=sums[:, 1] > 0)
+                start += len(sums)
+            return out
+        for w in weight_rows(n, reps, rng, codes):
+            top, bottom = w @ num, w @ den
             np.divide(top, bottom, out=out[start : start + len(w)], where=bottom > 0)
             start += len(w)
         return out
