@@ -19,9 +19,9 @@ ignored. So every number is the same with or without it (``tests/test_scoring_ah
 It runs when ``AIRBENCH_NB_WORKERS`` asks for two workers or more (a number, or ``auto`` on a machine of two cores
 or more: :func:`~airbench_nb.scoring.parallel.workers`) and the run has at least :data:`AHEAD_MIN` transcripts and
 translations (counted as manifest lines). It is off by default, as those workers are: the worker is a second
-Python with the scoring libraries and the texts it scores, about 0.5 GB at 150,000 items, which shortened a
-150,000-item analysis on 2 cores from 128 s to 108 s but raised its memory from 1.6 to 2.3 GB (docs/scaling.md). It
-ends when its results are taken or :func:`stop_ahead` is called.
+Python holding the texts it scores (0.3-0.4 GB at 150,000 items), which shortened a 150,000-item analysis on 2 cores
+from 89 s to 76 s but raised its memory from 1.72 GB to 2.12 GB in all (docs/scaling.md). It ends when its results
+are taken or :func:`stop_ahead` is called.
 """
 
 from __future__ import annotations
