@@ -120,7 +120,7 @@ def test_only_the_very_same_outcomes_find_a_summary_kept(monkeypatch):
     assert real != planted
 
 
-def test_a_failed_worker_costs_time_never_a_result(monkeypatch, caplog):
+def test_a_failed_worker_costs_time_never_a_result(caplog):
     failed: Future = Future()
     failed.set_exception(RuntimeError("worker died"))
 
@@ -128,11 +128,14 @@ def test_a_failed_worker_costs_time_never_a_result(monkeypatch, caplog):
         def shutdown(self, wait=True, kill_workers=False):
             pass
 
-    monkeypatch.setattr(ahead, "_JOB", ahead._Job(_Executor(), {"transcripts": failed}))
+    ahead._offer(ahead._Job(_Executor(), {"transcripts": failed}))
     keys = [("hello world", "hello word", "en", "u1")]
     _clear_caches()
-    with caplog.at_level(logging.WARNING, logger="airbench_nb.scoring.ahead"):
-        found = wer.many_utterance_errors(keys)
+    try:
+        with caplog.at_level(logging.WARNING, logger="airbench_nb.scoring.ahead"):
+            found = wer.many_utterance_errors(keys)
+    finally:
+        ahead.stop_ahead()
     assert "the transcripts computed ahead failed (RuntimeError: worker died): computed here" in caplog.text
     assert found == [wer.utterance_errors(*keys[0])] and not ahead.pending("transcripts")
 

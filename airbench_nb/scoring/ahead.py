@@ -10,11 +10,11 @@ translation summaries while this process reads the whole run and computes the se
 
 Nothing computed ahead is taken on trust. Both results are keyed by their inputs, exactly as the caches they fill
 are keyed: an utterance's errors by ``(reference, hypothesis, language, uid)``, a translation summary by the digest
-of every outcome it scores, the replicates and the seed. When this process needs one (:func:`settle`), it waits for
-the worker, adds its results to those caches and looks again: what it asks for is found only when its own inputs
-are the worker's, to the character; anything else (items left out as unusable, a response appended since the
-worker read the file) is computed here, as it would be without a worker. A worker that fails is logged and
-ignored. So every number is the same with or without it (``tests/test_scoring_ahead.py``).
+of every outcome it scores, the replicates and the seed. When a cache first misses, it takes the worker's part
+(:mod:`airbench_nb.scoring.pending`: waiting for it), adds it to what it keeps and looks again: what it asks for is
+found only when its own inputs are the worker's, to the character; anything else (items left out as unusable, a
+response appended since the worker read the file) is computed here, as it would be without a worker. A worker that
+fails is logged and ignored. So every number is the same with or without it (``tests/test_scoring_ahead.py``).
 
 It runs when ``AIRBENCH_NB_WORKERS`` asks for two workers or more (a number, or ``auto`` on a machine of two cores
 or more: :func:`~airbench_nb.scoring.parallel.workers`) and the run has at least :data:`AHEAD_MIN` transcripts and
@@ -26,6 +26,7 @@ are taken or :func:`stop_ahead` is called.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from airbench_nb.run_folder import RunFolder
+from airbench_nb.scoring import pending as offered
 from airbench_nb.scoring.parallel import WORKERS_ENV
 
 logger = logging.getLogger(__name__)
@@ -94,7 +96,6 @@ def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
     Returns:
         Whether a worker was started (any earlier one is stopped first).
     """
-    global _JOB
     stop_ahead()
     if not enabled():
         return False
@@ -111,39 +112,27 @@ def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
         job.futures["transcripts"] = executor.submit(transcript_errors, where, TRANSCRIPT_KINDS)
     if translations:
         job.futures["translations"] = executor.submit(translation_summaries, where, TRANSLATION_KINDS, reps, seed)
-    _JOB = job
+    _offer(job)
     logger.info(
         "transcripts and translations of %s scored ahead by a worker process (%s=1: not)", folder.path, WORKERS_ENV
     )
     return True
 
 
-def stop_ahead() -> None:
-    """End the worker, if one is running (its pending results are dropped)."""
+def _offer(job: _Job) -> None:
+    """Make ``job`` the running one and offer its parts to the caches (:mod:`airbench_nb.scoring.pending`)."""
     global _JOB
-    job, _JOB = _JOB, None
-    if job is not None:
-        for future in job.futures.values():
-            future.cancel()
-        job.executor.shutdown(wait=False, kill_workers=True)
+    _JOB = job
+    for part in job.futures:
+        offered.offer(part, functools.partial(_collect, job, part))
 
 
-def pending(part: str) -> bool:
-    """Whether the worker has a result for ``part`` (``transcripts`` or ``translations``) not taken yet."""
-    return _JOB is not None and part in _JOB.futures
-
-
-def settle(part: str) -> bool:
-    """Wait for the worker's ``part`` (``transcripts`` or ``translations``) and add it to the caches it fills.
-
-    Returns:
-        Whether results were added (False: nothing pending, or the worker failed: logged, then computed here).
-    """
+def _collect(job: _Job, part: str) -> Any:
+    """Wait for the worker's ``part``; None when it failed (logged: the taker computes it itself)."""
     global _JOB
-    job = _JOB
-    if job is None or part not in job.futures:
-        return False
-    future = job.futures.pop(part)
+    future = job.futures.pop(part, None)
+    if future is None:
+        return None
     waited = time.perf_counter()
     try:
         found = future.result()
@@ -154,7 +143,45 @@ def settle(part: str) -> bool:
         found = None
     if not job.futures:
         job.executor.shutdown(wait=False)
-        _JOB = None
+        if _JOB is job:
+            _JOB = None
+    if found is not None:
+        now = time.perf_counter()
+        logger.info(
+            "%d %s computed ahead taken after %.1f s (waited %.1f s)",
+            len(found),
+            "utterances" if part == "transcripts" else "translation summaries",
+            now - job.started,
+            now - waited,
+        )
+    return found
+
+
+def stop_ahead() -> None:
+    """End the worker, if one is running (what it has not handed over yet is dropped)."""
+    global _JOB
+    job, _JOB = _JOB, None
+    if job is not None:
+        offered.withdraw(tuple(job.futures))
+        job.futures.clear()
+        job.executor.shutdown(wait=False, kill_workers=True)
+
+
+def pending(part: str) -> bool:
+    """Whether the worker's ``part`` (``transcripts`` or ``translations``) is offered and not taken yet."""
+    return offered.waiting(part)
+
+
+def settle(part: str) -> bool:
+    """Take the worker's ``part`` now (waiting for it) and add it to the cache it fills.
+
+    The caches take it themselves when they first miss (:func:`~airbench_nb.scoring.wer.many_utterance_errors`,
+    :func:`~airbench_nb.scoring.translation.score_translations`).
+
+    Returns:
+        Whether results were added (False: nothing offered, or the worker failed: logged).
+    """
+    found = offered.take(part)
     if found is None:
         return False
     if part == "transcripts":
@@ -165,14 +192,6 @@ def settle(part: str) -> bool:
         from airbench_nb.scoring.translation import keep_summaries
 
         keep_summaries(found)
-    now = time.perf_counter()
-    logger.info(
-        "%d %s computed ahead taken after %.1f s (waited %.1f s)",
-        len(found),
-        "utterances" if part == "transcripts" else "translation summaries",
-        now - job.started,
-        now - waited,
-    )
     return True
 
 
@@ -251,11 +270,16 @@ def translation_summaries(where: Sequence[str], kinds: Sequence[str], reps: int,
     Returns:
         ``{digest: TranslationSummary}`` (:func:`~airbench_nb.scoring.translation.score_translations`'s cache).
     """
-    from airbench_nb.records import TranslationItem
-    from airbench_nb.scoring.translation import digest_outcomes, score_translations, shared_rows, translation_outcome
+    from airbench_nb.scoring.translation import (
+        Bleu,
+        digest_outcomes,
+        score_translations,
+        shared_rows,
+        translation_outcome,
+    )
 
     folder = _folder(where)
-    translations = [i for i in _items(folder, kinds) if isinstance(i, TranslationItem)]
+    translations = [i for i in _items(folder, kinds) if Bleu().serves(i)]  # the translation metrics' items
     outcomes = [
         [translation_outcome(i, by_uid.get(i.uid)) for i in translations] for by_uid in _each_model(folder, kinds)
     ]

@@ -590,11 +590,13 @@ def score_translations(outcomes: Sequence[TranslationOutcome], reps: int = 1000,
         reps: sacrebleu's ``n_bootstrap`` (0: no intervals).
         seed: Seed of sacrebleu's bootstrap.
     """
-    from airbench_nb.scoring import ahead
+    from airbench_nb.scoring import pending
 
     key = digest_outcomes(outcomes, reps, seed)
-    if key not in _SUMMARIES and ahead.pending("translations"):
-        ahead.settle("translations")  # the worker's summaries join the cache; only the very same outcomes match
+    if key not in _SUMMARIES and pending.waiting("translations"):
+        found = pending.take("translations")  # computed ahead (scoring.ahead): only the very same outcomes match
+        if found:
+            keep_summaries(found)
     if key in _SUMMARIES:
         _SUMMARIES.move_to_end(key)
         return copy.deepcopy(_SUMMARIES[key])

@@ -386,12 +386,15 @@ def many_utterance_errors(keys: Sequence[UtteranceKey]) -> list[UtteranceErrors 
     (:func:`~airbench_nb.scoring.parallel.parallel_map`: only for at least ``PARALLEL_MIN`` new utterances; those
     computed ahead by :mod:`airbench_nb.scoring.ahead`'s worker are taken when one is missing here).
     """
-    from airbench_nb.scoring import ahead
+    from airbench_nb.scoring import pending
     from airbench_nb.scoring.parallel import chunked, parallel_map, workers
 
     new = [key for key in dict.fromkeys(keys) if key not in _KEPT]
-    if new and ahead.pending("transcripts") and ahead.settle("transcripts"):  # only the very same keys match
-        new = [key for key in new if key not in _KEPT]
+    if new and pending.waiting("transcripts"):  # computed ahead (scoring.ahead): only the very same keys match
+        found = pending.take("transcripts")
+        if found:
+            keep_utterances(found)
+            new = [key for key in new if key not in _KEPT]
     if len(new) >= 2:
         tasks = chunked(new, 4 * workers())
         for part, found in zip(tasks, parallel_map(_errors_of, tasks, items=len(new)), strict=True):
