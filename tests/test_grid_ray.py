@@ -244,9 +244,19 @@ def test_an_interrupted_ray_grid_cancels_its_runs_which_record_the_stop(ray_clus
         if kernel.is_file():  # else the grid failed another way: the test says so, no stray Ctrl-C
             _thread.interrupt_main()
 
+    # interrupt_main raises KeyboardInterrupt only through Python's own SIGINT handler: install it for the test (a
+    # handler left by an earlier test in this process would make the Ctrl-C do nothing)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=ctrl_c, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        run_grid(grid, grid_id="g", reports_dir=tmp_path / "reports", jobs=1, html=False, executor="ray")
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            info = run_grid(grid, grid_id="g", reports_dir=tmp_path / "reports", jobs=1, html=False, executor="ray")
+            pytest.fail(
+                f"the grid ended uninterrupted ({info.status}; run 1's kernel.pid written: {kernel.is_file()}, "
+                f"SIGINT handler then: {previous!r})"
+            )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     saved = json.loads((folder / "grid.json").read_text())
     assert saved["status"] == "failed" and saved["error"] == "stopped by SIGINT"
     assert [r["status"] for r in saved["runs"]] == ["failed", "pending"]
