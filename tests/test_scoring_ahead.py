@@ -3,7 +3,6 @@ every number of an analysis is the same with or without the worker."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import sys
@@ -16,16 +15,7 @@ import airbench_nb.scoring.ahead as ahead
 import airbench_nb.scoring.parallel as parallel
 from airbench_nb.run_folder import RunFolder
 from airbench_nb.scoring import translation, wer
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _bench_scale():
-    spec = importlib.util.spec_from_file_location("bench_scale_ahead", REPO / "bench" / "bench_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scale_ahead"] = module
-    spec.loader.exec_module(module)
-    return module
+from tests.test_scoring_parallel import _bench_scale  # bench/bench_scale.py, loaded as a module
 
 
 @pytest.fixture(scope="module")
