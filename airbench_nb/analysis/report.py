@@ -192,7 +192,7 @@ class RunAnalysis:
         self.records = RunRecords(self.folder)
         """The run's responses and verdicts, each file read once for every section."""
         # a large run's transcripts and translations are scored ahead in a worker while this process reads the run
-        # (on two cores or more; taken only where they are this process's own to the character: scoring.ahead)
+        # (when AIRBENCH_NB_WORKERS asks for 2 or more; taken only where they are this process's own: scoring.ahead)
         self.ahead = start_ahead(self.folder, reps=reps, seed=seed)
         """Whether a worker scores the transcripts and translations ahead (:mod:`airbench_nb.scoring.ahead`)."""
         self.run: RunData = load_run(
