@@ -170,3 +170,38 @@ def test_the_scoring_package_exports_its_names_on_first_use():
     assert set(scoring.__all__) <= set(dir(scoring))
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         scoring.no_such_name  # noqa: B018
+
+
+def test_sections_a_worker_is_computing_are_scored_after_every_other_model_section(small_run, monkeypatch):
+    """While the worker's translations are pending, every model's Foundation, Chat and WER sections are scored
+    before the first translation section (which takes the worker's part); the scores are those scored at once."""
+    from airbench_nb.scoring import pending
+    from airbench_nb.scoring.metrics import ChoiceAccuracy
+    from airbench_nb.scoring.tables import score_run_folder
+
+    def scores() -> dict:
+        _clear_caches()
+        _, table = score_run_folder(RunFolder(small_run), reps=50)
+        return {key: result.as_dict() for key, result in table.items()}
+
+    at_once = scores()
+    events: list[str] = []
+    original = ChoiceAccuracy.aggregate
+
+    def counted(self, outcomes, protocol, reps, seed):
+        events.append("foundation")
+        return original(self, outcomes, protocol, reps, seed)
+
+    def taken() -> None:
+        events.append("translations taken")
+        return None  # as a failed worker: the caller computes them itself
+
+    monkeypatch.setattr(ChoiceAccuracy, "aggregate", counted)
+    pending.offer("translations", taken)
+    try:
+        later = scores()
+    finally:
+        pending.withdraw()
+    assert events == ["foundation"] * 6 + ["translations taken"]  # 3 models x 2 protocols, then the worker's part
+    assert later == at_once
+    assert all(result["official"]["metric_sections"]["translation"] for result in later.values())

@@ -172,6 +172,16 @@ def pending(part: str) -> bool:
     return offered.waiting(part)
 
 
+def waits_on(metric: Any) -> bool:
+    """Whether ``metric``'s scores are still being computed ahead: its ``ahead_part`` is offered and not taken.
+
+    :func:`~airbench_nb.scoring.tables.score_models` computes such a metric's sections after every other model's
+    sections (:func:`~airbench_nb.scoring.run.score_run_steps`), so that the worker has the time to finish.
+    """
+    part = getattr(metric, "ahead_part", None)
+    return part is not None and pending(part)
+
+
 def settle(part: str) -> bool:
     """Take the worker's ``part`` now (waiting for it) and add it to the cache it fills.
 

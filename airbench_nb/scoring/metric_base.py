@@ -16,6 +16,9 @@ class BaseMetric:
     section: ClassVar[str] = ""
     protocol_free: ClassVar[bool] = False
     """Scores computed per protocol."""
+    ahead_part: ClassVar[str | None] = None
+    """The part of :mod:`airbench_nb.scoring.ahead`'s worker its scores take (``transcripts``, ``translations``);
+    None: none. A protocol-free metric's sections are computed last while that part is still being computed."""
 
     def serves(self, item: Any) -> bool:
         """Every item that names it."""

@@ -264,6 +264,7 @@ class WordErrorRate(ReferenceMetric):
     name: ClassVar[str] = "wer"
     section: ClassVar[str] = "transcription"
     part: ClassVar[str] = "transcript"
+    ahead_part: ClassVar[str | None] = "transcripts"
 
     def utterances(self, outcomes: Sequence[ReferenceOutcome]) -> list[Any]:
         """Each outcome's :func:`~airbench_nb.scoring.wer.utterance_errors` (a failure: an empty hypothesis)."""

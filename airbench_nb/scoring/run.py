@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +171,67 @@ def score_run(
     Raises:
         ValueError: On an unknown protocol, duplicate item uids, or several models or Chat judges to choose from.
     """
+    steps = score_run_steps(
+        items,
+        responses,
+        verdicts,
+        protocol=protocol,
+        model=model,
+        seed=seed,
+        reps=reps,
+        judges=judges,
+        metric_options=metric_options,
+        root=root,
+        shared_sections=shared_sections,
+    )
+    return finish_steps(steps)
+
+
+def finish_steps(steps: Generator[None, None, RunScores]) -> RunScores:
+    """Run :func:`score_run_steps` (from its start or its ``yield``) to its end and return its scores."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def score_run_steps(
+    items: Sequence[FoundationItem | ChatItem],
+    responses: Sequence[Response],
+    verdicts: Sequence[Verdict] = (),
+    protocol: Protocol = DEFAULT_PROTOCOL,
+    model: str | None = None,
+    seed: int = 0,
+    reps: int = DEFAULT_REPS,
+    judges: Sequence[str] | None = None,
+    metric_options: Mapping[str, Any] | None = None,
+    root: str | Path | None = None,
+    shared_sections: dict[str, Any] | None = None,
+    defer: Callable[[Metric], bool] | None = None,
+) -> Generator[None, None, RunScores]:
+    """:func:`score_run` in two steps: it yields once, before the sections of the metrics ``defer`` picks.
+
+    Every section of a protocol-free metric that ``defer`` picks (one whose scores a worker is still computing:
+    :func:`airbench_nb.scoring.ahead.waits_on`) is computed after the generator's one ``yield``; everything else
+    before it. :func:`~airbench_nb.scoring.tables.score_models` takes every model to its ``yield`` first, so that
+    the analysis waits for the worker last. The scores are the same, in the same order, as :func:`score_run`'s
+    (which runs the steps at once); the generator's return value is the :class:`RunScores`.
+
+    Args:
+        items: As in :func:`score_run`.
+        responses: As in :func:`score_run`.
+        verdicts: As in :func:`score_run`.
+        protocol: As in :func:`score_run`.
+        model: As in :func:`score_run`.
+        seed: As in :func:`score_run`.
+        reps: As in :func:`score_run`.
+        judges: As in :func:`score_run`.
+        metric_options: As in :func:`score_run`.
+        root: As in :func:`score_run`.
+        shared_sections: As in :func:`score_run`.
+        defer: Picks the protocol-free metrics whose sections are computed after the ``yield``; None: none.
+    """
     wanted = _protocols(protocol)
     if reps < 0:
         raise ValueError(f"reps must be >= 0, got {reps}")
@@ -222,6 +283,7 @@ def score_run(
     used = {metric.section: metric.judges_used(chosen or {}) for metric, _, chosen in scored}
 
     result: dict[str, Any] = {}
+    tables: list[tuple[str, dict[str, Any], list[Any]]] = []
     # sections of protocol-free metrics (every reference metric), computed once (across Chat judges when shared)
     computed: dict[str, Any] = shared_sections if shared_sections is not None else {}
     for name in wanted:
@@ -247,15 +309,27 @@ def score_run(
         }
         table["foundation"] = None
         table["chat"] = None
+        slots: list[Any] = []
         for metric, own_items, chosen in scored:
             section = None
             if chosen is not None and metric.protocol_free and metric.section in computed:
                 section = computed[metric.section]
+            elif chosen is not None and metric.protocol_free and defer is not None and defer(metric):
+                section = _LATER
             elif chosen is not None:
-                outcomes = [o for i in own_items for o in metric.outcomes(i, by_uid.get(i.uid), chosen, name)]
-                section = metric.aggregate(outcomes, name, reps, seed)
-                if metric.protocol_free:
-                    computed[metric.section] = section
+                section = _section(metric, own_items, by_uid, chosen, name, reps, seed, computed)
+            slots.append(section)
+        tables.append((name, table, slots))
+    yield  # the caller may score other models before the deferred sections
+    for name, table, slots in tables:
+        for k, (metric, own_items, chosen) in enumerate(scored):
+            section = slots[k]
+            if section is _LATER:  # computed now, or by an earlier protocol or a call sharing the sections
+                section = (
+                    computed[metric.section]
+                    if metric.section in computed
+                    else _section(metric, own_items, by_uid, chosen, name, reps, seed, computed)
+                )
             if metric.section in ("foundation", "chat"):
                 table[metric.section] = section
             else:  # a metric beyond AIR-Bench's two: its own section
@@ -263,3 +337,25 @@ def score_run(
         _log_summary(name, table)
         result[name] = ProtocolScores.model_validate(table)
     return RunScores.model_validate(result)
+
+
+_LATER = object()
+"""A deferred section's place (:func:`score_run_steps`)."""
+
+
+def _section(
+    metric: Metric,
+    own_items: Sequence[Any],
+    by_uid: Mapping[str, Response],
+    chosen: Mapping[Any, Verdict],
+    protocol: str,
+    reps: int,
+    seed: int,
+    computed: dict[str, Any],
+) -> Any:
+    """One metric's section under ``protocol``, kept in ``computed`` when the metric is protocol-free."""
+    outcomes = [o for i in own_items for o in metric.outcomes(i, by_uid.get(i.uid), chosen, protocol)]
+    section = metric.aggregate(outcomes, protocol, reps, seed)
+    if metric.protocol_free:
+        computed[metric.section] = section
+    return section

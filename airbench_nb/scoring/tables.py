@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from airbench_nb.run_records import RunRecords
 from airbench_nb.score_table import RunScores, ScoreInputs, ScoreTable
 from airbench_nb.scoring.aggregate import DEFAULT_REPS
 from airbench_nb.scoring.outcomes import RULE_JUDGE, Protocol
-from airbench_nb.scoring.run import score_run
+from airbench_nb.scoring.run import finish_steps, score_run_steps
 
 logger = logging.getLogger(__name__)
 
@@ -190,12 +190,14 @@ def score_models(
         ``(summary, results)`` as :func:`score_run_folder` returns them.
     """
     from airbench_nb.run_records import latest_responses
+    from airbench_nb.scoring.ahead import waits_on
     from airbench_nb.scoring.translation import shared_statistics
 
     results: dict[str, RunScores] = {}
     # the translations' references are prepared once for every model (that part of the statistics is theirs alone)
     latest = [latest_responses(responses)[0] for responses, _ in runs if responses] if len(runs) > 1 else []
     with shared_statistics(items if latest else [], latest):
+        steps: dict[str, Generator[None, None, RunScores]] = {}
         for responses, verdicts in runs:
             if not responses:
                 continue
@@ -207,7 +209,8 @@ def score_models(
                     if chat_judge is None
                     else [chat_judge, RULE_JUDGE, *sorted({v.judge for v in verdicts} - {chat_judge, RULE_JUDGE})]
                 )
-                result = score_run(
+                key = f"{responses[0].model} | chat judge {chat_judge or '-'}"
+                steps[key] = score_run_steps(
                     items,
                     responses,
                     verdicts,
@@ -217,8 +220,11 @@ def score_models(
                     judges=judges,
                     metric_options={"embedder": embedder} if embedder else None,
                     shared_sections=shared,
+                    defer=waits_on,
                 )
-                key = f"{responses[0].model} | chat judge {chat_judge or '-'}"
-                results[key] = result
+                # every model's sections up to those a worker is still computing (scoring.ahead): those come last
+                next(steps[key])  # every generator yields once
+        for key, model_steps in steps.items():
+            results[key] = finish_steps(model_steps)
     table = ScoreTable(results)
     return table.summary_frame(), table

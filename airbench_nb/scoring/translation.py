@@ -715,6 +715,7 @@ class _SacreMetric(NoJudge):
     name: ClassVar[str] = ""
     section: ClassVar[str] = ""
     score_field: ClassVar[str] = ""
+    ahead_part: ClassVar[str | None] = "translations"
 
     def serves(self, item: Any) -> bool:
         """Whether the metric scores this item (a translation item)."""
