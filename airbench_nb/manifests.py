@@ -342,7 +342,7 @@ def _parse_line(path: Path, lineno: int, line: bytes, parse: Any) -> tuple[Any, 
         return None, _validation_errors(exc, str(path), lineno, _text_uid(obj))
 
 
-def _parse_line_fast(line: bytes, parse_json: Any) -> Any:
+def _parse_line_fast(line: bytes, parse_json: Any, checked: bool = False) -> Any:
     """One line's record validated straight from its JSON text, or None for the checking reader to read it.
 
     pydantic parses and validates the text in one pass (and shares equal short strings between records). It is tried
@@ -350,17 +350,38 @@ def _parse_line_fast(line: bytes, parse_json: Any) -> Any:
     too deep, no integer too long); anything it refuses (invalid JSON, NaN, a record that fails validation) is read
     again by :func:`_parse_line`, whose messages name the line, uid and field. What it accepts is what the checking
     reader accepts: the same last-wins duplicate keys and the same validators (``tests/test_manifest_fast_read.py``).
+
+    ``checked``: the line is part of a file known to be UTF-8 without an escaped surrogate
+    (:func:`_file_cannot_hold_a_problem`); only its length and brackets are looked at here.
     """
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    if not _cannot_hold_a_problem(text):
-        return None
+    if checked:
+        limit = sys.get_int_max_str_digits()
+        if (limit and len(line) > limit) or line.count(b"[") + line.count(b"{") >= MAX_JSON_DEPTH:
+            return _parse_line_fast(line, parse_json)
+        text: str | bytes = line  # pydantic reads the bytes as it would their text
+    else:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if not _cannot_hold_a_problem(text):
+            return None
     try:
         return parse_json(text)
     except ValidationError:
         return None
+
+
+def _file_cannot_hold_a_problem(raw: bytes) -> bool:
+    """Whether every line of a file is UTF-8 without an escaped surrogate, checked once for the whole file.
+
+    Those are what :func:`_cannot_hold_a_problem` asks first of each line.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return _SURROGATE_ESCAPE.search(text) is None
 
 
 VERIFY_FAST_READ = os.environ.get("AIRBENCH_NB_VERIFY_FAST_READ") == "1"
@@ -402,10 +423,12 @@ def _parse_lines(
     items: list[Any] = []
     errors: list[ManifestError] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+    raw = path.read_bytes()
+    checked = parse_json is not None and _file_cannot_hold_a_problem(raw)
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
-        record = None if parse_json is None else _parse_line_fast(line, parse_json)
+        record = None if parse_json is None else _parse_line_fast(line, parse_json, checked)
         if record is not None and VERIFY_FAST_READ:
             _verify_fast_read(path, lineno, line, parse, record)
         if record is None:

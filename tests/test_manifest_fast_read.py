@@ -49,7 +49,7 @@ EDGE_LINES: list[str] = [
 def _read(path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list, list[str]]:
     with monkeypatch.context() as patch:
         if not fast:
-            patch.setattr(manifests, "_parse_line_fast", lambda line, parse_json: None)
+            patch.setattr(manifests, "_parse_line_fast", lambda *args: None)
         patch.setattr(manifests, "VERIFY_FAST_READ", False)
         records, errors = manifests._parse_lines(
             path, Response.model_validate, key=None, parse_json=Response.model_validate_json
@@ -75,18 +75,38 @@ def test_edge_lines_read_the_same_both_ways(tmp_path, monkeypatch):
     assert fast[3].latency_s != fast[3].latency_s  # NaN, as json.loads reads it (the checking reader's answer)
 
 
+def test_lines_of_a_clean_file_read_the_same_both_ways(tmp_path, monkeypatch):
+    """A file of UTF-8 without an escaped surrogate is checked once (:func:`_file_cannot_hold_a_problem`): its
+    lines too deep or too long still go to the checking reader, and every line reads as the checking reader reads it."""
+    path = tmp_path / "responses.jsonl"
+    lines = [line for line in EDGE_LINES if '"u6"' not in line and '"u14"' not in line]  # no escaped surrogate
+    path.write_bytes("\n".join(lines).encode("utf-8") + b"\n")
+    assert manifests._file_cannot_hold_a_problem(path.read_bytes())
+    fast, fast_errors = _read(path, True, monkeypatch)
+    slow, slow_errors = _read(path, False, monkeypatch)
+    assert [r.uid for r in fast] == ["u1", "u2", "u3", "u4", "u5", "u15"]
+    assert repr([r.model_dump(exclude={"created"}) for r in fast]) == repr(
+        [r.model_dump(exclude={"created"}) for r in slow]
+    )
+    assert [r.model_fields_set for r in fast] == [r.model_fields_set for r in slow]
+    assert fast_errors == slow_errors and len(fast_errors) == 10
+    assert any("u7" in e for e in fast_errors) and any("u8" in e for e in fast_errors)  # too long, too deep
+    assert not manifests._file_cannot_hold_a_problem(b'{"text": "\\ud800"}\n')
+    assert not manifests._file_cannot_hold_a_problem(b"\xff\n")
+
+
 def test_the_fast_reader_is_tried_and_the_checking_one_verifies_it(tmp_path, monkeypatch):
     path = tmp_path / "responses.jsonl"
     path.write_text(json.dumps(_response()) + "\n", encoding="utf-8")
     calls = []
     original = manifests._parse_line_fast
-    monkeypatch.setattr(manifests, "_parse_line_fast", lambda line, p: calls.append(line) or original(line, p))
+    monkeypatch.setattr(manifests, "_parse_line_fast", lambda line, *rest: calls.append(line) or original(line, *rest))
     assert read_records(path, Response)[0].text == "Hello there."
     assert len(calls) == 1
     # a fast reader that read something else is caught when verifying (the suite runs with it on)
     monkeypatch.setattr(manifests, "VERIFY_FAST_READ", True)
     monkeypatch.setattr(
-        manifests, "_parse_line_fast", lambda line, p: Response(uid="u1", model="m", text="wrong", created=0)
+        manifests, "_parse_line_fast", lambda *args: Response(uid="u1", model="m", text="wrong", created=0)
     )
     with pytest.raises(AssertionError, match="the fast reader read"):
         read_records(path, Response)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import typing
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -76,6 +78,25 @@ def _now() -> datetime:
 
 _SHARED_FIELDS_SETS: dict[tuple[type[BaseModel], frozenset[str]], set[str]] = {}
 
+_LAST_SHARED: dict[type[BaseModel], set[str]] = {}
+"""The set :func:`share_fields_set` gave a class's last record (most records of a file are given the same fields)."""
+
+
+@functools.cache
+def _sharing(cls: type[BaseModel]) -> tuple[bool, tuple[str, ...]]:
+    """Whether a record of ``cls`` shares any set of fields (a :class:`Record`), and its fields that can hold models.
+
+    A field can hold a model when its annotation names a pydantic model (in a list, an optional, a union): read from
+    JSON, the others hold strings, numbers, lists and dicts.
+    """
+    return issubclass(cls, Record), tuple(n for n, f in cls.model_fields.items() if _names_a_model(f.annotation))
+
+
+def _names_a_model(annotation: Any) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_names_a_model(arg) for arg in typing.get_args(annotation))
+
 
 def share_fields_set(record: BaseModel) -> None:
     """Let records given the same fields hold one ``model_fields_set`` between them (their nested models too).
@@ -89,17 +110,23 @@ def share_fields_set(record: BaseModel) -> None:
     """
     cls = type(record)
     given = record.__pydantic_fields_set__
-    if isinstance(record, Record) or len(given) == len(cls.model_fields):
-        key = (cls, frozenset(given))
-        shared = _SHARED_FIELDS_SETS.get(key)
-        if shared is None:
-            shared = _SHARED_FIELDS_SETS[key] = set(given)
-        if shared is not given:
-            object.__setattr__(record, "__pydantic_fields_set__", shared)
-    for value in record.__dict__.values():
+    shares, nested = _sharing(cls)
+    if shares or len(given) == len(cls.model_fields):
+        last = _LAST_SHARED.get(cls)
+        if last is None or (last is not given and last != given):  # another class's record, or other fields given
+            key = (cls, frozenset(given))
+            last = _SHARED_FIELDS_SETS.get(key)
+            if last is None:
+                last = _SHARED_FIELDS_SETS[key] = set(given)
+            _LAST_SHARED[cls] = last
+        if last is not given:
+            object.__setattr__(record, "__pydantic_fields_set__", last)
+    values = record.__dict__
+    for name in nested:
+        value = values.get(name)
         if isinstance(value, BaseModel):
             share_fields_set(value)
-        elif type(value) is list and value and isinstance(value[0], BaseModel):
-            for nested in value:
-                if isinstance(nested, BaseModel):
-                    share_fields_set(nested)
+        elif type(value) is list and value:
+            for item in value:
+                if isinstance(item, BaseModel):
+                    share_fields_set(item)

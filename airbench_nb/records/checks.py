@@ -16,6 +16,8 @@ logger = logging.getLogger(__name__)
 
 def _strict_int(value: Any) -> Any:
     """Refuse what pydantic's lax mode would turn into an int: booleans, strings and floats."""
+    if type(value) is int:
+        return value
     if isinstance(value, bool | str | bytes | float):
         raise ValueError(f"expected an integer, got {type(value).__name__} {value!r}")
     if isinstance(value, numbers.Integral):  # numpy integers from the builders

@@ -62,6 +62,8 @@ class ItemBase(Record):
     @field_validator("audios")
     @classmethod
     def _audios_relative(cls, value: list[str]) -> list[str]:
+        if not value:
+            return value
         if len(value) == 1:
             raise ValueError("audios lists the clips of an item about several (2 or more); give one clip as audio")
         return [check_relative_audio_path(v) for v in value]

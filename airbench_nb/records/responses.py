@@ -97,6 +97,8 @@ def check_ranking(ranking: list[RankedLabel]) -> list[RankedLabel]:
     Raises:
         ValueError: For a class named twice or scores that rise (naming them).
     """
+    if not ranking:
+        return ranking
     labels = [r.label for r in ranking]
     twice = sorted({label for label in labels if labels.count(label) > 1})
     if twice:

@@ -14,8 +14,9 @@ logger = logging.getLogger(__name__)
 
 
 def _check_texts(value: list[str], field: str) -> list[str]:
-    if any(not isinstance(v, str) or not v.strip() for v in value):
-        raise ValueError(f"{field} may not hold empty texts")
+    for v in value:
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError(f"{field} may not hold empty texts")
     return value
 
 
