@@ -648,3 +648,28 @@ def test_noise_graded_and_rotated_copies_stay_out_of_the_tables():
     # a manifest of rotations alone (as `airbench-nb rotate` writes) is scored as it is
     alone = score_run([rotated], [right], [extra_verdicts[-1]], protocol="strict", reps=0).strict
     assert alone.rotated_items.foundation == 0 and alone.foundation.n_items == 1
+
+
+def test_a_foundation_section_of_the_same_answers_is_computed_once_and_the_same(monkeypatch):
+    """With no failed item the strict section is the official one (computed once and kept); a failure makes them
+    differ, and each is computed."""
+    import airbench_nb.scoring.aggregate as aggregate
+
+    calls = []
+    original = aggregate._foundation_values
+    monkeypatch.setattr(aggregate, "_foundation_values", lambda *a, **k: calls.append(a[1]) or original(*a, **k))
+    aggregate._FOUNDATION_KEPT.clear()
+    items = [_foundation(f"i{k}", "Speaker_Gender_Recognition", "d", GENDER, 0) for k in range(40)]
+    responses = [Response(uid=i.uid, model=MODEL, text="A" if k % 5 < 3 else "B") for k, i in enumerate(items)]
+    verdicts = [_rule_verdict(i, r) for i, r in zip(items, responses, strict=True)]
+    both = score_run(items, responses, verdicts, protocol="both", reps=200)
+    assert calls == ["official"]  # one computation: every item has its own clip, no clustered pass
+    assert both.official.foundation.model_dump() == both.strict.foundation.model_dump()
+    aggregate._FOUNDATION_KEPT.clear()
+    alone = score_run(items, responses, verdicts, protocol="strict", reps=200)
+    assert alone.strict.foundation.model_dump() == both.strict.foundation.model_dump()
+    calls.clear()
+    failed = [*responses[:-1], Response(uid=items[-1].uid, model=MODEL, text=None, error="timeout")]
+    split = score_run(items, failed, verdicts[:-1], protocol="both", reps=200)
+    assert calls == ["official", "strict"]
+    assert split.official.foundation.average.n == 39 and split.strict.foundation.average.n == 40

@@ -113,10 +113,7 @@ class TaskScores:
         from airbench_nb.scoring.tagging import weighted_average_precision, weighted_balanced_accuracy
 
         if self.task == "transcription":  # both sums in one pass over the weights (whole numbers: exact)
-            top, bottom = (weights @ np.column_stack([self.errors, self.words])).T
-            out = np.full(weights.shape[0], np.nan)
-            np.divide(top, bottom, out=out, where=bottom > 0)
-            return out
+            return _ratio(weights @ np.column_stack([self.errors, self.words]))
         if self.task == "scene":
             return weighted_balanced_accuracy(self.gold, self.correct, weights)
         columns = [j for j in range(self.truth.shape[1]) if self.truth[:, j].any()]
@@ -207,10 +204,24 @@ def _replicates(scores: TaskScores, reps: int, seed: int, key: str, codes: np.nd
     Each replicate reads its own row of weights only, so the replicates are those of the whole (reps, n) matrix,
     which is never held: memory follows the chunk, not ``reps`` x items.
     """
-    from airbench_nb.scoring.resample import key_rng, weight_rows
+    from airbench_nb.scoring.resample import key_rng, resampled_sums, weight_rows
 
-    chunks = [scores.statistic(rows) for rows in weight_rows(scores.n, reps, key_rng(seed, key), codes)]
+    rng = key_rng(seed, key)
+    if scores.task == "transcription" and codes is not None:  # WER: two sums, drawn per utterance (the same draws)
+        chunks = [
+            _ratio(sums) for sums in resampled_sums(np.column_stack([scores.errors, scores.words]), reps, rng, codes)
+        ]
+    else:
+        chunks = [scores.statistic(rows) for rows in weight_rows(scores.n, reps, rng, codes)]
     return np.concatenate(chunks) if chunks else np.zeros(0)
+
+
+def _ratio(sums: np.ndarray) -> np.ndarray:
+    """Errors over words per row of ``(errors, words)`` sums (NaN where no word), as :meth:`TaskScores.statistic`."""
+    top, bottom = sums.T
+    out = np.full(sums.shape[0], np.nan)
+    np.divide(top, bottom, out=out, where=bottom > 0)
+    return out
 
 
 def _with_clusters(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import zlib
 from collections import Counter, defaultdict
@@ -141,12 +142,31 @@ def _foundation_section(outcomes: Sequence[FoundationOutcome], protocol: str, re
     every interval is the union of both (:mod:`airbench_nb.scoring.resample`; never narrower), the entries of a
     level whose units share clusters getting ``clusters`` and ``cluster_unit``. Point values are the same.
     """
+    # what the section reads of the outcomes: the protocol only counts when an item failed (official leaves it out)
+    failed = any(o.correct is None for o in outcomes)
+    read = tuple((o.task, o.dataset, o.correct, o.cluster, o.reason if o.correct is None else "") for o in outcomes)
+    kept_key = (read, protocol if failed else "", reps, seed)
+    kept = _FOUNDATION_KEPT.get(kept_key)
+    if kept is not None:  # the other protocol's section of the very same answers (no item failed)
+        return copy.deepcopy(kept)
     section = _foundation_values(outcomes, protocol, reps, seed, clustered=False)
     keys = [o.cluster or f"unit:{k}" for k, o in enumerate(outcomes)]
     if reps and len(set(keys)) < len(keys):
         _widen(section, _foundation_values(outcomes, protocol, reps, seed, clustered=True))
     _strip(section)
+    if len(_FOUNDATION_KEPT) >= FOUNDATION_KEPT:
+        del _FOUNDATION_KEPT[next(iter(_FOUNDATION_KEPT))]
+    _FOUNDATION_KEPT[kept_key] = copy.deepcopy(section)
     return section
+
+
+FOUNDATION_KEPT = 4
+"""Foundation sections :func:`_foundation_section` keeps (the oldest goes first)."""
+
+_FOUNDATION_KEPT: dict[tuple[Any, ...], dict[str, Any]] = {}
+"""Foundation sections by everything they are computed from: each outcome's task, dataset, right answer, cluster
+and failure reason, the protocol when an item failed, the replicates and the seed. A model's two protocols score
+the same answers the same way when no item failed: the strict section is then the official one, computed once."""
 
 
 def _strip(section: dict[str, Any]) -> None:
