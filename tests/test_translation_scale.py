@@ -26,6 +26,7 @@ from airbench_nb.scoring.translation import (
     clustered_corpus_interval,
     reference_streams,
     sacrebleu_replicates,
+    sacrebleu_replicates_of,
     score_translations,
     sentence_statistics,
     translation_outcome,
@@ -109,6 +110,28 @@ def test_replicates_are_sacrebleus_own(n, seed, reps):
         ours = sacrebleu_replicates(metric, stats, reps, seed)
         assert [s.score for s in ours] == [s.score for s in theirs]
         assert [str(s) for s in ours] == [str(s) for s in theirs]
+
+
+def test_bleu_and_chrf_replicates_of_one_draw_are_each_sacrebleus_own(monkeypatch):
+    rng = random.Random(5)
+    hyps = [" ".join(rng.choices(WORDS, k=rng.randint(0, 12))) for _ in range(300)]
+    refs = [[" ".join(rng.choices(WORDS, k=rng.randint(1, 12)))] for _ in range(300)]
+    metrics = (BLEU(), _chrf())
+    stats = [sentence_statistics(metric, hyps, refs) for metric in metrics]
+    both = sacrebleu_replicates_of(list(zip(metrics, stats, strict=True)), 150, 6)
+    for metric, mine, drawn in zip(metrics, stats, both, strict=True):
+        os.environ["SACREBLEU_SEED"] = "6"
+        try:
+            _, theirs = _bootstrap_resample(mine.tolist(), metric, 150)
+        finally:
+            os.environ.pop("SACREBLEU_SEED")
+        assert [s.score for s in drawn] == [s.score for s in theirs]
+    monkeypatch.setattr(translation, "FLOAT32_EXACT", 10)  # sacrebleu's float32 sums, each metric's own
+    assert [[s.score for s in d] for d in sacrebleu_replicates_of(list(zip(metrics, stats, strict=True)), 150, 6)] == [
+        [s.score for s in d] for d in both
+    ]
+    with pytest.raises(ValueError, match="one corpus"):
+        sacrebleu_replicates_of([(metrics[0], stats[0]), (metrics[1], stats[1][:10])], 10, 6)
 
 
 def test_replicates_past_float32_precision_are_summed_as_sacrebleu_sums(monkeypatch):

@@ -381,7 +381,13 @@ def _num_refs(references: Sequence[Sequence[str]]) -> int:
 
 
 def score_from_statistics(
-    metric: Any, stats: Any, num_refs: int, reps: int, seed: int, clusters: Sequence[str] | None = None
+    metric: Any,
+    stats: Any,
+    num_refs: int,
+    reps: int,
+    seed: int,
+    clusters: Sequence[str] | None = None,
+    replicates: list[Any] | None = None,
 ) -> CorpusScore:
     """:func:`corpus_score` from the items' sentence statistics (:func:`sentence_statistics`), extracted once.
 
@@ -396,13 +402,14 @@ def score_from_statistics(
         reps: Bootstrap replicates (0 or 1: no interval).
         seed: Seed of sacrebleu's bootstrap.
         clusters: Each item's cluster key (see :func:`corpus_score`).
+        replicates: The bootstrap's replicates when already drawn (:func:`sacrebleu_replicates_of`); None: drawn here.
     """
     metric.num_refs = num_refs
     score = metric._compute_score_from_stats([int(x) for x in stats.sum(axis=0)])  # sum_of_lists: Python ints
     if reps > 1:
         metric.n_bootstrap = reps
         metric.seed = str(seed).lower()
-        score.estimate_ci(sacrebleu_replicates(metric, stats, reps, seed))
+        score.estimate_ci(sacrebleu_replicates(metric, stats, reps, seed) if replicates is None else replicates)
     signature = str(metric.get_signature())
     ci = None
     if reps > 1:
@@ -439,28 +446,48 @@ def sacrebleu_replicates(metric: Any, stats: Any, reps: int, seed: int) -> list[
     Returns:
         The replicates' sacrebleu ``Score`` objects, in sacrebleu's order.
     """
+    return sacrebleu_replicates_of([(metric, stats)], reps, seed)[0]
+
+
+def sacrebleu_replicates_of(scored: Sequence[tuple[Any, Any]], reps: int, seed: int) -> list[list[Any]]:
+    """:func:`sacrebleu_replicates` of several metrics' statistics of the same items, from one draw.
+
+    sacrebleu draws the same indices for every metric of the same items, seed and replicates (BLEU and chrF of one
+    corpus): they are drawn and counted once here, and each metric's statistics summed with them.
+
+    Args:
+        scored: ``(metric, statistics)`` per metric, the statistics' rows the same items in the same order.
+        reps: Replicates.
+        seed: sacrebleu's seed.
+
+    Returns:
+        Each metric's replicates, as :func:`sacrebleu_replicates` returns them.
+    """
     import numpy as np
 
     from airbench_nb.scoring.resample import BOOTSTRAP_CHUNK
 
-    n = stats.shape[0]
+    n = scored[0][1].shape[0]
+    if any(stats.shape[0] != n for _, stats in scored):
+        raise ValueError(f"statistics of {sorted({stats.shape[0] for _, stats in scored})} items: one corpus asked")
     rng = np.random.default_rng(int(seed))
-    wide = stats.astype(np.float64)
-    narrow = None
+    wide = [stats.astype(np.float64) for _, stats in scored]
+    narrow: list[Any] = [None] * len(scored)
     step = max(1, BOOTSTRAP_CHUNK // max(n, 1))
-    out = []
+    out: list[list[Any]] = [[] for _ in scored]
     for start in range(0, reps, step):
         rows = min(step, reps - start)
         idx = rng.integers(0, n, size=(rows, n))
         flat = idx + np.arange(0, rows * n, n)[:, None]
-        counts = np.bincount(flat.ravel(), minlength=rows * n).reshape(rows, n)
-        sums = counts.astype(np.float64) @ wide
-        if sums.size and sums.max() >= FLOAT32_EXACT:  # float32 rounds: sum as sacrebleu does
-            narrow = stats.astype(np.float32) if narrow is None else narrow
-            totals = [narrow[row].sum(0) for row in idx]
-        else:
-            totals = list(sums.astype(np.float32))
-        out.extend(metric._compute_score_from_stats(total) for total in totals)
+        counts = np.bincount(flat.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
+        for k, (metric, stats) in enumerate(scored):
+            sums = counts @ wide[k]
+            if sums.size and sums.max() >= FLOAT32_EXACT:  # float32 rounds: sum as sacrebleu does
+                narrow[k] = stats.astype(np.float32) if narrow[k] is None else narrow[k]
+                totals = [narrow[k][row].sum(0) for row in idx]
+            else:
+                totals = list(sums.astype(np.float32))
+            out[k].extend(metric._compute_score_from_stats(total) for total in totals)
     return out
 
 
@@ -528,9 +555,13 @@ def _scores(
 
     num_refs = _num_refs([o.references for o in outcomes])
     keys = [o.cluster or o.uid for o in outcomes]
+    bleu, chrf = BLEU(tokenize=tokenize), _chrf()
+    bleu.num_refs = chrf.num_refs = num_refs
+    # sacrebleu draws the same replicates for both metrics of one corpus: drawn once
+    drawn = sacrebleu_replicates_of([(bleu, stats[0]), (chrf, stats[1])], reps, seed) if reps > 1 else [None, None]
     return PairScores(
-        bleu=score_from_statistics(BLEU(tokenize=tokenize), stats[0], num_refs, reps, seed, keys),
-        chrf=score_from_statistics(_chrf(), stats[1], num_refs, reps, seed, keys),
+        bleu=score_from_statistics(bleu, stats[0], num_refs, reps, seed, keys, drawn[0]),
+        chrf=score_from_statistics(chrf, stats[1], num_refs, reps, seed, keys, drawn[1]),
         n=len(outcomes),
         failures=sum(o.failure is not None for o in outcomes),
         tokenize=tokenize,
