@@ -45,21 +45,31 @@ CLUSTER_UNITS: dict[str, str] = {
 
 def cluster_of(item: Any) -> str:
     """The item's cluster key (see the module docstring), prefixed with the rule that made it."""
-    meta = getattr(item, "meta", None) or {}
+    # a record's fields are in its __dict__: read there first; a name neither there nor on its class (a field
+    # another kind of item has) is None without asking the record (pydantic would raise and catch an exception)
+    fields = getattr(item, "__dict__", None) or {}
+    kind_of = type(item)
+
+    def field(name: str) -> Any:
+        if name in fields:
+            return fields[name]
+        return None if fields and not hasattr(kind_of, name) else getattr(item, name, None)
+
+    meta = field("meta") or {}
     given = meta.get(CLUSTER_META_KEY)
     if given not in (None, ""):
         return f"given:{given}"
-    kind = getattr(item, "kind", None)
-    clip = getattr(item, "clip_id", None)
+    kind = field("kind")
+    clip = field("clip_id")
     if kind in UTTERANCE_KINDS and clip:
         return f"utterance:{str(clip).split('@', 1)[0]}"
     if kind == "translation" and meta.get("sentence_id") not in (None, ""):
         return f"sentence:{meta['sentence_id']}"
-    audios = getattr(item, "audios", None) or []
-    audio = audios[0] if audios else getattr(item, "audio", None)
+    audios = field("audios") or []
+    audio = audios[0] if audios else field("audio")
     if audio:
         return f"audio:{audio}"
-    return f"item:{item.uid}"
+    return f"item:{field('uid')}"
 
 
 def cluster_unit(keys: Any) -> str:
