@@ -181,6 +181,8 @@ _JSON_KEYS = {
 """JSON keys (lower case, spaces and hyphens as underscores) and the part each holds."""
 _JSON_ITEM_KEYS = ("label", "name", "event", "class")
 _JSON_START_RE = re.compile(r'\{[ \t\n\r]*+["}]')
+_DECODER = json.JSONDecoder()
+"""The decoder of :func:`_read_json` (it keeps no state between calls)."""
 """Where a JSON object can start: a brace followed (after JSON's whitespace) by a key or by the closing brace."""
 _FENCE_LANGUAGE_RE = re.compile(r"[\w+-]*")
 _FENCE_OPEN_RE = re.compile(r"```[ \t]*+(?:json)?[ \t]*+\n?[ \t]*+$", re.IGNORECASE)
@@ -408,10 +410,12 @@ def _read_json(text: str, removed: _Removed, raw: dict[str, object], wanted: tup
     Raises:
         _Unreadable: JSON nested deeper than the parser goes, or more candidates than :data:`MAX_JSON_TRIES`.
     """
-    decoder = json.JSONDecoder()
+    start = _JSON_START_RE.search(text) if "{" in text else None
+    if start is None:  # no object can start here (most answers)
+        return text
+    decoder = _DECODER
     found: tuple[dict[str, object], int, int] | None = None
     tries = 0
-    start = _JSON_START_RE.search(text)
     while start is not None:
         index, next_from = start.start(), start.start() + 1
         try:
