@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
@@ -163,13 +164,18 @@ def _metrics(model: str, task: str, rows: pd.DataFrame, top: int) -> ClassMetric
     gold_labels = sorted(set(y_true), key=label_order)
     labels = sorted(set(y_true) | {p for p in y_pred if p != NO_ANSWER}, key=label_order)
     columns = labels + [NO_ANSWER]
+    # scikit-learn given each label's index in ``columns``: the same metrics, without sorting strings
+    code = {label: k for k, label in enumerate(columns)}
+    true_codes = np.array([code[t] for t in y_true], dtype=np.int64)
+    pred_codes = np.array([code[p] for p in y_pred], dtype=np.int64)
+    gold_codes = [code[g] for g in gold_labels]
     precision, recall, f1, _ = precision_recall_fscore_support(
-        y_true, y_pred, labels=gold_labels, average="macro", zero_division=0
+        true_codes, pred_codes, labels=gold_codes, average="macro", zero_division=0
     )
     p_each, r_each, f_each, support = precision_recall_fscore_support(
-        y_true, y_pred, labels=gold_labels, average=None, zero_division=0
+        true_codes, pred_codes, labels=gold_codes, average=None, zero_division=0
     )
-    matrix = confusion_matrix(y_true, y_pred, labels=columns)[: len(labels)]
+    matrix = confusion_matrix(true_codes, pred_codes, labels=list(range(len(columns))))[: len(labels)]
     row = {label: i for i, label in enumerate(labels)}
     per_class = {
         label: {

@@ -85,6 +85,7 @@ _NO_ZERO_WIDTH = dict.fromkeys(map(ord, ZERO_WIDTH_CHARACTERS))
 _PLAIN = re.compile(r"[a-z' ]+")
 
 
+@functools.lru_cache(maxsize=1024)
 def language_code(language: str | None) -> str:
     """The base ISO 639 code of ``language`` in lower case (``en-US`` and ``en_GB`` give ``en``; None gives ``en``)."""
     return re.split(r"[-_]", (language or "en").strip().lower(), maxsplit=1)[0] or "en"
