@@ -205,3 +205,42 @@ def test_sections_a_worker_is_computing_are_scored_after_every_other_model_secti
     assert events == ["foundation"] * 6 + ["translations taken"]  # 3 models x 2 protocols, then the worker's part
     assert later == at_once
     assert all(result["official"]["metric_sections"]["translation"] for result in later.values())
+
+
+def test_sections_reading_scores_are_computed_last_and_shown_in_report_order(small_run, monkeypatch):
+    """Sections that read the score table (``late``: the kit's tables, a benchmark's choice-QA sections) are computed
+    after every other section, the benchmarks' included; the report keeps its order."""
+    import dataclasses
+
+    from airbench_nb.analysis import registry
+    from airbench_nb.analysis.report import LATE_SECTIONS, RunAnalysis
+    from airbench_nb.analysis.section import Section
+
+    computed: list[str] = []
+
+    def noted(section):
+        def compute(analysis):
+            computed.append(section.name)
+            return section.compute(analysis)
+
+        return dataclasses.replace(section, compute=compute)
+
+    def added(name: str):
+        return lambda analysis: Section(name=name, data={"n": 1})
+
+    sections = {name: noted(section) for name, section in registry.SECTIONS.items()}
+    monkeypatch.setattr(registry, "SECTIONS", sections)
+    import airbench_nb.analysis.report as report
+
+    monkeypatch.setattr(report, "SECTIONS", sections)
+    registry.register_analysis_section("early_added", added("early_added"))
+    registry.register_analysis_section("late_added", added("late_added"), late=True)
+    sections["early_added"] = noted(sections["early_added"])
+    sections["late_added"] = noted(sections["late_added"])
+    shown = [s.name for s in RunAnalysis(small_run, reps=20).sections()]
+    assert computed.index("early_added") < computed.index("tables") < computed.index("late_added")
+    late = {name for name, s in sections.items() if s.late}
+    assert late >= set(LATE_SECTIONS) | {"late_added"}
+    assert all(name not in late for name in computed[: len(computed) - len(late)])
+    kit = [name for name, s in sections.items() if s.kit]
+    assert shown[: len(kit)] == kit and shown[-2:] == ["early_added", "late_added"]

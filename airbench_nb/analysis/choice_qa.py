@@ -318,7 +318,7 @@ SECTION_NAMES: tuple[str, ...] = tuple(metric.section for metric in CHOICE_QA_ME
 """The three sections (the metrics' section names)."""
 
 for _name, _compute in zip(SECTION_NAMES, (_mmau, _mmar, _mmsu), strict=True):
-    register_analysis_section(_name, _compute, ChoiceQAAnalysis)
+    register_analysis_section(_name, _compute, ChoiceQAAnalysis, late=True)  # reads the score table
 
 __all__ = [
     "FRAME_COLUMNS",

@@ -45,6 +45,10 @@ class AnalysisSection:
     """Whether it is left out of ``analysis.json`` when it has nothing to show (neither its key nor its reason is
     written): a section about derived items a run holds only when asked for (the audio-reliance controls), so that
     a run without them writes what it wrote before the section existed."""
+    late: bool = False
+    """Whether it reads the score table or the translations' scores, which a worker may still be computing
+    (:mod:`airbench_nb.scoring.ahead`): such sections are computed after the others, so that the run's analysis
+    waits for the worker last. Only the order of computing changes, never a result or the report's order."""
 
     def checked(self, data: Any) -> Any:
         """``data`` checked against :attr:`payload` (unchanged when it has none).
@@ -73,6 +77,7 @@ def register_analysis_section(
     *,
     kit: bool = False,
     optional: bool = False,
+    late: bool = False,
 ) -> AnalysisSection:
     """Register a section of ``analysis.json`` (replacing one of that name, in its place), and return it.
 
@@ -82,6 +87,8 @@ def register_analysis_section(
         payload: The pydantic model of its data, checked when it is written.
         kit: For the kit's own sections only (typed fields of :class:`AnalysisReport`).
         optional: Leave it out of ``analysis.json`` when it has nothing to show (:attr:`AnalysisSection.optional`).
+        late: It reads the score table or the translations' scores: computed after the others
+            (:attr:`AnalysisSection.late`).
 
     Raises:
         ValueError: When ``name`` is a field of :class:`AnalysisReport` (or its ``_detail``) and the section is not
@@ -90,7 +97,7 @@ def register_analysis_section(
     taken = name in AnalysisReport.model_fields or f"{name}_detail" in AnalysisReport.model_fields
     if taken and not kit:
         raise ValueError(f"analysis section {name!r}: the name is one of analysis.json's own fields")
-    section = AnalysisSection(name, compute, payload, kit, optional)
+    section = AnalysisSection(name, compute, payload, kit, optional, late)
     SECTIONS[name] = section
     return section
 

@@ -106,8 +106,9 @@ LATE_SECTIONS: tuple[str, ...] = (
     "speech_output",
     "ugbench",
 )
-"""Kit sections computed after the others (:meth:`RunAnalysis.sections`): they read the score table or the
-translations' scores, which a worker may still be computing (:mod:`airbench_nb.scoring.ahead`)."""
+"""Kit sections computed after the others, the benchmarks' included (:meth:`RunAnalysis.sections`,
+:attr:`~airbench_nb.analysis.registry.AnalysisSection.late`): they read the score table or the translations' scores,
+which a worker may still be computing (:mod:`airbench_nb.scoring.ahead`)."""
 
 OPTIONAL_SECTIONS: tuple[str, ...] = ("controls",)
 """Kit sections left out of ``analysis.json`` when they have nothing to show
@@ -880,14 +881,16 @@ class RunAnalysis:
     def sections(self) -> list[Section]:
         """Every registered section (:data:`SECTIONS`), in report order: the kit's, then those benchmarks added.
 
-        The kit's sections that read the score table or the translations (:data:`LATE_SECTIONS`) are computed after
-        the others, so that a worker scoring the transcripts and translations ahead (:mod:`airbench_nb.scoring.ahead`)
-        works while the others are computed; each section's result is the same in either order.
+        Sections that read the score table or the translations (:attr:`AnalysisSection.late`: the kit's
+        :data:`LATE_SECTIONS`, the choice-QA benchmarks') are computed after the others, the benchmarks' included,
+        so that a worker scoring the transcripts and translations ahead (:mod:`airbench_nb.scoring.ahead`) works
+        while the others are computed; each section's result is the same in either order.
         """
-        kit = [section for section in SECTIONS.values() if section.kit]
-        order = sorted(range(len(kit)), key=lambda k: kit[k].name in LATE_SECTIONS)  # stable: report order otherwise
-        computed = {k: kit[k].compute(self) for k in order}
-        return [*(computed[k] for k in range(len(kit))), *self.added_sections()]
+        registered = list(SECTIONS.values())
+        order = sorted(range(len(registered)), key=lambda k: registered[k].late)  # stable: report order otherwise
+        computed = {k: registered[k].compute(self) for k in order}
+        kit = [computed[k] for k, section in enumerate(registered) if section.kit]
+        return [*kit, *self._shown([(s, computed[k]) for k, s in enumerate(registered) if not s.kit])]
 
     def added_sections(self) -> list[Section]:
         """The sections benchmarks registered beyond the kit's own (what notebook 05 shows after the kit's).
@@ -895,7 +898,11 @@ class RunAnalysis:
         An optional section with nothing to show (the perturbation curves of a run built without perturbed copies) is
         left out, as :meth:`write` leaves it out of ``analysis.json``.
         """
-        computed = [(section, section.compute(self)) for section in SECTIONS.values() if not section.kit]
+        return self._shown([(section, section.compute(self)) for section in SECTIONS.values() if not section.kit])
+
+    @staticmethod
+    def _shown(computed: Sequence[tuple[Any, Section]]) -> list[Section]:
+        """The added sections' results, less the optional ones with nothing to show."""
         return [result for section, result in computed if not (section.optional and result.reason)]
 
     def write(self, out: str | Path | None = None, sections: Sequence[Section] | None = None) -> AnalysisReport:
@@ -957,7 +964,13 @@ class RunAnalysis:
 
 
 for _name in KIT_SECTIONS:
-    register_analysis_section(_name, getattr(RunAnalysis, _name), kit=True, optional=_name in OPTIONAL_SECTIONS)
+    register_analysis_section(
+        _name,
+        getattr(RunAnalysis, _name),
+        kit=True,
+        optional=_name in OPTIONAL_SECTIONS,
+        late=_name in LATE_SECTIONS,
+    )
 
 # The benchmarks' own sections register after the kit's (report order): MMAU's, MMAR's and MMSU's, the judge panel
 # (optional: a run with one judgement of one judge per answer writes no key), then the perturbation curves (optional:
