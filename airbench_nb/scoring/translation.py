@@ -602,10 +602,11 @@ _SUMMARIES: OrderedDict[str, TranslationSummary] = OrderedDict()
 def digest_outcomes(outcomes: Sequence[TranslationOutcome], reps: int, seed: int) -> str:
     """A digest of everything a summary depends on: every outcome's fields, the replicates and the seed."""
     digest = hashlib.sha256(f"{reps}|{seed}|{len(outcomes)}".encode())
-    for o in outcomes:
-        fields = (o.uid, o.pair, o.target_language, o.hypothesis, o.references, o.answered, o.failure, o.cluster)
-        digest.update(json.dumps(fields, ensure_ascii=False).encode("utf-8"))
-        digest.update(b"\n")
+    fields = [
+        (o.uid, o.pair, o.target_language, o.hypothesis, o.references, o.answered, o.failure, o.cluster)
+        for o in outcomes
+    ]
+    digest.update(json.dumps(fields, ensure_ascii=False).encode("utf-8"))  # one JSON array: unambiguous
     return digest.hexdigest()
 
 
