@@ -44,7 +44,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -886,9 +886,20 @@ class RunAnalysis:
         so that a worker scoring the transcripts and translations ahead (:mod:`airbench_nb.scoring.ahead`) works
         while the others are computed; each section's result is the same in either order.
         """
+        return self._sections()
+
+    def _sections(self, computed_one: Callable[[Section], None] | None = None) -> list[Section]:
+        """:meth:`sections`, calling ``computed_one`` with each section as soon as it is computed.
+
+        In computing order: :meth:`write` saves a section's figures while the late sections wait for a worker.
+        """
         registered = list(SECTIONS.values())
         order = sorted(range(len(registered)), key=lambda k: registered[k].late)  # stable: report order otherwise
-        computed = {k: registered[k].compute(self) for k in order}
+        computed: dict[int, Section] = {}
+        for k in order:
+            computed[k] = registered[k].compute(self)
+            if computed_one is not None:
+                computed_one(computed[k])
         kit = [computed[k] for k, section in enumerate(registered) if section.kit]
         return [*kit, *self._shown([(s, computed[k]) for k, s in enumerate(registered) if not s.kit])]
 
@@ -923,14 +934,25 @@ class RunAnalysis:
 
         out = Path(out) if out else self.folder.analysis_dir
         out.mkdir(parents=True, exist_ok=True)
-        sections = list(sections) if sections is not None else self.sections()
-        sections = [s for s in sections if not (s.reason and s.name in SECTIONS and SECTIONS[s.name].optional)]
-        figures: list[str] = []
-        for section in sections:
+        saved: dict[int, list[str]] = {}
+
+        def save(section: Section) -> None:  # a section's figures, saved once
+            hidden = section.reason and section.name in SECTIONS and SECTIONS[section.name].optional
+            if id(section) in saved or hidden:
+                return
+            names = []
             if section.figure is not None and section.figure_key:
-                figures.append(plots.save(section.figure, out / FIGURES, section.figure_key).name)
+                names.append(plots.save(section.figure, out / FIGURES, section.figure_key).name)
             for stem, figure in section.extra_figures.items():
-                figures.append(plots.save(figure, out / FIGURES, stem).name)
+                names.append(plots.save(figure, out / FIGURES, stem).name)
+            saved[id(section)] = names
+
+        # each section's figures are saved as soon as it is computed (while the late sections wait for a worker)
+        sections = list(sections) if sections is not None else self._sections(save)
+        sections = [s for s in sections if not (s.reason and s.name in SECTIONS and SECTIONS[s.name].optional)]
+        for section in sections:
+            save(section)
+        figures = [name for section in sections for name in saved[id(section)]]
         plt.close("all")
         summary, results = self.scores()
         written = (
