@@ -114,11 +114,7 @@ def test_a_failed_worker_costs_time_never_a_result(caplog):
     failed: Future = Future()
     failed.set_exception(RuntimeError("worker died"))
 
-    class _Executor:
-        def shutdown(self, wait=True, kill_workers=False):
-            pass
-
-    ahead._offer(ahead._Job(_Executor(), {"transcripts": failed}))
+    ahead._offer(ahead._Job(None, {"transcripts": failed}))
     keys = [("hello world", "hello word", "en", "u1")]
     _clear_caches()
     try:
@@ -128,6 +124,23 @@ def test_a_failed_worker_costs_time_never_a_result(caplog):
         ahead.stop_ahead()
     assert "the transcripts computed ahead failed (RuntimeError: worker died): computed here" in caplog.text
     assert found == [wer.utterance_errors(*keys[0])] and not ahead.pending("transcripts")
+
+
+def test_a_worker_that_dies_costs_time_never_a_result(small_run, monkeypatch, caplog):
+    """The worker is a plain child process: killed (out of memory, a signal), its parts fail and are computed here."""
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    monkeypatch.setattr(ahead, "AHEAD_MIN", 100)
+    _clear_caches()
+    assert ahead.start_ahead(RunFolder(small_run), reps=10, seed=0)
+    ahead._JOB.process.kill()
+    keys = [("hello world", "hello word", "en", "u1")]
+    try:
+        with caplog.at_level(logging.WARNING, logger="airbench_nb.scoring.ahead"):
+            found = wer.many_utterance_errors(keys)
+    finally:
+        ahead.stop_ahead()
+    assert "the worker ended (exit -9) before sending its transcripts" in caplog.text
+    assert found == [wer.utterance_errors(*keys[0])]
 
 
 def test_the_worker_runs_only_when_asked_for_and_the_run_is_large(small_run, monkeypatch):

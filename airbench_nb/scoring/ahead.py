@@ -3,8 +3,9 @@
 Two parts of a large run's analysis are pure text work that needs nothing but the run's files: the word alignments
 of the transcripts (:func:`~airbench_nb.scoring.wer.utterance_errors`) and sacrebleu's statistics, corpus scores and
 bootstraps of the translations (:func:`~airbench_nb.scoring.translation.score_translations`). On a machine with two
-cores or more, :func:`start_ahead` hands them to one worker process (a fresh interpreter, joblib's loky, like
-:mod:`airbench_nb.scoring.parallel`'s) the moment the analysis starts: the worker reads the transcription, joint
+cores or more, :func:`start_ahead` hands them to one worker process (a fresh interpreter: ``python -c`` of
+:func:`worker_main`, which sends each part back through a pipe as soon as it is done) the moment the analysis
+starts: the worker reads the transcription, joint
 and translation manifests and the models' responses to them, and computes every model's utterance errors and
 translation summaries while this process reads the whole run and computes the sections that need neither.
 
@@ -27,7 +28,13 @@ are taken or :func:`stop_ahead` is called.
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import os
+import pickle
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -53,12 +60,12 @@ TRANSLATION_KINDS: tuple[str, ...] = ("translation",)
 
 @dataclass
 class _Job:
-    """One worker process and the futures of its two tasks."""
+    """One worker process and the futures of its two parts."""
 
-    executor: Any
-    """The loky executor (one worker)."""
+    process: subprocess.Popen[bytes] | None
+    """The worker (None: parts offered without a process, as the tests offer them)."""
     futures: dict[str, Future[Any]] = field(default_factory=dict)
-    """The pending tasks by part (``transcripts``, ``translations``)."""
+    """The pending parts by name (``transcripts``, ``translations``), resolved by :func:`_receive`."""
     started: float = field(default_factory=time.perf_counter)
     """When the job was started (``perf_counter``)."""
 
@@ -103,15 +110,9 @@ def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
     translations = [folder.manifest(k) for k in TRANSLATION_KINDS if folder.manifest(k).is_file()]
     if sum(_lines(p) for p in [*transcripts, *translations]) < AHEAD_MIN:
         return False
-    from joblib.externals.loky import ProcessPoolExecutor
-
-    executor = ProcessPoolExecutor(max_workers=1, env={WORKERS_ENV: "1"})
-    job = _Job(executor)
     where = (str(folder.path), str(folder.data_dir), str(folder.responses_dir), str(folder.verdicts_dir))
-    if transcripts:
-        job.futures["transcripts"] = executor.submit(transcript_errors, where, TRANSCRIPT_KINDS)
-    if translations:
-        job.futures["translations"] = executor.submit(translation_summaries, where, TRANSLATION_KINDS, reps, seed)
+    parts = [part for part, paths in (("transcripts", transcripts), ("translations", translations)) if paths]
+    job = _spawn({"where": where, "parts": parts, "reps": reps, "seed": seed})
     _offer(job)
     logger.info(
         "transcripts and translations of %s scored ahead by a worker process (%s=1: not)", folder.path, WORKERS_ENV
@@ -141,10 +142,8 @@ def _collect(job: _Job, part: str) -> Any:
             "the %s computed ahead failed (%s: %s): computed here instead", part, type(error).__name__, error
         )
         found = None
-    if not job.futures:
-        job.executor.shutdown(wait=False)
-        if _JOB is job:
-            _JOB = None
+    if not job.futures and _JOB is job:
+        _JOB = None  # the worker ends by itself once it has sent its last part
     if found is not None:
         now = time.perf_counter()
         logger.info(
@@ -164,7 +163,8 @@ def stop_ahead() -> None:
     if job is not None:
         offered.withdraw(tuple(job.futures))
         job.futures.clear()
-        job.executor.shutdown(wait=False, kill_workers=True)
+        if job.process is not None and job.process.poll() is None:
+            job.process.kill()  # its reader thread reaps it
 
 
 def pending(part: str) -> bool:
@@ -203,6 +203,81 @@ def settle(part: str) -> bool:
 
         keep_summaries(found)
     return True
+
+
+def _spawn(spec: dict[str, Any]) -> _Job:
+    """Start :func:`worker_main` on ``spec`` in a fresh interpreter, its parts coming back through a pipe.
+
+    A plain child process (no executor): nothing else is started beside it (an executor's resource trackers are two
+    more interpreters, 0.05 GB), and it can be killed. A daemon thread reads the parts as they arrive, so that the
+    worker never waits on a full pipe.
+    """
+    read_end, write_end = os.pipe()
+    command = [sys.executable, "-c", "import sys; from airbench_nb.scoring.ahead import worker_main; worker_main()"]
+    try:
+        process = subprocess.Popen(
+            [*command, json.dumps({**spec, "fd": write_end})],
+            pass_fds=(write_end,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, WORKERS_ENV: "1"},
+        )
+    finally:
+        os.close(write_end)
+    job = _Job(process, {part: Future() for part in spec["parts"]})
+    threading.Thread(target=_receive, args=(job, read_end), name="airbench-ahead", daemon=True).start()
+    return job
+
+
+def _receive(job: _Job, read_end: int) -> None:
+    """Resolve each part's future from the worker's pipe: a line ``<part> <ok|error> <bytes>``, then the pickle."""
+    futures = dict(job.futures)
+    with os.fdopen(read_end, "rb") as pipe:
+        while True:
+            header = pipe.readline().split()
+            if len(header) != 3 or header[0].decode() not in futures:
+                break
+            part, status, size = header[0].decode(), header[1].decode(), int(header[2])
+            payload = pipe.read(size)
+            if len(payload) != size:
+                break
+            future = futures.pop(part)
+            try:
+                if status == "ok":
+                    future.set_result(pickle.loads(payload))
+                else:
+                    future.set_exception(RuntimeError(pickle.loads(payload)))
+            except Exception as error:  # noqa: BLE001 - an unreadable part is a failed part
+                future.set_exception(error)
+    code = job.process.wait() if job.process is not None else None
+    for part, future in futures.items():
+        future.set_exception(RuntimeError(f"the worker ended (exit {code}) before sending its {part}"))
+
+
+def worker_main(argv: Sequence[str] | None = None) -> None:
+    """The worker process: compute each part asked for and send it down the pipe as soon as it is done.
+
+    Args:
+        argv: ``[spec]``, the JSON of :func:`_spawn`: the run folder's paths (``where``), the ``parts``, the
+            translations' ``reps`` and ``seed``, and the pipe's file descriptor (``fd``); None: ``sys.argv[1:]``.
+    """
+    spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
+    where = spec["where"]
+    with os.fdopen(spec["fd"], "wb") as pipe:
+        for part in spec["parts"]:
+            found: Any = None
+            try:
+                if part == "transcripts":
+                    found = transcript_errors(where, TRANSCRIPT_KINDS)
+                else:
+                    found = translation_summaries(where, TRANSLATION_KINDS, spec["reps"], spec["seed"])
+                status, payload = "ok", pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as error:  # noqa: BLE001 - sent back: the analysis computes that part itself
+                status, payload = "error", pickle.dumps(f"{type(error).__name__}: {error}")
+            del found
+            pipe.write(f"{part} {status} {len(payload)}\n".encode() + payload)
+            pipe.flush()
+            del payload
 
 
 # --- the worker's side ------------------------------------------------------------------------------------------
