@@ -358,17 +358,18 @@ def translation_summaries(where: Sequence[str], kinds: Sequence[str], reps: int,
     from airbench_nb.scoring.translation import (
         Bleu,
         digest_outcomes,
+        outcome_of,
         score_translations,
         shared_rows,
-        translation_outcome,
+        unanswered,
     )
 
     folder = _folder(where)
-    translations = [i for i in _items(folder, kinds) if Bleu().serves(i)]  # the translation metrics' items
-    outcomes = [
-        [translation_outcome(i, by_uid.get(i.uid)) for i in translations] for by_uid in _each_model(folder, kinds)
-    ]
-    del translations  # the outcomes hold the texts scored
+    # what the outcomes take from the items, kept instead of the items (0.1 GB at 49,000 items) before any answer
+    # is read
+    items = [unanswered(i) for i in _items(folder, kinds) if Bleu().serves(i)]  # the translation metrics' items
+    outcomes = [[outcome_of(i, by_uid.get(i.uid)) for i in items] for by_uid in _each_model(folder, kinds)]
+    del items
     found: dict[str, Any] = {}
     if not outcomes:
         return found

@@ -31,7 +31,7 @@ CHAT_ORDERS: tuple[str, ...] = ("reference_first", "hypothesis_first")
 Protocol = Literal["official", "strict", "both"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FoundationOutcome:
     """How one Foundation item came out under one protocol."""
 
@@ -57,7 +57,7 @@ class FoundationOutcome:
         return f"{self.task}_{self.dataset}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChatOutcome:
     """How one Chat item came out in one order under one protocol."""
 

@@ -57,7 +57,7 @@ def item_mode(item: ReferenceItem) -> str:
     return item.prompting_mode
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReferenceOutcome:
     """One item's answer to one part (transcript, scene or events), read and ready to score."""
 

@@ -84,7 +84,7 @@ def tokenizer_for(language: str) -> str:
     return name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TranslationOutcome:
     """One item's translation, ready to score."""
 
@@ -108,18 +108,40 @@ class TranslationOutcome:
 
 def translation_outcome(item: TranslationItem, response: Response | None) -> TranslationOutcome:
     """The outcome of one item (see the module docstring for how failures are kept)."""
+    return outcome_of(unanswered(item), response)
+
+
+def unanswered(item: TranslationItem) -> TranslationOutcome:
+    """What an item's outcome takes from the item alone (as if no response had come).
+
+    :func:`outcome_of` adds the answer. A worker reading many models' answers keeps these instead of the items.
+    """
     from airbench_nb.records import cluster_of
 
-    answer = answer_text(response)
     return TranslationOutcome(
         uid=item.uid,
         pair=f"{language_code(item.source_language)}-{language_code(item.target_language)}",
         target_language=item.target_language,
-        hypothesis=answer.text,
+        hypothesis="",
         references=tuple(item.references),
+        answered=False,
+        failure="no response",
+        cluster=cluster_of(item),
+    )
+
+
+def outcome_of(unanswered: TranslationOutcome, response: Response | None) -> TranslationOutcome:
+    """The outcome of an item (:func:`unanswered`) given the model's response (None: none)."""
+    answer = answer_text(response)
+    return TranslationOutcome(
+        uid=unanswered.uid,
+        pair=unanswered.pair,
+        target_language=unanswered.target_language,
+        hypothesis=answer.text,
+        references=unanswered.references,
         answered=response is not None,
         failure=answer.failure,
-        cluster=cluster_of(item),
+        cluster=unanswered.cluster,
     )
 
 

@@ -206,7 +206,7 @@ def normalize(text: str, language: str | None = "en") -> str:
     return " ".join(tokens)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UtteranceErrors:
     """The errors of one transcript against its reference (words, or characters for :data:`CHARACTER_LANGUAGES`)."""
 
@@ -245,7 +245,7 @@ class UtteranceErrors:
         return self.substitutions + self.deletions + self.insertions
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SkippedUtterance:
     """An utterance that cannot be scored (its reference normalises to nothing); counted, never scored."""
 
