@@ -213,10 +213,9 @@ def _spawn(spec: dict[str, Any]) -> _Job:
     worker never waits on a full pipe.
     """
     read_end, write_end = os.pipe()
-    command = [sys.executable, "-c", "import sys; from airbench_nb.scoring.ahead import worker_main; worker_main()"]
     try:
         process = subprocess.Popen(
-            [*command, json.dumps({**spec, "fd": write_end})],
+            [*_WORKER_COMMAND, json.dumps({**spec, "fd": write_end})],
             pass_fds=(write_end,),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -254,8 +253,16 @@ def _receive(job: _Job, read_end: int) -> None:
         future.set_exception(RuntimeError(f"the worker ended (exit {code}) before sending its {part}"))
 
 
+_WORKER_COMMAND = [sys.executable, "-c", "from airbench_nb.scoring.ahead import worker_main; worker_main()"]
+"""How the worker is started (its spec as the last argument)."""
+
+
 def worker_main(argv: Sequence[str] | None = None) -> None:
     """The worker process: compute each part asked for and send it down the pipe as soon as it is done.
+
+    After a part is sent, the process starts afresh for the next one (``exec`` of the same command, the pipe kept):
+    what one part read is given back to the system, so that the worker's memory is that of its larger part, not the
+    sum of both (0.42 GB -> about 0.33 GB at 150,000 items).
 
     Args:
         argv: ``[spec]``, the JSON of :func:`_spawn`: the run folder's paths (``where``), the ``parts``, the
@@ -263,21 +270,22 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
     """
     spec = json.loads((sys.argv[1:] if argv is None else argv)[0])
     where = spec["where"]
-    with os.fdopen(spec["fd"], "wb") as pipe:
-        for part in spec["parts"]:
-            found: Any = None
-            try:
-                if part == "transcripts":
-                    found = transcript_errors(where, TRANSCRIPT_KINDS)
-                else:
-                    found = translation_summaries(where, TRANSLATION_KINDS, spec["reps"], spec["seed"])
-                status, payload = "ok", pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as error:  # noqa: BLE001 - sent back: the analysis computes that part itself
-                status, payload = "error", pickle.dumps(f"{type(error).__name__}: {error}")
-            del found
-            pipe.write(f"{part} {status} {len(payload)}\n".encode() + payload)
-            pipe.flush()
-            del payload
+    part, *rest = spec["parts"]
+    pipe = os.fdopen(spec["fd"], "wb", closefd=False)
+    try:
+        if part == "transcripts":
+            found: Any = transcript_errors(where, TRANSCRIPT_KINDS)
+        else:
+            found = translation_summaries(where, TRANSLATION_KINDS, spec["reps"], spec["seed"])
+        status, payload = "ok", pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as error:  # noqa: BLE001 - sent back: the analysis computes that part itself
+        status, payload = "error", pickle.dumps(f"{type(error).__name__}: {error}")
+    pipe.write(f"{part} {status} {len(payload)}\n".encode() + payload)
+    pipe.flush()
+    if rest:  # the next part in a fresh interpreter (the same process and pipe)
+        os.set_inheritable(spec["fd"], True)
+        os.execv(sys.executable, [*_WORKER_COMMAND, json.dumps({**spec, "parts": rest})])
+    os.close(spec["fd"])
 
 
 # --- the worker's side ------------------------------------------------------------------------------------------
