@@ -284,6 +284,8 @@ def score_run_steps(
 
     result: dict[str, Any] = {}
     tables: list[tuple[str, dict[str, Any], list[Any]]] = []
+    deferred: dict[str, list[Any]] = {}  # the outcomes of each deferred section (protocol-free: the same in both)
+    shared_outcomes: dict[tuple[Any, tuple[str, ...]], list[Any]] = {}
     # sections of protocol-free metrics (every reference metric), computed once (across Chat judges when shared)
     computed: dict[str, Any] = shared_sections if shared_sections is not None else {}
     for name in wanted:
@@ -316,20 +318,25 @@ def score_run_steps(
                 section = computed[metric.section]
             elif chosen is not None and metric.protocol_free and defer is not None and defer(metric):
                 section = _LATER
+                if metric.section not in deferred:  # the outcomes now: after the yield only what waits is left
+                    # metrics reading the same items the same way (BLEU and chrF) share one list of outcomes
+                    same = (getattr(metric.outcomes, "__func__", metric.outcomes), tuple(i.uid for i in own_items))
+                    if same not in shared_outcomes:
+                        shared_outcomes[same] = _outcomes(metric, own_items, by_uid, chosen, name)
+                    deferred[metric.section] = shared_outcomes[same]
             elif chosen is not None:
                 section = _section(metric, own_items, by_uid, chosen, name, reps, seed, computed)
             slots.append(section)
         tables.append((name, table, slots))
+    shared_outcomes.clear()
     yield  # the caller may score other models before the deferred sections
     for name, table, slots in tables:
-        for k, (metric, own_items, chosen) in enumerate(scored):
+        for k, (metric, _, _) in enumerate(scored):
             section = slots[k]
             if section is _LATER:  # computed now, or by an earlier protocol or a call sharing the sections
-                section = (
-                    computed[metric.section]
-                    if metric.section in computed
-                    else _section(metric, own_items, by_uid, chosen, name, reps, seed, computed)
-                )
+                if metric.section not in computed:
+                    computed[metric.section] = metric.aggregate(deferred.pop(metric.section), name, reps, seed)
+                section = computed[metric.section]
             if metric.section in ("foundation", "chat"):
                 table[metric.section] = section
             else:  # a metric beyond AIR-Bench's two: its own section
@@ -343,6 +350,17 @@ _LATER = object()
 """A deferred section's place (:func:`score_run_steps`)."""
 
 
+def _outcomes(
+    metric: Metric,
+    own_items: Sequence[Any],
+    by_uid: Mapping[str, Response],
+    chosen: Mapping[Any, Verdict],
+    protocol: str,
+) -> list[Any]:
+    """Every outcome of a metric's items under ``protocol``."""
+    return [o for i in own_items for o in metric.outcomes(i, by_uid.get(i.uid), chosen, protocol)]
+
+
 def _section(
     metric: Metric,
     own_items: Sequence[Any],
@@ -354,8 +372,7 @@ def _section(
     computed: dict[str, Any],
 ) -> Any:
     """One metric's section under ``protocol``, kept in ``computed`` when the metric is protocol-free."""
-    outcomes = [o for i in own_items for o in metric.outcomes(i, by_uid.get(i.uid), chosen, protocol)]
-    section = metric.aggregate(outcomes, protocol, reps, seed)
+    section = metric.aggregate(_outcomes(metric, own_items, by_uid, chosen, protocol), protocol, reps, seed)
     if metric.protocol_free:
         computed[metric.section] = section
     return section
