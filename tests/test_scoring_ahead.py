@@ -155,6 +155,10 @@ def test_the_worker_runs_only_when_asked_for_and_the_run_is_large(small_run, mon
     try:
         assert ahead.start_ahead(folder, reps=10, seed=0)
         assert ahead.pending("transcripts") and ahead.pending("translations")
+        first = ahead._JOB
+        assert ahead.start_ahead(RunFolder(small_run), reps=10, seed=0) and ahead._JOB is first  # the same work: kept
+        assert ahead.start_ahead(folder, reps=20, seed=0) and ahead._JOB is not first  # other replicates: restarted
+        assert first.process.wait(timeout=30) is not None  # the first worker was stopped
     finally:
         ahead.stop_ahead()
     assert not ahead.pending("transcripts")

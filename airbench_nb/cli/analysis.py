@@ -21,6 +21,9 @@ from airbench_nb.cli.app import (
 )
 from airbench_nb.run_folder import RunFolder
 
+ANALYSIS_REPS = 1000
+"""Bootstrap replicates of ``analyze`` (RunAnalysis' default), given to the worker started before the analysis too."""
+
 STRICT_OR_OFFICIAL = one_of("strict", "official")
 """Callback of ``--protocol`` where answers are read one way: strict or official."""
 
@@ -46,10 +49,18 @@ def analyze(
     as_json: Annotated[bool, typer.Option("--json", help="Print analysis.json.")] = False,
 ) -> None:
     """Analyse a run: main table, biases, per-class metrics, SNR curves, rankings, SSEU-Bench's table and curves."""
-    from airbench_nb.analysis.report import analyze_run
-
     if not run_dir.is_dir():
         raise refuse("no such run folder", file=run_dir)
+    from airbench_nb.scoring.ahead import start_ahead, stop_ahead
+
+    # a large run's transcripts and translations are scored ahead from now, while the analysis is imported
+    # (the analysis keeps this worker: the same run, replicates and seed; scoring.ahead)
+    start_ahead(RunFolder(run_dir), reps=ANALYSIS_REPS, seed=seed)
+    try:
+        from airbench_nb.analysis.report import analyze_run
+    except BaseException:
+        stop_ahead()
+        raise
     with refusing(FileNotFoundError, ValueError):  # ManifestError is a ValueError
         result = analyze_run(
             run_dir,
@@ -59,6 +70,7 @@ def analyze(
             models=model,
             judges=judge,
             seed=seed,
+            reps=ANALYSIS_REPS,
             embedder=embedder,
         )
     if as_json:

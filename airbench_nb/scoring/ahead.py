@@ -68,6 +68,8 @@ class _Job:
     """The pending parts by name (``transcripts``, ``translations``), resolved by :func:`_receive`."""
     started: float = field(default_factory=time.perf_counter)
     """When the job was started (``perf_counter``)."""
+    spec: dict[str, Any] = field(default_factory=dict)
+    """What the worker was asked (:func:`_spawn`'s spec): a later :func:`start_ahead` asking the same keeps it."""
 
 
 _JOB: _Job | None = None
@@ -101,18 +103,23 @@ def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
         seed: Their seed.
 
     Returns:
-        Whether a worker was started (any earlier one is stopped first).
+        Whether a worker is at work for this run: one already started for the same run, replicates and seed is kept
+        (the command line starts it before importing the analysis); any other is stopped first.
     """
-    stop_ahead()
     if not enabled():
+        stop_ahead()
         return False
     transcripts = [folder.manifest(k) for k in TRANSCRIPT_KINDS if folder.manifest(k).is_file()]
     translations = [folder.manifest(k) for k in TRANSLATION_KINDS if folder.manifest(k).is_file()]
+    where = [str(folder.path), str(folder.data_dir), str(folder.responses_dir), str(folder.verdicts_dir)]
+    parts = [part for part, paths in (("transcripts", transcripts), ("translations", translations)) if paths]
+    spec = {"where": where, "parts": parts, "reps": reps, "seed": seed}
+    if _JOB is not None and _JOB.spec == spec and all(offered.waiting(part) for part in parts):
+        return True  # the same work, under way
+    stop_ahead()
     if sum(_lines(p) for p in [*transcripts, *translations]) < AHEAD_MIN:
         return False
-    where = (str(folder.path), str(folder.data_dir), str(folder.responses_dir), str(folder.verdicts_dir))
-    parts = [part for part, paths in (("transcripts", transcripts), ("translations", translations)) if paths]
-    job = _spawn({"where": where, "parts": parts, "reps": reps, "seed": seed})
+    job = _spawn(spec)
     _offer(job)
     logger.info(
         "transcripts and translations of %s scored ahead by a worker process (%s=1: not)", folder.path, WORKERS_ENV
@@ -223,7 +230,7 @@ def _spawn(spec: dict[str, Any]) -> _Job:
         )
     finally:
         os.close(write_end)
-    job = _Job(process, {part: Future() for part in spec["parts"]})
+    job = _Job(process, {part: Future() for part in spec["parts"]}, spec=spec)
     threading.Thread(target=_receive, args=(job, read_end), name="airbench-ahead", daemon=True).start()
     return job
 
