@@ -28,7 +28,7 @@ import re
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -69,6 +69,7 @@ RELEASE_MARKERS = ("Foundation/Foundation_meta.json", "Chat/Chat_meta.json")
 """Files that mark the root of an AIR-Bench release, a folder a ``dataset.json`` may point its data root at."""
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass
@@ -408,7 +409,7 @@ def _verify_fast_read(path: Path, lineno: int, line: bytes, parse: Any, record: 
 
 
 def _parse_lines(
-    path: Path, parse: Any, key: str | None, parse_json: Any = None
+    path: Path, parse: Any, key: str | None, parse_json: Any = None, keep: Callable[[Any], Any] | None = None
 ) -> tuple[list[Any], list[ManifestError]]:
     r"""Every non-blank line's record (lines split on ``\n`` only, as JSON Lines are) and the errors of the rest.
 
@@ -417,6 +418,8 @@ def _parse_lines(
         parse: Validates a parsed JSON object (the checking reader, :func:`_parse_line`).
         key: A field that must be unique (``uid``), or None.
         parse_json: Validates a line's JSON text at once (:func:`_parse_line_fast`); None: every line is checked.
+        keep: Keeps ``keep(record)`` instead of each record, as soon as it is read (None: the record left out);
+            None: the records.
     """
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such manifest file")
@@ -447,7 +450,10 @@ def _parse_lines(
                 )
                 continue
             seen[value] = lineno
-        items.append(record)
+        if keep is None:
+            items.append(record)
+        elif (part := keep(record)) is not None:
+            items.append(part)
     return items, errors
 
 
@@ -484,6 +490,29 @@ def read_manifest(
             raise errors[0]
         return items
     return items, errors
+
+
+def read_manifest_as(path: str | Path, keep: Callable[[AnyItem], T | None]) -> list[T]:
+    """Read a manifest as :func:`read_manifest` does (strictly), keeping ``keep(item)`` of each item instead.
+
+    A reader that needs a part of many items holds only those parts: each item is let go as soon as it is read
+    (the ahead worker's 49,000 translation items: 0.1 GB as items).
+
+    Args:
+        path: The manifest file.
+        keep: What to keep of an item; None leaves it out.
+
+    Raises:
+        ManifestError: As :func:`read_manifest` in strict mode.
+        FileNotFoundError: If the manifest does not exist.
+    """
+    adapter = item_adapter()
+    parts, errors = _parse_lines(
+        Path(path), adapter.validate_python, key="uid", parse_json=adapter.validate_json, keep=keep
+    )
+    if errors:
+        raise errors[0]
+    return parts
 
 
 def read_records(path: str | Path, model: type[M], *, strict: bool = True) -> list[M]:

@@ -178,3 +178,22 @@ def test_nested_records_share_their_sets_too():
     again = TranslationItem.model_validate_json(item.model_dump_json())
     share_fields_set(again)
     assert item.model_fields_set is again.model_fields_set
+
+
+def test_a_manifest_read_as_parts_keeps_only_the_parts(tmp_path):
+    from airbench_nb.manifests import read_manifest_as
+
+    items = [
+        FoundationItem(
+            uid=u, audio=f"{u}.wav", question="Q?", choices=["x", "y"], answer=0, task="Sound_AQA", dataset="d"
+        )
+        for u in ("a", "b", "c")
+    ]
+    path = tmp_path / "foundation.jsonl"
+    path.write_text("".join(i.model_dump_json() + "\n" for i in items), encoding="utf-8")
+    assert read_manifest_as(path, lambda i: i.uid.upper() if i.uid != "b" else None) == ["A", "C"]
+    bad = items[0].model_dump(mode="json") | {"uid": "d", "answer": "1"}
+    path.write_text(path.read_text() + json.dumps(bad) + "\n" + items[0].model_dump_json() + "\n", encoding="utf-8")
+    with pytest.raises(ManifestError) as caught:
+        read_manifest_as(path, lambda i: i.uid)
+    assert caught.value.line == 4 and caught.value.uid == "d" and caught.value.field == "answer"

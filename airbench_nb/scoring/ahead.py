@@ -370,6 +370,7 @@ def translation_summaries(where: Sequence[str], kinds: Sequence[str], reps: int,
     Returns:
         ``{digest: TranslationSummary}`` (:func:`~airbench_nb.scoring.translation.score_translations`'s cache).
     """
+    from airbench_nb.manifests import read_manifest_as
     from airbench_nb.scoring.translation import (
         Bleu,
         digest_outcomes,
@@ -380,9 +381,10 @@ def translation_summaries(where: Sequence[str], kinds: Sequence[str], reps: int,
     )
 
     folder = _folder(where)
-    # what the outcomes take from the items, kept instead of the items (0.1 GB at 49,000 items) before any answer
-    # is read
-    items = [unanswered(i) for i in _items(folder, kinds) if Bleu().serves(i)]  # the translation metrics' items
+    # what the outcomes take from the items, kept instead of the items (0.1 GB at 49,000 items), item by item
+    metric = Bleu()  # the translation metrics' items
+    paths = [folder.manifest(kind) for kind in kinds if folder.manifest(kind).is_file()]
+    items = [p for path in paths for p in read_manifest_as(path, lambda i: unanswered(i) if metric.serves(i) else None)]
     outcomes = [[outcome_of(i, by_uid.get(i.uid)) for i in items] for by_uid in _each_model(folder, kinds)]
     del items
     found: dict[str, Any] = {}
