@@ -145,13 +145,18 @@ def test_a_worker_that_dies_costs_time_never_a_result(small_run, monkeypatch, ca
 
 def test_the_worker_runs_only_when_asked_for_and_the_run_is_large(small_run, monkeypatch):
     folder = RunFolder(small_run)
-    monkeypatch.setenv(parallel.WORKERS_ENV, "1")
-    assert not ahead.start_ahead(folder, reps=10, seed=0)  # off: one worker asked for
-    monkeypatch.delenv(parallel.WORKERS_ENV)
-    assert not ahead.start_ahead(folder, reps=10, seed=0)  # off by default
     monkeypatch.setenv(parallel.WORKERS_ENV, "2")
     assert not ahead.start_ahead(folder, reps=10, seed=0)  # 368 lines: below AHEAD_MIN
     monkeypatch.setattr(ahead, "AHEAD_MIN", 100)
+    monkeypatch.setenv(parallel.WORKERS_ENV, "1")
+    assert not ahead.start_ahead(folder, reps=10, seed=0)  # off: one worker asked for
+    monkeypatch.delenv(parallel.WORKERS_ENV)
+    monkeypatch.setattr(ahead, "_cores", lambda: 1)
+    assert not ahead.start_ahead(folder, reps=10, seed=0)  # unset, one core: off
+    monkeypatch.setattr(ahead, "_cores", lambda: 2)
+    assert ahead.enabled()  # unset, two cores: on
+    ahead.stop_ahead()
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
     try:
         assert ahead.start_ahead(folder, reps=10, seed=0)
         assert ahead.pending("transcripts") and ahead.pending("translations")

@@ -17,12 +17,13 @@ found only when its own inputs are the worker's, to the character; anything else
 response appended since the worker read the file) is computed here, as it would be without a worker. A worker that
 fails is logged and ignored. So every number is the same with or without it (``tests/test_scoring_ahead.py``).
 
-It runs when ``AIRBENCH_NB_WORKERS`` asks for two workers or more (a number, or ``auto`` on a machine of two cores
-or more: :func:`~airbench_nb.scoring.parallel.workers`) and the run has at least :data:`AHEAD_MIN` transcripts and
-translations (counted as manifest lines). It is off by default, as those workers are: the worker is a second
-Python holding the texts it scores (0.3-0.4 GB at 150,000 items), which shortened a 150,000-item analysis on 2 cores
-from 89 s to 76 s but raised its memory from 1.72 GB to 2.12 GB in all (docs/scaling.md). It ends when its results
-are taken or :func:`stop_ahead` is called.
+It runs on a machine of two cores or more (the analysis itself runs on one) when the run has at least
+:data:`AHEAD_MIN` transcripts and translations (counted as manifest lines); ``AIRBENCH_NB_WORKERS=1`` turns it off
+(and ``2`` or more, or ``auto``, on). The worker is a second Python holding the texts it scores (about 0.3 GB at
+150,000 items, its two parts one after the other in fresh interpreters); the sections that read its parts are
+computed last (:attr:`~airbench_nb.analysis.registry.AnalysisSection.late`, :func:`waits_on`). A 150,000-item
+analysis on 2 cores: 105 s and 1.64 GB without it, 57-59 s and 1.99 GB in all with it (docs/scaling.md). It ends when
+its results are taken or :func:`stop_ahead` is called.
 """
 
 from __future__ import annotations
@@ -85,13 +86,21 @@ def _lines(path: Path) -> int:
 
 
 def enabled() -> bool:
-    """Whether work may be computed ahead here: :data:`WORKERS_ENV` asks for two workers or more.
+    """Whether work may be computed ahead here: on a machine of two cores or more, unless told otherwise.
 
-    ``auto`` asks for one per core (:func:`~airbench_nb.scoring.parallel.workers`): on one core, none.
+    :data:`WORKERS_ENV` set decides (``1``: never; ``2`` or more, or ``auto`` on two cores or more: yes); unset, the
+    worker runs where there are two cores or more (the analysis itself runs on one).
     """
     from airbench_nb.scoring.parallel import workers
 
-    return workers() >= 2
+    if os.environ.get(WORKERS_ENV, "").strip():
+        return workers() >= 2
+    return _cores() >= 2
+
+
+def _cores() -> int:
+    """Cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
