@@ -197,3 +197,28 @@ def test_a_manifest_read_as_parts_keeps_only_the_parts(tmp_path):
     with pytest.raises(ManifestError) as caught:
         read_manifest_as(path, lambda i: i.uid)
     assert caught.value.line == 4 and caught.value.uid == "d" and caught.value.field == "answer"
+
+
+def test_records_read_share_one_empty_list_and_dict_that_refuse_to_change(tmp_path):
+    from airbench_nb.records.base import EMPTY_DICT, EMPTY_LIST
+
+    path = tmp_path / "responses.jsonl"
+    path.write_text(
+        "\n".join(json.dumps(_response(uid=f"u{i}")) for i in range(2)) + '\n{"uid": "r", "model": "m", "ranking": '
+        '[{"label": "dog", "score": 0.9}]}\n',
+        encoding="utf-8",
+    )
+    first, second, ranked = read_records(path, Response)
+    assert first.turns is second.turns is EMPTY_LIST and first.generation is EMPTY_DICT
+    assert first.turns == [] and first.generation == {} and ranked.ranking[0].label == "dog"
+    assert first.model_dump()["turns"] == [] and json.loads(first.model_dump_json())["generation"] == {}
+    with pytest.raises(TypeError, match="assign a new list"):
+        first.turns.append("x")
+    with pytest.raises(TypeError, match="assign a new dict"):
+        first.generation["temperature"] = 0.0
+    assert second.turns == []  # nothing changed
+    copy = first.model_copy(deep=True)
+    copy.turns.append("x")  # a copy's lists are its own
+    assert type(copy.turns) is list and first.turns == []
+    first.turns = ["now"]  # assigning is how a record read from a file changes
+    assert first.turns == ["now"] and second.turns == []

@@ -82,24 +82,87 @@ _LAST_SHARED: dict[type[BaseModel], set[str]] = {}
 """The set :func:`share_fields_set` gave a class's last record (most records of a file are given the same fields)."""
 
 
+class SharedEmptyList(list):  # type: ignore[type-arg] - holds nothing
+    """The one empty list that records read from a file share (a response's ``turns``, an item's ``notes``).
+
+    It is a list (equal to ``[]``, serialised as one), but refuses to change: a record read from a file is replaced
+    (``model_copy(update=...)``), not changed in place. Copied or pickled, it is a new, plain ``[]``.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this empty list is shared by the records read from a file: assign a new list instead")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return []
+
+    def __deepcopy__(self, memo: Any) -> list[Any]:
+        return []
+
+    def __reduce__(self) -> Any:
+        return (list, ())
+
+
+class SharedEmptyDict(dict):  # type: ignore[type-arg] - holds nothing
+    """The one empty dict that records read from a file share (a response's ``generation``).
+
+    See :class:`SharedEmptyList`.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this empty dict is shared by the records read from a file: assign a new dict instead")
+
+    __setitem__ = __delitem__ = __ior__ = update = pop = popitem = clear = setdefault = _refuse
+
+    def __copy__(self) -> dict[Any, Any]:
+        return {}
+
+    def __deepcopy__(self, memo: Any) -> dict[Any, Any]:
+        return {}
+
+    def __reduce__(self) -> Any:
+        return (dict, ())
+
+
+EMPTY_LIST = SharedEmptyList()
+"""The empty list :func:`share_fields_set` gives every record read with one (0.06 KB a field a record otherwise)."""
+EMPTY_DICT = SharedEmptyDict()
+"""The empty dict :func:`share_fields_set` gives every record read with one."""
+
+
 @functools.cache
-def _sharing(cls: type[BaseModel]) -> tuple[bool, tuple[str, ...]]:
-    """Whether a record of ``cls`` shares any set of fields (a :class:`Record`), and its fields that can hold models.
+def _sharing(cls: type[BaseModel]) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+    """How a record of ``cls`` shares: whether it is a :class:`Record`, which fields can hold models, lists or dicts.
 
     A field can hold a model when its annotation names a pydantic model (in a list, an optional, a union): read from
     JSON, the others hold strings, numbers, lists and dicts.
     """
-    return issubclass(cls, Record), tuple(n for n, f in cls.model_fields.items() if _names_a_model(f.annotation))
+    fields = cls.model_fields.items()
+    return (
+        issubclass(cls, Record),
+        tuple(n for n, f in fields if _names(f.annotation, lambda a: isinstance(a, type) and issubclass(a, BaseModel))),
+        tuple(n for n, f in fields if _names(f.annotation, lambda a: a in (list, dict))),
+    )
 
 
-def _names_a_model(annotation: Any) -> bool:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _names(annotation: Any, wanted: Any) -> bool:
+    """Whether ``annotation`` is, or holds (as an argument, or its origin), a type ``wanted`` picks."""
+    if wanted(annotation) or wanted(typing.get_origin(annotation)):
         return True
-    return any(_names_a_model(arg) for arg in typing.get_args(annotation))
+    return any(_names(arg, wanted) for arg in typing.get_args(annotation))
 
 
 def share_fields_set(record: BaseModel) -> None:
     """Let records given the same fields hold one ``model_fields_set`` between them (their nested models too).
+
+    Every empty list or dict field is made the one :data:`EMPTY_LIST` or :data:`EMPTY_DICT` (three empty containers
+    are 0.18 KB of a response).
 
     pydantic keeps in each record the set of the fields it was given: a response line of 15 fields holds its own
     15-name set (728 bytes, more than the record's values; 2 KB for a 22-field item), and a run's 450,000 records
@@ -110,7 +173,7 @@ def share_fields_set(record: BaseModel) -> None:
     """
     cls = type(record)
     given = record.__pydantic_fields_set__
-    shares, nested = _sharing(cls)
+    shares, nested, containers = _sharing(cls)
     if shares or len(given) == len(cls.model_fields):
         last = _LAST_SHARED.get(cls)
         if last is None or (last is not given and last != given):  # another class's record, or other fields given
@@ -122,6 +185,12 @@ def share_fields_set(record: BaseModel) -> None:
         if last is not given:
             object.__setattr__(record, "__pydantic_fields_set__", last)
     values = record.__dict__
+    for name in containers:  # an empty list or dict: the shared one, which refuses to change
+        value = values.get(name)
+        if type(value) is list and not value:
+            values[name] = EMPTY_LIST
+        elif type(value) is dict and not value:
+            values[name] = EMPTY_DICT
     for name in nested:
         value = values.get(name)
         if isinstance(value, BaseModel):
