@@ -45,9 +45,13 @@ from airbench_nb.records.annotation import (
     Label,
 )
 from airbench_nb.records.base import (
+    EMPTY_DICT,
+    EMPTY_LIST,
     SCHEMA_VERSION,
     AudioStatus,
     Record,
+    SharedEmptyDict,
+    SharedEmptyList,
     share_fields_set,
 )
 from airbench_nb.records.checks import (
@@ -212,7 +216,11 @@ __all__ = [
     "with_description",
     "SCHEMA_VERSION",
     "AudioStatus",
+    "EMPTY_DICT",
+    "EMPTY_LIST",
     "Record",
+    "SharedEmptyDict",
+    "SharedEmptyList",
     "share_fields_set",
     "StrictInteger",
     "StrictBoolean",
