@@ -151,9 +151,9 @@ def test_the_worker_runs_only_when_asked_for_and_the_run_is_large(small_run, mon
     monkeypatch.setenv(parallel.WORKERS_ENV, "1")
     assert not ahead.start_ahead(folder, reps=10, seed=0)  # off: one worker asked for
     monkeypatch.delenv(parallel.WORKERS_ENV)
-    monkeypatch.setattr(ahead, "_cores", lambda: 1)
+    monkeypatch.setattr(parallel, "cores", lambda: 1)
     assert not ahead.start_ahead(folder, reps=10, seed=0)  # unset, one core: off
-    monkeypatch.setattr(ahead, "_cores", lambda: 2)
+    monkeypatch.setattr(parallel, "cores", lambda: 2)
     assert ahead.enabled()  # unset, two cores: on
     ahead.stop_ahead()
     monkeypatch.setenv(parallel.WORKERS_ENV, "2")

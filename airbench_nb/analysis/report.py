@@ -936,9 +936,11 @@ class RunAnalysis:
         out.mkdir(parents=True, exist_ok=True)
         saved: dict[int, list[str]] = {}
 
+        def hidden(section: Section) -> bool:  # an optional section with nothing to show: not written
+            return bool(section.reason and section.name in SECTIONS and SECTIONS[section.name].optional)
+
         def save(section: Section) -> None:  # a section's figures, saved once
-            hidden = section.reason and section.name in SECTIONS and SECTIONS[section.name].optional
-            if id(section) in saved or hidden:
+            if id(section) in saved or hidden(section):
                 return
             names = []
             if section.figure is not None and section.figure_key:
@@ -949,7 +951,7 @@ class RunAnalysis:
 
         # each section's figures are saved as soon as it is computed (while the late sections wait for a worker)
         sections = list(sections) if sections is not None else self._sections(save)
-        sections = [s for s in sections if not (s.reason and s.name in SECTIONS and SECTIONS[s.name].optional)]
+        sections = [s for s in sections if not hidden(s)]
         for section in sections:
             save(section)
         figures = [name for section in sections for name in saved[id(section)]]

@@ -22,7 +22,7 @@ It runs on a machine of two cores or more (the analysis itself runs on one) when
 (and ``2`` or more, or ``auto``, on). The worker is a second Python holding the texts it scores (about 0.3 GB at
 150,000 items, its two parts one after the other in fresh interpreters); the sections that read its parts are
 computed last (:attr:`~airbench_nb.analysis.registry.AnalysisSection.late`, :func:`waits_on`). A 150,000-item
-analysis on 2 cores: 105 s and 1.64 GB without it, 57-59 s and 1.99 GB in all with it (docs/scaling.md). It ends when
+analysis on 2 cores: 105 s and 1.64 GB without it, 57-59 s and 1.85 GB in all with it (docs/scaling.md). It ends when
 its results are taken or :func:`stop_ahead` is called.
 """
 
@@ -91,16 +91,11 @@ def enabled() -> bool:
     :data:`WORKERS_ENV` set decides (``1``: never; ``2`` or more, or ``auto`` on two cores or more: yes); unset, the
     worker runs where there are two cores or more (the analysis itself runs on one).
     """
-    from airbench_nb.scoring.parallel import workers
+    from airbench_nb.scoring import parallel
 
     if os.environ.get(WORKERS_ENV, "").strip():
-        return workers() >= 2
-    return _cores() >= 2
-
-
-def _cores() -> int:
-    """Cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return parallel.workers() >= 2
+    return parallel.cores() >= 2
 
 
 def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
@@ -278,7 +273,7 @@ def worker_main(argv: Sequence[str] | None = None) -> None:
 
     After a part is sent, the process starts afresh for the next one (``exec`` of the same command, the pipe kept):
     what one part read is given back to the system, so that the worker's memory is that of its larger part, not the
-    sum of both (0.42 GB -> about 0.33 GB at 150,000 items).
+    sum of both (0.42 GB -> about 0.3 GB at 150,000 items).
 
     Args:
         argv: ``[spec]``, the JSON of :func:`_spawn`: the run folder's paths (``where``), the ``parts``, the

@@ -52,12 +52,16 @@ def workers() -> int:
     if not value:
         return 1
     if value == "auto":
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        return max(1, min(cores, MAX_WORKERS))
+        return max(1, min(cores(), MAX_WORKERS))
     try:
         return max(1, int(value))
     except ValueError:
         raise ValueError(f"{WORKERS_ENV}={value!r}: expected a whole number of worker processes or 'auto'") from None
+
+
+def cores() -> int:
+    """Cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def shutdown_pool() -> None:
