@@ -389,6 +389,21 @@ class OpenAITestServer:
             if not self.changed.wait_for(lambda: condition(self.seen), timeout=timeout_s):
                 raise TimeoutError(f"the server did not reach the condition within {timeout_s:g} s: {self.seen}")
 
+    def wait_quiet(self, timeout_s: float = 30.0) -> None:
+        """Wait until no connection is open: every request of a client that went away (killed) has been handled.
+
+        Raises:
+            TimeoutError: A connection was still open after ``timeout_s``.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self.lock:
+                if not self.connections:
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"connections still open after {timeout_s:g} s")
+            time.sleep(0.01)
+
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1``."""

@@ -85,6 +85,7 @@ def test_an_infer_killed_by_sigkill_half_way_resumes_with_nothing_lost_duplicate
         assert first.returncode == -signal.SIGKILL, "the first run ended before it was killed"
         kept = _uids(out)  # a line cut by the kill is not a record: the resumed run drops it and asks again
         assert 0 < len(kept) < n and max(kept.values()) == 1
+        server.wait_quiet()  # the killed run's last requests are handled (their threads still count them)
         kept_prompts = {p for p in server.seen.answered if any(f"clip {u[1:]}?" in p for u in kept)}
 
         server.reset()
@@ -294,6 +295,47 @@ def test_a_fatal_error_while_two_batches_are_asked_stops_both_and_sends_no_more(
         finally:
             model.close()
         assert server.seen.chat_requests <= 2  # one wave at concurrency 2 over both batches, then nothing
+
+
+def test_a_batch_handed_in_before_a_fatal_error_is_stopped_by_it_whenever_its_thread_reaches_the_client(
+    tmp_path, monkeypatch
+):
+    """The batch asked beside the failing one reaches the client only after the 401 came back (a slow thread, a
+    loaded machine): it was handed in before the stop, so it sends nothing; a later run starts afresh."""
+    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "data"
+    _clips(folder, 40)
+    items = [_item(i) for i in range(40)]
+    with OpenAITestServer(mode="401") as server:
+        model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=2, batch_size=4)
+        first_ended = threading.Event()
+        calls: list[int] = []
+        real = model.generate
+
+        def generate(prompts, params):
+            calls.append(len(prompts))
+            if len(calls) == 1:
+                try:
+                    return real(prompts, params)
+                finally:
+                    first_ended.set()
+            assert first_ended.wait(30)  # the second batch's thread comes late, after the first batch's 401
+            return real(prompts, params)
+
+        monkeypatch.setattr(model, "generate", generate)
+        try:
+            with pytest.raises(Exception) as raised:  # noqa: PT011 - checked by name below
+                run_model(model, items, folder, tmp_path / "r.jsonl", progress=False)
+            assert type(raised.value).__name__ == "FatalAPIError" and "401" in str(raised.value)
+            sent = server.seen.chat_requests
+            assert len(calls) == 2 and 1 <= sent <= 2  # the first batch's requests only (one may see the stop)
+            # A run handed in after the stop (the key fixed, the run asked again) starts afresh and is sent.
+            monkeypatch.setattr(model, "generate", real)
+            with pytest.raises(Exception, match="401"):
+                run_model(model, items[:1], folder, tmp_path / "again.jsonl", progress=False)
+            assert server.seen.chat_requests == sent + 1
+        finally:
+            model.close()
 
 
 def test_base64_text_is_the_standard_librarys_encoding_at_every_length():

@@ -43,6 +43,7 @@ from airbench_nb.api_client.helpers import (
     retry_after_s,
 )
 from airbench_nb.api_client.records import ChatRequest, ChatResult, Estimate, PriceTable, Usage
+from airbench_nb.hand_in import hand_in_number, next_number
 
 if TYPE_CHECKING:
     import openai
@@ -181,8 +182,7 @@ class APIClient:
         self._served: set[str] = set()  # models this endpoint has answered with a completion
         self._refusals = 0
         self._stopped: FatalAPIError | None = None
-        self._tickets = 0  # runs handed in so far (run_sync), numbered from 1
-        self._stop_covers = 0  # the last run the current stop holds for: later runs start afresh
+        self._stop_covers = 0  # the hand-in number of the current stop: runs handed in later start afresh
         self._backoff = tenacity.wait_exponential_jitter(
             multiplier=self.backoff_initial_s, max=self.backoff_max_s, jitter=self.backoff_initial_s
         )
@@ -341,7 +341,7 @@ class APIClient:
         fatal = self._classify(exc, model)
         if fatal is not None and self._stopped is None:
             self._stopped = fatal  # requests waiting for a slot are not sent (see _send)
-            self._stop_covers = self._tickets  # ... nor those of the runs handed in before now (see run)
+            self._stop_covers = next_number()  # ... nor those of the runs handed in before now (see run)
         return fatal
 
     def _classify(self, exc: BaseException, model: str | None) -> FatalAPIError | None:
@@ -623,12 +623,6 @@ class APIClient:
         self.account(result)
         return result
 
-    def _ticket(self) -> int:
-        """The number of a run handed in now (thread-safe)."""
-        with self._usage_lock:
-            self._tickets += 1
-            return self._tickets
-
     async def run(
         self, requests: Sequence[ChatRequest], progress: bool = False, ticket: int | None = None
     ) -> list[ChatResult]:
@@ -636,12 +630,15 @@ class APIClient:
 
         Runs handed to :meth:`run_sync` at once (a runner asking the next batch while one is in flight) share its
         ``concurrency`` slots: requests in flight stay bounded by it over all of them. A fatal error in one stops
-        the runs handed in before it; a run handed in after it starts afresh (a new run, after a fix).
+        the runs handed in before it; a run handed in after it starts afresh (a new run, after a fix). A run is
+        handed in when :meth:`run_sync` is called, or at the moment carried by the context it runs in (every batch
+        of one runner's run carries the moment the run started: :func:`airbench_nb.hand_in.handed_in_at`).
 
         Args:
             requests: The requests; identical ones (same key) are sent once.
             progress: Show a tqdm progress bar over the requests sent.
-            ticket: The run's number from :meth:`run_sync` (None: numbered now).
+            ticket: The run's hand-in number (:func:`~airbench_nb.hand_in.hand_in_number`, taken by :meth:`run_sync`
+                when it is called; None: taken now).
 
         Returns:
             One :class:`ChatResult` per request, in order: text, or an explicit error.
@@ -656,7 +653,7 @@ class APIClient:
         distinct = distinct_requests(requests)
         by_key = self.from_cache(distinct)
         todo = [r for k, r in distinct.items() if k not in by_key]
-        if (ticket if ticket is not None else self._ticket()) > self._stop_covers:
+        if (ticket if ticket is not None else hand_in_number()) > self._stop_covers:
             self.reset_stop()
         if todo:
             client, kept = self._session_for_this_loop()
@@ -721,7 +718,7 @@ class APIClient:
         its pool of open connections kept from call to call; :meth:`close` stops both. Several threads may call it
         at once: their runs share the ``concurrency`` slots (see :meth:`run`).
         """
-        return self._loop_thread().run(self.run(requests, progress=progress, ticket=self._ticket()))
+        return self._loop_thread().run(self.run(requests, progress=progress, ticket=hand_in_number()))
 
     def warm(self) -> None:
         """Start :meth:`run_sync`'s event loop and make its HTTP client there, in the background; return at once.

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from airbench_nb.audio import AudioError, load_audio, pcm16_wav_bytes, probe_audio_cached
+from airbench_nb.hand_in import handed_in_at, next_number
 from airbench_nb.manifests import AnyItem, AudioResolver, check_audio
 from airbench_nb.models.base import (
     AudioLM,
@@ -823,7 +824,9 @@ def _overlapped(
     The batch after the one in flight is read (its clips loaded) and handed to a second thread, so that at most two
     batches are asked at once; batches are written in order, each as soon as it and those before it are answered.
     On a fatal API error the batch asked beside the failing one is waited for: its answers are written when it
-    ended well, what is done otherwise (the failing batch's unasked records too), then the error is raised.
+    ended well, what is done otherwise (the failing batch's unasked records too), then the error is raised. Every
+    batch is asked as handed in when the loop started (:mod:`airbench_nb.hand_in`), so the error stops the batch
+    beside it whenever that batch's thread reaches the client.
     """
     from collections import deque
     from concurrent.futures import Future, ThreadPoolExecutor
@@ -838,11 +841,15 @@ def _overlapped(
             raise
         write(answered(records, ready), len(batch))
 
+    run_number = next_number()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="airbench-batch") as pool:
         try:
             for batch in batches:
                 records, ready = prepare(batch)
-                jobs.append((batch, records, ready, pool.submit(ask, ready, lambda: None)))
+                # every batch handed in when the loop started, whenever its thread reaches the client: a fatal
+                # error in one batch stops the batch beside it and every later one (see airbench_nb.hand_in)
+                handed_in = handed_in_at(run_number).run
+                jobs.append((batch, records, ready, pool.submit(handed_in, ask, ready, lambda: None)))
                 if len(jobs) > 1:
                     settle(*jobs.popleft())
             while jobs:
