@@ -279,11 +279,15 @@ def test_the_first_batch_is_as_large_as_the_concurrency_so_the_first_requests_go
     assert not with_replicas.overlaps_batches and first_batch_size(with_replicas, 8) == 8
 
 
-def test_a_fatal_error_while_two_batches_are_asked_stops_both_and_sends_no_more(tmp_path, monkeypatch):
+def _forty_clips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[FoundationItem]]:
+    """Forty clips in ``tmp_path/data`` and their items, with the cache in ``tmp_path``."""
     monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
-    folder = tmp_path / "data"
-    _clips(folder, 40)
-    items = [_item(i) for i in range(40)]
+    _clips(tmp_path / "data", 40)
+    return tmp_path / "data", [_item(i) for i in range(40)]
+
+
+def test_a_fatal_error_while_two_batches_are_asked_stops_both_and_sends_no_more(tmp_path, monkeypatch):
+    folder, items = _forty_clips(tmp_path, monkeypatch)
     with OpenAITestServer(mode="401") as server:
         model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=2, batch_size=4)
         try:
@@ -302,10 +306,7 @@ def test_a_batch_handed_in_before_a_fatal_error_is_stopped_by_it_whenever_its_th
 ):
     """The batch asked beside the failing one reaches the client only after the 401 came back (a slow thread, a
     loaded machine): it was handed in before the stop, so it sends nothing; a later run starts afresh."""
-    monkeypatch.setenv("AIRBENCH_CACHE", str(tmp_path / "cache"))
-    folder = tmp_path / "data"
-    _clips(folder, 40)
-    items = [_item(i) for i in range(40)]
+    folder, items = _forty_clips(tmp_path, monkeypatch)
     with OpenAITestServer(mode="401") as server:
         model = load_model(f"openai:tiny-audio@{server.base_url}", concurrency=2, batch_size=4)
         first_ended = threading.Event()
