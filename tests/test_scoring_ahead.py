@@ -169,6 +169,40 @@ def test_the_worker_runs_only_when_asked_for_and_the_run_is_large(small_run, mon
     assert not ahead.pending("transcripts")
 
 
+def test_an_analysis_closed_ends_its_worker_and_no_other(small_run, tmp_path, monkeypatch):
+    """A notebook builds RunAnalysis itself: leaving its ``with`` (or close()) ends the worker it started and drops
+    the answer parts kept; closing an analysis whose worker gave way to another run's leaves that one at work;
+    write() ends it too."""
+    import shutil
+
+    from airbench_nb.analysis.report import RunAnalysis
+    from airbench_nb.scoring import reference
+
+    monkeypatch.setattr(ahead, "AHEAD_MIN", 1)
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
+    other = tmp_path / "other"
+    shutil.copytree(small_run, other)
+    try:
+        with RunAnalysis(small_run, reps=20) as analysis:
+            job = ahead._JOB
+            assert analysis.ahead and job is not None and ahead.pending("translations")
+            analysis.sseu()  # reads answer parts, kept for the next section
+            assert reference._PARTS
+        assert ahead._JOB is None and not ahead.pending("translations") and not ahead.pending("transcripts")
+        assert job.process.wait(timeout=30) is not None and not reference._PARTS
+        first = RunAnalysis(small_run, reps=20)
+        second = RunAnalysis(other, reps=20)  # one worker at a time: the other run's replaces the first's
+        job = ahead._JOB
+        assert first.ahead and second.ahead and job is not None and job.spec["where"][0] == str(other)
+        first.close()
+        assert ahead._JOB is job and ahead.pending("translations")
+        second.write(tmp_path / "out")
+        assert ahead._JOB is None and not second.ahead and (tmp_path / "out" / "analysis.json").is_file()
+    finally:
+        ahead.stop_ahead()
+        parallel.shutdown_pool()
+
+
 def test_the_worker_imports_no_dataframe_library():
     """The scoring package imports its names on first use: the worker's modules leave pandas, scipy and
     scikit-learn out (about 0.15 GB and 2 s a worker)."""

@@ -219,6 +219,23 @@ class RunAnalysis:
         self.plain = _plain_rows(self.foundation)
         self._scores: tuple[pd.DataFrame, dict[str, Any]] | None = None
 
+    def close(self) -> None:
+        """End the worker scoring this run ahead, if it is still at work, and drop the answer parts kept for it.
+
+        :meth:`write` does this when it ends; a notebook computing sections one by one calls it (or uses the
+        analysis as a context manager) once done. Sections computed afterwards compute those parts here.
+        """
+        if self.ahead:
+            stop_ahead(self.folder)
+            self.ahead = False
+        forget_parts()
+
+    def __enter__(self) -> RunAnalysis:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # ---------------------------------------------------------------------------------------------------- scores
 
     def foundation_frame(self, protocol: str) -> pd.DataFrame:
@@ -923,6 +940,9 @@ class RunAnalysis:
             out: Output folder (default ``<run_dir>/analysis``).
             sections: Sections already computed (default: compute them all).
 
+        Every section being computed by then, the worker scoring ahead (if any) is ended at the end, as by
+        :meth:`close`.
+
         Returns:
             The report written to ``analysis.json`` (its ``files``: the paths written, relative to ``out``).
 
@@ -930,6 +950,13 @@ class RunAnalysis:
             ValueError: A section's data does not match its model in :mod:`airbench_nb.analysis_report` (a bug of
                 the section; the message names the section and the field).
         """
+        try:
+            return self._write(out, sections)
+        finally:
+            self.close()
+
+    def _write(self, out: str | Path | None, sections: Sequence[Section] | None) -> AnalysisReport:
+        """:meth:`write` without ending the worker."""
         import matplotlib.pyplot as plt
 
         out = Path(out) if out else self.folder.analysis_dir
@@ -1057,15 +1084,13 @@ def analyze_run(
     try:
         analysis = RunAnalysis(run_dir, protocol=protocol, weights=weights, **options)
     except BaseException:
-        stop_ahead()
+        stop_ahead()  # started by the command line, or by the analysis before it failed
         raise
     finally:
         if enabled:
             gc.enable()
     gc.freeze()
     try:
-        return analysis.write(out)
+        return analysis.write(out)  # which ends the worker: a result never asked for is not waited for
     finally:
         gc.unfreeze()
-        stop_ahead()  # a result never asked for (a run without translations scored) is not waited for
-        forget_parts()

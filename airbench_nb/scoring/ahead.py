@@ -115,7 +115,7 @@ def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
         return False
     transcripts = [folder.manifest(k) for k in TRANSCRIPT_KINDS if folder.manifest(k).is_file()]
     translations = [folder.manifest(k) for k in TRANSLATION_KINDS if folder.manifest(k).is_file()]
-    where = [str(folder.path), str(folder.data_dir), str(folder.responses_dir), str(folder.verdicts_dir)]
+    where = _where(folder)
     parts = [part for part, paths in (("transcripts", transcripts), ("translations", translations)) if paths]
     spec = {"where": where, "parts": parts, "reps": reps, "seed": seed}
     if _JOB is not None and _JOB.spec == spec and all(offered.waiting(part) for part in parts):
@@ -129,6 +129,11 @@ def start_ahead(folder: RunFolder, *, reps: int, seed: int) -> bool:
         "transcripts and translations of %s scored ahead by a worker process (%s=1: not)", folder.path, WORKERS_ENV
     )
     return True
+
+
+def _where(folder: RunFolder) -> list[str]:
+    """The folders the worker reads a run from (its spec's ``where``)."""
+    return [str(folder.path), str(folder.data_dir), str(folder.responses_dir), str(folder.verdicts_dir)]
 
 
 def _offer(job: _Job) -> None:
@@ -167,9 +172,15 @@ def _collect(job: _Job, part: str) -> Any:
     return found
 
 
-def stop_ahead() -> None:
-    """End the worker, if one is running (what it has not handed over yet is dropped)."""
+def stop_ahead(folder: RunFolder | None = None) -> None:
+    """End the worker, if one is running (what it has not handed over yet is dropped).
+
+    Args:
+        folder: Only a worker started for this run folder (None: any).
+    """
     global _JOB
+    if folder is not None and (_JOB is None or _JOB.spec["where"] != _where(folder)):
+        return
     job, _JOB = _JOB, None
     if job is not None:
         offered.withdraw(tuple(job.futures))
