@@ -72,14 +72,24 @@ def _ci_bars(
     width: float,
     color: Any,
     label: str,
+    zero_labels: bool = False,
 ) -> np.ndarray:
-    """Bars of ``value * scale`` at ``x`` with black CI whiskers; returns the whiskers' tops (for labels)."""
+    """Bars of ``value * scale`` at ``x`` with black CI whiskers; returns the whiskers' tops (for labels).
+
+    A bar of height 0 (a measured zero, not a missing value) is drawn as a thick line in its colour on the axis, and
+    with ``zero_labels`` a "0" above it, so that a zero is never mistaken for a bar left out.
+    """
     shown = value.astype(float).to_numpy() * scale
     # an interval that does not contain its value (sacrebleu's is centred on the bootstrap mean) is drawn to it
     below = np.clip(np.nan_to_num(shown - low.astype(float).to_numpy() * scale), 0.0, None)
     above = np.clip(np.nan_to_num(high.astype(float).to_numpy() * scale - shown), 0.0, None)
     ax.bar(x, shown, width=width, color=color, label=_short(label, 44))
     ax.errorbar(x, shown, yerr=np.vstack([below, above]), fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    zero = np.isfinite(shown) & (shown == 0.0)
+    for xi, top in zip(np.asarray(x, dtype=float)[zero], above[zero], strict=True):
+        ax.hlines(0.0, xi - width / 2, xi + width / 2, colors=[color], linewidth=3.0)
+        if zero_labels:
+            ax.annotate("0", (xi, top), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=8)
     return np.nan_to_num(shown) + above
 
 
@@ -545,7 +555,10 @@ def length_accuracy(frame: pd.DataFrame) -> Any:
 
 
 def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
-    """Forest plot of paired differences A − B with 95% bootstrap CIs, one panel per (pair, benchmark).
+    """Forest plot of paired differences A − B with 95% bootstrap CIs: a row of panels per pair, a column per benchmark.
+
+    The panels of a column share their x axis (one unit, one scale: a difference reads the same in every pair); a
+    pair without a benchmark leaves that panel out.
 
     Args:
         frame: :meth:`airbench_nb.analysis.compare.Comparison.comparison_frame` (``model_a, model_b, benchmark,
@@ -564,6 +577,8 @@ def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
     from matplotlib.lines import Line2D
 
     panels = list(dict.fromkeys(zip(frame["model_a"], frame["model_b"], frame["benchmark"], strict=True)))
+    pairs = list(dict.fromkeys((a, b) for a, b, _ in panels))
+    kinds = list(dict.fromkeys(k for _, _, k in panels))
     show_tasks = len(panels) <= 4 if tasks is None else tasks
     shown = frame if show_tasks else frame[frame["level"] != "task"]
     colours = dict(
@@ -571,47 +586,53 @@ def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
     )
     colours["no detectable difference"] = (0.55, 0.55, 0.55)
     markers = {"average": "D", "category": "s", "task": "o"}
-    heights = [
-        max(int(((shown["model_a"] == a) & (shown["model_b"] == b) & (shown["benchmark"] == k)).sum()), 1)
-        for a, b, k in panels
-    ]
+    counts = shown.groupby(["model_a", "model_b", "benchmark"], sort=False).size()
+    heights = [max([int(counts.get((a, b, k), 0)) for k in kinds] + [1]) for a, b in pairs]
     fig, axes = plt.subplots(
-        len(panels),
-        1,
-        figsize=(8.0, 0.24 * sum(heights) + 1.1 * len(panels) + 0.6),
+        len(pairs),
+        len(kinds),
+        figsize=(6.2 * len(kinds) + 0.4, 0.24 * sum(heights) + 1.0 * len(pairs) + 0.9),
         gridspec_kw={"height_ratios": heights},
+        sharex="col",
         squeeze=False,
     )
-    for ax, (model_a, model_b, benchmark) in zip(axes[:, 0], panels, strict=True):
-        part = shown[(shown["model_a"] == model_a) & (shown["model_b"] == model_b) & (shown["benchmark"] == benchmark)]
-        scale = 100.0 if benchmark == "foundation" else 1.0
-        y = np.arange(len(part))[::-1]
-        for yi, row in zip(y, part.itertuples(index=False), strict=True):
-            colour = colours.get(row.verdict, colours["no detectable difference"])
-            if not pd.isna(row.ci_low) and not pd.isna(row.ci_high):
-                ax.hlines(yi, row.ci_low * scale, row.ci_high * scale, color=colour, linewidth=1.4)
-            small = getattr(row, "size", None) == "not distinguishable at this size"  # below the MDE: hollow
-            ax.plot(
-                row.diff * scale,
-                yi,
-                marker=markers.get(row.level, "o"),
-                color=colour,
-                markersize=5.5,
-                fillstyle="none" if small else "full",
-            )
-        labels = [
-            {"task": name, "category": f"{name} (category)"}.get(level, "Average")
-            for level, name in zip(part["level"], part["name"], strict=True)
-        ]
-        ax.set_yticks(y, labels, fontsize=7.5)
-        ax.axvline(0.0, color="black", linestyle="--", linewidth=0.8)
-        ax.set_ylim(-0.7, len(part) - 0.3)
-        unit = "accuracy, percentage points" if benchmark == "foundation" else "judge score, points on 1-10"
-        ax.set_xlabel(f"difference A − B ({unit})")
-        averages = part.loc[part["level"] == "average", "n"]
-        n_items = int(averages.iloc[0]) if not averages.empty else int(part["n"].max())
-        pair = f"A = {_short(model_a, 36)}  vs  B = {_short(model_b, 36)}"
-        ax.set_title(f"{pair} · {benchmark.capitalize()} (n = {n_items} items)", fontsize=9)
+    for row_axes, (model_a, model_b) in zip(axes, pairs, strict=True):
+        for ax, benchmark in zip(row_axes, kinds, strict=True):
+            if (model_a, model_b, benchmark) not in counts.index:
+                fig.delaxes(ax)
+                continue
+            part = shown[
+                (shown["model_a"] == model_a) & (shown["model_b"] == model_b) & (shown["benchmark"] == benchmark)
+            ]
+            scale = 100.0 if benchmark == "foundation" else 1.0
+            y = np.arange(len(part))[::-1]
+            for yi, row in zip(y, part.itertuples(index=False), strict=True):
+                colour = colours.get(row.verdict, colours["no detectable difference"])
+                if not pd.isna(row.ci_low) and not pd.isna(row.ci_high):
+                    ax.hlines(yi, row.ci_low * scale, row.ci_high * scale, color=colour, linewidth=1.4)
+                small = getattr(row, "size", None) == "not distinguishable at this size"  # below the MDE: hollow
+                ax.plot(
+                    row.diff * scale,
+                    yi,
+                    marker=markers.get(row.level, "o"),
+                    color=colour,
+                    markersize=5.5,
+                    fillstyle="none" if small else "full",
+                )
+            labels = [
+                {"task": name, "category": f"{name} (category)"}.get(level, "Average")
+                for level, name in zip(part["level"], part["name"], strict=True)
+            ]
+            ax.set_yticks(y, labels, fontsize=7.5)
+            ax.tick_params(labelbottom=True)  # every panel keeps its scale, shared within the column
+            ax.axvline(0.0, color="black", linestyle="--", linewidth=0.8)
+            ax.set_ylim(-0.7, len(part) - 0.3)
+            unit = "accuracy, percentage points" if benchmark == "foundation" else "judge score, points on 1-10"
+            ax.set_xlabel(f"difference A − B ({unit})", fontsize=8.5)
+            averages = part.loc[part["level"] == "average", "n"]
+            n_items = int(averages.iloc[0]) if not averages.empty else int(part["n"].max())
+            pair = f"A = {_short(model_a, 30)}  vs  B = {_short(model_b, 30)}"
+            ax.set_title(f"{pair} · {benchmark.capitalize()} (n = {n_items} items)", fontsize=8.5)
     handles = [Line2D([], [], color=c, marker="o", linestyle="-", label=v) for v, c in colours.items()]
     if "size" in shown.columns and (shown["size"] == "not distinguishable at this size").any():
         grey = colours["no detectable difference"]
@@ -619,7 +640,7 @@ def compare_forest(frame: pd.DataFrame, tasks: bool | None = None) -> Any:
         handles.append(Line2D([], [], color=grey, marker="o", fillstyle="none", linestyle="", label=label))
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.98), fontsize=8, title="Holm, α = 0.05")
     which = "tasks, categories and Average" if show_tasks else "categories and Average"
-    fig.suptitle(f"Paired differences with 95% bootstrap CIs ({which})", y=1.0)
+    fig.suptitle(f"Paired differences with 95% bootstrap CIs ({which}; {len(pairs)} pairs of models)", y=1.0)
     fig.tight_layout()
     return fig
 
@@ -974,23 +995,27 @@ def metric_panels(
     panels = list(dict.fromkeys(frame[panel]))
     models = list(dict.fromkeys(frame["model"]))
     palette = dict(zip(models, sns.color_palette("colorblind", len(models)), strict=False))
-    groups_max = max(frame[frame[panel] == p][group].nunique() for p in panels)
+    # a panel draws the models with a value in it (no empty slots), and is as wide as its bars need
+    present = {p: [m for m in models if ((frame[panel] == p) & (frame["model"] == m)).any()] for p in panels}
+    widths = [max(3.2, 0.9 * frame[frame[panel] == p][group].nunique() * len(present[p]) ** 0.5 + 1.9) for p in panels]
     fig, axes = plt.subplots(
         1,
         len(panels),
-        figsize=(max(4.8, 0.9 * groups_max * max(1, len(models)) ** 0.5 + 2.5) * len(panels), 3.8),
+        figsize=(sum(widths) + 0.6 * len(panels), 3.8),
+        width_ratios=widths,
         squeeze=False,
     )
     for ax, name in zip(axes[0], panels, strict=True):
         part = frame[frame[panel] == name]
         groups = list(dict.fromkeys(part[group]))
-        width = 0.8 / max(len(models), 1)
-        for k, model in enumerate(models):
+        here = present[name]
+        width = 0.8 / max(len(here), 1)
+        for k, model in enumerate(here):
             rows = part[part["model"] == model].drop_duplicates(group).set_index(group).reindex(groups)
-            x = np.arange(len(groups)) + (k - (len(models) - 1) / 2) * width
+            x = np.arange(len(groups)) + (k - (len(here) - 1) / 2) * width
             low = rows["ci_low"].fillna(rows[value])
             high = rows["ci_high"].fillna(rows[value])
-            _ci_bars(ax, x, rows[value], low, high, scale, width, palette[model], model)
+            _ci_bars(ax, x, rows[value], low, high, scale, width, palette[model], model, zero_labels=True)
         ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups], rotation=15, ha="right")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabels.get(name, str(name)))
@@ -999,7 +1024,16 @@ def metric_panels(
             ax.set_ylim(ylim[0], max(ylim[1], highest))
         n_max = int(part["n"].max()) if part["n"].notna().any() else 0
         ax.set_title(f"{name} (n ≤ {n_max} per bar)", fontsize=10)
-    axes[0][-1].legend(title="model", fontsize=8, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[m]) for m in models]  # every model, whatever its panel
+    axes[0][-1].legend(
+        handles,
+        [_short(m, 44) for m in models],
+        title="model",
+        fontsize=8,
+        title_fontsize=8,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+    )
     fig.suptitle(title, y=1.02)
     fig.tight_layout()
     return fig
@@ -1136,7 +1170,10 @@ def controls_chart(frame: pd.DataFrame) -> Any:
     needed = frame[frame["measure"] == "audio needed"]
     controls = list(dict.fromkeys(differences["measure"]))
     fig, (left, right) = plt.subplots(
-        1, 2, figsize=(min(13.0, 5.0 + 0.3 * len(controls) * len(models)), 3.8), width_ratios=[3, 1.3]
+        1,
+        2,
+        figsize=(min(14.0, 7.5 + 0.3 * len(controls) * len(models)), max(3.8, 1.6 + 0.3 * len(models))),
+        width_ratios=[3, 1.4],
     )
     width = 0.8 / max(1, len(models))
     for k, model in enumerate(models):
@@ -1162,11 +1199,14 @@ def controls_chart(frame: pd.DataFrame) -> Any:
             (values - needed["ci_low"].astype(float) * 100).clip(lower=0),
             (needed["ci_high"].astype(float) * 100 - values).clip(lower=0),
         ]
-        right.bar(range(len(needed)), values, color=[palette[m] for m in needed["model"]], alpha=0.8)
-        right.errorbar(range(len(needed)), values, yerr=yerr, fmt="none", color="black", capsize=2.5)
-        right.set_xticks(range(len(needed)), [_short(m, 30) for m in needed["model"]], rotation=35, ha="right")
-    right.set_ylim(0, 100)
-    right.set_ylabel("items that needed the audio (%)")
+        # one horizontal bar per model, its name beside it (whole up to 40 characters, never rotated over another)
+        ys = np.arange(len(needed))[::-1]
+        right.barh(ys, values, color=[palette[m] for m in needed["model"]], alpha=0.8)
+        right.errorbar(values, ys, xerr=yerr, fmt="none", color="black", capsize=2.5)
+        right.set_yticks(ys, [_short(m, 40) for m in needed["model"]], fontsize=7.5)
+        right.set_ylim(-0.6, len(needed) - 0.4)
+    right.set_xlim(0, 100)
+    right.set_xlabel("items that needed the audio (%)")
     right.set_title("Audio-needed share", fontsize=9)
     fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     fig.suptitle("Does the model listen? Scores under the audio-reliance controls (paired 95% bootstrap)", fontsize=10)

@@ -110,7 +110,7 @@ def test_the_controls_section_says_who_listens(built, analysis):
     figure = section.figure
     left, right = figure.axes
     assert [t.get_text() for t in left.get_xticklabels()] == list(CONTROLS[:4])  # every control run, in order
-    assert "n = " in left.get_title() and "points" in left.get_ylabel() and "%" in right.get_ylabel()
+    assert "n = " in left.get_title() and "points" in left.get_ylabel() and "%" in right.get_xlabel()
     figure.savefig(analysis.folder.path / "controls-figure.png", dpi=80)
 
 
