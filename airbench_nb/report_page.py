@@ -108,7 +108,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% endfor %}</ul>{% else %}<p>None.</p>{% endif %}
 
 {% for title, body in sections %}<h2>{{ title }}</h2>
-<div class="wide">{{ body | safe }}</div>
+{{ body | safe }}
 
 {% endfor %}<h2>Real models</h2>
 {% if real_models %}<p class="meta">Every model of the run that is not a baseline, with its scores under the strict
