@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from airbench_nb.pages.base import PageInputs, PageSection, register_page_section, render_template
-from airbench_nb.score_table import ScoreTable
+from airbench_nb.score_table import PROXY_SHORT, ScoreTable
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +22,10 @@ questions): no Average includes them.</p>
 
 
 def main_table_html(scores: ScoreTable | None) -> str:
-    """The main table (models x categories, both protocols) as HTML, or "" when the run has no scores."""
+    """The main table (models x categories, both protocols) as HTML, or "" when the run has no scores.
+
+    The proxy judge is named ``proxy`` in its cells; :func:`chat_provenance`'s line under the table says what it is.
+    """
     if not scores:
         return ""
     from airbench_nb.analysis.tables import _main_markdown, main_table
@@ -31,6 +34,8 @@ def main_table_html(scores: ScoreTable | None) -> str:
     if frame.empty:
         return ""
     flat = _main_markdown(frame)
+    # the proxy's long label wraps its cell over five lines on every row: the line under the table says what it is
+    flat["Chat judge"] = flat["Chat judge"].map(lambda judge: "proxy" if judge == PROXY_SHORT else judge)
     return flat.to_html(index=False, border=0, escape=True, na_rep="–")
 
 

@@ -31,6 +31,10 @@ def test_example_landing_page_shows_the_table_and_figures(page, tmp_path):
     assert rows.count() >= 8  # 4 baselines x 2 protocols
     text = main.inner_text()
     assert "baseline:oracle" in text and "strict" in text and "official" in text
+    judges = set(main.locator("tbody tr td:nth-child(2)").all_inner_texts())
+    assert judges == {"proxy"}  # named short in its cells, said in full under the table
+    provenance = page.locator("h2:text('Main table') + p + div.wide + p.meta").inner_text()
+    assert "proxy (embedding similarity, not an LLM)" in provenance
     sseu = page.locator("h2:text('SSEU-Bench') + p + div.wide > table").inner_text()
     assert "faster-whisper:tiny.en-bundled" in sseu and "sseu-cot" in sseu  # the real model's row, every mode
     images = page.locator("figure img")
