@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +224,21 @@ def _no_real_models(run_dir: Path, run: RunInfo, analysis: AnalysisReport | None
     return text
 
 
+COPIES = (
+    ("graded_items", "SNR-graded copies"),
+    ("rotated_items", "rotated copies"),
+    ("control_items", "control copies"),
+    ("perturbed_items", "perturbed copies"),
+    ("paraphrased_items", "paraphrased copies"),
+)
+"""The copies a build adds beside the items (its data card's count, the page's label), in the page's order."""
+
+
+def _listed(labels: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(labels) if len(labels) < 3 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+
+
 def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     card = _data_card(run, folder)
@@ -235,20 +251,14 @@ def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> l
                 f"recipe {recipe.get('recipe', '?')} version {recipe.get('version', '?')}: {counts.get('rows', '?')} "
                 f"rows read, {counts.get('rejected', 0)} rejected (rejected.jsonl beside the manifests)"
             )
-        for key, label in (("graded_items", "SNR-graded copies"), ("rotated_items", "rotated copies")):
-            if counts.get(key):
-                parts.append(f"{counts[key]} {label}")
+        parts.extend(f"{counts[key]} {label}" for key, label in COPIES if counts.get(key))
         rows.append(("data", ", ".join(parts)))
     if analysis is not None:
         rows.append(("models", ", ".join(f"{m} ({model_kind(m)})" for m in analysis.models) or "none"))
         rows.append(("Chat judges", ", ".join(analysis.judges) or "none"))
-        rows.append(
-            (
-                "items read",
-                f"{analysis.items} with usable audio (SNR-graded and rotated copies included), "
-                f"{analysis.unusable_items} unusable",
-            )
-        )
+        copies = [label for key, label in COPIES if counts.get(key)]
+        included = f" ({_listed(copies)} included)" if copies else ""
+        rows.append(("items read", f"{analysis.items} with usable audio{included}, {analysis.unusable_items} unusable"))
         rows.append(("analyses read with", f"the {analysis.protocol} protocol (the main table shows both)"))
     parameters = run.parameters
     rows.append(("parameters", ", ".join(f"{k}={v!r}" for k, v in parameters.items()) or "the notebooks' defaults"))

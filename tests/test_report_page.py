@@ -82,3 +82,23 @@ def test_cli_report_and_a_folder_without_run_json(finished: Path, tmp_path: Path
     assert ok.exit_code == 0 and "index.html" in ok.output
     missing = runner.invoke(app, ["report", str(tmp_path)])
     assert missing.exit_code == 2 and "run.json" in missing.output
+
+
+def test_what_was_run_names_every_kind_of_copy_the_items_read_include(finished: Path, tmp_path: Path):
+    import json
+    import re
+    import shutil
+
+    run = tmp_path / "run-copies"
+    shutil.copytree(finished, run)
+    card = RunFolder(run).dataset_card
+    counts = {"graded_items": 10, "rotated_items": 0, "control_items": 25, "perturbed_items": 40}
+    card.write_text(json.dumps({"source": "build:tiny", "counts": counts}))
+    html = write_report_page(run)[0].read_text()
+    data = re.search(r"<th>data</th><td>(.*?)</td>", html).group(1)
+    assert data == "source build:tiny, 10 SNR-graded copies, 25 control copies, 40 perturbed copies"
+    read = re.search(r"<th>items read</th><td>(.*?)</td>", html).group(1)
+    assert "(SNR-graded copies, control copies and perturbed copies included)" in read and "rotated" not in read
+    card.write_text(json.dumps({"source": "build:tiny", "counts": {}}))  # no copies: none said to be included
+    html = write_report_page(run)[0].read_text()
+    assert re.search(r"<th>items read</th><td>\d+ with usable audio, 0 unusable</td>", html)
