@@ -258,6 +258,8 @@ def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> l
         rows.append(("Chat judges", ", ".join(analysis.judges) or "none"))
         copies = [label for key, label in COPIES if counts.get(key)]
         included = f" ({_listed(copies)} included)" if copies else ""
+        if not card:  # no data card to count them: the copies are read all the same
+            included = " (any SNR-graded, rotated, control or perturbed copies included)"
         rows.append(("items read", f"{analysis.items} with usable audio{included}, {analysis.unusable_items} unusable"))
         rows.append(("analyses read with", f"the {analysis.protocol} protocol (the main table shows both)"))
     parameters = run.parameters
