@@ -110,3 +110,22 @@ def test_a_measured_zero_is_drawn_and_a_panel_shows_only_the_models_in_it(accura
     assert [t.get_text() for t in legend.get_texts()] == MODELS  # every model, whatever its panel
     assert np.diff([ax.get_position().width for ax in fig.axes])[0] < 0  # the one-bar panel is the narrower
     plt.close(fig)
+
+
+def test_a_perturbation_not_run_for_a_metric_is_a_panel_that_says_so_without_a_scale():
+    rows = []
+    for metric, curve, unit in (("accuracy", "codec:mp3", "kbit/s"), ("accuracy", "paraphrase", "rewrite no."),
+                                ("wer", "codec:mp3", "kbit/s")):  # fmt: skip
+        for parameter in (1.0, 2.0):
+            rows.append(
+                {"model": "m:a", "task": "(all)", "metric": metric, "curve": curve, "parameter": parameter}
+                | {"unit": unit, "measured": parameter, "n": 8, "clean": 0.5, "perturbed": 0.4}
+                | {"difference": -0.1, "ci_low": -0.2, "ci_high": 0.0}
+            )
+    fig = plots.perturbation_curves(pd.DataFrame(rows))
+    assert len(fig.axes) == 4  # accuracy and WER rows x codec:mp3 and paraphrase columns
+    empty = fig.axes[3]  # the WER row's paraphrase panel
+    assert [t.get_text() for t in empty.texts] == ["not run"] and empty.get_title() == "paraphrase"
+    assert list(empty.get_xticks()) == [] and list(empty.get_yticks()) == []
+    assert all(len(ax.get_xticks()) for ax in fig.axes[:3])
+    plt.close(fig)
