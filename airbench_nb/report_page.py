@@ -234,9 +234,9 @@ COPIES = (
 """The copies a build adds beside the items (its data card's count, the page's label), in the page's order."""
 
 
-def _listed(labels: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return " and ".join(labels) if len(labels) < 3 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+def _listed(labels: Sequence[str], word: str = "and") -> str:
+    """``a``, ``a and b``, ``a, b and c`` (or ``word`` in place of ``and``)."""
+    return f" {word} ".join(labels) if len(labels) < 3 else f"{', '.join(labels[:-1])} {word} {labels[-1]}"
 
 
 def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> list[tuple[str, str]]:
@@ -259,7 +259,8 @@ def _what(run: RunInfo, analysis: AnalysisReport | None, folder: RunFolder) -> l
         copies = [label for key, label in COPIES if counts.get(key)]
         included = f" ({_listed(copies)} included)" if copies else ""
         if not card:  # no data card to count them: the copies are read all the same
-            included = " (any SNR-graded, rotated, control or perturbed copies included)"
+            kinds = [label.removesuffix(" copies") for _, label in COPIES]
+            included = f" (any {_listed(kinds, 'or')} copies included)"
         rows.append(("items read", f"{analysis.items} with usable audio{included}, {analysis.unusable_items} unusable"))
         rows.append(("analyses read with", f"the {analysis.protocol} protocol (the main table shows both)"))
     parameters = run.parameters

@@ -105,4 +105,4 @@ def test_what_was_run_names_every_kind_of_copy_the_items_read_include(finished: 
     card.unlink()  # no data card: the page cannot count the copies, and says they are read all the same
     html = write_report_page(run)[0].read_text()
     read = re.search(r"<th>items read</th><td>(.*?)</td>", html).group(1)
-    assert "(any SNR-graded, rotated, control or perturbed copies included)" in read
+    assert "(any SNR-graded, rotated, control, perturbed or paraphrased copies included)" in read
